@@ -1,0 +1,53 @@
+//===- CleaveBase.td - The cleave dialect definition ------*- tablegen -*-===//
+//
+// The dialect that carries a model's training graph from import to codegen.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_CLEAVEBASE_TD
+#define CLEAVE_DIALECT_CLEAVEBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Cleave_Dialect : Dialect {
+  let name = "cleave";
+  let cppNamespace = "::mlir::cleave";
+  let summary = "Tensor operations of a training graph, with static shapes";
+  let description = [{
+    The `cleave` dialect holds a model imported from ONNX as one `func.func`
+    per graph. Operands and results are statically shaped builtin tensors.
+    Operations use their own snake_case vocabulary, not ONNX spelling, and
+    carry only static attributes: anything ONNX passes as a constant input
+    (Reshape's shape, Slice's starts, ReduceSum's axes) is folded into an
+    attribute by the importer. Parameters (ONNX initializers) and data
+    inputs are function arguments marked with `cleave.param` and
+    `cleave.input`; results are marked with `cleave.output`, and the scalar
+    loss additionally with `cleave.loss`.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let extraClassDeclaration = [{
+    /// Argument attribute naming the ONNX initializer a parameter came from.
+    static constexpr llvm::StringLiteral kParamAttrName = "cleave.param";
+    /// Argument attribute naming the ONNX graph input a data input came from.
+    static constexpr llvm::StringLiteral kInputAttrName = "cleave.input";
+    /// Argument attribute naming a training state tensor (an initializer of
+    /// an ONNX training algorithm graph).
+    static constexpr llvm::StringLiteral kStateAttrName = "cleave.state";
+    /// Result attribute naming the ONNX graph output a result came from.
+    static constexpr llvm::StringLiteral kOutputAttrName = "cleave.output";
+    /// Unit result attribute marking the scalar training loss.
+    static constexpr llvm::StringLiteral kLossAttrName = "cleave.loss";
+    /// Result attribute naming the tensor an algorithm output overwrites
+    /// (ONNX `TrainingInfoProto.update_binding`).
+    static constexpr llvm::StringLiteral kUpdateAttrName = "cleave.update";
+    /// Module attribute: the ONNX file the module was imported from.
+    static constexpr llvm::StringLiteral kSourceAttrName = "cleave.source";
+  }];
+}
+
+class Cleave_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Cleave_Dialect, mnemonic, traits>;
+
+#endif // CLEAVE_DIALECT_CLEAVEBASE_TD

@@ -1,0 +1,140 @@
+//===- ImportConvolution.cpp - Conv, MaxPool and AveragePool --------------===//
+
+#include "frontend/NodeImporter.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+namespace mlir::cleave {
+
+namespace {
+
+/// The window attributes shared by Conv and the pools, with auto_pad
+/// resolved into explicit pads.
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+
+FailureOr<Window> readWindow(NodeImporter &node, ArrayRef<int64_t> spatial,
+                             ArrayRef<int64_t> kernel) {
+  size_t k = spatial.size();
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  auto listOr = [&](StringRef name, size_t size, int64_t fallback) {
+    std::optional<std::vector<int64_t>> values = node.intsAttr(name);
+    return values ? SmallVector<int64_t>(values->begin(), values->end())
+                  : SmallVector<int64_t>(size, fallback);
+  };
+  w.strides = listOr("strides", k, 1);
+  w.dilations = listOr("dilations", k, 1);
+  w.pads = listOr("pads", 2 * k, 0);
+  if (w.strides.size() != k || w.dilations.size() != k ||
+      w.pads.size() != 2 * k || w.kernel.size() != k)
+    return node.emitError() << "kernel_shape, strides and dilations need " << k
+                            << " entries and pads " << 2 * k
+                            << " for an input with " << k
+                            << " spatial dimensions",
+           failure();
+  std::string autoPad = node.stringAttr("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < k; ++i) {
+      int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[i] + extent - spatial[i]);
+      int64_t small = total / 2;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+      w.pads[i + k] = total - w.pads[i];
+    }
+  } else if (autoPad != "NOTSET") {
+    return node.emitError() << "auto_pad '" << autoPad
+                            << "' is not one of NOTSET, SAME_UPPER, "
+                               "SAME_LOWER, VALID",
+           failure();
+  }
+  return w;
+}
+
+LogicalResult importConv(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  auto inputType = cast<RankedTensorType>(node.input(0).getType());
+  auto weightType = cast<RankedTensorType>(node.input(1).getType());
+  if (inputType.getRank() < 3 || weightType.getRank() != inputType.getRank())
+    return node.emitError() << "expects an input [N, C, D...] and a weight of "
+                               "the same rank >= 3";
+  ArrayRef<int64_t> kernel = weightType.getShape().drop_front(2);
+  if (auto declared = node.intsAttr("kernel_shape"))
+    if (ArrayRef<int64_t>(*declared) != kernel)
+      return node.emitError() << "kernel_shape attribute disagrees with the "
+                                 "weight's spatial dimensions";
+  FailureOr<Window> w =
+      readWindow(node, inputType.getShape().drop_front(2), kernel);
+  if (failed(w))
+    return failure();
+  OpBuilder &b = node.builder();
+  auto op = node.create<ConvOp>(
+      *type, node.input(0), node.input(1), node.input(2),
+      b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
+      b.getDenseI64ArrayAttr(w->dilations),
+      b.getI64IntegerAttr(node.intAttr("group", 1)));
+  node.setOutput(0, op.getResult());
+  return success();
+}
+
+/// Reads the pooling window; kernel_shape is required.
+FailureOr<Window> readPoolWindow(NodeImporter &node) {
+  auto inputType = cast<RankedTensorType>(node.input(0).getType());
+  if (inputType.getRank() < 3)
+    return node.emitError() << "expects an input [N, C, D...] of rank >= 3",
+           failure();
+  std::optional<std::vector<int64_t>> kernel = node.intsAttr("kernel_shape");
+  if (!kernel)
+    return node.emitError() << "kernel_shape is required", failure();
+  return readWindow(node, inputType.getShape().drop_front(2), *kernel);
+}
+
+LogicalResult importMaxPool(NodeImporter &node) {
+  if (node.outputUsed(1))
+    return node.emitError() << "the Indices output is not supported; export "
+                               "the model without return_indices";
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  FailureOr<Window> w = readPoolWindow(node);
+  if (failed(type) || failed(w))
+    return failure();
+  OpBuilder &b = node.builder();
+  auto op = node.create<MaxPoolOp>(
+      *type, node.input(0), b.getDenseI64ArrayAttr(w->kernel),
+      b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
+      b.getBoolAttr(node.intAttr("ceil_mode", 0) != 0),
+      b.getDenseI64ArrayAttr(w->dilations));
+  node.setOutput(0, op.getResult());
+  return success();
+}
+
+LogicalResult importAveragePool(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  FailureOr<Window> w = readPoolWindow(node);
+  if (failed(type) || failed(w))
+    return failure();
+  OpBuilder &b = node.builder();
+  auto op = node.create<AvgPoolOp>(
+      *type, node.input(0), b.getDenseI64ArrayAttr(w->kernel),
+      b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
+      b.getBoolAttr(node.intAttr("ceil_mode", 0) != 0),
+      b.getBoolAttr(node.intAttr("count_include_pad", 0) != 0));
+  node.setOutput(0, op.getResult());
+  return success();
+}
+
+} // namespace
+
+void registerConvolutionImporters(OpImportTable &table) {
+  table["Conv"] = importConv;
+  table["MaxPool"] = importMaxPool;
+  table["AveragePool"] = importAveragePool;
+}
+
+} // namespace mlir::cleave

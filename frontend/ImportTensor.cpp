@@ -1,0 +1,223 @@
+//===- ImportTensor.cpp - shape, data movement and reductions -------------===//
+//
+// Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
+// Gather, Expand and the Reduce operators. Shape-like inputs (Reshape's
+// shape, Slice's starts, ReduceSum's axes) must be constants after shape
+// arithmetic folding; they become attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/NodeImporter.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::cleave {
+
+namespace {
+
+int64_t rankOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getRank();
+}
+
+/// Reshape, Flatten, Squeeze and Unsqueeze differ only in how ONNX computes
+/// the output shape, which shape inference already did.
+LogicalResult importReshapeLike(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  node.setOutput(0, node.create<ReshapeOp>(*type, node.input(0)).getResult());
+  return success();
+}
+
+LogicalResult importTranspose(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  int64_t rank = rankOf(node.input(0));
+  SmallVector<int64_t> perm;
+  if (auto given = node.intsAttr("perm"))
+    perm.assign(given->begin(), given->end());
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  node.setOutput(0, node.create<TransposeOp>(
+                            *type, node.input(0),
+                            node.builder().getDenseI64ArrayAttr(perm))
+                        .getResult());
+  return success();
+}
+
+LogicalResult importConcat(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.intAttr("axis", 0), type->getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < node.numInputs(); ++i)
+    inputs.push_back(node.input(i));
+  node.setOutput(0, node.create<ConcatOp>(*type, inputs,
+                                          node.builder().getI64IntegerAttr(
+                                              *axis))
+                        .getResult());
+  return success();
+}
+
+LogicalResult importSplit(NodeImporter &node) {
+  SmallVector<Type> types;
+  for (unsigned i = 0; i < node.numOutputs(); ++i) {
+    FailureOr<RankedTensorType> type = node.outputType(i);
+    if (failed(type))
+      return failure();
+    types.push_back(*type);
+  }
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.intAttr("axis", 0), rankOf(node.input(0)));
+  if (failed(axis))
+    return failure();
+  auto op = node.create<SplitOp>(types, node.input(0),
+                                 node.builder().getI64IntegerAttr(*axis));
+  node.setOutputs(op->getResults());
+  return success();
+}
+
+/// ONNX Slice with constant starts/ends/axes/steps, normalized to per-dim
+/// offsets and strides; the extent comes from the inferred output shape.
+LogicalResult importSlice(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  FailureOr<std::vector<int64_t>> starts = node.constantInts(1);
+  if (failed(type) || failed(starts) || failed(node.constantInts(2)))
+    return failure();
+  ArrayRef<int64_t> inShape =
+      cast<RankedTensorType>(node.input(0).getType()).getShape();
+  int64_t rank = inShape.size();
+  std::vector<int64_t> axes, steps(starts->size(), 1);
+  if (node.hasInput(3)) {
+    FailureOr<std::vector<int64_t>> given = node.constantInts(3);
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  }
+  if (node.hasInput(4)) {
+    FailureOr<std::vector<int64_t>> given = node.constantInts(4);
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  if (axes.size() != starts->size() || steps.size() != starts->size())
+    return node.emitError() << "starts, axes and steps must have one length";
+  SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+  for (auto [i, axisValue] : llvm::enumerate(axes)) {
+    FailureOr<int64_t> axis = node.normalizeAxis(axisValue, rank);
+    if (failed(axis))
+      return failure();
+    int64_t dim = inShape[*axis], step = steps[i], start = (*starts)[i];
+    if (step == 0)
+      return node.emitError() << "step of axis " << *axis << " is zero";
+    if (start < 0)
+      start += dim;
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                     : std::clamp<int64_t>(start, 0, dim - 1);
+    offsets[*axis] = start;
+    strides[*axis] = step;
+  }
+  OpBuilder &b = node.builder();
+  node.setOutput(0, node.create<SliceOp>(*type, node.input(0),
+                                         b.getDenseI64ArrayAttr(offsets),
+                                         b.getDenseI64ArrayAttr(strides))
+                        .getResult());
+  return success();
+}
+
+LogicalResult importGather(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.intAttr("axis", 0), rankOf(node.input(0)));
+  if (failed(axis))
+    return failure();
+  node.setOutput(0, node.create<GatherOp>(*type, node.input(0), node.input(1),
+                                          node.builder().getI64IntegerAttr(
+                                              *axis))
+                        .getResult());
+  return success();
+}
+
+LogicalResult importExpand(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  node.setOutput(0,
+                 node.create<BroadcastToOp>(*type, node.input(0)).getResult());
+  return success();
+}
+
+/// ReduceSum takes its axes as an input from opset 13; ReduceMean and
+/// ReduceMax take them as an attribute until opset 18.
+template <typename OpTy>
+LogicalResult importReduce(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  int64_t rank = rankOf(node.input(0));
+  std::vector<int64_t> axes;
+  if (node.hasInput(1)) {
+    FailureOr<std::vector<int64_t>> given = node.constantInts(1);
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else if (auto given = node.intsAttr("axes")) {
+    axes = *given;
+  }
+  if (axes.empty()) {
+    if (node.intAttr("noop_with_empty_axes", 0)) {
+      node.setOutput(0, node.input(0));
+      return success();
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  SmallVector<int64_t> normalized;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> n = node.normalizeAxis(axis, rank, "reduction axis");
+    if (failed(n))
+      return failure();
+    normalized.push_back(*n);
+  }
+  llvm::sort(normalized);
+  normalized.erase(llvm::unique(normalized), normalized.end());
+  OpBuilder &b = node.builder();
+  node.setOutput(0, node.create<OpTy>(*type, node.input(0),
+                                      b.getDenseI64ArrayAttr(normalized),
+                                      b.getBoolAttr(node.intAttr("keepdims", 1)))
+                        .getResult());
+  return success();
+}
+
+} // namespace
+
+void registerTensorImporters(OpImportTable &table) {
+  table["Reshape"] = importReshapeLike;
+  table["Flatten"] = importReshapeLike;
+  table["Squeeze"] = importReshapeLike;
+  table["Unsqueeze"] = importReshapeLike;
+  table["Transpose"] = importTranspose;
+  table["Concat"] = importConcat;
+  table["Split"] = importSplit;
+  table["Slice"] = importSlice;
+  table["Gather"] = importGather;
+  table["Expand"] = importExpand;
+  table["ReduceSum"] = importReduce<ReduceSumOp>;
+  table["ReduceMean"] = importReduce<ReduceMeanOp>;
+  table["ReduceMax"] = importReduce<ReduceMaxOp>;
+}
+
+} // namespace mlir::cleave

@@ -1,0 +1,37 @@
+//===- OnnxImporter.h - ONNX model to the cleave dialect --------*- C++ -*-===//
+
+#ifndef CLEAVE_FRONTEND_ONNXIMPORTER_H
+#define CLEAVE_FRONTEND_ONNXIMPORTER_H
+
+#include "frontend/OnnxModelLoader.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::cleave {
+
+struct ImportOptions {
+  /// `--input-shape` bindings of dynamic dimensions.
+  std::vector<::cleave::frontend::ShapeBinding> shapeBindings;
+  /// `--loss NAME`; empty selects the single scalar graph output.
+  std::string loss;
+  /// Import a model without a training loss (inference only).
+  bool inference = false;
+};
+
+/// Imports the ONNX model at `path` (binary protobuf or ONNX text) into a
+/// module holding one func per graph: the inference graph, and one per
+/// training_info algorithm. Returns null after emitting diagnostics that name
+/// the file, node or tensor at fault.
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
+                                      const ImportOptions &options);
+
+/// The ONNX operator types the importer supports, sorted.
+std::vector<std::string> supportedOnnxOperators();
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_FRONTEND_ONNXIMPORTER_H

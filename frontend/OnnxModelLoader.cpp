@@ -1,0 +1,502 @@
+//===- OnnxModelLoader.cpp - read and prepare an ONNX model ---------------===//
+
+#include "frontend/OnnxModelLoader.h"
+#include "frontend/ShapeArithmetic.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/parser.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <map>
+#include <set>
+
+using llvm::formatv;
+using llvm::StringRef;
+
+namespace cleave::frontend {
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Bytes per element of the tensor types whose data can be loaded.
+int64_t elementSize(int32_t type) {
+  switch (type) {
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return 8;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return 4;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return 2;
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/true);
+  if (!buffer)
+    return fail(formatv("cannot read '{0}': {1}", path,
+                        buffer.getError().message()));
+  StringRef bytes = (*buffer)->getBuffer();
+  // ONNX text starts with the model header `<ir_version: ...>`, possibly
+  // after `#` comment lines; protobuf binary never starts with '<' or '#'.
+  StringRef text = bytes.ltrim();
+  while (text.starts_with("#"))
+    text = text.drop_until([](char c) { return c == '\n'; }).ltrim();
+  if (text.starts_with("<")) {
+    onnx::Status status =
+        onnx::OnnxParser::Parse(model, (*buffer)->getBufferStart());
+    if (!status.IsOK())
+      return fail(formatv("'{0}' is not valid ONNX text: {1}", path,
+                          status.ErrorMessage()));
+    return llvm::Error::success();
+  }
+  if (bytes.empty() || !model.ParseFromArray(bytes.data(), bytes.size()) ||
+      !model.has_graph())
+    return fail(formatv("'{0}' is not an ONNX model: the protobuf is truncated "
+                        "or is not a ModelProto; export it again with "
+                        "torch.onnx.export or onnx.save",
+                        path));
+  return llvm::Error::success();
+}
+
+llvm::Error checkOpsets(const onnx::ModelProto &model, StringRef path,
+                        int64_t &opset) {
+  opset = 0;
+  for (const auto &import : model.opset_import()) {
+    const std::string &domain = import.domain();
+    if (domain.empty() || domain == "ai.onnx") {
+      opset = import.version();
+      if (opset < kMinOpset || opset > kMaxOpset)
+        return fail(formatv(
+            "'{0}' uses opset {1} of the default ONNX domain; cleave supports "
+            "opsets {2} to {3}: export with torch.onnx.export(..., "
+            "opset_version=17) or convert with onnx.version_converter",
+            path, opset, kMinOpset, kMaxOpset));
+    } else if (domain == kTrainingDomain) {
+      if (import.version() != 1)
+        return fail(formatv("'{0}' imports domain '{1}' at version {2}; cleave "
+                            "supports version 1",
+                            path, domain, import.version()));
+    } else {
+      return fail(formatv(
+          "'{0}' imports the unsupported operator domain '{1}' (version {2}); "
+          "cleave supports the default ONNX domain and '{3}': export without "
+          "custom or contrib operators",
+          path, domain, import.version(), kTrainingDomain));
+    }
+  }
+  if (opset == 0)
+    return fail(formatv("'{0}' does not import the default ONNX domain; add "
+                        "opset_import {{ domain: \"\", version: 17 }",
+                        path));
+  return llvm::Error::success();
+}
+
+/// Replaces every external-data initializer by its bytes, refusing any
+/// location outside the model's directory.
+llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
+  llvm::SmallString<256> modelDir(path);
+  llvm::sys::path::remove_filename(modelDir);
+  if (modelDir.empty())
+    modelDir = ".";
+  llvm::SmallString<256> realModelDir;
+  if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realModelDir))
+    return fail(formatv("cannot resolve the directory of '{0}': {1}", path,
+                        ec.message()));
+  for (onnx::TensorProto &tensor : *graph.mutable_initializer()) {
+    if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &entry : tensor.external_data()) {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
+    }
+    if (location.empty())
+      return fail(formatv("initializer '{0}' has external data without a "
+                          "location",
+                          tensor.name()));
+    if (llvm::sys::path::is_absolute(location))
+      return fail(formatv("initializer '{0}' has external data at the "
+                          "absolute path '{1}'; external data must be a "
+                          "relative path inside the model's directory",
+                          tensor.name(), location));
+    llvm::SmallString<256> dataPath(realModelDir);
+    llvm::sys::path::append(dataPath, location);
+    llvm::SmallString<256> realDataPath;
+    if (std::error_code ec = llvm::sys::fs::real_path(dataPath, realDataPath))
+      return fail(formatv("initializer '{0}': cannot open its external data "
+                          "file '{1}': {2}; keep the data file next to the "
+                          "model",
+                          tensor.name(), dataPath, ec.message()));
+    if (!StringRef(realDataPath).starts_with((realModelDir + "/").str()))
+      return fail(formatv("initializer '{0}' has external data location "
+                          "'{1}', which escapes the model's directory '{2}'; "
+                          "move the data file next to the model",
+                          tensor.name(), location, realModelDir));
+    auto buffer = llvm::MemoryBuffer::getFile(realDataPath, false, false);
+    if (!buffer)
+      return fail(formatv("initializer '{0}': cannot read '{1}': {2}",
+                          tensor.name(), realDataPath,
+                          buffer.getError().message()));
+    int64_t expected = elementSize(tensor.data_type());
+    for (int64_t d : tensor.dims())
+      expected *= d;
+    if (length < 0)
+      length = expected;
+    int64_t fileSize = (*buffer)->getBufferSize();
+    if (offset < 0 || length != expected || offset + length > fileSize)
+      return fail(formatv("initializer '{0}': external data '{1}' holds {2} "
+                          "bytes at offset {3} but the tensor needs {4} (file "
+                          "size {5}); the data file is truncated or belongs to "
+                          "another model",
+                          tensor.name(), location, length, offset, expected,
+                          fileSize));
+    tensor.set_raw_data((*buffer)->getBufferStart() + offset, length);
+    tensor.clear_external_data();
+    tensor.set_data_location(onnx::TensorProto::DEFAULT);
+  }
+  return llvm::Error::success();
+}
+
+/// Binds the symbolic dimensions of graph inputs (and matching outputs) from
+/// the --input-shape flags.
+llvm::Error bindDimensions(onnx::GraphProto &graph,
+                           const std::vector<ShapeBinding> &bindings) {
+  std::set<std::string> initializers;
+  for (const auto &init : graph.initializer())
+    initializers.insert(init.name());
+  std::map<std::string, int64_t> symbols;
+  std::map<std::string, const ShapeBinding *> wholeInputs;
+  std::set<std::string> inputNames, symbolNames;
+  for (const auto &input : graph.input()) {
+    inputNames.insert(input.name());
+    for (const auto &dim : input.type().tensor_type().shape().dim())
+      if (dim.has_dim_param())
+        symbolNames.insert(dim.dim_param());
+  }
+  for (const ShapeBinding &binding : bindings) {
+    if (inputNames.count(binding.name)) {
+      wholeInputs[binding.name] = &binding;
+    } else if (symbolNames.count(binding.name)) {
+      if (binding.dims.size() != 1)
+        return fail(formatv("--input-shape {0}: '{0}' is a symbolic dimension "
+                            "and takes one size, not {1}",
+                            binding.name, binding.dims.size()));
+      symbols[binding.name] = binding.dims[0];
+    } else {
+      std::string known;
+      for (const auto &n : inputNames)
+        if (!initializers.count(n))
+          known += (known.empty() ? "" : ", ") + n;
+      for (const auto &n : symbolNames)
+        known += (known.empty() ? "" : ", ") + n;
+      return fail(formatv("--input-shape names '{0}', which is neither a graph "
+                          "input nor a symbolic dimension of the model (known: "
+                          "{1})",
+                          binding.name, known.empty() ? "none" : known));
+    }
+  }
+  for (auto &input : *graph.mutable_input()) {
+    if (initializers.count(input.name()))
+      continue;
+    if (!input.type().has_tensor_type())
+      return fail(formatv("graph input '{0}' is not a tensor; cleave supports "
+                          "tensor inputs only",
+                          input.name()));
+    auto *shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (auto it = wholeInputs.find(input.name()); it != wholeInputs.end()) {
+      const ShapeBinding &binding = *it->second;
+      if (binding.dims.size() != static_cast<size_t>(shape->dim_size()))
+        return fail(formatv("--input-shape {0}: gives {1} dims but input '{0}' "
+                            "has rank {2}",
+                            input.name(), binding.dims.size(),
+                            shape->dim_size()));
+      for (int i = 0; i < shape->dim_size(); ++i) {
+        auto *dim = shape->mutable_dim(i);
+        if (dim->has_dim_value() && dim->dim_value() != binding.dims[i])
+          return fail(formatv("--input-shape {0}: dim {1} is fixed to {2} in "
+                              "the model but the flag gives {3}",
+                              input.name(), i, dim->dim_value(),
+                              binding.dims[i]));
+        dim->set_dim_value(binding.dims[i]);
+      }
+    }
+    for (int i = 0; i < shape->dim_size(); ++i) {
+      auto *dim = shape->mutable_dim(i);
+      if (dim->has_dim_value() && dim->dim_value() > 0)
+        continue;
+      if (dim->has_dim_param()) {
+        auto it = symbols.find(dim->dim_param());
+        if (it != symbols.end()) {
+          dim->set_dim_value(it->second);
+          continue;
+        }
+        return fail(formatv(
+            "input '{0}' dimension {1} is the dynamic dim '{2}'; cleave needs "
+            "static shapes: bind it with --input-shape {2}=N (or give the "
+            "whole shape with --input-shape {0}=D0x...)",
+            input.name(), i, dim->dim_param()));
+      }
+      return fail(formatv("input '{0}' dimension {1} has no size; bind it with "
+                          "--input-shape {0}=D0x...",
+                          input.name(), i));
+    }
+  }
+  // Outputs and value_info carry the same symbols; let inference redo them.
+  graph.clear_value_info();
+  for (auto &output : *graph.mutable_output()) {
+    auto *shape = output.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (auto &dim : *shape->mutable_dim())
+      if (dim.has_dim_param()) {
+        auto it = symbols.find(dim.dim_param());
+        if (it != symbols.end())
+          dim.set_dim_value(it->second);
+        else
+          dim.clear_dim_param();
+      }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error inferShapes(onnx::ModelProto &model, StringRef what) {
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/true,
+                                        /*strict_mode=*/1,
+                                        /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       options);
+  } catch (const std::exception &e) {
+    return fail(formatv("ONNX shape inference failed on {0}: {1}", what,
+                        e.what()));
+  }
+  return llvm::Error::success();
+}
+
+/// Static shape of `name` from graph inputs, outputs and value_info.
+const onnx::TypeProto *findType(const onnx::GraphProto &graph,
+                                const std::string &name) {
+  for (const auto *list : {&graph.input(), &graph.value_info(), &graph.output()})
+    for (const auto &info : *list)
+      if (info.name() == name)
+        return &info.type();
+  return nullptr;
+}
+
+std::optional<std::vector<int64_t>> staticShape(const onnx::TypeProto *type) {
+  if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape())
+    return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto &dim : type->tensor_type().shape().dim()) {
+    if (!dim.has_dim_value())
+      return std::nullopt;
+    dims.push_back(dim.dim_value());
+  }
+  return dims;
+}
+
+/// Evaluates shape arithmetic (Shape, Constant and the integer ops fed by
+/// them) and replaces the nodes by initializers. Returns whether anything
+/// was folded.
+bool foldShapeArithmetic(onnx::GraphProto &graph,
+                         std::set<std::string> &folded) {
+  std::map<std::string, IntTensor> known;
+  for (const auto &init : graph.initializer())
+    if (auto t = readIntTensor(init))
+      known[init.name()] = std::move(*t);
+  std::set<std::string> graphOutputs;
+  for (const auto &output : graph.output())
+    graphOutputs.insert(output.name());
+
+  bool changed = false;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (const auto &node : graph.node()) {
+    std::optional<std::vector<IntTensor>> results;
+    if (node.domain().empty() || node.domain() == "ai.onnx") {
+      if (node.op_type() == "Shape" && node.input_size() == 1) {
+        if (auto dims = staticShape(findType(graph, node.input(0)))) {
+          int64_t rank = dims->size(), start = 0, end = rank;
+          for (const auto &attr : node.attribute()) {
+            if (attr.name() == "start")
+              start = attr.i() < 0 ? attr.i() + rank : attr.i();
+            if (attr.name() == "end")
+              end = attr.i() < 0 ? attr.i() + rank : attr.i();
+          }
+          start = std::clamp<int64_t>(start, 0, rank);
+          end = std::clamp<int64_t>(end, start, rank);
+          IntTensor t{{end - start},
+                      {dims->begin() + start, dims->begin() + end},
+                      onnx::TensorProto::INT64};
+          results = std::vector<IntTensor>{t};
+        }
+      } else if (node.op_type() == "Size" && node.input_size() == 1) {
+        if (auto dims = staticShape(findType(graph, node.input(0)))) {
+          int64_t n = 1;
+          for (int64_t d : *dims)
+            n *= d;
+          results = std::vector<IntTensor>{IntTensor{{}, {n}}};
+        }
+      } else if (node.op_type() == "Constant" && node.attribute_size() == 1 &&
+                 node.attribute(0).name() == "value" &&
+                 !graphOutputs.count(node.output(0))) {
+        // Any tensor constant becomes an initializer, so that importers can
+        // read constant inputs (a Dropout ratio, say) in one place.
+        onnx::TensorProto tensor = node.attribute(0).t();
+        tensor.set_name(node.output(0));
+        if (auto t = readIntTensor(tensor))
+          known[node.output(0)] = std::move(*t);
+        *graph.add_initializer() = std::move(tensor);
+        folded.insert(node.output(0));
+        changed = true;
+        continue;
+      } else {
+        std::vector<const IntTensor *> inputs;
+        bool any = false;
+        for (const auto &name : node.input()) {
+          auto it = known.find(name);
+          inputs.push_back(it == known.end() ? nullptr : &it->second);
+          any |= it != known.end();
+        }
+        if (any)
+          results = evaluateShapeNode(node, inputs);
+      }
+    }
+    // Graph outputs stay computed by nodes so they remain visible results.
+    bool feedsOutput = llvm::any_of(node.output(), [&](const std::string &o) {
+      return graphOutputs.count(o) > 0;
+    });
+    if (!results || results->size() != static_cast<size_t>(node.output_size()) ||
+        feedsOutput) {
+      *kept.Add() = node;
+      continue;
+    }
+    for (int i = 0; i < node.output_size(); ++i) {
+      *graph.add_initializer() = writeIntTensor((*results)[i], node.output(i));
+      folded.insert(node.output(i));
+      known[node.output(i)] = std::move((*results)[i]);
+    }
+    changed = true;
+  }
+  graph.mutable_node()->Swap(&kept);
+  return changed;
+}
+
+/// Builds the training graph of one TrainingInfoProto: the inference graph
+/// followed by the algorithm graph, as the ONNX spec defines it.
+onnx::GraphProto combineWithAlgorithm(const onnx::GraphProto &main,
+                                      const onnx::GraphProto &algorithm) {
+  onnx::GraphProto combined = main;
+  combined.set_name(algorithm.name().empty() ? main.name() + "_training"
+                                             : algorithm.name());
+  combined.clear_output();
+  for (const auto &input : algorithm.input())
+    *combined.add_input() = input;
+  for (const auto &init : algorithm.initializer())
+    *combined.add_initializer() = init;
+  for (const auto &node : algorithm.node())
+    *combined.add_node() = node;
+  for (const auto &output : algorithm.output())
+    *combined.add_output() = output;
+  for (const auto &info : algorithm.value_info())
+    *combined.add_value_info() = info;
+  return combined;
+}
+
+} // namespace
+
+llvm::Expected<ShapeBinding> parseShapeBinding(StringRef text) {
+  auto [name, dimsText] = text.split('=');
+  if (name.empty() || dimsText.empty())
+    return fail(formatv("--input-shape '{0}' is not NAME=DIMS (for example "
+                        "batch=64 or x=64x784)",
+                        text));
+  ShapeBinding binding{name.str(), {}};
+  llvm::SmallVector<StringRef> parts;
+  std::string dims = dimsText.str();
+  std::replace(dims.begin(), dims.end(), ',', 'x');
+  StringRef(dims).split(parts, 'x');
+  for (StringRef part : parts) {
+    int64_t dim;
+    if (part.getAsInteger(10, dim) || dim <= 0)
+      return fail(formatv("--input-shape '{0}': '{1}' is not a positive size",
+                          text, part));
+    binding.dims.push_back(dim);
+  }
+  return binding;
+}
+
+llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
+                                          const LoadOptions &options) {
+  LoadedModel loaded;
+  onnx::ModelProto &model = loaded.model;
+  if (llvm::Error err = parseModel(path, model))
+    return std::move(err);
+  if (llvm::Error err = checkOpsets(model, path, loaded.opset))
+    return std::move(err);
+  if (llvm::Error err = loadExternalData(*model.mutable_graph(), path))
+    return std::move(err);
+  for (auto &info : *model.mutable_training_info())
+    if (llvm::Error err = loadExternalData(*info.mutable_algorithm(), path))
+      return std::move(err);
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return fail(formatv("'{0}' fails the ONNX checker: {1}", path, e.what()));
+  }
+  if (llvm::Error err =
+          bindDimensions(*model.mutable_graph(), options.shapeBindings))
+    return std::move(err);
+  if (llvm::Error err = inferShapes(model, "the model graph"))
+    return std::move(err);
+  if (foldShapeArithmetic(*model.mutable_graph(), loaded.foldedConstants))
+    if (llvm::Error err = inferShapes(model, "the model graph"))
+      return std::move(err);
+
+  for (const auto &info : model.training_info()) {
+    if (info.initialization().node_size() > 0)
+      return fail(formatv("'{0}': training_info initialization graphs are not "
+                          "supported; give the initial values as initializers",
+                          path));
+    onnx::ModelProto combined = model;
+    combined.clear_training_info();
+    *combined.mutable_graph() =
+        combineWithAlgorithm(model.graph(), info.algorithm());
+    if (llvm::Error err = inferShapes(
+            combined, formatv("the training algorithm '{0}'",
+                              info.algorithm().name())
+                          .str()))
+      return std::move(err);
+    loaded.algorithms.push_back(combined.graph());
+  }
+  return loaded;
+}
+
+} // namespace cleave::frontend

@@ -1,0 +1,63 @@
+//===- OnnxModelLoader.h - read and prepare an ONNX model -------*- C++ -*-===//
+//
+// Turns a file into a ModelProto the importer can translate node by node:
+// parsed (binary or ONNX text), external data loaded, checked with ONNX's own
+// checker, dynamic dimensions bound, shapes inferred by ONNX shape inference
+// and shape arithmetic folded into initializers. Everything here is ONNX and
+// LLVM Support; no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_FRONTEND_ONNXMODELLOADER_H
+#define CLEAVE_FRONTEND_ONNXMODELLOADER_H
+
+#include "onnx/onnx_pb.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cleave::frontend {
+
+/// `--input-shape NAME=DIMS`: NAME is a symbolic dimension (`batch=64`) or a
+/// graph input whose whole shape is given (`x=64x784`).
+struct ShapeBinding {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
+/// Parses `NAME=D0xD1x...` (`,` also separates dims).
+llvm::Expected<ShapeBinding> parseShapeBinding(llvm::StringRef text);
+
+/// The ONNX opsets the importer understands.
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
+
+struct LoadOptions {
+  std::vector<ShapeBinding> shapeBindings;
+};
+
+/// A model ready for import. `algorithms[i]` is training_info[i]'s algorithm
+/// combined with the inference graph as the ONNX spec defines it (main graph
+/// first), with inferred value_info.
+struct LoadedModel {
+  onnx::ModelProto model;
+  std::vector<onnx::GraphProto> algorithms;
+  int64_t opset = 0;
+  /// Initializers created from Constant nodes and folded shape arithmetic:
+  /// constants, never trainable parameters.
+  std::set<std::string> foldedConstants;
+};
+
+/// Reads, validates and prepares the model at `path`. Errors name the file,
+/// tensor or node at fault and how to fix it.
+llvm::Expected<LoadedModel> loadOnnxModel(llvm::StringRef path,
+                                          const LoadOptions &options);
+
+} // namespace cleave::frontend
+
+#endif // CLEAVE_FRONTEND_ONNXMODELLOADER_H

@@ -1,0 +1,46 @@
+//===- ShapeArithmetic.h - fold ONNX shape computations ---------*- C++ -*-===//
+//
+// torch.onnx.export emits integer arithmetic on tensor shapes (Shape, Gather,
+// Unsqueeze, Concat feeding Reshape, ...). With every dimension bound, all of
+// it is constant. This evaluator computes such nodes on small integer tensors
+// so the importer can turn their results into static attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_FRONTEND_SHAPEARITHMETIC_H
+#define CLEAVE_FRONTEND_SHAPEARITHMETIC_H
+
+#include "onnx/onnx_pb.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::frontend {
+
+/// A small integer (or boolean) tensor, row-major.
+struct IntTensor {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> values;
+  /// onnx::TensorProto::DataType of the tensor (INT64, INT32 or BOOL).
+  int32_t dataType = onnx::TensorProto::INT64;
+};
+
+/// Reads an INT64, INT32 or BOOL tensor; nullopt for other types.
+std::optional<IntTensor> readIntTensor(const onnx::TensorProto &proto);
+
+/// Writes `tensor` as a TensorProto named `name`.
+onnx::TensorProto writeIntTensor(const IntTensor &tensor,
+                                 const std::string &name);
+
+/// Evaluates `node` on constant integer inputs (an absent optional input is
+/// nullptr). Returns nullopt when the node is not shape arithmetic this
+/// evaluator knows, or its inputs are not all known.
+std::optional<std::vector<IntTensor>>
+evaluateShapeNode(const onnx::NodeProto &node,
+                  const std::vector<const IntTensor *> &inputs);
+
+} // namespace cleave::frontend
+
+#endif // CLEAVE_FRONTEND_SHAPEARITHMETIC_H

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs Cleave's dependencies from Debian's packages, then configures and
+# builds the project into build/. Idempotent: a machine that already has
+# everything only runs an incremental build.
+#
+#   scripts/setup.sh            # install what is missing, configure, build
+#   BUILD_DIR=out scripts/setup.sh
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-"$root/build"}
+
+packages=(
+  # compiler infrastructure
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # ONNX (checker, shape inference, text parser) and the backend node tests
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  # runtime dependencies of generated programs
+  libopenmpi-dev openmpi-bin libopenblas-dev
+  # build speed
+  cmake ninja-build ccache mold g++
+  # references for tests: Debian's Python with onnx, numpy and torch
+  python3 python3-onnx python3-numpy python3-torch
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake_args=(
+  -G Ninja
+  -DCMAKE_BUILD_TYPE=Release
+  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir
+  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+)
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  cmake -S "$root" -B "$build_dir" "${cmake_args[@]}"
+fi
+cmake --build "$build_dir"

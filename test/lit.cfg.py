@@ -1,0 +1,34 @@
+# -*- Python -*-
+# lit configuration for Cleave's tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "Cleave"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "models", "tools"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.cleave_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.cleave_tools_dir, append_path=True)
+
+# Debian's Python with onnx, numpy and torch (the pyenv python on PATH has none).
+config.substitutions.append(("%python", "/usr/bin/python3"))
+# `%exit1 cmd...` runs cmd and fails unless it exits with status 1 (user
+# errors must exit 1: not a crash, not another code).
+config.substitutions.append(
+    ("%exit1", os.path.join(config.test_source_root, "tools", "expect-exit") + " 1"))
+config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
+
+llvm_config.add_tool_substitutions(
+    [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal")],
+    [config.cleave_tools_dir])

@@ -1,0 +1,107 @@
+//===- ImportCommand.cpp - `cleave import` --------------------------------===//
+
+#include "tools/cleave/Commands.h"
+
+#include "frontend/OnnxImporter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace cleave::driver {
+
+namespace {
+
+namespace cl = llvm::cl;
+
+/// The model-reading flags, shared by every command that imports a model.
+struct ImportFlags {
+  explicit ImportFlags(cl::SubCommand &sub)
+      : model(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
+              cl::sub(sub)),
+        inputShapes("input-shape",
+                    cl::desc("Bind a dynamic dim (batch=64) or a whole input "
+                             "shape (x=64x784); repeatable"),
+                    cl::value_desc("NAME=DIMS"), cl::sub(sub)),
+        loss("loss",
+             cl::desc("Graph output to train on (default: the single scalar "
+                      "output)"),
+             cl::value_desc("NAME"), cl::sub(sub)),
+        inference("inference",
+                  cl::desc("Import a model without a training loss"),
+                  cl::sub(sub)) {}
+
+  /// Converts the flags, reporting malformed --input-shape values.
+  bool toOptions(mlir::cleave::ImportOptions &options) const {
+    for (const std::string &text : inputShapes) {
+      auto binding = frontend::parseShapeBinding(text);
+      if (!binding) {
+        llvm::errs() << "cleave: error: " << llvm::toString(binding.takeError())
+                     << "\n";
+        return false;
+      }
+      options.shapeBindings.push_back(std::move(*binding));
+    }
+    options.loss = loss;
+    options.inference = inference;
+    return true;
+  }
+
+  cl::opt<std::string> model;
+  cl::list<std::string> inputShapes;
+  cl::opt<std::string> loss;
+  cl::opt<bool> inference;
+};
+
+class ImportCommand : public Command {
+public:
+  ImportCommand()
+      : sub_("import", "Import an ONNX model and print it in the cleave "
+                       "dialect"),
+        flags_(sub_),
+        output_("o", cl::desc("Output file (default: stdout)"),
+                cl::value_desc("file"), cl::init("-"), cl::sub(sub_)),
+        printLocations_("print-locations",
+                        cl::desc("Print each op's location (its ONNX node "
+                                 "name and the model file)"),
+                        cl::sub(sub_)) {}
+
+  cl::SubCommand &subCommand() override { return sub_; }
+
+  int run(mlir::MLIRContext &context) override {
+    mlir::cleave::ImportOptions options;
+    if (!flags_.toOptions(options))
+      return 1;
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::cleave::importOnnxModel(context, flags_.model, options);
+    if (!module)
+      return 1;
+    std::string error;
+    auto output = mlir::openOutputFile(output_, &error);
+    if (!output) {
+      llvm::errs() << "cleave: error: " << error << "\n";
+      return 1;
+    }
+    mlir::OpPrintingFlags printing;
+    if (printLocations_)
+      printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(output->os(), printing);
+    output->os() << "\n";
+    output->keep();
+    return 0;
+  }
+
+private:
+  cl::SubCommand sub_;
+  ImportFlags flags_;
+  cl::opt<std::string> output_;
+  cl::opt<bool> printLocations_;
+};
+
+} // namespace
+
+std::unique_ptr<Command> makeImportCommand() {
+  return std::make_unique<ImportCommand>();
+}
+
+} // namespace cleave::driver

@@ -1,0 +1,94 @@
+//===- cleave.cpp - the cleave compiler driver ----------------------------===//
+//
+// `cleave <command> [options]`. Commands so far: import.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/cleave/Commands.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#ifndef CLEAVE_VERSION
+#define CLEAVE_VERSION "unknown"
+#endif
+
+namespace cleave::driver {
+
+/// The file a location points into, or empty.
+static std::string fileOf(mlir::Location loc) {
+  std::string file;
+  loc->walk([&](mlir::Location child) {
+    if (auto fileLoc = llvm::dyn_cast<mlir::FileLineColLoc>(child)) {
+      file = fileLoc.getFilename().str();
+      return mlir::WalkResult::interrupt();
+    }
+    return mlir::WalkResult::advance();
+  });
+  return file;
+}
+
+static void printDiagnostic(const mlir::Diagnostic &diag) {
+  std::string file = fileOf(diag.getLocation());
+  llvm::raw_ostream &os = llvm::errs();
+  if (!file.empty())
+    os << file << ": ";
+  switch (diag.getSeverity()) {
+  case mlir::DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case mlir::DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  case mlir::DiagnosticSeverity::Note:
+    os << "note: ";
+    break;
+  case mlir::DiagnosticSeverity::Remark:
+    os << "remark: ";
+    break;
+  }
+  os << diag << "\n";
+  for (const mlir::Diagnostic &note : diag.getNotes())
+    printDiagnostic(note);
+}
+
+DiagnosticPrinter::DiagnosticPrinter(mlir::MLIRContext &context)
+    : context_(context) {
+  id_ = context.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
+    printDiagnostic(diag);
+    return mlir::success();
+  });
+}
+
+DiagnosticPrinter::~DiagnosticPrinter() {
+  context_.getDiagEngine().eraseHandler(id_);
+}
+
+} // namespace cleave::driver
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "cleave " << CLEAVE_VERSION << " (MLIR/LLVM " << LLVM_VERSION_STRING
+       << ", ONNX opsets 13-17)\n";
+  });
+  std::vector<std::unique_ptr<cleave::driver::Command>> commands;
+  commands.push_back(cleave::driver::makeImportCommand());
+  if (!llvm::cl::ParseCommandLineOptions(
+          argc, argv,
+          "Cleave: compiles an ONNX training graph into a distributed "
+          "training program\n",
+          &llvm::errs()))
+    return 1;
+  mlir::MLIRContext context;
+  cleave::driver::DiagnosticPrinter printer(context);
+  for (auto &command : commands)
+    if (command->subCommand())
+      return command->run(context);
+  llvm::errs() << "cleave: no command given; run 'cleave --help' for the "
+                  "list of commands\n";
+  return 1;
+}
