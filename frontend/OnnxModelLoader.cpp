@@ -6,6 +6,7 @@
 #include "onnx/checker.h"
 #include "onnx/defs/parser.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -90,12 +91,13 @@ llvm::Error checkOpsets(const onnx::ModelProto &model, StringRef path,
     const std::string &domain = import.domain();
     if (domain.empty() || domain == "ai.onnx") {
       opset = import.version();
-      if (opset < kMinOpset || opset > kMaxOpset)
+      if (opset > kMaxOpset || opset < kMinConvertibleOpset)
         return fail(formatv(
             "'{0}' uses opset {1} of the default ONNX domain; cleave supports "
-            "opsets {2} to {3}: export with torch.onnx.export(..., "
-            "opset_version=17) or convert with onnx.version_converter",
-            path, opset, kMinOpset, kMaxOpset));
+            "opsets {2} to {3} (and converts {4} to {5} with ONNX's version "
+            "converter): export with torch.onnx.export(..., opset_version=17)",
+            path, opset, kMinOpset, kMaxOpset, kMinConvertibleOpset,
+            kMinOpset - 1));
     } else if (domain == kTrainingDomain) {
       if (import.version() != 1)
         return fail(formatv("'{0}' imports domain '{1}' at version {2}; cleave "
@@ -109,10 +111,32 @@ llvm::Error checkOpsets(const onnx::ModelProto &model, StringRef path,
           path, domain, import.version(), kTrainingDomain));
     }
   }
-  if (opset == 0)
-    return fail(formatv("'{0}' does not import the default ONNX domain; add "
-                        "opset_import {{ domain: \"\", version: 17 }",
-                        path));
+  if (opset == 0) {
+    for (const auto &node : model.graph().node())
+      if (node.domain().empty() || node.domain() == "ai.onnx")
+        return fail(formatv("'{0}' uses operator '{1}' of the default ONNX "
+                            "domain but does not import that domain; add "
+                            "opset_import {{ domain: \"\", version: 17 }",
+                            path, node.op_type()));
+    opset = kMaxOpset;
+  }
+  return llvm::Error::success();
+}
+
+/// Upgrades opsets 7-12 to 13 with ONNX's own version converter.
+llvm::Error upgradeOpset(onnx::ModelProto &model, StringRef path,
+                         int64_t &opset) {
+  if (opset >= kMinOpset)
+    return llvm::Error::success();
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
+  } catch (const std::exception &e) {
+    return fail(formatv("'{0}' uses opset {1}, and ONNX's version converter "
+                        "could not upgrade it to opset {2}: {3}; export with "
+                        "torch.onnx.export(..., opset_version=17)",
+                        path, opset, kMinOpset, e.what()));
+  }
+  opset = kMinOpset;
   return llvm::Error::success();
 }
 
@@ -252,7 +276,7 @@ llvm::Error bindDimensions(onnx::GraphProto &graph,
     }
     for (int i = 0; i < shape->dim_size(); ++i) {
       auto *dim = shape->mutable_dim(i);
-      if (dim->has_dim_value() && dim->dim_value() > 0)
+      if (dim->has_dim_value())
         continue;
       if (dim->has_dim_param()) {
         auto it = symbols.find(dim->dim_param());
@@ -466,6 +490,8 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
   for (auto &info : *model.mutable_training_info())
     if (llvm::Error err = loadExternalData(*info.mutable_algorithm(), path))
       return std::move(err);
+  if (llvm::Error err = upgradeOpset(model, path, loaded.opset))
+    return std::move(err);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {

@@ -35,6 +35,8 @@ llvm::Expected<ShapeBinding> parseShapeBinding(llvm::StringRef text);
 /// The ONNX opsets the importer understands.
 constexpr int64_t kMinOpset = 13;
 constexpr int64_t kMaxOpset = 17;
+/// Older opsets down to this one are upgraded with ONNX's version converter.
+constexpr int64_t kMinConvertibleOpset = 7;
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
 
 struct LoadOptions {

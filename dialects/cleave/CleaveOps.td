@@ -103,8 +103,8 @@ def Cleave_DivOp : Cleave_BinaryOp<"div", "/", [SameOperandsAndResultElementType
 def Cleave_PowOp : Cleave_Op<"pow", [Pure, Cleave_Broadcasting]> {
   let summary = "elementwise power with numpy broadcasting";
   let description = [{
-    Computes `base ^ exponent` elementwise. The exponent may be a float or an
-    integer tensor; the result has the base's element type.
+    Computes `base ^ exponent` elementwise. Base and exponent may each be
+    float or integer tensors; the result has the base's element type.
 
     Example:
 
@@ -113,11 +113,11 @@ def Cleave_PowOp : Cleave_Op<"pow", [Pure, Cleave_Broadcasting]> {
     ```
 
     **Constraints:**
-    - the base is a float tensor and the result has its element type;
+    - the result has the base's element type;
     - the shapes broadcast and the result has the broadcast shape.
   }];
-  let arguments = (ins Cleave_FloatTensor:$base, Cleave_Tensor:$exponent);
-  let results = (outs Cleave_FloatTensor:$result);
+  let arguments = (ins Cleave_Tensor:$base, Cleave_Tensor:$exponent);
+  let results = (outs Cleave_Tensor:$result);
   let assemblyFormat =
       "$base `,` $exponent attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -17,8 +17,7 @@ namespace cl = llvm::cl;
 /// The model-reading flags, shared by every command that imports a model.
 struct ImportFlags {
   explicit ImportFlags(cl::SubCommand &sub)
-      : model(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
-              cl::sub(sub)),
+      : model(cl::Positional, cl::desc("<model.onnx>"), cl::sub(sub)),
         inputShapes("input-shape",
                     cl::desc("Bind a dynamic dim (batch=64) or a whole input "
                              "shape (x=64x784); repeatable"),
@@ -64,11 +63,24 @@ public:
         printLocations_("print-locations",
                         cl::desc("Print each op's location (its ONNX node "
                                  "name and the model file)"),
-                        cl::sub(sub_)) {}
+                        cl::sub(sub_)),
+        listOps_("list-supported-ops",
+                 cl::desc("Print the ONNX operators cleave imports and exit"),
+                 cl::sub(sub_)) {}
 
   cl::SubCommand &subCommand() override { return sub_; }
 
   int run(mlir::MLIRContext &context) override {
+    if (listOps_) {
+      for (const std::string &op : mlir::cleave::supportedOnnxOperators())
+        llvm::outs() << op << "\n";
+      return 0;
+    }
+    if (flags_.model.empty()) {
+      llvm::errs() << "cleave import: error: no model given; usage: cleave "
+                      "import MODEL.onnx [options]\n";
+      return 1;
+    }
     mlir::cleave::ImportOptions options;
     if (!flags_.toOptions(options))
       return 1;
@@ -96,6 +108,7 @@ private:
   ImportFlags flags_;
   cl::opt<std::string> output_;
   cl::opt<bool> printLocations_;
+  cl::opt<bool> listOps_;
 };
 
 } // namespace

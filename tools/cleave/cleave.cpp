@@ -18,21 +18,22 @@
 
 namespace cleave::driver {
 
-/// The file a location points into, or empty.
-static std::string fileOf(mlir::Location loc) {
-  std::string file;
+/// The file a location points into and the ONNX node it names, if any.
+static std::pair<std::string, std::string> fileAndNodeOf(mlir::Location loc) {
+  std::string file, node;
   loc->walk([&](mlir::Location child) {
-    if (auto fileLoc = llvm::dyn_cast<mlir::FileLineColLoc>(child)) {
+    if (auto nameLoc = llvm::dyn_cast<mlir::NameLoc>(child); nameLoc && node.empty())
+      node = nameLoc.getName().str();
+    if (auto fileLoc = llvm::dyn_cast<mlir::FileLineColLoc>(child))
       file = fileLoc.getFilename().str();
-      return mlir::WalkResult::interrupt();
-    }
     return mlir::WalkResult::advance();
   });
-  return file;
+  return {file, node};
 }
 
 static void printDiagnostic(const mlir::Diagnostic &diag) {
-  std::string file = fileOf(diag.getLocation());
+  auto [file, node] = fileAndNodeOf(diag.getLocation());
+  std::string message = diag.str();
   llvm::raw_ostream &os = llvm::errs();
   if (!file.empty())
     os << file << ": ";
@@ -50,7 +51,11 @@ static void printDiagnostic(const mlir::Diagnostic &diag) {
     os << "remark: ";
     break;
   }
-  os << diag << "\n";
+  os << message;
+  // Verifier messages do not know the ONNX node; the importer's do.
+  if (!node.empty() && message.find("'" + node + "'") == std::string::npos)
+    os << " (ONNX node '" << node << "')";
+  os << "\n";
   for (const mlir::Diagnostic &note : diag.getNotes())
     printDiagnostic(note);
 }
