@@ -247,7 +247,12 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
       name, builder_.getFunctionType(argTypes, resultTypes));
   for (auto [i, attr] : llvm::enumerate(argAttrs))
     func.setArgAttr(i, attr.getName(), attr.getValue());
-  Block *body = func.addEntryBlock();
+  // Arguments are located at the ONNX tensor they come from.
+  Block *body = new Block();
+  func.getBody().push_back(body);
+  for (auto [type, argName] : llvm::zip(argTypes, argNames))
+    body->addArgument(type,
+                      NameLoc::get(builder_.getStringAttr(argName), fileLoc_));
   for (auto [i, argName] : llvm::enumerate(argNames))
     values_[argName] = body->getArgument(i);
   builder_.setInsertionPointToStart(body);

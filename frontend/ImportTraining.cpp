@@ -24,6 +24,14 @@ SmallVector<Type> typesOf(ValueRange values) {
   return SmallVector<Type>(values.getTypes());
 }
 
+/// Result types of an optimizer: `groups` copies of the parameter types.
+SmallVector<Type> repeatedTypes(ValueRange params, unsigned groups) {
+  SmallVector<Type> types;
+  for (unsigned g = 0; g < groups; ++g)
+    llvm::append_range(types, params.getTypes());
+  return types;
+}
+
 LogicalResult importGradient(NodeImporter &node) {
   std::vector<std::string> xs = node.stringsAttr("xs"),
                            zs = node.stringsAttr("zs");
@@ -79,7 +87,7 @@ LogicalResult importMomentum(NodeImporter &node) {
   OpBuilder &b = node.builder();
   SmallVector<Value> params = inputRange(node, 2, *n);
   auto op = node.create<MomentumOp>(
-      typesOf(params), typesOf(params), node.input(0), node.input(1), params,
+      repeatedTypes(params, 2), node.input(0), node.input(1), params,
       inputRange(node, 2 + *n, *n), inputRange(node, 2 + 2 * *n, *n),
       b.getF32FloatAttr(node.floatAttr("alpha", 0)),
       b.getF32FloatAttr(node.floatAttr("beta", 0)),
@@ -96,8 +104,7 @@ LogicalResult importAdam(NodeImporter &node) {
   OpBuilder &b = node.builder();
   SmallVector<Value> params = inputRange(node, 2, *n);
   auto op = node.create<AdamOp>(
-      typesOf(params), typesOf(params), typesOf(params), node.input(0),
-      node.input(1), params, inputRange(node, 2 + *n, *n),
+      repeatedTypes(params, 3), node.input(0), node.input(1), params, inputRange(node, 2 + *n, *n),
       inputRange(node, 2 + 2 * *n, *n), inputRange(node, 2 + 3 * *n, *n),
       b.getF32FloatAttr(node.floatAttr("alpha", 0.9f)),
       b.getF32FloatAttr(node.floatAttr("beta", 0.999f)),
@@ -115,7 +122,7 @@ LogicalResult importAdagrad(NodeImporter &node) {
   OpBuilder &b = node.builder();
   SmallVector<Value> params = inputRange(node, 2, *n);
   auto op = node.create<AdagradOp>(
-      typesOf(params), typesOf(params), node.input(0), node.input(1), params,
+      repeatedTypes(params, 2), node.input(0), node.input(1), params,
       inputRange(node, 2 + *n, *n), inputRange(node, 2 + 2 * *n, *n),
       b.getF32FloatAttr(node.floatAttr("decay_factor", 0)),
       b.getF32FloatAttr(node.floatAttr("epsilon", 1e-6f)),

@@ -109,6 +109,9 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
         .getValue();
   };
   std::optional<unsigned> loss;
+  if (!options.loss.empty() && options.inference)
+    return emitError(loc) << "--loss and --inference contradict each other: "
+                             "an inference import has no loss";
   if (!options.loss.empty()) {
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (outputName(i) == options.loss)
@@ -134,8 +137,8 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
       return emitError(loc)
              << "the model has no scalar output to train on (outputs: "
              << describeOutputs(func)
-             << "); export the model with its loss as an output, name the "
-                "loss with --loss NAME, or import with --inference";
+             << "); export the model with its loss (a scalar) as an output, "
+                "or import with --inference";
     if (scalars.size() > 1) {
       std::string names;
       for (unsigned i : scalars)
@@ -192,6 +195,41 @@ checkBindings(const onnx::ModelProto &model, const onnx::TrainingInfoProto &info
   return bindings;
 }
 
+/// Checks that every Gradient node of an algorithm names model inputs or
+/// initializers in xs/zs and a model output in y.
+LogicalResult checkGradients(const onnx::ModelProto &model,
+                             const onnx::GraphProto &algorithm, Location loc) {
+  std::set<std::string> arguments, outputs;
+  for (const auto &input : model.graph().input())
+    arguments.insert(input.name());
+  for (const auto &init : model.graph().initializer())
+    arguments.insert(init.name());
+  for (const auto &output : model.graph().output())
+    outputs.insert(output.name());
+  for (const auto &node : algorithm.node()) {
+    if (node.domain() != ::cleave::frontend::kTrainingDomain ||
+        node.op_type() != "Gradient")
+      continue;
+    for (const auto &attr : node.attribute()) {
+      if (attr.name() == "y" && !outputs.count(attr.s()))
+        return emitError(loc) << "node '" << node.name()
+                              << "' (Gradient): y names '" << attr.s()
+                              << "', which is not an output of the model "
+                                 "graph; differentiate a model output";
+      if (attr.name() != "xs" && attr.name() != "zs")
+        continue;
+      for (const std::string &name : attr.strings())
+        if (!arguments.count(name))
+          return emitError(loc)
+                 << "node '" << node.name() << "' (Gradient): " << attr.name()
+                 << " names '" << name
+                 << "', which is neither an input nor an initializer of the "
+                    "model graph";
+    }
+  }
+  return success();
+}
+
 /// Imports training_info[index]'s algorithm (combined with the inference
 /// graph) as its own function whose results carry `cleave.update`.
 LogicalResult importAlgorithm(GraphImporter &importer, ModuleOp module,
@@ -202,7 +240,7 @@ LogicalResult importAlgorithm(GraphImporter &importer, ModuleOp module,
   const onnx::TrainingInfoProto &info = model.training_info(index);
   FailureOr<std::vector<std::pair<std::string, std::string>>> bindings =
       checkBindings(model, info, index, seenKeys, loc);
-  if (failed(bindings))
+  if (failed(bindings) || failed(checkGradients(model, info.algorithm(), loc)))
     return failure();
 
   std::set<std::string> keys, algorithmInitializers;

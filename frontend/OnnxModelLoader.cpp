@@ -84,6 +84,17 @@ llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
   return llvm::Error::success();
 }
 
+/// Names every nameless node `<op_type>_<index>` by its position in its own
+/// graph, before folding removes nodes, so messages and locations match
+/// the file.
+void nameNodes(onnx::GraphProto &graph) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    onnx::NodeProto &node = *graph.mutable_node(i);
+    if (node.name().empty())
+      node.set_name(formatv("{0}_{1}", node.op_type(), i).str());
+  }
+}
+
 llvm::Error checkOpsets(const onnx::ModelProto &model, StringRef path,
                         int64_t &opset) {
   opset = 0;
@@ -101,7 +112,7 @@ llvm::Error checkOpsets(const onnx::ModelProto &model, StringRef path,
     } else if (domain == kTrainingDomain) {
       if (import.version() != 1)
         return fail(formatv("'{0}' imports domain '{1}' at version {2}; cleave "
-                            "supports version 1",
+                            "supports version 1: set that opset_import to 1",
                             path, domain, import.version()));
     } else {
       return fail(formatv(
@@ -157,12 +168,18 @@ llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
     std::string location;
     int64_t offset = 0, length = -1;
     for (const auto &entry : tensor.external_data()) {
-      if (entry.key() == "location")
+      if (entry.key() == "location") {
         location = entry.value();
-      else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
-      else if (entry.key() == "length")
-        length = std::stoll(entry.value());
+        continue;
+      }
+      if (entry.key() != "offset" && entry.key() != "length")
+        continue;
+      int64_t value;
+      if (StringRef(entry.value()).getAsInteger(10, value) || value < 0)
+        return fail(formatv("initializer '{0}': external data {1} '{2}' is not "
+                            "a non-negative integer",
+                            tensor.name(), entry.key(), entry.value()));
+      (entry.key() == "offset" ? offset : length) = value;
     }
     if (location.empty())
       return fail(formatv("initializer '{0}' has external data without a "
@@ -173,23 +190,34 @@ llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
                           "absolute path '{1}'; external data must be a "
                           "relative path inside the model's directory",
                           tensor.name(), location));
+    // Refuse escapes lexically first (without revealing what exists outside
+    // the directory), then again after resolving symbolic links.
     llvm::SmallString<256> dataPath(realModelDir);
     llvm::sys::path::append(dataPath, location);
+    llvm::sys::path::remove_dots(dataPath, /*remove_dot_dot=*/true);
+    auto escapes = [&](StringRef resolved) {
+      return !resolved.starts_with((realModelDir + "/").str());
+    };
+    auto escapeError = [&] {
+      return fail(formatv("initializer '{0}' has external data location "
+                          "'{1}', which escapes the model's directory '{2}'; "
+                          "move the data file next to the model",
+                          tensor.name(), location, realModelDir));
+    };
+    if (escapes(dataPath))
+      return escapeError();
     llvm::SmallString<256> realDataPath;
     if (std::error_code ec = llvm::sys::fs::real_path(dataPath, realDataPath))
       return fail(formatv("initializer '{0}': cannot open its external data "
                           "file '{1}': {2}; keep the data file next to the "
                           "model",
-                          tensor.name(), dataPath, ec.message()));
-    if (!StringRef(realDataPath).starts_with((realModelDir + "/").str()))
-      return fail(formatv("initializer '{0}' has external data location "
-                          "'{1}', which escapes the model's directory '{2}'; "
-                          "move the data file next to the model",
-                          tensor.name(), location, realModelDir));
+                          tensor.name(), location, ec.message()));
+    if (escapes(realDataPath))
+      return escapeError();
     auto buffer = llvm::MemoryBuffer::getFile(realDataPath, false, false);
     if (!buffer)
       return fail(formatv("initializer '{0}': cannot read '{1}': {2}",
-                          tensor.name(), realDataPath,
+                          tensor.name(), location,
                           buffer.getError().message()));
     int64_t expected = elementSize(tensor.data_type());
     for (int64_t d : tensor.dims())
@@ -197,13 +225,15 @@ llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
     if (length < 0)
       length = expected;
     int64_t fileSize = (*buffer)->getBufferSize();
-    if (offset < 0 || length != expected || offset + length > fileSize)
-      return fail(formatv("initializer '{0}': external data '{1}' holds {2} "
-                          "bytes at offset {3} but the tensor needs {4} (file "
-                          "size {5}); the data file is truncated or belongs to "
-                          "another model",
-                          tensor.name(), location, length, offset, expected,
-                          fileSize));
+    if (length != expected)
+      return fail(formatv("initializer '{0}': external data length {1} does "
+                          "not match the {2} bytes its type and shape need",
+                          tensor.name(), length, expected));
+    if (offset > fileSize || fileSize - offset < length)
+      return fail(formatv("initializer '{0}': '{1}' has {2} bytes but the "
+                          "tensor needs {3} at offset {4}; the data file is "
+                          "truncated or belongs to another model",
+                          tensor.name(), location, fileSize, length, offset));
     tensor.set_raw_data((*buffer)->getBufferStart() + offset, length);
     tensor.clear_external_data();
     tensor.set_data_location(onnx::TensorProto::DEFAULT);
@@ -227,7 +257,12 @@ llvm::Error bindDimensions(onnx::GraphProto &graph,
       if (dim.has_dim_param())
         symbolNames.insert(dim.dim_param());
   }
+  std::set<std::string> boundNames;
   for (const ShapeBinding &binding : bindings) {
+    if (!boundNames.insert(binding.name).second)
+      return fail(formatv("--input-shape names '{0}' twice; give each name "
+                          "once",
+                          binding.name));
     if (inputNames.count(binding.name)) {
       wholeInputs[binding.name] = &binding;
     } else if (symbolNames.count(binding.name)) {
@@ -271,6 +306,12 @@ llvm::Error bindDimensions(onnx::GraphProto &graph,
                               "the model but the flag gives {3}",
                               input.name(), i, dim->dim_value(),
                               binding.dims[i]));
+        if (dim->has_dim_param() && symbols.count(dim->dim_param()) &&
+            symbols[dim->dim_param()] != binding.dims[i])
+          return fail(formatv("--input-shape {0} sets dim {1} ('{2}') to {3} "
+                              "but --input-shape {2} sets it to {4}",
+                              input.name(), i, dim->dim_param(),
+                              binding.dims[i], symbols[dim->dim_param()]));
         dim->set_dim_value(binding.dims[i]);
       }
     }
@@ -286,8 +327,8 @@ llvm::Error bindDimensions(onnx::GraphProto &graph,
         }
         return fail(formatv(
             "input '{0}' dimension {1} is the dynamic dim '{2}'; cleave needs "
-            "static shapes: bind it with --input-shape {2}=N (or give the "
-            "whole shape with --input-shape {0}=D0x...)",
+            "static shapes: bind it with --input-shape {2}=<size> (or give "
+            "the whole shape with --input-shape {0}=D0x...)",
             input.name(), i, dim->dim_param()));
       }
       return fail(formatv("input '{0}' dimension {1} has no size; bind it with "
@@ -320,7 +361,7 @@ llvm::Error inferShapes(onnx::ModelProto &model, StringRef what) {
                                        options);
   } catch (const std::exception &e) {
     return fail(formatv("ONNX shape inference failed on {0}: {1}", what,
-                        e.what()));
+                        StringRef(e.what()).trim()));
   }
   return llvm::Error::success();
 }
@@ -485,6 +526,9 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     return std::move(err);
   if (llvm::Error err = checkOpsets(model, path, loaded.opset))
     return std::move(err);
+  nameNodes(*model.mutable_graph());
+  for (auto &info : *model.mutable_training_info())
+    nameNodes(*info.mutable_algorithm());
   if (llvm::Error err = loadExternalData(*model.mutable_graph(), path))
     return std::move(err);
   for (auto &info : *model.mutable_training_info())

@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -41,6 +42,17 @@ LogicalResult expectShape(Operation *op, StringRef what, ArrayRef<int64_t> shape
   return op->emitOpError() << what << " has shape " << formatShape(shape)
                            << " but " << formatShape(expected)
                            << " was expected";
+}
+
+/// Checks that `value` has the element type of `reference`.
+LogicalResult expectSameElementType(Operation *op, StringRef what, Value value,
+                                    Value reference) {
+  Type got = shapedType(value).getElementType();
+  Type want = shapedType(reference).getElementType();
+  if (got == want)
+    return success();
+  return op->emitOpError() << what << " has element type " << got << " but "
+                           << want << " was expected";
 }
 
 LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank,
@@ -85,8 +97,12 @@ LogicalResult verifyClassLoss(Operation *op, Value input, Value target,
   llvm::append_range(perSample, inputShape.drop_front(2));
   if (failed(expectShape(op, "the label operand", shapeOf(target), perSample)))
     return failure();
-  if (weight && failed(expectShape(op, "the weight operand", shapeOf(weight),
-                                   {inputShape[1]})))
+  if (weight && (failed(expectShape(op, "the weight operand", shapeOf(weight),
+                                    {inputShape[1]})) ||
+                 failed(expectSameElementType(op, "the weight operand", weight,
+                                              input))))
+    return failure();
+  if (failed(expectSameElementType(op, "the loss", loss, input)))
     return failure();
   ArrayRef<int64_t> expected =
       reduction == LossReduction::None ? ArrayRef<int64_t>(perSample)
@@ -94,11 +110,12 @@ LogicalResult verifyClassLoss(Operation *op, Value input, Value target,
   return expectShape(op, "the loss", shapeOf(loss), expected);
 }
 
-/// Verifies the operand/result groups of an optimizer op: every group has
-/// `params.size()` members whose types match the parameters'.
-LogicalResult verifyOptimizerGroups(Operation *op, ValueRange params,
-                                    ArrayRef<std::pair<StringRef, ValueRange>>
-                                        groups) {
+/// Verifies an optimizer op: every operand group has one tensor per
+/// parameter, of its type, and the results are `resultGroups` groups of the
+/// parameters' types.
+LogicalResult verifyOptimizer(Operation *op, ValueRange params,
+                              ArrayRef<std::pair<StringRef, ValueRange>> groups,
+                              size_t resultGroups) {
   for (auto [name, group] : groups) {
     if (group.size() != params.size())
       return op->emitOpError()
@@ -110,6 +127,18 @@ LogicalResult verifyOptimizerGroups(Operation *op, ValueRange params,
                << name << " #" << index << " has type "
                << std::get<1>(pair).getType() << " but its parameter has "
                << std::get<0>(pair).getType();
+  }
+  if (op->getNumResults() != resultGroups * params.size())
+    return op->emitOpError() << "has " << op->getNumResults()
+                             << " results but " << resultGroups
+                             << " per parameter (" << params.size()
+                             << " params) were expected";
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    Type expected = params[index % params.size()].getType();
+    if (result.getType() != expected)
+      return op->emitOpError() << "result #" << index << " has type "
+                               << result.getType() << " but its parameter has "
+                               << expected;
   }
   return success();
 }
@@ -202,6 +231,8 @@ LogicalResult GemmOp::verify() {
   if (failed(expectShape(*this, "the result", shapeOf(getResult()), {m, n})))
     return failure();
   if (Value c = getC()) {
+    if (failed(expectSameElementType(*this, "c", c, getA())))
+      return failure();
     SmallVector<int64_t> broadcast;
     if (!mlir::OpTrait::util::getBroadcastedShape(shapeOf(c), {m, n},
                                                   broadcast) ||
@@ -234,7 +265,8 @@ LogicalResult LayerNormOp::verify() {
   if (failed(expectShape(*this, "scale", shapeOf(getScale()), normalized)))
     return failure();
   if (getBias() &&
-      failed(expectShape(*this, "bias", shapeOf(getBias()), normalized)))
+      (failed(expectShape(*this, "bias", shapeOf(getBias()), normalized)) ||
+       failed(expectSameElementType(*this, "bias", getBias(), getInput()))))
     return failure();
   if (getY().getType() != getInput().getType())
     return emitOpError("y must have the input's type");
@@ -356,9 +388,11 @@ LogicalResult ConcatOp::verify() {
   expected[getAxis()] = 0;
   for (auto [index, input] : llvm::enumerate(getInputs())) {
     ArrayRef<int64_t> shape = shapeOf(input);
+    if (shape.size() != first.size())
+      return emitOpError() << "input #" << index << " has rank " << shape.size()
+                           << " but input #0 has rank " << first.size();
     for (auto [dim, size] : llvm::enumerate(shape))
-      if (shape.size() != first.size() ||
-          (static_cast<int64_t>(dim) != getAxis() && size != first[dim]))
+      if (static_cast<int64_t>(dim) != getAxis() && size != first[dim])
         return emitOpError() << "input #" << index << " has shape "
                              << formatShape(shape)
                              << ", which differs from input #0 "
@@ -377,10 +411,12 @@ LogicalResult SplitOp::verify() {
     return failure();
   int64_t total = 0;
   for (auto [index, result] : llvm::enumerate(getResults())) {
+    if (shapeOf(result).size() != shape.size())
+      return emitOpError() << "result #" << index << " has rank "
+                           << shapeOf(result).size() << " but the input has rank "
+                           << shape.size();
     SmallVector<int64_t> expected(shape);
-    expected[getAxis()] = shapeOf(result).size() == shape.size()
-                              ? shapeOf(result)[getAxis()]
-                              : -1;
+    expected[getAxis()] = shapeOf(result)[getAxis()];
     if (failed(expectShape(*this, "result #" + std::to_string(index),
                            shapeOf(result), expected)))
       return failure();
@@ -406,11 +442,13 @@ LogicalResult SliceOp::verify() {
       return emitOpError() << "stride of dimension " << dim << " is zero";
     if (out[dim] == 0)
       continue;
-    int64_t first = offsets[dim];
-    int64_t last = first + (out[dim] - 1) * strides[dim];
-    if (first < 0 || first >= in[dim] || last < 0 || last >= in[dim])
+    int64_t first = offsets[dim], span, last;
+    if (llvm::MulOverflow(out[dim] - 1, strides[dim], span) ||
+        llvm::AddOverflow(first, span, last) || first < 0 ||
+        first >= in[dim] || last < 0 || last >= in[dim])
       return emitOpError() << "dimension " << dim << " reads indices "
-                           << first << ".." << last
+                           << "from " << first << " in " << out[dim]
+                           << " steps of " << strides[dim]
                            << ", outside the input's extent " << in[dim];
   }
   return success();
@@ -453,10 +491,10 @@ static LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> spatial,
                                   ArrayRef<int64_t> dilations, bool ceilMode,
                                   SmallVectorImpl<int64_t> &outSizes) {
   size_t k = spatial.size();
-  if (failed(verifyLength(op, "strides", strides, k)) ||
+  if (failed(verifyLength(op, "kernel_shape", kernel, k)) ||
+      failed(verifyLength(op, "strides", strides, k)) ||
       failed(verifyLength(op, "pads", pads, 2 * k)) ||
       failed(verifyLength(op, "dilations", dilations, k)) ||
-      failed(verifyLength(op, "kernel_shape", kernel, k)) ||
       failed(verifyAtLeast(op, "strides", strides, 1)) ||
       failed(verifyAtLeast(op, "dilations", dilations, 1)) ||
       failed(verifyAtLeast(op, "kernel_shape", kernel, 1)) ||
@@ -491,7 +529,8 @@ LogicalResult ConvOp::verify() {
                          << " channels per group but the input has "
                          << in[1] / group;
   if (getBias() &&
-      failed(expectShape(*this, "bias", shapeOf(getBias()), {w[0]})))
+      (failed(expectShape(*this, "bias", shapeOf(getBias()), {w[0]})) ||
+       failed(expectSameElementType(*this, "bias", getBias(), getInput()))))
     return failure();
   SmallVector<int64_t> expected{in[0], w[0]};
   if (failed(verifyWindow(*this, in.drop_front(2), w.drop_front(2),
@@ -531,7 +570,8 @@ LogicalResult MaxPoolOp::verify() {
 }
 
 LogicalResult AvgPoolOp::verify() {
-  SmallVector<int64_t> unitDilations(getKernelShape().size(), 1);
+  SmallVector<int64_t> unitDilations(
+      std::max<int64_t>(shapedType(getInput()).getRank() - 2, 0), 1);
   return verifyPool(*this, getInput(), getResult(), getKernelShape(),
                     getStrides(), getPads(), unitDilations, getCeilMode());
 }
@@ -611,30 +651,25 @@ LogicalResult GradientOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 LogicalResult MomentumOp::verify() {
-  return verifyOptimizerGroups(*this, getParams(),
-                               {{"grads", getGrads()},
-                                {"velocities", getVelocities()},
-                                {"new_params", getNewParams()},
-                                {"new_velocities", getNewVelocities()}});
+  return verifyOptimizer(*this, getParams(),
+                         {{"grads", getGrads()},
+                          {"velocities", getVelocities()}},
+                         /*resultGroups=*/2);
 }
 
 LogicalResult AdamOp::verify() {
-  return verifyOptimizerGroups(
-      *this, getParams(),
-      {{"grads", getGrads()},
-       {"first_moments", getFirstMoments()},
-       {"second_moments", getSecondMoments()},
-       {"new_params", getNewParams()},
-       {"new_first_moments", getNewFirstMoments()},
-       {"new_second_moments", getNewSecondMoments()}});
+  return verifyOptimizer(*this, getParams(),
+                         {{"grads", getGrads()},
+                          {"first_moments", getFirstMoments()},
+                          {"second_moments", getSecondMoments()}},
+                         /*resultGroups=*/3);
 }
 
 LogicalResult AdagradOp::verify() {
-  return verifyOptimizerGroups(*this, getParams(),
-                               {{"grads", getGrads()},
-                                {"accumulators", getAccumulators()},
-                                {"new_params", getNewParams()},
-                                {"new_accumulators", getNewAccumulators()}});
+  return verifyOptimizer(*this, getParams(),
+                         {{"grads", getGrads()},
+                          {"accumulators", getAccumulators()}},
+                         /*resultGroups=*/2);
 }
 
 #define GET_OP_CLASSES

@@ -563,8 +563,8 @@ def Cleave_SplitOp : Cleave_Op<"split", [Pure, SameOperandsAndResultElementType]
 
     ```mlir
     %q, %k, %v = cleave.split %qkv {axis = 2 : i64}
-        : tensor<2x8x192xf32> -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>,
-                                  tensor<2x8x64xf32>)
+        : tensor<2x8x192xf32> -> tensor<2x8x64xf32>, tensor<2x8x64xf32>,
+                                 tensor<2x8x64xf32>
     ```
 
     **Constraints:**
@@ -816,11 +816,22 @@ def Cleave_GradientOp : Cleave_Op<"gradient",
   let hasVerifier = 1;
 }
 
-class Cleave_OptimizerOp<string mnemonic, list<Trait> traits = []>
-    : Cleave_Op<mnemonic, !listconcat(traits,
-        [Pure, AttrSizedOperandSegments, AttrSizedResultSegments])>;
+// The results are one list, the updated tensors group after group (new
+// parameters first); accessors name the groups.
+class Cleave_OptimizerOp<string mnemonic, list<string> groups>
+    : Cleave_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
+  let results = (outs Variadic<Cleave_FloatTensor>:$updated);
+  let extraClassDeclaration = !interleave(!foreach(i, !range(!size(groups)), [{
+    /// The updated tensors of one group.
+    ::mlir::ResultRange get}] # groups[i] # [{() {
+      size_t n = getParams().size();
+      return getUpdated().slice(}] # i # [{ * n, n);
+    }
+  }]), "");
+}
 
-def Cleave_MomentumOp : Cleave_OptimizerOp<"momentum"> {
+def Cleave_MomentumOp
+    : Cleave_OptimizerOp<"momentum", ["NewParams", "NewVelocities"]> {
   let summary = "the ONNX training Momentum update (SG with momentum)";
   let description = [{
     For each parameter `x` with gradient `g` and velocity `v`, at learning
@@ -843,7 +854,9 @@ def Cleave_MomentumOp : Cleave_OptimizerOp<"momentum"> {
     **Constraints:**
     - `lr` is a 0-d float tensor and `step` a 0-d integer tensor;
     - `params`, `grads` and `velocities` have one length and pairwise equal
-      types, and so do `new_params` and `new_velocities`.
+      types;
+    - the results are the new params then the new velocities, of the
+      params' types.
   }];
   let arguments = (ins Cleave_ScalarFloatTensor:$lr,
                        Cleave_ScalarIndexTensor:$step,
@@ -852,8 +865,6 @@ def Cleave_MomentumOp : Cleave_OptimizerOp<"momentum"> {
                        Variadic<Cleave_FloatTensor>:$velocities,
                        F32Attr:$alpha, F32Attr:$beta,
                        Cleave_MomentumModeAttr:$mode, F32Attr:$norm_coefficient);
-  let results = (outs Variadic<Cleave_FloatTensor>:$new_params,
-                      Variadic<Cleave_FloatTensor>:$new_velocities);
   let assemblyFormat = [{
     $lr `,` $step `params` `(` $params `)` `grads` `(` $grads `)`
     `velocities` `(` $velocities `)` attr-dict `:`
@@ -862,7 +873,8 @@ def Cleave_MomentumOp : Cleave_OptimizerOp<"momentum"> {
   let hasVerifier = 1;
 }
 
-def Cleave_AdamOp : Cleave_OptimizerOp<"adam"> {
+def Cleave_AdamOp : Cleave_OptimizerOp<"adam",
+    ["NewParams", "NewFirstMoments", "NewSecondMoments"]> {
   let summary = "the ONNX training Adam update";
   let description = [{
     ONNX `Adam`: for each parameter `x` with gradient `g`, first moment `v`
@@ -887,7 +899,9 @@ def Cleave_AdamOp : Cleave_OptimizerOp<"adam"> {
     **Constraints:**
     - `lr` is a 0-d float tensor and `step` a 0-d integer tensor;
     - `params`, `grads`, `first_moments` and `second_moments` have one
-      length and pairwise equal types, and so do the three result groups.
+      length and pairwise equal types;
+    - the results are the new params, first moments and second moments, of
+      the params' types.
   }];
   let arguments = (ins Cleave_ScalarFloatTensor:$lr,
                        Cleave_ScalarIndexTensor:$step,
@@ -898,9 +912,6 @@ def Cleave_AdamOp : Cleave_OptimizerOp<"adam"> {
                        F32Attr:$alpha, F32Attr:$beta, F32Attr:$epsilon,
                        F32Attr:$norm_coefficient,
                        F32Attr:$norm_coefficient_post);
-  let results = (outs Variadic<Cleave_FloatTensor>:$new_params,
-                      Variadic<Cleave_FloatTensor>:$new_first_moments,
-                      Variadic<Cleave_FloatTensor>:$new_second_moments);
   let assemblyFormat = [{
     $lr `,` $step `params` `(` $params `)` `grads` `(` $grads `)`
     `first_moments` `(` $first_moments `)`
@@ -910,7 +921,8 @@ def Cleave_AdamOp : Cleave_OptimizerOp<"adam"> {
   let hasVerifier = 1;
 }
 
-def Cleave_AdagradOp : Cleave_OptimizerOp<"adagrad"> {
+def Cleave_AdagradOp
+    : Cleave_OptimizerOp<"adagrad", ["NewParams", "NewAccumulators"]> {
   let summary = "the ONNX training Adagrad update";
   let description = [{
     ONNX `Adagrad`: `r' = r / (1 + t * decay_factor)`,
@@ -930,7 +942,9 @@ def Cleave_AdagradOp : Cleave_OptimizerOp<"adagrad"> {
     **Constraints:**
     - `lr` is a 0-d float tensor and `step` a 0-d integer tensor;
     - `params`, `grads` and `accumulators` have one length and pairwise
-      equal types, and so do `new_params` and `new_accumulators`.
+      equal types;
+    - the results are the new params then the new accumulators, of the
+      params' types.
   }];
   let arguments = (ins Cleave_ScalarFloatTensor:$lr,
                        Cleave_ScalarIndexTensor:$step,
@@ -939,8 +953,6 @@ def Cleave_AdagradOp : Cleave_OptimizerOp<"adagrad"> {
                        Variadic<Cleave_FloatTensor>:$accumulators,
                        F32Attr:$decay_factor, F32Attr:$epsilon,
                        F32Attr:$norm_coefficient);
-  let results = (outs Variadic<Cleave_FloatTensor>:$new_params,
-                      Variadic<Cleave_FloatTensor>:$new_accumulators);
   let assemblyFormat = [{
     $lr `,` $step `params` `(` $params `)` `grads` `(` $grads `)`
     `accumulators` `(` $accumulators `)` attr-dict `:`

@@ -38,11 +38,11 @@ func.func @compare_result_shape(%a: tensor<4xi64>, %b: tensor<i64>) {
   return
 }
 
+// -----
+
 //===----------------------------------------------------------------------===//
 // ODS type and trait constraints (a sample)
 //===----------------------------------------------------------------------===//
-
-// -----
 
 func.func @dynamic_shape(%a: tensor<?xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{operand #0 must be statically shaped tensor of any type values, but got 'tensor<?xf32>'}}
@@ -53,8 +53,8 @@ func.func @dynamic_shape(%a: tensor<?xf32>, %b: tensor<4xf32>) {
 // -----
 
 func.func @unranked(%a: tensor<*xf32>) {
-  // expected-error @+1 {{custom op 'cleave.relu' invalid kind of type specified: expected builtin.tensor, but found 'tensor<*xf32>'}}
-  %0 = cleave.relu %a : tensor<*xf32>
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of any type values, but got 'tensor<*xf32>'}}
+  %0 = "cleave.relu"(%a) : (tensor<*xf32>) -> tensor<*xf32>
   return
 }
 
@@ -118,7 +118,8 @@ func.func @gather_bool_indices(%d: tensor<10x4xf32>, %i: tensor<3xi1>) {
 
 func.func @loss_float_labels(%s: tensor<4x3xf32>, %l: tensor<4xf32>) {
   // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xf32>'}}
-  %0 = cleave.nll_loss %s, %l {reduction = #cleave.reduction<mean>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<f32>
+  %0 = cleave.nll_loss %s, %l {reduction = #cleave.reduction<mean>}
+      : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<f32>
   return
 }
 
@@ -126,15 +127,16 @@ func.func @loss_float_labels(%s: tensor<4x3xf32>, %l: tensor<4xf32>) {
 
 func.func @optimizer_lr_not_scalar(%lr: tensor<1xf32>, %t: tensor<i64>, %w: tensor<4xf32>) {
   // expected-error @+1 {{operand #0 must be 0-d tensor of floating-point values, but got 'tensor<1xf32>'}}
-  %0:2 = "cleave.adagrad"(%lr, %t, %w, %w, %w) <{decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1>}> : (tensor<1xf32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "cleave.adagrad"(%lr, %t, %w, %w, %w) <{decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (tensor<1xf32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
-
-// -----
 
 func.func @pow_result_type(%x: tensor<4xf32>, %e: tensor<f32>) {
   // expected-error @+1 {{result element type must be the base's element type}}
@@ -146,7 +148,8 @@ func.func @pow_result_type(%x: tensor<4xf32>, %e: tensor<f32>) {
 
 func.func @dropout_ratio_one(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{ratio 1.000000e+00 must be in [0, 1)}}
-  %y, %m = cleave.dropout %x {ratio = 1.0 : f32, training = true} : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  %y, %m = cleave.dropout %x {ratio = 1.0 : f32, training = true}
+      : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
   return
 }
 
@@ -154,7 +157,8 @@ func.func @dropout_ratio_one(%x: tensor<2x8xf32>) {
 
 func.func @dropout_ratio_negative(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{ratio -5.000000e-01 must be in [0, 1)}}
-  %y, %m = cleave.dropout %x {ratio = -0.5 : f32, training = true} : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  %y, %m = cleave.dropout %x {ratio = -0.5 : f32, training = true}
+      : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
   return
 }
 
@@ -162,15 +166,16 @@ func.func @dropout_ratio_negative(%x: tensor<2x8xf32>) {
 
 func.func @dropout_output_type(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{output must have the input's type}}
-  %y, %m = cleave.dropout %x {ratio = 0.5 : f32, training = true} : tensor<2x8xf32> -> (tensor<2x8xf16>, tensor<2x8xi1>)
+  %y, %m = cleave.dropout %x {ratio = 0.5 : f32, training = true}
+      : tensor<2x8xf32> -> (tensor<2x8xf16>, tensor<2x8xi1>)
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // matmul, gemm
 //===----------------------------------------------------------------------===//
-
-// -----
 
 func.func @matmul_scalar(%a: tensor<f32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{operands must have rank >= 1}}
@@ -222,7 +227,8 @@ func.func @matmul_vector_result_keeps_dim(%v: tensor<64xf32>, %b: tensor<64x16xf
 
 func.func @gemm_not_2d(%a: tensor<2x8x64xf32>, %b: tensor<64x16xf32>) {
   // expected-error @+1 {{expects 2-d operands but got [2, 8, 64] and [64, 16]}}
-  %0 = cleave.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false} : (tensor<2x8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
+  %0 = cleave.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false}
+      : (tensor<2x8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
   return
 }
 
@@ -230,7 +236,8 @@ func.func @gemm_not_2d(%a: tensor<2x8x64xf32>, %b: tensor<64x16xf32>) {
 
 func.func @gemm_contracted(%a: tensor<32x784xf32>, %b: tensor<128x784xf32>) {
   // expected-error @+1 {{contracted dimensions differ: 784 vs 128}}
-  %0 = cleave.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false} : (tensor<32x784xf32>, tensor<128x784xf32>) -> tensor<32x128xf32>
+  %0 = cleave.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false}
+      : (tensor<32x784xf32>, tensor<128x784xf32>) -> tensor<32x128xf32>
   return
 }
 
@@ -238,7 +245,8 @@ func.func @gemm_contracted(%a: tensor<32x784xf32>, %b: tensor<128x784xf32>) {
 
 func.func @gemm_result(%a: tensor<784x32xf32>, %b: tensor<784x128xf32>) {
   // expected-error @+1 {{the result has shape [784, 128] but [32, 128] was expected}}
-  %0 = cleave.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = true, trans_b = false} : (tensor<784x32xf32>, tensor<784x128xf32>) -> tensor<784x128xf32>
+  %0 = cleave.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = true, trans_b = false}
+      : (tensor<784x32xf32>, tensor<784x128xf32>) -> tensor<784x128xf32>
   return
 }
 
@@ -246,7 +254,8 @@ func.func @gemm_result(%a: tensor<784x32xf32>, %b: tensor<784x128xf32>) {
 
 func.func @gemm_c_incompatible(%a: tensor<32x64xf32>, %b: tensor<64x128xf32>, %c: tensor<32xf32>) {
   // expected-error @+1 {{c of shape [32] does not broadcast to [32, 128]}}
-  %0 = cleave.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false} : (tensor<32x64xf32>, tensor<64x128xf32>, tensor<32xf32>) -> tensor<32x128xf32>
+  %0 = cleave.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false}
+      : (tensor<32x64xf32>, tensor<64x128xf32>, tensor<32xf32>) -> tensor<32x128xf32>
   return
 }
 
@@ -254,15 +263,16 @@ func.func @gemm_c_incompatible(%a: tensor<32x64xf32>, %b: tensor<64x128xf32>, %c
 
 func.func @gemm_c_grows(%a: tensor<32x64xf32>, %b: tensor<64x128xf32>, %c: tensor<2x1x128xf32>) {
   // expected-error @+1 {{c of shape [2, 1, 128] does not broadcast to [32, 128]}}
-  %0 = cleave.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false} : (tensor<32x64xf32>, tensor<64x128xf32>, tensor<2x1x128xf32>) -> tensor<32x128xf32>
+  %0 = cleave.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false}
+      : (tensor<32x64xf32>, tensor<64x128xf32>, tensor<2x1x128xf32>) -> tensor<32x128xf32>
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // softmax, layer_norm, batch_norm
 //===----------------------------------------------------------------------===//
-
-// -----
 
 func.func @softmax_axis(%x: tensor<4x10xf32>) {
   // expected-error @+1 {{axis 2 is out of range for rank 2 (expected 0 <= axis < 2)}}
@@ -282,7 +292,8 @@ func.func @log_softmax_negative_axis(%x: tensor<4x10xf32>) {
 
 func.func @layer_norm_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{axis 2 is out of range for rank 2 (expected 0 <= axis < 2)}}
-  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
   return
 }
 
@@ -290,7 +301,8 @@ func.func @layer_norm_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
 
 func.func @layer_norm_scale(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
   // expected-error @+1 {{scale has shape [64] but [8, 64] was expected}}
-  %y, %m, %r = cleave.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  %y, %m, %r = cleave.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
   return
 }
 
@@ -298,7 +310,8 @@ func.func @layer_norm_scale(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
 
 func.func @layer_norm_bias(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %b: tensor<1x64xf32>) {
   // expected-error @+1 {{bias has shape [1, 64] but [64] was expected}}
-  %y, %m, %r = cleave.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<1x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x1xf32>, tensor<2x8x1xf32>)
+  %y, %m, %r = cleave.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<1x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x1xf32>, tensor<2x8x1xf32>)
   return
 }
 
@@ -306,7 +319,8 @@ func.func @layer_norm_bias(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %b: tenso
 
 func.func @layer_norm_y(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
   // expected-error @+1 {{y must have the input's type}}
-  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<16x64xf32>, tensor<2x8x1xf32>, tensor<2x8x1xf32>)
+  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<16x64xf32>, tensor<2x8x1xf32>, tensor<2x8x1xf32>)
   return
 }
 
@@ -314,7 +328,8 @@ func.func @layer_norm_y(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
 
 func.func @layer_norm_mean(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
   // expected-error @+1 {{mean has shape [2, 8] but [2, 8, 1] was expected}}
-  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8xf32>, tensor<2x8x1xf32>)
+  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8xf32>, tensor<2x8x1xf32>)
   return
 }
 
@@ -322,7 +337,8 @@ func.func @layer_norm_mean(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
 
 func.func @layer_norm_inv_std_dev(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
   // expected-error @+1 {{inv_std_dev has shape [2, 1, 1] but [2, 8, 1] was expected}}
-  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x1xf32>, tensor<2x1x1xf32>)
+  %y, %m, %r = cleave.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x8x64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x1xf32>, tensor<2x1x1xf32>)
   return
 }
 
@@ -330,7 +346,8 @@ func.func @layer_norm_inv_std_dev(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
 
 func.func @batch_norm_rank(%x: tensor<16xf32>, %s: tensor<16xf32>) {
   // expected-error @+1 {{expects an input of rank >= 2 ([N, C, ...]) but got rank 1}}
-  %y, %rm, %rv = cleave.batch_norm %x, %s, %s, %s, %s {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = false} : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %y, %rm, %rv = cleave.batch_norm %x, %s, %s, %s, %s {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = false}
+      : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 
@@ -338,7 +355,8 @@ func.func @batch_norm_rank(%x: tensor<16xf32>, %s: tensor<16xf32>) {
 
 func.func @batch_norm_scale(%x: tensor<8x16x4x4xf32>, %s: tensor<4xf32>, %c: tensor<16xf32>) {
   // expected-error @+1 {{scale has shape [4] but [16] was expected}}
-  %y, %rm, %rv = cleave.batch_norm %x, %s, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true} : (tensor<8x16x4x4xf32>, tensor<4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
+  %y, %rm, %rv = cleave.batch_norm %x, %s, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true}
+      : (tensor<8x16x4x4xf32>, tensor<4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 
@@ -346,7 +364,8 @@ func.func @batch_norm_scale(%x: tensor<8x16x4x4xf32>, %s: tensor<4xf32>, %c: ten
 
 func.func @batch_norm_running_var(%x: tensor<8x16x4x4xf32>, %c: tensor<16xf32>, %v: tensor<1x16xf32>) {
   // expected-error @+1 {{running_var has shape [1, 16] but [16] was expected}}
-  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true} : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x16xf32>) -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
+  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true}
+      : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x16xf32>) -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 
@@ -354,7 +373,8 @@ func.func @batch_norm_running_var(%x: tensor<8x16x4x4xf32>, %c: tensor<16xf32>, 
 
 func.func @batch_norm_new_running_mean(%x: tensor<8x16x4x4xf32>, %c: tensor<16xf32>) {
   // expected-error @+1 {{new_running_mean has shape [8] but [16] was expected}}
-  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true} : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x4x4xf32>, tensor<8xf32>, tensor<16xf32>)
+  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true}
+      : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x4x4xf32>, tensor<8xf32>, tensor<16xf32>)
   return
 }
 
@@ -362,19 +382,21 @@ func.func @batch_norm_new_running_mean(%x: tensor<8x16x4x4xf32>, %c: tensor<16xf
 
 func.func @batch_norm_y(%x: tensor<8x16x4x4xf32>, %c: tensor<16xf32>) {
   // expected-error @+1 {{y must have the input's type}}
-  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true} : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true}
+      : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
-// -----
-
 func.func @reduce_axis_range(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{reduction axis 2 is out of range for rank 2 (expected 0 <= reduction axis < 2)}}
-  %0 = cleave.reduce_sum %x {axes = array<i64: 0, 2>, keepdims = false} : tensor<4x8xf32> -> tensor<f32>
+  %0 = cleave.reduce_sum %x {axes = array<i64: 0, 2>, keepdims = false}
+      : tensor<4x8xf32> -> tensor<f32>
   return
 }
 
@@ -382,7 +404,8 @@ func.func @reduce_axis_range(%x: tensor<4x8xf32>) {
 
 func.func @reduce_axis_negative(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{reduction axis -1 is out of range for rank 2 (expected 0 <= reduction axis < 2)}}
-  %0 = cleave.reduce_max %x {axes = array<i64: -1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %0 = cleave.reduce_max %x {axes = array<i64: -1>, keepdims = false}
+      : tensor<4x8xf32> -> tensor<4xf32>
   return
 }
 
@@ -390,7 +413,8 @@ func.func @reduce_axis_negative(%x: tensor<4x8xf32>) {
 
 func.func @reduce_axes_descending(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{axes [1, 0] must be strictly ascending}}
-  %0 = cleave.reduce_mean %x {axes = array<i64: 1, 0>, keepdims = false} : tensor<4x8xf32> -> tensor<f32>
+  %0 = cleave.reduce_mean %x {axes = array<i64: 1, 0>, keepdims = false}
+      : tensor<4x8xf32> -> tensor<f32>
   return
 }
 
@@ -398,7 +422,8 @@ func.func @reduce_axes_descending(%x: tensor<4x8xf32>) {
 
 func.func @reduce_axes_duplicate(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{axes [1, 1] must be strictly ascending}}
-  %0 = cleave.reduce_sum %x {axes = array<i64: 1, 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %0 = cleave.reduce_sum %x {axes = array<i64: 1, 1>, keepdims = false}
+      : tensor<4x8xf32> -> tensor<4xf32>
   return
 }
 
@@ -406,7 +431,8 @@ func.func @reduce_axes_duplicate(%x: tensor<4x8xf32>) {
 
 func.func @reduce_result_keepdims(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{the result has shape [4] but [4, 1] was expected}}
-  %0 = cleave.reduce_sum %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4xf32>
+  %0 = cleave.reduce_sum %x {axes = array<i64: 1>, keepdims = true}
+      : tensor<4x8xf32> -> tensor<4xf32>
   return
 }
 
@@ -414,15 +440,16 @@ func.func @reduce_result_keepdims(%x: tensor<4x8xf32>) {
 
 func.func @reduce_result_no_keepdims(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{the result has shape [1, 8] but [8] was expected}}
-  %0 = cleave.reduce_max %x {axes = array<i64: 0>, keepdims = false} : tensor<4x8xf32> -> tensor<1x8xf32>
+  %0 = cleave.reduce_max %x {axes = array<i64: 0>, keepdims = false}
+      : tensor<4x8xf32> -> tensor<1x8xf32>
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
-
-// -----
 
 func.func @reshape_count(%x: tensor<2x8x64xf32>) {
   // expected-error @+1 {{cannot reshape 1024 elements [2, 8, 64] into 512 elements [16, 32]}}
@@ -442,7 +469,8 @@ func.func @transpose_length(%x: tensor<2x3x4xf32>) {
 
 func.func @transpose_duplicate(%x: tensor<2x3x4xf32>) {
   // expected-error @+1 {{permutation [0, 2, 2] is not a permutation of 0..2}}
-  %0 = cleave.transpose %x {permutation = array<i64: 0, 2, 2>} : tensor<2x3x4xf32> -> tensor<2x4x4xf32>
+  %0 = cleave.transpose %x {permutation = array<i64: 0, 2, 2>}
+      : tensor<2x3x4xf32> -> tensor<2x4x4xf32>
   return
 }
 
@@ -450,7 +478,8 @@ func.func @transpose_duplicate(%x: tensor<2x3x4xf32>) {
 
 func.func @transpose_out_of_range(%x: tensor<2x3x4xf32>) {
   // expected-error @+1 {{permutation [0, 3, 1] is not a permutation of 0..2}}
-  %0 = cleave.transpose %x {permutation = array<i64: 0, 3, 1>} : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  %0 = cleave.transpose %x {permutation = array<i64: 0, 3, 1>}
+      : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
   return
 }
 
@@ -458,7 +487,8 @@ func.func @transpose_out_of_range(%x: tensor<2x3x4xf32>) {
 
 func.func @transpose_result(%x: tensor<2x3x4xf32>) {
   // expected-error @+1 {{the result has shape [4, 3, 2] but [4, 2, 3] was expected}}
-  %0 = cleave.transpose %x {permutation = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+  %0 = cleave.transpose %x {permutation = array<i64: 2, 0, 1>}
+      : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
   return
 }
 
@@ -480,6 +510,7 @@ func.func @broadcast_to_shrinks(%x: tensor<4x8xf32>) {
 
 // -----
 
+// SameOperandsAndResultElementType rejects this before ConcatOp::verify.
 func.func @concat_empty() {
   // expected-error @+1 {{expected 1 or more operands, but found 0}}
   %0 = "cleave.concat"() <{axis = 0 : i64}> : () -> tensor<0xf32>
@@ -505,8 +536,9 @@ func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
 // -----
 
 func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<2x3x1xf32>) {
-  // expected-error @+1 {{input #1 has shape [2, 3, 1], which differs from input #0 [2, 3] outside axis 1}}
-  %0 = cleave.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3x1xf32>) -> tensor<2x6xf32>
+  // expected-error @+1 {{input #1 has rank 3 but input #0 has rank 2}}
+  %0 = cleave.concat %a, %b {axis = 1 : i64}
+      : (tensor<2x3xf32>, tensor<2x3x1xf32>) -> tensor<2x6xf32>
   return
 }
 
@@ -520,6 +552,7 @@ func.func @concat_result(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) {
 
 // -----
 
+// SameOperandsAndResultElementType rejects this before SplitOp::verify.
 func.func @split_no_results(%x: tensor<4xf32>) {
   // expected-error @+1 {{expected 1 or more results}}
   "cleave.split"(%x) <{axis = 0 : i64}> : (tensor<4xf32>) -> ()
@@ -554,7 +587,8 @@ func.func @split_sum(%x: tensor<4x6xf32>) {
 
 func.func @slice_rank(%x: tensor<4x10xf32>) {
   // expected-error @+1 {{result rank 1 differs from input rank 2}}
-  %0 = cleave.slice %x {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1>} : tensor<4x10xf32> -> tensor<40xf32>
+  %0 = cleave.slice %x {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1>}
+      : tensor<4x10xf32> -> tensor<40xf32>
   return
 }
 
@@ -562,7 +596,8 @@ func.func @slice_rank(%x: tensor<4x10xf32>) {
 
 func.func @slice_offsets_length(%x: tensor<4x10xf32>) {
   // expected-error @+1 {{offsets has 1 entries but 2 were expected}}
-  %0 = cleave.slice %x {offsets = array<i64: 0>, strides = array<i64: 1, 1>} : tensor<4x10xf32> -> tensor<4x10xf32>
+  %0 = cleave.slice %x {offsets = array<i64: 0>, strides = array<i64: 1, 1>}
+      : tensor<4x10xf32> -> tensor<4x10xf32>
   return
 }
 
@@ -570,7 +605,8 @@ func.func @slice_offsets_length(%x: tensor<4x10xf32>) {
 
 func.func @slice_strides_length(%x: tensor<4x10xf32>) {
   // expected-error @+1 {{strides has 3 entries but 2 were expected}}
-  %0 = cleave.slice %x {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1, 1>} : tensor<4x10xf32> -> tensor<4x10xf32>
+  %0 = cleave.slice %x {offsets = array<i64: 0, 0>, strides = array<i64: 1, 1, 1>}
+      : tensor<4x10xf32> -> tensor<4x10xf32>
   return
 }
 
@@ -578,31 +614,35 @@ func.func @slice_strides_length(%x: tensor<4x10xf32>) {
 
 func.func @slice_zero_stride(%x: tensor<4x10xf32>) {
   // expected-error @+1 {{stride of dimension 1 is zero}}
-  %0 = cleave.slice %x {offsets = array<i64: 0, 0>, strides = array<i64: 1, 0>} : tensor<4x10xf32> -> tensor<4x1xf32>
+  %0 = cleave.slice %x {offsets = array<i64: 0, 0>, strides = array<i64: 1, 0>}
+      : tensor<4x10xf32> -> tensor<4x1xf32>
   return
 }
 
 // -----
 
 func.func @slice_past_end(%x: tensor<4x10xf32>) {
-  // expected-error @+1 {{dimension 1 reads indices 2..10, outside the input's extent 10}}
-  %0 = cleave.slice %x {offsets = array<i64: 0, 2>, strides = array<i64: 1, 2>} : tensor<4x10xf32> -> tensor<4x5xf32>
+  // expected-error @+1 {{dimension 1 reads indices from 2 in 5 steps of 2, outside the input's extent 10}}
+  %0 = cleave.slice %x {offsets = array<i64: 0, 2>, strides = array<i64: 1, 2>}
+      : tensor<4x10xf32> -> tensor<4x5xf32>
   return
 }
 
 // -----
 
 func.func @slice_negative_offset(%x: tensor<4x10xf32>) {
-  // expected-error @+1 {{dimension 0 reads indices -1..0, outside the input's extent 4}}
-  %0 = cleave.slice %x {offsets = array<i64: -1, 0>, strides = array<i64: 1, 1>} : tensor<4x10xf32> -> tensor<2x10xf32>
+  // expected-error @+1 {{dimension 0 reads indices from -1 in 2 steps of 1, outside the input's extent 4}}
+  %0 = cleave.slice %x {offsets = array<i64: -1, 0>, strides = array<i64: 1, 1>}
+      : tensor<4x10xf32> -> tensor<2x10xf32>
   return
 }
 
 // -----
 
 func.func @slice_negative_stride_before_start(%x: tensor<4x10xf32>) {
-  // expected-error @+1 {{dimension 1 reads indices 9..-3, outside the input's extent 10}}
-  %0 = cleave.slice %x {offsets = array<i64: 3, 9>, strides = array<i64: -1, -3>} : tensor<4x10xf32> -> tensor<4x5xf32>
+  // expected-error @+1 {{dimension 1 reads indices from 9 in 5 steps of -3, outside the input's extent 10}}
+  %0 = cleave.slice %x {offsets = array<i64: 3, 9>, strides = array<i64: -1, -3>}
+      : tensor<4x10xf32> -> tensor<4x5xf32>
   return
 }
 
@@ -610,7 +650,8 @@ func.func @slice_negative_stride_before_start(%x: tensor<4x10xf32>) {
 
 func.func @gather_axis(%d: tensor<100x64xf32>, %i: tensor<8xi64>) {
   // expected-error @+1 {{axis 2 is out of range for rank 2 (expected 0 <= axis < 2)}}
-  %0 = cleave.gather %d, %i {axis = 2 : i64} : (tensor<100x64xf32>, tensor<8xi64>) -> tensor<100x64x8xf32>
+  %0 = cleave.gather %d, %i {axis = 2 : i64}
+      : (tensor<100x64xf32>, tensor<8xi64>) -> tensor<100x64x8xf32>
   return
 }
 
@@ -618,19 +659,21 @@ func.func @gather_axis(%d: tensor<100x64xf32>, %i: tensor<8xi64>) {
 
 func.func @gather_result(%d: tensor<100x64xf32>, %i: tensor<2x8xi64>) {
   // expected-error @+1 {{the result has shape [16, 64] but [2, 8, 64] was expected}}
-  %0 = cleave.gather %d, %i {axis = 0 : i64} : (tensor<100x64xf32>, tensor<2x8xi64>) -> tensor<16x64xf32>
+  %0 = cleave.gather %d, %i {axis = 0 : i64}
+      : (tensor<100x64xf32>, tensor<2x8xi64>) -> tensor<16x64xf32>
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // conv, max_pool, avg_pool
 //===----------------------------------------------------------------------===//
 
-// -----
-
 func.func @conv_rank(%x: tensor<8x28xf32>, %w: tensor<16x3xf32>) {
   // expected-error @+1 {{expects input [N, C, D...] and weight [M, C/group, K...] of one rank >= 3, got [8, 28] and [16, 3]}}
-  %0 = cleave.conv %x, %w {dilations = array<i64>, group = 1 : i64, pads = array<i64>, strides = array<i64>} : (tensor<8x28xf32>, tensor<16x3xf32>) -> tensor<8x16xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64>, group = 1 : i64, pads = array<i64>, strides = array<i64>}
+      : (tensor<8x28xf32>, tensor<16x3xf32>) -> tensor<8x16xf32>
   return
 }
 
@@ -638,7 +681,8 @@ func.func @conv_rank(%x: tensor<8x28xf32>, %w: tensor<16x3xf32>) {
 
 func.func @conv_weight_rank(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3xf32>) {
   // expected-error @+1 {{expects input [N, C, D...] and weight [M, C/group, K...] of one rank >= 3, got [8, 1, 28, 28] and [16, 1, 3]}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -646,7 +690,8 @@ func.func @conv_weight_rank(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3xf32>) {
 
 func.func @conv_group(%x: tensor<2x8x10x10xf32>, %w: tensor<6x2x3x3xf32>) {
   // expected-error @+1 {{group 4 must divide the 8 input channels and the 6 output channels}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x8x10x10xf32>, tensor<6x2x3x3xf32>) -> tensor<2x6x8x8xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<2x8x10x10xf32>, tensor<6x2x3x3xf32>) -> tensor<2x6x8x8xf32>
   return
 }
 
@@ -654,7 +699,8 @@ func.func @conv_group(%x: tensor<2x8x10x10xf32>, %w: tensor<6x2x3x3xf32>) {
 
 func.func @conv_group_zero(%x: tensor<2x8x10x10xf32>, %w: tensor<8x2x3x3xf32>) {
   // expected-error @+1 {{group 0 must divide the 8 input channels and the 8 output channels}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x8x10x10xf32>, tensor<8x2x3x3xf32>) -> tensor<2x8x8x8xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<2x8x10x10xf32>, tensor<8x2x3x3xf32>) -> tensor<2x8x8x8xf32>
   return
 }
 
@@ -662,7 +708,8 @@ func.func @conv_group_zero(%x: tensor<2x8x10x10xf32>, %w: tensor<8x2x3x3xf32>) {
 
 func.func @conv_channels(%x: tensor<2x8x10x10xf32>, %w: tensor<8x8x3x3xf32>) {
   // expected-error @+1 {{weight has 8 channels per group but the input has 2}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<2x8x8x8xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<2x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<2x8x8x8xf32>
   return
 }
 
@@ -670,7 +717,8 @@ func.func @conv_channels(%x: tensor<2x8x10x10xf32>, %w: tensor<8x8x3x3xf32>) {
 
 func.func @conv_bias(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>, %b: tensor<1xf32>) {
   // expected-error @+1 {{bias has shape [1] but [16] was expected}}
-  %0 = cleave.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>, tensor<1xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>, tensor<1xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -678,7 +726,8 @@ func.func @conv_bias(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>, %b: te
 
 func.func @conv_strides_length(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{strides has 1 entries but 2 were expected}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -686,7 +735,8 @@ func.func @conv_strides_length(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf3
 
 func.func @conv_pads_length(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{pads has 2 entries but 4 were expected}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -694,7 +744,8 @@ func.func @conv_pads_length(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>)
 
 func.func @conv_dilations_length(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{dilations has 3 entries but 2 were expected}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -702,7 +753,8 @@ func.func @conv_dilations_length(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3x
 
 func.func @conv_zero_stride(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{strides [1, 0] must have entries >= 1}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 0>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 0>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -710,7 +762,8 @@ func.func @conv_zero_stride(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>)
 
 func.func @conv_zero_dilation(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{dilations [0, 1] must have entries >= 1}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 0, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 0, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x26xf32>
   return
 }
 
@@ -718,7 +771,8 @@ func.func @conv_zero_dilation(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32
 
 func.func @conv_negative_pad(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{pads [0, -1, 0, 0] must have entries >= 0}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, -1, 0, 0>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x25xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, -1, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x26x25xf32>
   return
 }
 
@@ -726,7 +780,8 @@ func.func @conv_negative_pad(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>
 
 func.func @conv_window_too_big(%x: tensor<1x1x4x4xf32>, %w: tensor<2x1x3x3xf32>) {
   // expected-error @+1 {{window of extent 5 does not fit spatial dimension 0 of size 4 with padding}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 2, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x1x2xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 2, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x1x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x1x2xf32>
   return
 }
 
@@ -734,7 +789,8 @@ func.func @conv_window_too_big(%x: tensor<1x1x4x4xf32>, %w: tensor<2x1x3x3xf32>)
 
 func.func @conv_result(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
   // expected-error @+1 {{the result has shape [8, 16, 14, 14] but [8, 16, 13, 13] was expected}}
-  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x14x14xf32>
+  %0 = cleave.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<8x1x28x28xf32>, tensor<16x1x3x3xf32>) -> tensor<8x16x14x14xf32>
   return
 }
 
@@ -742,7 +798,8 @@ func.func @conv_result(%x: tensor<8x1x28x28xf32>, %w: tensor<16x1x3x3xf32>) {
 
 func.func @pool_rank(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{expects an input [N, C, D...] of rank >= 3, got [8, 16]}}
-  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64>, kernel_shape = array<i64>, pads = array<i64>, strides = array<i64>} : tensor<8x16xf32> -> tensor<8x16xf32>
+  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64>, kernel_shape = array<i64>, pads = array<i64>, strides = array<i64>}
+      : tensor<8x16xf32> -> tensor<8x16xf32>
   return
 }
 
@@ -750,7 +807,8 @@ func.func @pool_rank(%x: tensor<8x16xf32>) {
 
 func.func @pool_kernel_length(%x: tensor<1x2x8x8xf32>) {
   // expected-error @+1 {{kernel_shape has 1 entries but 2 were expected}}
-  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
   return
 }
 
@@ -758,7 +816,8 @@ func.func @pool_kernel_length(%x: tensor<1x2x8x8xf32>) {
 
 func.func @pool_zero_kernel(%x: tensor<1x2x8x8xf32>) {
   // expected-error @+1 {{kernel_shape [2, 0] must have entries >= 1}}
-  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
   return
 }
 
@@ -766,7 +825,8 @@ func.func @pool_zero_kernel(%x: tensor<1x2x8x8xf32>) {
 
 func.func @pool_pad_not_smaller_than_kernel(%x: tensor<1x2x8x8xf32>) {
   // expected-error @+1 {{pads [0, 0, 0, 2] must be smaller than kernel_shape [2, 2]}}
-  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 2>, strides = array<i64: 2, 2>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x5xf32>
+  %0 = cleave.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 2>, strides = array<i64: 2, 2>}
+      : tensor<1x2x8x8xf32> -> tensor<1x2x4x5xf32>
   return
 }
 
@@ -774,7 +834,8 @@ func.func @pool_pad_not_smaller_than_kernel(%x: tensor<1x2x8x8xf32>) {
 
 func.func @pool_window_too_big(%x: tensor<1x2x2x8xf32>) {
   // expected-error @+1 {{window of extent 3 does not fit spatial dimension 0 of size 2 with padding}}
-  %0 = cleave.avg_pool %x {ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : tensor<1x2x2x8xf32> -> tensor<1x2x1x6xf32>
+  %0 = cleave.avg_pool %x {ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : tensor<1x2x2x8xf32> -> tensor<1x2x1x6xf32>
   return
 }
 
@@ -782,7 +843,8 @@ func.func @pool_window_too_big(%x: tensor<1x2x2x8xf32>) {
 
 func.func @avg_pool_strides_length(%x: tensor<1x2x8x8xf32>) {
   // expected-error @+1 {{strides has 1 entries but 2 were expected}}
-  %0 = cleave.avg_pool %x {ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %0 = cleave.avg_pool %x {ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2>}
+      : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
   return
 }
 
@@ -790,19 +852,21 @@ func.func @avg_pool_strides_length(%x: tensor<1x2x8x8xf32>) {
 
 func.func @pool_result_ceil_mode(%x: tensor<1x2x5x5xf32>) {
   // expected-error @+1 {{the result has shape [1, 2, 2, 2] but [1, 2, 3, 3] was expected}}
-  %0 = cleave.max_pool %x {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<1x2x5x5xf32> -> tensor<1x2x2x2xf32>
+  %0 = cleave.max_pool %x {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : tensor<1x2x5x5xf32> -> tensor<1x2x2x2xf32>
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 
-// -----
-
 func.func @sce_log_prob_type(%s: tensor<32x10xf32>, %l: tensor<32xi64>) {
   // expected-error @+1 {{log_prob must have the type of scores}}
-  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>} : (tensor<32x10xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<32x10xf16>)
+  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>}
+      : (tensor<32x10xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<32x10xf16>)
   return
 }
 
@@ -810,7 +874,8 @@ func.func @sce_log_prob_type(%s: tensor<32x10xf32>, %l: tensor<32xi64>) {
 
 func.func @sce_rank(%s: tensor<32xf32>, %l: tensor<32xi64>) {
   // expected-error @+1 {{expects class scores of rank >= 2 ([N, C, ...]) but got rank 1}}
-  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>} : (tensor<32xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<32xf32>)
+  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>}
+      : (tensor<32xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<32xf32>)
   return
 }
 
@@ -818,7 +883,8 @@ func.func @sce_rank(%s: tensor<32xf32>, %l: tensor<32xi64>) {
 
 func.func @sce_label_shape(%s: tensor<2x5x3xf32>, %l: tensor<2x5xi64>) {
   // expected-error @+1 {{the label operand has shape [2, 5] but [2, 3] was expected}}
-  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>} : (tensor<2x5x3xf32>, tensor<2x5xi64>) -> (tensor<f32>, tensor<2x5x3xf32>)
+  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>}
+      : (tensor<2x5x3xf32>, tensor<2x5xi64>) -> (tensor<f32>, tensor<2x5x3xf32>)
   return
 }
 
@@ -826,7 +892,8 @@ func.func @sce_label_shape(%s: tensor<2x5x3xf32>, %l: tensor<2x5xi64>) {
 
 func.func @sce_weight_shape(%s: tensor<32x10xf32>, %l: tensor<32xi64>, %w: tensor<32xf32>) {
   // expected-error @+1 {{the weight operand has shape [32] but [10] was expected}}
-  %loss, %logp = cleave.softmax_cross_entropy %s, %l, %w {ignore_index = -100 : i64, reduction = #cleave.reduction<mean>} : (tensor<32x10xf32>, tensor<32xi64>, tensor<32xf32>) -> (tensor<f32>, tensor<32x10xf32>)
+  %loss, %logp = cleave.softmax_cross_entropy %s, %l, %w {ignore_index = -100 : i64, reduction = #cleave.reduction<mean>}
+      : (tensor<32x10xf32>, tensor<32xi64>, tensor<32xf32>) -> (tensor<f32>, tensor<32x10xf32>)
   return
 }
 
@@ -834,7 +901,8 @@ func.func @sce_weight_shape(%s: tensor<32x10xf32>, %l: tensor<32xi64>, %w: tenso
 
 func.func @sce_loss_shape_none(%s: tensor<32x10xf32>, %l: tensor<32xi64>) {
   // expected-error @+1 {{the loss has shape [] but [32] was expected}}
-  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<none>} : (tensor<32x10xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<32x10xf32>)
+  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<none>}
+      : (tensor<32x10xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<32x10xf32>)
   return
 }
 
@@ -842,7 +910,8 @@ func.func @sce_loss_shape_none(%s: tensor<32x10xf32>, %l: tensor<32xi64>) {
 
 func.func @sce_loss_shape_mean(%s: tensor<32x10xf32>, %l: tensor<32xi64>) {
   // expected-error @+1 {{the loss has shape [32] but [] was expected}}
-  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>} : (tensor<32x10xf32>, tensor<32xi64>) -> (tensor<32xf32>, tensor<32x10xf32>)
+  %loss, %logp = cleave.softmax_cross_entropy %s, %l {reduction = #cleave.reduction<mean>}
+      : (tensor<32x10xf32>, tensor<32xi64>) -> (tensor<32xf32>, tensor<32x10xf32>)
   return
 }
 
@@ -850,7 +919,8 @@ func.func @sce_loss_shape_mean(%s: tensor<32x10xf32>, %l: tensor<32xi64>) {
 
 func.func @nll_rank(%s: tensor<32xf32>, %l: tensor<32xi64>) {
   // expected-error @+1 {{expects class scores of rank >= 2 ([N, C, ...]) but got rank 1}}
-  %loss = cleave.nll_loss %s, %l {reduction = #cleave.reduction<sum>} : (tensor<32xf32>, tensor<32xi64>) -> tensor<f32>
+  %loss = cleave.nll_loss %s, %l {reduction = #cleave.reduction<sum>}
+      : (tensor<32xf32>, tensor<32xi64>) -> tensor<f32>
   return
 }
 
@@ -858,7 +928,8 @@ func.func @nll_rank(%s: tensor<32xf32>, %l: tensor<32xi64>) {
 
 func.func @nll_target_shape(%s: tensor<32x10xf32>, %l: tensor<10xi32>) {
   // expected-error @+1 {{the label operand has shape [10] but [32] was expected}}
-  %loss = cleave.nll_loss %s, %l {reduction = #cleave.reduction<sum>} : (tensor<32x10xf32>, tensor<10xi32>) -> tensor<f32>
+  %loss = cleave.nll_loss %s, %l {reduction = #cleave.reduction<sum>}
+      : (tensor<32x10xf32>, tensor<10xi32>) -> tensor<f32>
   return
 }
 
@@ -866,7 +937,8 @@ func.func @nll_target_shape(%s: tensor<32x10xf32>, %l: tensor<10xi32>) {
 
 func.func @nll_weight_shape(%s: tensor<32x10xf32>, %l: tensor<32xi64>, %w: tensor<1x10xf32>) {
   // expected-error @+1 {{the weight operand has shape [1, 10] but [10] was expected}}
-  %loss = cleave.nll_loss %s, %l, %w {reduction = #cleave.reduction<mean>} : (tensor<32x10xf32>, tensor<32xi64>, tensor<1x10xf32>) -> tensor<f32>
+  %loss = cleave.nll_loss %s, %l, %w {reduction = #cleave.reduction<mean>}
+      : (tensor<32x10xf32>, tensor<32xi64>, tensor<1x10xf32>) -> tensor<f32>
   return
 }
 
@@ -874,15 +946,16 @@ func.func @nll_weight_shape(%s: tensor<32x10xf32>, %l: tensor<32xi64>, %w: tenso
 
 func.func @nll_loss_shape_none(%s: tensor<2x5x3xf32>, %l: tensor<2x3xi64>) {
   // expected-error @+1 {{the loss has shape [2] but [2, 3] was expected}}
-  %loss = cleave.nll_loss %s, %l {reduction = #cleave.reduction<none>} : (tensor<2x5x3xf32>, tensor<2x3xi64>) -> tensor<2xf32>
+  %loss = cleave.nll_loss %s, %l {reduction = #cleave.reduction<none>}
+      : (tensor<2x5x3xf32>, tensor<2x3xi64>) -> tensor<2xf32>
   return
 }
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // gradient
 //===----------------------------------------------------------------------===//
-
-// -----
 
 func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {cleave.input = "X"}) -> (tensor<8x2xf32> {cleave.output = "Y"}) {
   %0 = cleave.matmul %x, %w : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
@@ -891,7 +964,8 @@ func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {
 
 func.func @gradient_input_count(%w: tensor<4x2xf32>) {
   // expected-error @+1 {{has 1 inputs but xs (1) and zs (1) name 2}}
-  %0 = cleave.gradient @model(%w) {xs = ["W"], y = "Y", zs = ["X"]} : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %0 = cleave.gradient @model(%w) {xs = ["W"], y = "Y", zs = ["X"]}
+      : (tensor<4x2xf32>) -> tensor<4x2xf32>
   return
 }
 
@@ -904,7 +978,8 @@ func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {
 
 func.func @gradient_result_count(%w: tensor<4x2xf32>, %x: tensor<8x4xf32>) {
   // expected-error @+1 {{has 2 results but xs names 1}}
-  %0:2 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]} : (tensor<4x2xf32>, tensor<8x4xf32>) -> (tensor<4x2xf32>, tensor<8x4xf32>)
+  %0:2 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]}
+      : (tensor<4x2xf32>, tensor<8x4xf32>) -> (tensor<4x2xf32>, tensor<8x4xf32>)
   return
 }
 
@@ -917,7 +992,8 @@ func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {
 
 func.func @gradient_result_type(%w: tensor<4x2xf32>, %x: tensor<8x4xf32>) {
   // expected-error @+1 {{gradient #0 must have the type of its input}}
-  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]} : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]}
+      : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
   return
 }
 
@@ -925,7 +1001,8 @@ func.func @gradient_result_type(%w: tensor<4x2xf32>, %x: tensor<8x4xf32>) {
 
 func.func @gradient_unknown_model(%w: tensor<4x2xf32>) {
   // expected-error @+1 {{model @missing does not name a func.func}}
-  %0 = cleave.gradient @missing(%w) {xs = ["W"], y = "Y", zs = []} : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %0 = cleave.gradient @missing(%w) {xs = ["W"], y = "Y", zs = []}
+      : (tensor<4x2xf32>) -> tensor<4x2xf32>
   return
 }
 
@@ -938,7 +1015,8 @@ func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {
 
 func.func @gradient_unknown_name(%w: tensor<4x2xf32>, %x: tensor<8x4xf32>) {
   // expected-error @+1 {{'T' is not a parameter or input of @model}}
-  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["T"]} : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
+  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["T"]}
+      : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
   return
 }
 
@@ -952,7 +1030,8 @@ func.func @model(%w: tensor<4x2xf32> {cleave.state = "W"}, %x: tensor<8x4xf32> {
 // A training-state argument is neither a parameter nor an input.
 func.func @gradient_state_argument(%w: tensor<4x2xf32>, %x: tensor<8x4xf32>) {
   // expected-error @+1 {{'W' is not a parameter or input of @model}}
-  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]} : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
+  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]}
+      : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
   return
 }
 
@@ -965,7 +1044,8 @@ func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {
 
 func.func @gradient_input_type(%w: tensor<4x2xf32>, %x: tensor<4x4xf32>) {
   // expected-error @+1 {{input for 'X' has type 'tensor<4x4xf32>' but the model argument has 'tensor<8x4xf32>'}}
-  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]} : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x2xf32>
+  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "Y", zs = ["X"]}
+      : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x2xf32>
   return
 }
 
@@ -978,19 +1058,21 @@ func.func @model(%w: tensor<4x2xf32> {cleave.param = "W"}, %x: tensor<8x4xf32> {
 
 func.func @gradient_unknown_output(%w: tensor<4x2xf32>, %x: tensor<8x4xf32>) {
   // expected-error @+1 {{y 'loss' is not an output of @model}}
-  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "loss", zs = ["X"]} : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
+  %0 = cleave.gradient @model(%w, %x) {xs = ["W"], y = "loss", zs = ["X"]}
+      : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
   return
 }
 
-//===----------------------------------------------------------------------===//
-// Optimizers (custom form needs an explicit resultSegmentSizes; see ops.mlir)
-//===----------------------------------------------------------------------===//
-
 // -----
+
+//===----------------------------------------------------------------------===//
+// Optimizers (generic form, so that malformed operand groups can be written).
+//===----------------------------------------------------------------------===//
 
 func.func @momentum_grads_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{has 2 params but 1 grads (expected one per parameter)}}
-  %nw, %nb, %vw, %vb = cleave.momentum %lr, %t params(%w, %b) grads(%w) velocities(%w, %b) {alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 2, 2>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>)
+  %0:4 = "cleave.momentum"(%lr, %t, %w, %b, %w, %w, %b) <{alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 2, 1, 2>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>)
   return
 }
 
@@ -998,23 +1080,26 @@ func.func @momentum_grads_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4x
 
 func.func @momentum_velocity_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{velocities #1 has type 'tensor<4xf32>' but its parameter has 'tensor<2xf32>'}}
-  %nw, %nb, %vw, %vb = cleave.momentum %lr, %t params(%w, %b) grads(%w, %b) velocities(%w, %w) {alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 2, 2>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>)
+  %0:4 = "cleave.momentum"(%lr, %t, %w, %b, %w, %b, %w, %w) <{alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 2, 2, 2>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2xf32>)
   return
 }
 
 // -----
 
 func.func @momentum_new_params_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
-  // expected-error @+1 {{has 1 params but 2 new_params (expected one per parameter)}}
-  %nw, %nb, %vw = cleave.momentum %lr, %t params(%w) grads(%w) velocities(%w) {alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 2, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  // expected-error @+1 {{has 3 results but 2 per parameter (1 params) were expected}}
+  %0:3 = "cleave.momentum"(%lr, %t, %w, %w, %w) <{alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
 // -----
 
 func.func @momentum_new_velocity_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
-  // expected-error @+1 {{new_velocities #0 has type 'tensor<4xf64>' but its parameter has 'tensor<4xf32>'}}
-  %nw, %vw = cleave.momentum %lr, %t params(%w) grads(%w) velocities(%w) {alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<nesterov>, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 1, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf64>)
+  // expected-error @+1 {{result #1 has type 'tensor<4xf64>' but its parameter has 'tensor<4xf32>'}}
+  %0:2 = "cleave.momentum"(%lr, %t, %w, %w, %w) <{alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<nesterov>, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf64>)
   return
 }
 
@@ -1022,7 +1107,8 @@ func.func @momentum_new_velocity_type(%lr: tensor<f32>, %t: tensor<i64>, %w: ten
 
 func.func @adam_first_moments_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
   // expected-error @+1 {{has 1 params but 0 first_moments (expected one per parameter)}}
-  %nw, %nv, %nh = cleave.adam %lr, %t params(%w) grads(%w) first_moments() second_moments(%w) {alpha = 0.9 : f32, beta = 0.999 : f32, epsilon = 1.0e-8 : f32, norm_coefficient = 0.0 : f32, norm_coefficient_post = 0.0 : f32, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %0:3 = "cleave.adam"(%lr, %t, %w, %w, %w) <{alpha = 0.9 : f32, beta = 0.999 : f32, epsilon = 1.0e-8 : f32, norm_coefficient = 0.0 : f32, norm_coefficient_post = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -1030,15 +1116,17 @@ func.func @adam_first_moments_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tenso
 
 func.func @adam_second_moments_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>, %h: tensor<2x2xf32>) {
   // expected-error @+1 {{second_moments #0 has type 'tensor<2x2xf32>' but its parameter has 'tensor<4xf32>'}}
-  %nw, %nv, %nh = cleave.adam %lr, %t params(%w) grads(%w) first_moments(%w) second_moments(%h) {alpha = 0.9 : f32, beta = 0.999 : f32, epsilon = 1.0e-8 : f32, norm_coefficient = 0.0 : f32, norm_coefficient_post = 0.0 : f32, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %0:3 = "cleave.adam"(%lr, %t, %w, %w, %w, %h) <{alpha = 0.9 : f32, beta = 0.999 : f32, epsilon = 1.0e-8 : f32, norm_coefficient = 0.0 : f32, norm_coefficient_post = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
 // -----
 
 func.func @adam_new_second_moments_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
-  // expected-error @+1 {{new_second_moments #0 has type 'tensor<5xf32>' but its parameter has 'tensor<4xf32>'}}
-  %nw, %nv, %nh = cleave.adam %lr, %t params(%w) grads(%w) first_moments(%w) second_moments(%w) {alpha = 0.9 : f32, beta = 0.999 : f32, epsilon = 1.0e-8 : f32, norm_coefficient = 0.0 : f32, norm_coefficient_post = 0.0 : f32, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<5xf32>)
+  // expected-error @+1 {{result #2 has type 'tensor<5xf32>' but its parameter has 'tensor<4xf32>'}}
+  %0:3 = "cleave.adam"(%lr, %t, %w, %w, %w, %w) <{alpha = 0.9 : f32, beta = 0.999 : f32, epsilon = 1.0e-8 : f32, norm_coefficient = 0.0 : f32, norm_coefficient_post = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<5xf32>)
   return
 }
 
@@ -1046,7 +1134,8 @@ func.func @adam_new_second_moments_type(%lr: tensor<f32>, %t: tensor<i64>, %w: t
 
 func.func @adagrad_grads_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>, %g: tensor<4xf16>) {
   // expected-error @+1 {{grads #0 has type 'tensor<4xf16>' but its parameter has 'tensor<4xf32>'}}
-  %nw, %nh = cleave.adagrad %lr, %t params(%w) grads(%g) accumulators(%w) {decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 1, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "cleave.adagrad"(%lr, %t, %w, %g, %w) <{decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -1054,22 +1143,16 @@ func.func @adagrad_grads_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf3
 
 func.func @adagrad_accumulators_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
   // expected-error @+1 {{has 1 params but 2 accumulators (expected one per parameter)}}
-  %nw, %nh = cleave.adagrad %lr, %t params(%w) grads(%w) accumulators(%w, %w) {decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 1, 1>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "cleave.adagrad"(%lr, %t, %w, %w, %w, %w) <{decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 2>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
 // -----
 
 func.func @adagrad_new_accumulators_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
-  // expected-error @+1 {{has 1 params but 0 new_accumulators (expected one per parameter)}}
-  %nw = cleave.adagrad %lr, %t params(%w) grads(%w) accumulators(%w) {decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, resultSegmentSizes = array<i32: 1, 0>} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  return
-}
-
-// -----
-
-func.func @optimizer_custom_form_without_segments(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
-  // expected-error @+1 {{result count (2) does not match with the total size (0) specified in attribute 'resultSegmentSizes'}}
-  %nw, %nh = cleave.adagrad %lr, %t params(%w) grads(%w) accumulators(%w) {decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32} : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  // expected-error @+1 {{has 1 results but 2 per parameter (1 params) were expected}}
+  %0 = "cleave.adagrad"(%lr, %t, %w, %w, %w) <{decay_factor = 0.0 : f32, epsilon = 1.0e-5 : f32, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return
 }

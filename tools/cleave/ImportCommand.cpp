@@ -96,7 +96,8 @@ public:
     }
     mlir::OpPrintingFlags printing;
     if (printLocations_)
-      printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+      printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false)
+          .useLocalScope();
     module->print(output->os(), printing);
     output->os() << "\n";
     output->keep();

@@ -89,6 +89,8 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return 1;
   mlir::MLIRContext context;
+  // Errors name the ONNX node; a dump of the generic op helps nobody.
+  context.printOpOnDiagnostic(false);
   cleave::driver::DiagnosticPrinter printer(context);
   for (auto &command : commands)
     if (command->subCommand())
