@@ -18,7 +18,7 @@ packages=(
   # runtime dependencies of generated programs
   libopenmpi-dev openmpi-bin libopenblas-dev
   # build speed
-  cmake ninja-build ccache mold g++
+  cmake ninja-build ccache mold g++ libgtest-dev
   # references for tests: Debian's Python with onnx, numpy and torch
   python3 python3-onnx python3-numpy python3-torch
 )

@@ -30,5 +30,6 @@ config.substitutions.append(("%models", os.path.join(config.test_source_root, "m
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
 
 llvm_config.add_tool_substitutions(
-    [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal")],
+    [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),
+     ToolSubst("cleave-unit-tests", unresolved="fatal")],
     [config.cleave_tools_dir])
