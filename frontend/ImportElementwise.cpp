@@ -13,19 +13,6 @@ namespace mlir::cleave {
 
 namespace {
 
-/// Ops whose operands map one to one and whose result type ONNX inferred.
-template <typename OpTy>
-LogicalResult importSimple(NodeImporter &node) {
-  FailureOr<RankedTensorType> type = node.outputType(0);
-  if (failed(type))
-    return failure();
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < node.numInputs(); ++i)
-    operands.push_back(node.input(i));
-  node.setOutput(0, node.create<OpTy>(TypeRange{*type}, operands).getResult());
-  return success();
-}
-
 LogicalResult importIdentity(NodeImporter &node) {
   node.setOutput(0, node.input(0));
   return success();
@@ -96,23 +83,23 @@ LogicalResult importDropout(NodeImporter &node) {
 } // namespace
 
 void registerElementwiseImporters(OpImportTable &table) {
-  table["Add"] = importSimple<AddOp>;
-  table["Sub"] = importSimple<SubOp>;
-  table["Mul"] = importSimple<MulOp>;
-  table["Div"] = importSimple<DivOp>;
-  table["Pow"] = importSimple<PowOp>;
-  table["Equal"] = importSimple<EqualOp>;
-  table["Less"] = importSimple<LessOp>;
-  table["Where"] = importSimple<WhereOp>;
-  table["Sqrt"] = importSimple<SqrtOp>;
-  table["Neg"] = importSimple<NegOp>;
-  table["Erf"] = importSimple<ErfOp>;
-  table["Tanh"] = importSimple<TanhOp>;
-  table["Sigmoid"] = importSimple<SigmoidOp>;
-  table["Relu"] = importSimple<ReluOp>;
-  table["Exp"] = importSimple<ExpOp>;
-  table["Log"] = importSimple<LogOp>;
-  table["Cast"] = importSimple<CastOp>;
+  table["Add"] = importOneToOne<AddOp>;
+  table["Sub"] = importOneToOne<SubOp>;
+  table["Mul"] = importOneToOne<MulOp>;
+  table["Div"] = importOneToOne<DivOp>;
+  table["Pow"] = importOneToOne<PowOp>;
+  table["Equal"] = importOneToOne<EqualOp>;
+  table["Less"] = importOneToOne<LessOp>;
+  table["Where"] = importOneToOne<WhereOp>;
+  table["Sqrt"] = importOneToOne<SqrtOp>;
+  table["Neg"] = importOneToOne<NegOp>;
+  table["Erf"] = importOneToOne<ErfOp>;
+  table["Tanh"] = importOneToOne<TanhOp>;
+  table["Sigmoid"] = importOneToOne<SigmoidOp>;
+  table["Relu"] = importOneToOne<ReluOp>;
+  table["Exp"] = importOneToOne<ExpOp>;
+  table["Log"] = importOneToOne<LogOp>;
+  table["Cast"] = importOneToOne<CastOp>;
   table["Identity"] = importIdentity;
   table["Constant"] = importConstant;
   table["Dropout"] = importDropout;

@@ -8,15 +8,6 @@ namespace mlir::cleave {
 
 namespace {
 
-LogicalResult importMatMul(NodeImporter &node) {
-  FailureOr<RankedTensorType> type = node.outputType(0);
-  if (failed(type))
-    return failure();
-  node.setOutput(0, node.create<MatmulOp>(*type, node.input(0), node.input(1))
-                        .getResult());
-  return success();
-}
-
 LogicalResult importGemm(NodeImporter &node) {
   FailureOr<RankedTensorType> type = node.outputType(0);
   if (failed(type))
@@ -35,7 +26,7 @@ LogicalResult importGemm(NodeImporter &node) {
 } // namespace
 
 void registerLinalgImporters(OpImportTable &table) {
-  table["MatMul"] = importMatMul;
+  table["MatMul"] = importOneToOne<MatmulOp>;
   table["Gemm"] = importGemm;
 }
 

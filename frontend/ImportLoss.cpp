@@ -23,7 +23,10 @@ LogicalResult readLossAttrs(NodeImporter &node, LossReductionAttr &reduction,
   return success();
 }
 
-LogicalResult importSoftmaxCrossEntropy(NodeImporter &node) {
+/// Both losses take (scores, labels, optional weights); the cross entropy
+/// also yields its log-probabilities.
+template <typename OpTy>
+LogicalResult importLoss(NodeImporter &node) {
   FailureOr<RankedTensorType> lossType = node.outputType(0);
   if (failed(lossType))
     return failure();
@@ -32,32 +35,20 @@ LogicalResult importSoftmaxCrossEntropy(NodeImporter &node) {
   if (failed(readLossAttrs(node, reduction, ignoreIndex)))
     return failure();
   Value scores = node.input(0);
-  auto op = node.create<SoftmaxCrossEntropyOp>(
-      *lossType, scores.getType(), scores, node.input(1), node.input(2),
-      reduction, ignoreIndex);
+  SmallVector<Type> types{*lossType};
+  if constexpr (std::is_same_v<OpTy, SoftmaxCrossEntropyOp>)
+    types.push_back(scores.getType());
+  auto op = node.create<OpTy>(TypeRange(types), scores, node.input(1),
+                              node.input(2), reduction, ignoreIndex);
   node.setOutputs(op->getResults());
-  return success();
-}
-
-LogicalResult importNegativeLogLikelihood(NodeImporter &node) {
-  FailureOr<RankedTensorType> lossType = node.outputType(0);
-  if (failed(lossType))
-    return failure();
-  LossReductionAttr reduction;
-  IntegerAttr ignoreIndex;
-  if (failed(readLossAttrs(node, reduction, ignoreIndex)))
-    return failure();
-  auto op = node.create<NllLossOp>(*lossType, node.input(0), node.input(1),
-                                   node.input(2), reduction, ignoreIndex);
-  node.setOutput(0, op.getResult());
   return success();
 }
 
 } // namespace
 
 void registerLossImporters(OpImportTable &table) {
-  table["SoftmaxCrossEntropyLoss"] = importSoftmaxCrossEntropy;
-  table["NegativeLogLikelihoodLoss"] = importNegativeLogLikelihood;
+  table["SoftmaxCrossEntropyLoss"] = importLoss<SoftmaxCrossEntropyOp>;
+  table["NegativeLogLikelihoodLoss"] = importLoss<NllLossOp>;
 }
 
 } // namespace mlir::cleave

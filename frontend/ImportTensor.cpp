@@ -21,13 +21,14 @@ int64_t rankOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getRank();
 }
 
-/// Reshape, Flatten, Squeeze and Unsqueeze differ only in how ONNX computes
-/// the output shape, which shape inference already did.
+/// Reshape, Flatten, Squeeze, Unsqueeze and Expand read their shape input
+/// only to compute the output shape, which shape inference already did.
+template <typename OpTy>
 LogicalResult importReshapeLike(NodeImporter &node) {
   FailureOr<RankedTensorType> type = node.outputType(0);
   if (failed(type))
     return failure();
-  node.setOutput(0, node.create<ReshapeOp>(*type, node.input(0)).getResult());
+  node.setOutput(0, node.create<OpTy>(*type, node.input(0)).getResult());
   return success();
 }
 
@@ -151,15 +152,6 @@ LogicalResult importGather(NodeImporter &node) {
   return success();
 }
 
-LogicalResult importExpand(NodeImporter &node) {
-  FailureOr<RankedTensorType> type = node.outputType(0);
-  if (failed(type))
-    return failure();
-  node.setOutput(0,
-                 node.create<BroadcastToOp>(*type, node.input(0)).getResult());
-  return success();
-}
-
 /// ReduceSum takes its axes as an input from opset 13; ReduceMean and
 /// ReduceMax take them as an attribute until opset 18.
 template <typename OpTy>
@@ -205,16 +197,16 @@ LogicalResult importReduce(NodeImporter &node) {
 } // namespace
 
 void registerTensorImporters(OpImportTable &table) {
-  table["Reshape"] = importReshapeLike;
-  table["Flatten"] = importReshapeLike;
-  table["Squeeze"] = importReshapeLike;
-  table["Unsqueeze"] = importReshapeLike;
+  table["Reshape"] = importReshapeLike<ReshapeOp>;
+  table["Flatten"] = importReshapeLike<ReshapeOp>;
+  table["Squeeze"] = importReshapeLike<ReshapeOp>;
+  table["Unsqueeze"] = importReshapeLike<ReshapeOp>;
   table["Transpose"] = importTranspose;
   table["Concat"] = importConcat;
   table["Split"] = importSplit;
   table["Slice"] = importSlice;
   table["Gather"] = importGather;
-  table["Expand"] = importExpand;
+  table["Expand"] = importReshapeLike<BroadcastToOp>;
   table["ReduceSum"] = importReduce<ReduceSumOp>;
   table["ReduceMean"] = importReduce<ReduceMeanOp>;
   table["ReduceMax"] = importReduce<ReduceMaxOp>;

@@ -89,6 +89,20 @@ private:
   Location loc_;
 };
 
+/// Imports a node whose inputs map one to one onto the operands of `OpTy`
+/// and whose single result has the type ONNX inferred.
+template <typename OpTy>
+LogicalResult importOneToOne(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < node.numInputs(); ++i)
+    operands.push_back(node.input(i));
+  node.setOutput(0, node.create<OpTy>(TypeRange{*type}, operands)->getResult(0));
+  return success();
+}
+
 /// The import function of one ONNX operator.
 using OpImportFn = LogicalResult (*)(NodeImporter &);
 using OpImportTable = llvm::StringMap<OpImportFn>;
