@@ -672,5 +672,86 @@ LogicalResult AdagradOp::verify() {
                          /*resultGroups=*/2);
 }
 
+//===----------------------------------------------------------------------===//
+// Gradients and PyTorch optimizers
+//===----------------------------------------------------------------------===//
+
+/// Checks that every value in `values` has the type of the first.
+static LogicalResult expectSameTypes(Operation *op, StringRef what,
+                                     ArrayRef<Value> values) {
+  for (Value value : values.drop_front())
+    if (value.getType() != values.front().getType())
+      return op->emitOpError() << what << " must have one type, but "
+                               << values.front().getType() << " and "
+                               << value.getType() << " differ";
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(*this, getAxis(), shapedType(getOutput()).getRank());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(expectSameTypes(*this, "output_grad, input and input_grad",
+                             {getOutputGrad(), getInput(), getInputGrad()})) ||
+      failed(expectSameTypes(*this, "scale, scale_grad and bias_grad",
+                             {getScale(), getScaleGrad(), getBiasGrad()})))
+    return failure();
+  return verifyAxis(*this, getAxis(), shapedType(getInput()).getRank());
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  return failure(
+      failed(expectSameTypes(*this, "output_grad, input and input_grad",
+                             {getOutputGrad(), getInput(), getInputGrad()})) ||
+      failed(expectSameTypes(*this, "scale, scale_grad and bias_grad",
+                             {getScale(), getScaleGrad(), getBiasGrad()})));
+}
+
+LogicalResult MaxPoolGradOp::verify() {
+  return expectSameTypes(*this, "input and input_grad",
+                         {getInput(), getInputGrad()});
+}
+
+LogicalResult GatherGradOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getDataGrad());
+  if (failed(verifyAxis(*this, getAxis(), data.size())))
+    return failure();
+  SmallVector<int64_t> expected(data.take_front(getAxis()));
+  llvm::append_range(expected, shapeOf(getIndices()));
+  llvm::append_range(expected, data.drop_front(getAxis() + 1));
+  return expectShape(*this, "output_grad", shapeOf(getOutputGrad()), expected);
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  if (getScoresGrad().getType() != getLogProb().getType())
+    return emitOpError("scores_grad must have the type of log_prob");
+  return success();
+}
+
+LogicalResult SgdOp::verify() {
+  SmallVector<Value> values{getParam(), getGrad()};
+  if (getMomentumBuffer())
+    values.push_back(getMomentumBuffer());
+  llvm::append_range(values, getUpdated());
+  if (failed(expectSameTypes(*this, "param, grad, buffer and results", values)))
+    return failure();
+  bool hasBuffer = getMomentumBuffer() != nullptr;
+  if (hasBuffer != (getMomentum().convertToFloat() != 0.0f))
+    return emitOpError("has a momentum buffer exactly when momentum != 0");
+  if (getUpdated().size() != (hasBuffer ? 2u : 1u))
+    return emitOpError() << "yields " << getUpdated().size()
+                         << " results but " << (hasBuffer ? 2 : 1)
+                         << " were expected (the parameter"
+                         << (hasBuffer ? " and the buffer)" : ")");
+  return success();
+}
+
+LogicalResult AdamwOp::verify() {
+  return expectSameTypes(*this, "param, grad, moments and results",
+                         {getParam(), getGrad(), getExpAvg(), getExpAvgSq(),
+                          getNewParam(), getNewExpAvg(), getNewExpAvgSq()});
+}
+
 #define GET_OP_CLASSES
 #include "dialects/cleave/CleaveOps.cpp.inc"

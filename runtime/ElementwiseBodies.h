@@ -1,0 +1,229 @@
+//===- ElementwiseBodies.h - per-element math shared by all targets -*- C++ -*-===//
+//
+// Part of the Cleave runtime. Each functor is the math of one element of an
+// elementwise op or optimizer step, written once and called from the cpu
+// loops (Elementwise.h, KernelsTraining.cpp) and from the cuda kernels; keep
+// them free of anything device code cannot call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_ELEMENTWISEBODIES_H
+#define CLEAVE_RUNTIME_ELEMENTWISEBODIES_H
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define CLEAVE_HD __host__ __device__
+#else
+#define CLEAVE_HD
+#endif
+
+namespace cleave::body {
+
+//===----------------------------------------------------------------------===//
+// Binary arithmetic and comparisons
+//===----------------------------------------------------------------------===//
+
+struct Add {
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+
+struct Sub {
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+
+struct Mul {
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+
+/// Integer division truncates toward zero, as ONNX's reference does.
+struct Div {
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+
+/// ONNX Pow: the result has the base's type; the exponent may differ.
+struct Pow {
+  template <typename T, typename E> CLEAVE_HD T operator()(T a, E b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, static_cast<T>(b));
+    } else if constexpr (std::is_floating_point_v<E>) {
+      return static_cast<T>(
+          std::pow(static_cast<double>(a), static_cast<double>(b)));
+    } else {
+      // Exact integer power by squaring; a negative exponent truncates
+      // 1 / a^-b toward zero.
+      if (b < 0) {
+        if (a == 1)
+          return 1;
+        if (a == -1)
+          return (b % 2 == 0) ? T(1) : T(-1);
+        return 0;
+      }
+      T result = 1;
+      T base = a;
+      for (E e = b; e > 0; e >>= 1) {
+        if (e & 1)
+          result *= base;
+        base *= base;
+      }
+      return result;
+    }
+  }
+};
+
+struct Equal {
+  template <typename T> CLEAVE_HD bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+
+struct Less {
+  template <typename T> CLEAVE_HD bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+
+struct Where {
+  template <typename T> CLEAVE_HD T operator()(bool cond, T a, T b) const {
+    return cond ? a : b;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Unary math
+//===----------------------------------------------------------------------===//
+
+struct Sqrt {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    return std::sqrt(x);
+  }
+};
+
+struct Neg {
+  template <typename T> CLEAVE_HD T operator()(T x) const { return -x; }
+};
+
+struct Erf {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    return std::erf(x);
+  }
+};
+
+struct Tanh {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
+
+/// Never evaluates exp of a large positive argument, so it neither
+/// overflows nor loses the tiny results for very negative x.
+struct Sigmoid {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    if (x >= T(0))
+      return T(1) / (T(1) + std::exp(-x));
+    T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+};
+
+/// Written so that NaN propagates, as torch.relu does.
+struct Relu {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    return x < T(0) ? T(0) : x;
+  }
+};
+
+struct Exp {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    return std::exp(x);
+  }
+};
+
+struct Log {
+  template <typename T> CLEAVE_HD T operator()(T x) const {
+    return std::log(x);
+  }
+};
+
+template <typename To> struct Cast {
+  template <typename From> CLEAVE_HD To operator()(From x) const {
+    return static_cast<To>(x);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Optimizer steps
+//===----------------------------------------------------------------------===//
+
+/// One element of torch.optim.SGD. `buf` is the momentum buffer (unused when
+/// momentum == 0); returns the new parameter.
+struct SgdStep {
+  float lr;
+  float momentum;
+  float dampening;
+  float weightDecay;
+  bool nesterov;
+  /// PyTorch initializes the buffer to the gradient on the first step.
+  bool firstStep;
+
+  CLEAVE_HD float operator()(float param, float grad, float &buf) const {
+    float g = grad;
+    if (weightDecay != 0.0f)
+      g = g + weightDecay * param;
+    if (momentum != 0.0f) {
+      buf = firstStep ? g : buf * momentum + (1.0f - dampening) * g;
+      g = nesterov ? g + momentum * buf : buf;
+    }
+    return param + -lr * g;
+  }
+};
+
+/// One element of torch.optim.AdamW (torch 1.13's single-tensor path);
+/// returns the new parameter and updates the moments in place.
+struct AdamwStep {
+  float decay;    // 1 - lr * weightDecay
+  float beta1;
+  float beta2;
+  float eps;
+  float stepSize; // lr / (1 - beta1^t)
+  float bc2Sqrt;  // sqrt(1 - beta2^t)
+
+  /// The per-step scalars, computed in double as PyTorch's Python code does.
+  static AdamwStep make(float lr, float beta1, float beta2, float eps,
+                        float weightDecay, int64_t step) {
+    double t = static_cast<double>(step + 1);
+    double bc1 = 1.0 - std::pow(static_cast<double>(beta1), t);
+    double bc2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+    AdamwStep s;
+    s.decay = static_cast<float>(1.0 - double(lr) * double(weightDecay));
+    s.beta1 = beta1;
+    s.beta2 = beta2;
+    s.eps = eps;
+    s.stepSize = static_cast<float>(double(lr) / bc1);
+    s.bc2Sqrt = static_cast<float>(std::sqrt(bc2));
+    return s;
+  }
+
+  CLEAVE_HD float operator()(float param, float grad, float &m,
+                             float &v) const {
+    param = param * decay;
+    m = m * beta1 + (1.0f - beta1) * grad;
+    v = v * beta2 + (1.0f - beta2) * grad * grad;
+    float denom = std::sqrt(v) / bc2Sqrt + eps;
+    return param + (-stepSize * m) / denom;
+  }
+};
+
+} // namespace cleave::body
+
+#endif // CLEAVE_RUNTIME_ELEMENTWISEBODIES_H
