@@ -104,8 +104,6 @@ void transpose(const T *in, const Shape &inShape, const int64_t *perm,
     constexpr int64_t kTile = 32;
     int64_t rowTiles = (rows + kTile - 1) / kTile;
     int64_t colTiles = (cols + kTile - 1) / kTile;
-    detail::StridedLoop<1> outerLoop = loop;
-    outerLoop.rank = r - 2;
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
     for (int64_t t = 0; t < outer * rowTiles * colTiles; ++t) {
       int64_t o = t / (rowTiles * colTiles);

@@ -22,9 +22,9 @@ using detail::kParallelGrain;
 /// strides (size-1 dims dropped).
 struct Groups {
   int count = 0;
-  int64_t size[kMaxRank];
-  int64_t stride[kMaxRank];
-  bool reduced[kMaxRank];
+  int64_t size[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+  bool reduced[kMaxRank] = {};
 };
 
 /// Sums in double and takes the max NaN-propagating, as torch does.
@@ -56,8 +56,8 @@ struct Acc {
 /// Iterates the reduced groups other than the innermost reduced one.
 struct Odometer {
   int count = 0;
-  int64_t size[kMaxRank];
-  int64_t stride[kMaxRank];
+  int64_t size[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
   int64_t positions() const {
     int64_t n = 1;
     for (int i = 0; i < count; ++i)

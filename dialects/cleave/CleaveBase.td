@@ -42,6 +42,14 @@ def Cleave_Dialect : Dialect {
     /// Result attribute naming the tensor an algorithm output overwrites
     /// (ONNX `TrainingInfoProto.update_binding`).
     static constexpr llvm::StringLiteral kUpdateAttrName = "cleave.update";
+    /// Result attribute naming the parameter a gradient result belongs to.
+    static constexpr llvm::StringLiteral kGradAttrName = "cleave.grad";
+    /// Argument attribute: how a state without an ONNX initializer starts
+    /// ("zeros").
+    static constexpr llvm::StringLiteral kInitAttrName = "cleave.init";
+    /// Unit argument attribute marking the step counter (0 at the first
+    /// training step).
+    static constexpr llvm::StringLiteral kStepAttrName = "cleave.step";
     /// Module attribute: the ONNX file the module was imported from.
     static constexpr llvm::StringLiteral kSourceAttrName = "cleave.source";
   }];

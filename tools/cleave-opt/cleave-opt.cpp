@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/cleave/CleaveDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  mlir::cleave::registerCleavePasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();

@@ -1,0 +1,627 @@
+//===- Autodiff.cpp - reverse-mode differentiation of the loss ------------===//
+//
+// Walks the forward ops backwards from the loss, building each op's
+// operand gradients from its result gradient (one rule per op) and summing
+// the contributions of values used more than once. Only values that both
+// depend on a trainable parameter and feed the loss are differentiated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include <cmath>
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+bool isFloatTensor(Value value) {
+  return isa<FloatType>(tensorType(value).getElementType());
+}
+
+/// Builds backward ops at the end of the function, located at the forward
+/// op they differentiate (`<node>/grad`).
+class GradientBuilder {
+public:
+  GradientBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+
+  Value scalar(Type element, double value) {
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(b, loc,
+                              DenseElementsAttr::get(
+                                  type, b.getFloatAttr(element, value)));
+  }
+  Value zerosLike(Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(tensor,
+                               b.getFloatAttr(tensor.getElementType(), 0.0)));
+  }
+
+  RankedTensorType broadcastType(Value lhs, Value rhs, Type element) {
+    SmallVector<int64_t> shape;
+    mlir::OpTrait::util::getBroadcastedShape(tensorType(lhs).getShape(),
+                                       tensorType(rhs).getShape(), shape);
+    return RankedTensorType::get(shape, element);
+  }
+  template <typename OpTy>
+  Value binary(Value lhs, Value rhs) {
+    return OpTy::create(
+        b, loc, broadcastType(lhs, rhs, tensorType(lhs).getElementType()), lhs,
+        rhs);
+  }
+  Value add(Value lhs, Value rhs) { return binary<AddOp>(lhs, rhs); }
+  Value sub(Value lhs, Value rhs) { return binary<SubOp>(lhs, rhs); }
+  Value mul(Value lhs, Value rhs) { return binary<MulOp>(lhs, rhs); }
+  Value div(Value lhs, Value rhs) { return binary<DivOp>(lhs, rhs); }
+  Value mul(Value lhs, double factor) {
+    return mul(lhs, scalar(tensorType(lhs).getElementType(), factor));
+  }
+  Value neg(Value value) {
+    return NegOp::create(b, loc, value.getType(), value);
+  }
+  Value less(Value lhs, Value rhs) {
+    return LessOp::create(b, loc, broadcastType(lhs, rhs, b.getI1Type()), lhs,
+                          rhs);
+  }
+  Value where(Value cond, Value onTrue, Value onFalse) {
+    SmallVector<int64_t> shape, both;
+    mlir::OpTrait::util::getBroadcastedShape(tensorType(onTrue).getShape(),
+                                       tensorType(onFalse).getShape(), both);
+    mlir::OpTrait::util::getBroadcastedShape(tensorType(cond).getShape(), both,
+                                       shape);
+    return WhereOp::create(
+        b, loc,
+        RankedTensorType::get(shape, tensorType(onTrue).getElementType()),
+        cond, onTrue, onFalse);
+  }
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    if (tensorType(value).getShape() == shape)
+      return value;
+    return ReshapeOp::create(
+        b, loc, RankedTensorType::get(shape, tensorType(value).getElementType()),
+        value);
+  }
+  Value transpose(Value value, ArrayRef<int64_t> perm) {
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(tensorType(value).getDimSize(p));
+    return TransposeOp::create(
+        b, loc, RankedTensorType::get(shape, tensorType(value).getElementType()),
+        value, b.getDenseI64ArrayAttr(perm));
+  }
+  /// Swaps the last two dimensions.
+  Value transposeLast2(Value value) {
+    int64_t rank = tensorType(value).getRank();
+    SmallVector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return transpose(value, perm);
+  }
+  Value reduceSum(Value value, ArrayRef<int64_t> axes, bool keepdims) {
+    SmallVector<int64_t> shape;
+    for (auto [i, d] : llvm::enumerate(tensorType(value).getShape())) {
+      if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+        shape.push_back(d);
+      else if (keepdims)
+        shape.push_back(1);
+    }
+    return ReduceSumOp::create(
+        b, loc, RankedTensorType::get(shape, tensorType(value).getElementType()),
+        value, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepdims));
+  }
+
+  /// Sums a broadcast gradient back to the operand's shape.
+  Value reduceTo(Value grad, Type target) {
+    ArrayRef<int64_t> from = tensorType(grad).getShape();
+    ArrayRef<int64_t> to = cast<RankedTensorType>(target).getShape();
+    if (from == to)
+      return grad;
+    int64_t lead = from.size() - to.size();
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < static_cast<int64_t>(from.size()); ++i)
+      if (i < lead || (to[i - lead] == 1 && from[i] != 1))
+        axes.push_back(i);
+    Value sum = axes.empty() ? grad : reduceSum(grad, axes, false);
+    return reshape(sum, to);
+  }
+
+  /// numpy matmul's result type.
+  RankedTensorType matmulType(Value lhs, Value rhs) {
+    ArrayRef<int64_t> a = tensorType(lhs).getShape(),
+                      c = tensorType(rhs).getShape();
+    SmallVector<int64_t> batch;
+    mlir::OpTrait::util::getBroadcastedShape(a.drop_back(2), c.drop_back(2), batch);
+    batch.push_back(a[a.size() - 2]);
+    batch.push_back(c.back());
+    return RankedTensorType::get(batch, tensorType(lhs).getElementType());
+  }
+  Value matmul(Value lhs, Value rhs) {
+    return MatmulOp::create(b, loc, matmulType(lhs, rhs), lhs, rhs);
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// The location of the backward ops of `op`: its ONNX node name + "/grad".
+Location gradLoc(Operation *op) {
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return NameLoc::get(
+        StringAttr::get(op->getContext(), name.getName().str() + "/grad"),
+        name.getChildLoc());
+  return op->getLoc();
+}
+
+/// Gradients of one forward op's operands (null: none / not needed), from
+/// the gradients of its results (null: the result does not reach the loss).
+using OperandGrads = SmallVector<Value>;
+
+/// reduce_sum / reduce_mean: broadcast the (scaled) gradient back.
+template <typename ReduceOp>
+FailureOr<OperandGrads> reduceRule(ReduceOp reduce, Value dy, double scale,
+                                   GradientBuilder &g) {
+  RankedTensorType inputType = tensorType(reduce.getInput());
+  SmallVector<int64_t> kept(inputType.getShape());
+  for (int64_t axis : reduce.getAxes())
+    kept[axis] = 1;
+  Value grad = g.reshape(dy, kept);
+  if (scale != 1.0)
+    grad = g.mul(grad, scale);
+  if (tensorType(grad).getShape() != inputType.getShape())
+    grad = BroadcastToOp::create(g.b, g.loc, inputType, grad);
+  return OperandGrads{grad};
+}
+
+FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads,
+                                      GradientBuilder &g) {
+  Value dy = resultGrads.empty() ? Value() : resultGrads.front();
+  auto unsupported = [&]() -> FailureOr<OperandGrads> {
+    return op->emitOpError()
+           << "has no gradient rule; cleave cannot train through it (freeze "
+              "the parameters before it with --freeze, or rewrite the model)";
+  };
+  auto binaryRule = [&](auto rule) -> FailureOr<OperandGrads> {
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    auto [dl, dr] = rule(lhs, rhs);
+    return OperandGrads{dl ? g.reduceTo(dl, lhs.getType()) : Value(),
+                        dr ? g.reduceTo(dr, rhs.getType()) : Value()};
+  };
+  Type f = dy ? tensorType(dy).getElementType() : Type();
+
+  return llvm::TypeSwitch<Operation *, FailureOr<OperandGrads>>(op)
+      .Case([&](AddOp) {
+        return binaryRule(
+            [&](Value, Value) { return std::make_pair(dy, dy); });
+      })
+      .Case([&](SubOp) {
+        return binaryRule(
+            [&](Value, Value) { return std::make_pair(dy, g.neg(dy)); });
+      })
+      .Case([&](MulOp) {
+        return binaryRule([&](Value a, Value c) {
+          return std::make_pair(g.mul(dy, c), g.mul(dy, a));
+        });
+      })
+      .Case([&](DivOp div) {
+        return binaryRule([&](Value, Value c) {
+          // d(a/c)/dc = -(a/c)/c
+          return std::make_pair(g.div(dy, c),
+                                g.neg(g.mul(dy, g.div(div.getResult(), c))));
+        });
+      })
+      .Case([&](PowOp pow) -> FailureOr<OperandGrads> {
+        Value base = pow.getBase(), exponent = pow.getExponent();
+        if (!isFloatTensor(exponent))
+          exponent = CastOp::create(
+              g.b, g.loc,
+              RankedTensorType::get(tensorType(exponent).getShape(), f),
+              exponent);
+        Value lowered = g.binary<PowOp>(base, g.sub(exponent, g.scalar(f, 1)));
+        Value dBase = g.reduceTo(g.mul(dy, g.mul(exponent, lowered)),
+                                 base.getType());
+        Value dExp;
+        if (isFloatTensor(pow.getExponent()))
+          dExp = g.reduceTo(
+              g.mul(dy, g.mul(pow.getResult(),
+                              LogOp::create(g.b, g.loc, base.getType(), base))),
+              pow.getExponent().getType());
+        return OperandGrads{dBase, dExp};
+      })
+      .Case([&](NegOp) { return OperandGrads{g.neg(dy)}; })
+      .Case([&](SqrtOp sqrt) {
+        return OperandGrads{g.div(dy, g.mul(sqrt.getResult(), 2.0))};
+      })
+      .Case([&](ExpOp exp) { return OperandGrads{g.mul(dy, exp.getResult())}; })
+      .Case([&](LogOp log) { return OperandGrads{g.div(dy, log.getInput())}; })
+      .Case([&](TanhOp tanh) {
+        Value y = tanh.getResult();
+        return OperandGrads{
+            g.mul(dy, g.sub(g.scalar(f, 1), g.mul(y, y)))};
+      })
+      .Case([&](SigmoidOp sigmoid) {
+        Value y = sigmoid.getResult();
+        return OperandGrads{
+            g.mul(dy, g.mul(y, g.sub(g.scalar(f, 1), y)))};
+      })
+      .Case([&](ReluOp relu) {
+        Value zero = g.scalar(f, 0);
+        return OperandGrads{
+            g.where(g.less(zero, relu.getInput()), dy, zero)};
+      })
+      .Case([&](ErfOp erf) {
+        Value x = erf.getInput();
+        Value gauss = ExpOp::create(g.b, g.loc, x.getType(),
+                                    g.neg(g.mul(x, x)));
+        return OperandGrads{g.mul(dy, g.mul(gauss, 2.0 / std::sqrt(M_PI)))};
+      })
+      .Case([&](WhereOp where) {
+        Value zero = g.scalar(f, 0), cond = where.getCondition();
+        return OperandGrads{
+            Value(), g.reduceTo(g.where(cond, dy, zero), where.getOnTrue().getType()),
+            g.reduceTo(g.where(cond, zero, dy), where.getOnFalse().getType())};
+      })
+      .Case([&](CastOp cast) -> FailureOr<OperandGrads> {
+        if (!isFloatTensor(cast.getInput()))
+          return OperandGrads{Value()};
+        return OperandGrads{
+            CastOp::create(g.b, g.loc, cast.getInput().getType(), dy)};
+      })
+      .Case([&](MatmulOp matmul) {
+        Value a = matmul.getLhs(), c = matmul.getRhs();
+        ArrayRef<int64_t> aShape = tensorType(a).getShape(),
+                          cShape = tensorType(c).getShape();
+        // Promote 1-d operands to matrices as numpy does.
+        Value a2 = aShape.size() == 1
+                       ? g.reshape(a, {1, aShape[0]})
+                       : a;
+        Value c2 = cShape.size() == 1 ? g.reshape(c, {cShape[0], 1}) : c;
+        RankedTensorType full = g.matmulType(a2, c2);
+        Value dy2 = g.reshape(dy, full.getShape());
+        Value da = g.reduceTo(g.matmul(dy2, g.transposeLast2(c2)),
+                              a2.getType());
+        Value dc = g.reduceTo(g.matmul(g.transposeLast2(a2), dy2),
+                              c2.getType());
+        return OperandGrads{g.reshape(da, aShape), g.reshape(dc, cShape)};
+      })
+      .Case([&](GemmOp gemm) {
+        Value a = gemm.getA(), c = gemm.getB();
+        bool ta = gemm.getTransA(), tb = gemm.getTransB();
+        float alpha = gemm.getAlpha().convertToFloat();
+        auto gemmOf = [&](Value x, Value y, bool tx, bool ty, Type type) {
+          return GemmOp::create(g.b, g.loc, type, x, y, Value(),
+                                g.b.getF32FloatAttr(alpha),
+                                g.b.getF32FloatAttr(0.0f), g.b.getBoolAttr(tx),
+                                g.b.getBoolAttr(ty))
+              .getResult();
+        };
+        // Y = alpha op(A) op(B): dop(A) = alpha dY op(B)^T,
+        // dop(B) = alpha op(A)^T dY; transposed storage transposes those.
+        Value da = ta ? gemmOf(c, dy, tb, true, a.getType())
+                      : gemmOf(dy, c, false, !tb, a.getType());
+        Value db = tb ? gemmOf(dy, a, true, ta, c.getType())
+                      : gemmOf(a, dy, !ta, false, c.getType());
+        Value dc;
+        if (Value bias = gemm.getC()) {
+          float beta = gemm.getBeta().convertToFloat();
+          dc = g.reduceTo(beta == 1.0f ? dy : g.mul(dy, beta), bias.getType());
+        }
+        return OperandGrads{da, db, dc};
+      })
+      .Case([&](SoftmaxOp softmax) {
+        return OperandGrads{SoftmaxGradOp::create(
+            g.b, g.loc, softmax.getType(), softmax.getResult(), dy,
+            softmax.getAxisAttr(), g.b.getBoolAttr(false))};
+      })
+      .Case([&](LogSoftmaxOp softmax) {
+        return OperandGrads{SoftmaxGradOp::create(
+            g.b, g.loc, softmax.getType(), softmax.getResult(), dy,
+            softmax.getAxisAttr(), g.b.getBoolAttr(true))};
+      })
+      .Case([&](LayerNormOp norm) -> FailureOr<OperandGrads> {
+        if (resultGrads[1] || resultGrads[2])
+          return unsupported();
+        auto grad = LayerNormGradOp::create(
+            g.b, g.loc, norm.getInput().getType(), norm.getScale().getType(),
+            norm.getScale().getType(), dy, norm.getInput(), norm.getScale(),
+            norm.getMean(), norm.getInvStdDev(), norm.getAxisAttr());
+        OperandGrads grads{grad.getInputGrad(), grad.getScaleGrad()};
+        if (norm.getBias())
+          grads.push_back(grad.getBiasGrad());
+        return grads;
+      })
+      .Case([&](BatchNormOp norm) -> FailureOr<OperandGrads> {
+        if (!norm.getTraining() || !dy)
+          return unsupported();
+        auto grad = BatchNormGradOp::create(
+            g.b, g.loc, norm.getInput().getType(), norm.getScale().getType(),
+            norm.getScale().getType(), dy, norm.getInput(), norm.getScale(),
+            norm.getEpsilonAttr());
+        return OperandGrads{grad.getInputGrad(), grad.getScaleGrad(),
+                            grad.getBiasGrad(), Value(), Value()};
+      })
+      .Case([&](ReduceSumOp reduce) {
+        return reduceRule(reduce, dy, 1.0, g);
+      })
+      .Case([&](ReduceMeanOp reduce) {
+        int64_t count = 1;
+        for (int64_t axis : reduce.getAxes())
+          count *= tensorType(reduce.getInput()).getDimSize(axis);
+        return reduceRule(reduce, dy, 1.0 / count, g);
+      })
+      .Case([&](ReshapeOp reshape) {
+        return OperandGrads{
+            g.reshape(dy, tensorType(reshape.getInput()).getShape())};
+      })
+      .Case([&](TransposeOp transpose) {
+        ArrayRef<int64_t> perm = transpose.getPermutation();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          inverse[p] = i;
+        return OperandGrads{g.transpose(dy, inverse)};
+      })
+      .Case([&](BroadcastToOp broadcast) {
+        return OperandGrads{g.reduceTo(dy, broadcast.getInput().getType())};
+      })
+      .Case([&](ConcatOp concat) {
+        OperandGrads grads;
+        int64_t axis = concat.getAxis(), offset = 0;
+        int64_t rank = tensorType(dy).getRank();
+        for (Value input : concat.getInputs()) {
+          SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+          offsets[axis] = offset;
+          offset += tensorType(input).getDimSize(axis);
+          grads.push_back(SliceOp::create(g.b, g.loc, input.getType(), dy,
+                                          g.b.getDenseI64ArrayAttr(offsets),
+                                          g.b.getDenseI64ArrayAttr(strides)));
+        }
+        return grads;
+      })
+      .Case([&](SplitOp split) {
+        SmallVector<Value> pieces;
+        for (auto [result, grad] : llvm::zip(split.getResults(), resultGrads))
+          pieces.push_back(grad ? grad : g.zerosLike(result.getType()));
+        return OperandGrads{ConcatOp::create(g.b, g.loc,
+                                             split.getInput().getType(), pieces,
+                                             split.getAxisAttr())};
+      })
+      .Case([&](SliceOp slice) {
+        return OperandGrads{SliceGradOp::create(
+            g.b, g.loc, slice.getInput().getType(), dy, slice.getOffsetsAttr(),
+            slice.getStridesAttr())};
+      })
+      .Case([&](GatherOp gather) {
+        return OperandGrads{
+            GatherGradOp::create(g.b, g.loc, gather.getData().getType(), dy,
+                                 gather.getIndices(), gather.getAxisAttr()),
+            Value()};
+      })
+      .Case([&](ConvOp conv) {
+        Value dx = ConvGradInputOp::create(
+            g.b, g.loc, conv.getInput().getType(), dy, conv.getWeight(),
+            conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+            conv.getGroupAttr());
+        Value dw = ConvGradWeightOp::create(
+            g.b, g.loc, conv.getWeight().getType(), dy, conv.getInput(),
+            conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+            conv.getGroupAttr());
+        OperandGrads grads{dx, dw};
+        if (conv.getBias()) {
+          SmallVector<int64_t> axes{0};
+          for (int64_t i = 2; i < tensorType(dy).getRank(); ++i)
+            axes.push_back(i);
+          grads.push_back(g.reduceSum(dy, axes, false));
+        }
+        return grads;
+      })
+      .Case([&](MaxPoolOp pool) {
+        return OperandGrads{MaxPoolGradOp::create(
+            g.b, g.loc, pool.getInput().getType(), dy, pool.getInput(),
+            pool.getKernelShapeAttr(), pool.getStridesAttr(),
+            pool.getPadsAttr(), pool.getCeilModeAttr(),
+            pool.getDilationsAttr())};
+      })
+      .Case([&](AvgPoolOp pool) {
+        return OperandGrads{AvgPoolGradOp::create(
+            g.b, g.loc, pool.getInput().getType(), dy,
+            pool.getKernelShapeAttr(), pool.getStridesAttr(),
+            pool.getPadsAttr(), pool.getCeilModeAttr(),
+            pool.getCountIncludePadAttr())};
+      })
+      .Case([&](DropoutOp dropout) {
+        if (!dropout.getTraining() || dropout.getRatio().isZero())
+          return OperandGrads{dy};
+        double scale = 1.0 / (1.0 - dropout.getRatio().convertToDouble());
+        return OperandGrads{g.where(dropout.getMask(), g.mul(dy, scale),
+                                    g.scalar(f, 0))};
+      })
+      .Case([&](SoftmaxCrossEntropyOp loss) {
+        Value dScores;
+        if (resultGrads[0])
+          dScores = SoftmaxCrossEntropyGradOp::create(
+              g.b, g.loc, loss.getScores().getType(), resultGrads[0],
+              loss.getLogProb(), loss.getLabels(), loss.getWeights(),
+              loss.getReductionAttr(), loss.getIgnoreIndexAttr());
+        if (Value dLogProb = resultGrads[1]) {
+          Value viaLogProb = SoftmaxGradOp::create(
+              g.b, g.loc, loss.getScores().getType(), loss.getLogProb(),
+              dLogProb, g.b.getI64IntegerAttr(1), g.b.getBoolAttr(true));
+          dScores = dScores ? g.add(dScores, viaLogProb) : viaLogProb;
+        }
+        return OperandGrads{dScores, Value(), Value()};
+      })
+      .Case([&](NllLossOp loss) {
+        return OperandGrads{
+            NllLossGradOp::create(g.b, g.loc, loss.getInput().getType(), dy,
+                                  loss.getTarget(), loss.getWeight(),
+                                  loss.getReductionAttr(),
+                                  loss.getIgnoreIndexAttr()),
+            Value(), Value()};
+      })
+      .Default([&](Operation *) { return unsupported(); });
+}
+
+struct AutodiffPass : mlir::cleave::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    std::optional<unsigned> lossIndex;
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
+        lossIndex = i;
+    if (!lossIndex)
+      return;
+    if (failed(differentiateFunction(func, *lossIndex)))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiateFunction(func::FuncOp func, unsigned lossIndex);
+};
+
+LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
+                                                  unsigned lossIndex) {
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value loss = ret.getOperand(lossIndex);
+
+  SmallVector<llvm::GlobPattern> frozen;
+  for (const std::string &text : freeze) {
+    auto pattern = llvm::GlobPattern::create(text);
+    if (!pattern)
+      return func.emitError() << "--freeze '" << text
+                              << "' is not a valid glob: "
+                              << llvm::toString(pattern.takeError());
+    frozen.push_back(std::move(*pattern));
+  }
+
+  // Trainable parameters, in argument order.
+  SmallVector<std::pair<BlockArgument, StringAttr>> params;
+  for (BlockArgument arg : body.getArguments())
+    if (auto name = func.getArgAttrOfType<StringAttr>(
+            arg.getArgNumber(), CleaveDialect::kParamAttrName))
+      if (llvm::none_of(frozen, [&](const llvm::GlobPattern &p) {
+            return p.match(name.getValue());
+          }))
+        params.emplace_back(arg, name);
+
+  // Active values: depend on a parameter and feed the loss.
+  llvm::DenseSet<Value> varying, useful;
+  for (auto &[arg, name] : params)
+    varying.insert(arg);
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return varying.contains(v); }))
+      for (Value result : op.getResults())
+        if (isFloatTensor(result))
+          varying.insert(result);
+  useful.insert(loss);
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value v) { return useful.contains(v); }))
+      for (Value operand : op.getOperands())
+        useful.insert(operand);
+  auto active = [&](Value v) {
+    return varying.contains(v) && useful.contains(v) && isFloatTensor(v);
+  };
+
+  SmallVector<Operation *> forward;
+  for (Operation &op : body.without_terminator())
+    forward.push_back(&op);
+
+  OpBuilder builder(ret);
+  llvm::DenseMap<Value, Value> adjoint;
+  {
+    GradientBuilder seed(builder, loss.getLoc());
+    auto type = tensorType(loss);
+    adjoint[loss] = ConstantOp::create(
+        builder, loss.getLoc(),
+        DenseElementsAttr::get(type,
+                               builder.getFloatAttr(type.getElementType(), 1.0)));
+  }
+  for (Operation *op : llvm::reverse(forward)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      Value grad = adjoint.lookup(result);
+      resultGrads.push_back(grad);
+      any |= grad != nullptr;
+    }
+    if (!any || llvm::none_of(op->getOperands(), active))
+      continue;
+    GradientBuilder g(builder, gradLoc(op));
+    FailureOr<OperandGrads> grads = differentiate(op, resultGrads, g);
+    if (failed(grads))
+      return failure();
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), *grads)) {
+      if (!grad || !active(operand))
+        continue;
+      if (Value previous = adjoint.lookup(operand))
+        grad = g.add(previous, grad);
+      adjoint[operand] = grad;
+    }
+  }
+
+  // Results: the original ones, then one gradient per parameter, then the
+  // running statistics of training-mode batch norms.
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<std::pair<StringRef, StringAttr>> attrs;
+  for (auto &[arg, name] : params) {
+    Value grad = adjoint.lookup(arg);
+    if (!grad)
+      grad = GradientBuilder(builder, arg.getLoc()).zerosLike(arg.getType());
+    results.push_back(grad);
+    attrs.emplace_back(CleaveDialect::kGradAttrName, name);
+  }
+  for (Operation *op : forward) {
+    auto norm = dyn_cast<BatchNormOp>(op);
+    if (!norm || !norm.getTraining())
+      continue;
+    for (auto [stat, updated] :
+         {std::pair<Value, Value>{norm.getRunningMean(),
+                                  norm.getNewRunningMean()},
+          {norm.getRunningVar(), norm.getNewRunningVar()}}) {
+      auto arg = dyn_cast<BlockArgument>(stat);
+      StringAttr name =
+          arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  CleaveDialect::kStateAttrName)
+              : StringAttr();
+      if (!name)
+        continue;
+      results.push_back(updated);
+      attrs.emplace_back(CleaveDialect::kUpdateAttrName, name);
+    }
+  }
+  unsigned firstNew = ret.getNumOperands();
+  func::ReturnOp::create(builder, ret.getLoc(), results);
+  ret.erase();
+  SmallVector<Type> resultTypes(func.getResultTypes());
+  for (Value v : ArrayRef<Value>(results).drop_front(firstNew))
+    resultTypes.push_back(v.getType());
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                 resultTypes));
+  for (auto [i, attr] : llvm::enumerate(attrs))
+    func.setResultAttr(firstNew + i, attr.first, attr.second);
+  return success();
+}
+
+} // namespace

@@ -1,0 +1,88 @@
+//===- Passes.td - cleave passes ---------------------------*- tablegen -*-===//
+
+#ifndef CLEAVE_PASSES_PASSES_TD
+#define CLEAVE_PASSES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"cleave-autodiff", "::mlir::func::FuncOp"> {
+  let summary = "appends the reverse-mode gradient of the loss to a model";
+  let description = [{
+    Differentiates the function result marked `cleave.loss` with respect to
+    every argument marked `cleave.param` (except those matching `freeze`).
+    Backward ops are appended after the forward ops, and the function
+    returns, after its original results, one gradient per parameter (result
+    attribute `cleave.grad = "<param>"`, zero when the loss does not depend
+    on it) and the updated BatchNorm running statistics (`cleave.update =
+    "<state>"`). Functions without a `cleave.loss` result are left alone.
+
+    Preconditions: static shapes; every op between a parameter and the loss
+    has a gradient rule (otherwise the pass fails, naming the op's ONNX
+    node).
+    Postconditions: the function is a training step without the update.
+
+    Input:
+
+    ```mlir
+    func.func @f(%x: tensor<4x3xf32> {cleave.input = "x"},
+                 %w: tensor<3xf32> {cleave.param = "w"})
+        -> (tensor<f32> {cleave.loss, cleave.output = "loss"}) {
+      %0 = cleave.mul %x, %w : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+      %1 = cleave.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false}
+          : tensor<4x3xf32> -> tensor<f32>
+      return %1 : tensor<f32>
+    }
+    ```
+
+    Output (schematically): `%1` as before, then
+    `broadcast_to(reshape(1.0))` for the reduce, `mul(%dy, %x)` reduced over
+    dim 0 for `%w`, and `return %1, %dw` with `{cleave.grad = "w"}` on the
+    second result.
+  }];
+  let options = [
+    ListOption<"freeze", "freeze", "std::string",
+               "Glob patterns of parameters to keep fixed (no gradient)">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
+def ApplyOptimizerPass : Pass<"cleave-apply-optimizer", "::mlir::func::FuncOp"> {
+  let summary = "turns gradient results into PyTorch optimizer updates";
+  let description = [{
+    For every result marked `cleave.grad = "<param>"`, adds the optimizer
+    state as arguments (`cleave.state = "<param>.momentum_buffer"`, or
+    `"<param>.exp_avg"` and `"<param>.exp_avg_sq"`, all zero-initialized:
+    `cleave.init = "zeros"`), one step-count argument (`cleave.step`, 0 at
+    the first step), and a `cleave.sgd` or `cleave.adamw` op with
+    torch.optim semantics. The gradient result is replaced by the new
+    parameter (`cleave.update = "<param>"`) and the new states are appended
+    (`cleave.update = "<state>"`).
+
+    Preconditions: `cleave-autodiff` ran. Postconditions: the function is a
+    complete training step.
+
+    Input: `return %loss, %dw : ... {cleave.grad = "w"}`. Output with
+    `optimizer=sgd momentum=0.9`:
+
+    ```mlir
+    %w1, %b1 = cleave.sgd %w, %dw momentum_buffer(%buf) step(%t) {...}
+    return %loss, %w1, %b1   // {cleave.update = "w"}, {cleave.update = "w.momentum_buffer"}
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (decoupled for AdamW)">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
+#endif // CLEAVE_PASSES_PASSES_TD

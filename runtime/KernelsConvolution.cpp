@@ -1,0 +1,383 @@
+//===- KernelsConvolution.cpp - convolution and pooling -------------------===//
+//
+// Part of the Cleave runtime. Convolutions lower to im2col + sgemm per
+// (image, group); 1-, 2- and 3-d ops share one 3-d loop nest (Window3).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Elementwise.h"
+#include "runtime/KernelSupport.h"
+#include "runtime/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace cleave::rt {
+namespace {
+
+using detail::kParallelGrain;
+using detail::validRange;
+using detail::Window3;
+
+/// Decomposes a flat kernel position into its three indices.
+void kernelIndex(const Window3 &w, int64_t k, int64_t idx[3]) {
+  idx[2] = k % w.kernel[2];
+  idx[1] = k / w.kernel[2] % w.kernel[1];
+  idx[0] = k / (w.kernel[2] * w.kernel[1]);
+}
+
+/// The output ranges [lo, hi) per dim whose input position for kernel
+/// position `k` is in bounds, and the input offset of output position 0.
+void kernelRanges(const Window3 &w, const int64_t k[3], int64_t lo[3],
+                  int64_t hi[3], int64_t off[3]) {
+  for (int d = 0; d < 3; ++d) {
+    off[d] = k[d] * w.dilation[d] - w.padBegin[d];
+    validRange(w.out[d], w.stride[d], off[d], w.in[d], lo[d], hi[d]);
+  }
+}
+
+/// True when the convolution reads x unchanged as its im2col matrix.
+bool isPointwise(const Window3 &w) {
+  for (int d = 0; d < 3; ++d)
+    if (w.kernel[d] != 1 || w.stride[d] != 1 || w.padBegin[d] != 0 ||
+        w.out[d] != w.in[d])
+      return false;
+  return true;
+}
+
+/// col[(c, k), o] = x[c, o * stride - padBegin + k * dilation], 0 in the
+/// padding; col is [channels * kernelSize, outSize].
+void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
+  int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
+  int64_t rows = channels * kSize;
+#pragma omp parallel for schedule(static) if (rows * oSize > kParallelGrain)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t k[3], lo[3], hi[3], off[3];
+    kernelIndex(w, row % kSize, k);
+    kernelRanges(w, k, lo, hi, off);
+    const float *xc = x + row / kSize * inSize;
+    float *dst = col + row * oSize;
+    bool full = true;
+    for (int d = 0; d < 3; ++d)
+      full = full && lo[d] == 0 && hi[d] == w.out[d];
+    if (!full)
+      std::fill(dst, dst + oSize, 0.0f);
+    for (int64_t o0 = lo[0]; o0 < hi[0]; ++o0) {
+      int64_t i0 = o0 * w.stride[0] + off[0];
+      for (int64_t o1 = lo[1]; o1 < hi[1]; ++o1) {
+        int64_t i1 = o1 * w.stride[1] + off[1];
+        const float *src = xc + (i0 * w.in[1] + i1) * w.in[2];
+        float *out = dst + (o0 * w.out[1] + o1) * w.out[2];
+        int64_t s2 = w.stride[2], off2 = off[2];
+        for (int64_t o2 = lo[2]; o2 < hi[2]; ++o2)
+          out[o2] = src[o2 * s2 + off2];
+      }
+    }
+  }
+}
+
+/// The adjoint of im2col: x[c, ...] += col[(c, k), o]. Threads split the
+/// channels, whose x planes are disjoint.
+void col2im(const float *col, int64_t channels, const Window3 &w, float *x) {
+  int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
+#pragma omp parallel for schedule(static) if (channels * kSize * oSize > kParallelGrain)
+  for (int64_t c = 0; c < channels; ++c) {
+    float *xc = x + c * inSize;
+    for (int64_t kk = 0; kk < kSize; ++kk) {
+      int64_t k[3], lo[3], hi[3], off[3];
+      kernelIndex(w, kk, k);
+      kernelRanges(w, k, lo, hi, off);
+      const float *src = col + (c * kSize + kk) * oSize;
+      for (int64_t o0 = lo[0]; o0 < hi[0]; ++o0) {
+        int64_t i0 = o0 * w.stride[0] + off[0];
+        for (int64_t o1 = lo[1]; o1 < hi[1]; ++o1) {
+          int64_t i1 = o1 * w.stride[1] + off[1];
+          float *dst = xc + (i0 * w.in[1] + i1) * w.in[2];
+          const float *in = src + (o0 * w.out[1] + o1) * w.out[2];
+          int64_t s2 = w.stride[2], off2 = off[2];
+          for (int64_t o2 = lo[2]; o2 < hi[2]; ++o2)
+            dst[o2 * s2 + off2] += in[o2];
+        }
+      }
+    }
+  }
+}
+
+/// Shapes of a grouped convolution.
+struct ConvDims {
+  int64_t batch, inChannels, outChannels, groupIn, groupOut, kRows;
+  ConvDims(const Shape &xShape, const Shape &wShape, int64_t group,
+           const Window3 &w) {
+    batch = xShape.dims[0];
+    inChannels = xShape.dims[1];
+    outChannels = wShape.dims[0];
+    groupIn = inChannels / group;
+    groupOut = outChannels / group;
+    kRows = groupIn * w.kernelSize();
+  }
+};
+
+} // namespace
+
+void conv(const float *x, const Shape &xShape, const float *w,
+          const Shape &wShape, const float *bias, const int64_t *strides,
+          const int64_t *pads, const int64_t *dilations, int64_t group,
+          float *y, const Shape &yShape) {
+  Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
+  ConvDims cd(xShape, wShape, group, win);
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+  if (yShape.numElements() == 0)
+    return;
+  bool pointwise = isPointwise(win);
+  std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
+  for (int64_t b = 0; b < cd.batch; ++b) {
+    for (int64_t g = 0; g < group; ++g) {
+      const float *xg = x + (b * cd.inChannels + g * cd.groupIn) * inSize;
+      const float *src = xg;
+      if (!pointwise) {
+        im2col(xg, cd.groupIn, win, col.data());
+        src = col.data();
+      }
+      gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
+           w + g * cd.groupOut * cd.kRows, src, 0.0f,
+           y + (b * cd.outChannels + g * cd.groupOut) * oSize);
+    }
+  }
+  if (!bias)
+    return;
+  int64_t planes = cd.batch * cd.outChannels;
+#pragma omp parallel for schedule(static) if (planes * oSize > kParallelGrain)
+  for (int64_t p = 0; p < planes; ++p) {
+    float bv = bias[p % cd.outChannels];
+    float *yp = y + p * oSize;
+    for (int64_t i = 0; i < oSize; ++i)
+      yp[i] += bv;
+  }
+}
+
+void convGradInput(const float *dy, const Shape &yShape, const float *w,
+                   const Shape &wShape, const int64_t *strides,
+                   const int64_t *pads, const int64_t *dilations,
+                   int64_t group, float *dx, const Shape &xShape) {
+  Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
+  ConvDims cd(xShape, wShape, group, win);
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+  std::fill(dx, dx + xShape.numElements(), 0.0f);
+  if (xShape.numElements() == 0 || oSize == 0)
+    return;
+  bool pointwise = isPointwise(win);
+  std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
+  for (int64_t b = 0; b < cd.batch; ++b) {
+    for (int64_t g = 0; g < group; ++g) {
+      const float *dyg = dy + (b * cd.outChannels + g * cd.groupOut) * oSize;
+      const float *wg = w + g * cd.groupOut * cd.kRows;
+      float *dxg = dx + (b * cd.inChannels + g * cd.groupIn) * inSize;
+      // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
+      if (pointwise) {
+        gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
+             dxg);
+        continue;
+      }
+      gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
+           col.data());
+      col2im(col.data(), cd.groupIn, win, dxg);
+    }
+  }
+}
+
+void convGradWeight(const float *dy, const Shape &yShape, const float *x,
+                    const Shape &xShape, const int64_t *strides,
+                    const int64_t *pads, const int64_t *dilations,
+                    int64_t group, float *dw, const Shape &wShape) {
+  Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
+  ConvDims cd(xShape, wShape, group, win);
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+  std::fill(dw, dw + wShape.numElements(), 0.0f);
+  if (wShape.numElements() == 0 || cd.batch * oSize == 0)
+    return;
+  bool pointwise = isPointwise(win);
+  std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
+  for (int64_t b = 0; b < cd.batch; ++b) {
+    for (int64_t g = 0; g < group; ++g) {
+      const float *xg = x + (b * cd.inChannels + g * cd.groupIn) * inSize;
+      const float *src = xg;
+      if (!pointwise) {
+        im2col(xg, cd.groupIn, win, col.data());
+        src = col.data();
+      }
+      // dw_g += dy_g @ col^T, accumulated over the batch.
+      gemm(false, true, cd.groupOut, cd.kRows, oSize, 1.0f,
+           dy + (b * cd.outChannels + g * cd.groupOut) * oSize, src, 1.0f,
+           dw + g * cd.groupOut * cd.kRows);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Calls f(outIndex, inIndex) for each in-bounds input position of each
+/// output's window in one plane, window positions in row-major order, then
+/// done(outIndex) after each window.
+template <typename F, typename Done>
+void forEachWindow(const Window3 &w, F f, Done done) {
+  int64_t o[3];
+  for (o[0] = 0; o[0] < w.out[0]; ++o[0])
+    for (o[1] = 0; o[1] < w.out[1]; ++o[1])
+      for (o[2] = 0; o[2] < w.out[2]; ++o[2]) {
+        int64_t outIndex = (o[0] * w.out[1] + o[1]) * w.out[2] + o[2];
+        int64_t start[3];
+        for (int d = 0; d < 3; ++d)
+          start[d] = o[d] * w.stride[d] - w.padBegin[d];
+        for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+          int64_t i0 = start[0] + k0 * w.dilation[0];
+          if (i0 < 0 || i0 >= w.in[0])
+            continue;
+          for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+            int64_t i1 = start[1] + k1 * w.dilation[1];
+            if (i1 < 0 || i1 >= w.in[1])
+              continue;
+            for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
+              int64_t i2 = start[2] + k2 * w.dilation[2];
+              if (i2 < 0 || i2 >= w.in[2])
+                continue;
+              f(outIndex, (i0 * w.in[1] + i1) * w.in[2] + i2);
+            }
+          }
+        }
+        done(outIndex);
+      }
+}
+
+/// The AveragePool divisor of output `outIndex`: the in-bounds count, or
+/// with countIncludePad the window clipped to the padded extent
+/// [-padBegin, in + padEnd) (a ceil-mode window may reach beyond it).
+int64_t avgDivisor(const Window3 &w, int64_t outIndex, bool countIncludePad) {
+  int64_t o[3] = {outIndex / (w.out[1] * w.out[2]),
+                  outIndex / w.out[2] % w.out[1], outIndex % w.out[2]};
+  int64_t count = 1;
+  for (int d = 0; d < 3; ++d) {
+    int64_t start = o[d] * w.stride[d] - w.padBegin[d];
+    int64_t end = start + w.kernel[d];
+    int64_t lo = countIncludePad ? -w.padBegin[d] : 0;
+    int64_t hi = countIncludePad ? w.in[d] + w.padEnd[d] : w.in[d];
+    count *= std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
+  }
+  return count;
+}
+
+} // namespace
+
+void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
+             const int64_t *strides, const int64_t *pads,
+             const int64_t *dilations, float *y, const Shape &yShape) {
+  Window3 win(xShape, yShape, kernel, strides, pads, dilations);
+  int64_t planes = xShape.dims[0] * xShape.dims[1];
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *xp = x + p * inSize;
+    float *yp = y + p * oSize;
+    float best = -std::numeric_limits<float>::infinity();
+    // NaN wins, as in torch and numpy.
+    forEachWindow(
+        win,
+        [&](int64_t, int64_t i) {
+          float v = xp[i];
+          if (v > best || (std::isnan(v) && !std::isnan(best)))
+            best = v;
+        },
+        [&](int64_t o) {
+          yp[o] = best;
+          best = -std::numeric_limits<float>::infinity();
+        });
+  }
+}
+
+void maxPoolGrad(const float *dy, const Shape &yShape, const float *x,
+                 const Shape &xShape, const int64_t *kernel,
+                 const int64_t *strides, const int64_t *pads,
+                 const int64_t *dilations, float *dx) {
+  Window3 win(xShape, yShape, kernel, strides, pads, dilations);
+  int64_t planes = xShape.dims[0] * xShape.dims[1];
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+  std::fill(dx, dx + planes * inSize, 0.0f);
+#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *xp = x + p * inSize;
+    const float *dyp = dy + p * oSize;
+    float *dxp = dx + p * inSize;
+    float best = -std::numeric_limits<float>::infinity();
+    int64_t arg = -1;
+    forEachWindow(
+        win,
+        [&](int64_t, int64_t i) {
+          float v = xp[i];
+          if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+            best = v;
+            arg = i;
+          }
+        },
+        [&](int64_t o) {
+          if (arg >= 0)
+            dxp[arg] += dyp[o];
+          best = -std::numeric_limits<float>::infinity();
+          arg = -1;
+        });
+  }
+}
+
+void avgPool(const float *x, const Shape &xShape, const int64_t *kernel,
+             const int64_t *strides, const int64_t *pads,
+             bool countIncludePad, float *y, const Shape &yShape) {
+  Window3 win(xShape, yShape, kernel, strides, pads, nullptr);
+  int64_t planes = xShape.dims[0] * xShape.dims[1];
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *xp = x + p * inSize;
+    float *yp = y + p * oSize;
+    float sum = 0.0f;
+    forEachWindow(
+        win, [&](int64_t, int64_t i) { sum += xp[i]; },
+        [&](int64_t o) {
+          yp[o] = sum / static_cast<float>(avgDivisor(win, o, countIncludePad));
+          sum = 0.0f;
+        });
+  }
+}
+
+void avgPoolGrad(const float *dy, const Shape &yShape, const int64_t *kernel,
+                 const int64_t *strides, const int64_t *pads,
+                 bool countIncludePad, float *dx, const Shape &xShape) {
+  Window3 win(xShape, yShape, kernel, strides, pads, nullptr);
+  int64_t planes = xShape.dims[0] * xShape.dims[1];
+  int64_t inSize = win.inSize(), oSize = win.outSize();
+  std::fill(dx, dx + planes * inSize, 0.0f);
+#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *dyp = dy + p * oSize;
+    float *dxp = dx + p * inSize;
+    // The window's divisor does not depend on the position inside it.
+    int64_t current = -1;
+    float g = 0.0f;
+    forEachWindow(
+        win,
+        [&](int64_t o, int64_t i) {
+          if (o != current) {
+            current = o;
+            g = dyp[o] /
+                static_cast<float>(avgDivisor(win, o, countIncludePad));
+          }
+          dxp[i] += g;
+        },
+        [](int64_t) {});
+  }
+}
+
+} // namespace cleave::rt

@@ -1,0 +1,54 @@
+//===- KernelsTraining.cpp - dropout and optimizer steps ------------------===//
+//
+// Part of the Cleave runtime. The per-element math is in
+// ElementwiseBodies.h (SgdStep, AdamwStep) and Rng.h, shared with the cuda
+// target, so that both targets train identically.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Elementwise.h"
+#include "runtime/ElementwiseBodies.h"
+#include "runtime/Kernels.h"
+#include "runtime/Rng.h"
+
+namespace cleave::rt {
+
+using detail::kParallelGrain;
+
+void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
+             int64_t node, int64_t step, float *y, bool *mask) {
+  uint64_t key = dropoutKey(seed, node, step);
+  // 1 - ratio in float and a true division, as the Python reference does.
+  float keepProb = 1.0f - ratio;
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    bool keep = dropoutUniformFromKey(key, i) >= ratio;
+    y[i] = keep ? x[i] / keepProb : 0.0f;
+    if (mask)
+      mask[i] = keep;
+  }
+}
+
+void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,
+               float lr, float momentum, float dampening, bool nesterov,
+               float weightDecay, int64_t step) {
+  body::SgdStep body{lr, momentum, dampening, weightDecay, nesterov,
+                     /*firstStep=*/step == 0};
+  bool useBuffer = momentum != 0.0f && buffer;
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    float unused = 0.0f;
+    param[i] = body(param[i], grad[i], useBuffer ? buffer[i] : unused);
+  }
+}
+
+void adamwUpdate(float *param, const float *grad, float *expAvg,
+                 float *expAvgSq, int64_t n, float lr, float beta1,
+                 float beta2, float eps, float weightDecay, int64_t step) {
+  auto body = body::AdamwStep::make(lr, beta1, beta2, eps, weightDecay, step);
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i)
+    param[i] = body(param[i], grad[i], expAvg[i], expAvgSq[i]);
+}
+
+} // namespace cleave::rt

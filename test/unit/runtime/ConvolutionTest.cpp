@@ -1,0 +1,337 @@
+//===- ConvolutionTest.cpp - convolution and pooling ----------------------===//
+//
+// The convolution and max pool are checked against direct loops over the
+// ONNX definition (in double), the gradients against finite differences.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernels.h"
+
+#include "test/unit/runtime/RuntimeTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace cleave::rt;
+using cleave::rt::test::distinctVector;
+using cleave::rt::test::dot;
+using cleave::rt::test::expectGradient;
+using cleave::rt::test::flatIndex;
+using cleave::rt::test::randomVector;
+using cleave::rt::test::unflatten;
+
+namespace {
+
+struct ConvCase {
+  Shape x, w, y;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group;
+};
+
+/// Spatial shape (dims 2..) of a [N, C, ...] shape.
+Shape spatialOf(const Shape &s) {
+  Shape r;
+  r.rank = s.rank - 2;
+  for (int i = 0; i < r.rank; ++i)
+    r.dims[i] = s.dims[2 + i];
+  return r;
+}
+
+/// y[n, m, o] = bias[m] + sum_{c, k} x[n, g * C/G + c, o * s - p + k * d] *
+/// w[m, c, k], padding contributing nothing.
+std::vector<float> directConv(const ConvCase &cc, const std::vector<float> &x,
+                              const std::vector<float> &w,
+                              const float *bias) {
+  int sp = cc.x.rank - 2;
+  int64_t n = cc.x[0], c = cc.x[1], m = cc.w[0];
+  int64_t cg = c / cc.group, mg = m / cc.group;
+  Shape xs = spatialOf(cc.x), ks = spatialOf(cc.w), ys = spatialOf(cc.y);
+  std::vector<float> y(cc.y.numElements());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oc = 0; oc < m; ++oc)
+      for (int64_t of = 0; of < ys.numElements(); ++of) {
+        int64_t o[3], k[3], in[3];
+        unflatten(ys, of, o);
+        int64_t g = oc / mg;
+        double s = bias ? bias[oc] : 0.0;
+        for (int64_t ic = 0; ic < cg; ++ic)
+          for (int64_t kf = 0; kf < ks.numElements(); ++kf) {
+            unflatten(ks, kf, k);
+            bool inside = true;
+            for (int d = 0; d < sp; ++d) {
+              in[d] = o[d] * cc.strides[d] - cc.pads[d] + k[d] * cc.dilations[d];
+              inside = inside && in[d] >= 0 && in[d] < xs.dims[d];
+            }
+            if (!inside)
+              continue;
+            double xv = x[((b * c + g * cg + ic) * xs.numElements()) +
+                          flatIndex(xs, in)];
+            double wv = w[(oc * cg + ic) * ks.numElements() + kf];
+            s += xv * wv;
+          }
+        y[(b * m + oc) * ys.numElements() + of] = static_cast<float>(s);
+      }
+  return y;
+}
+
+void runConv(const ConvCase &cc, const std::vector<float> &x,
+             const std::vector<float> &w, const float *bias,
+             std::vector<float> &y) {
+  y.assign(cc.y.numElements(), -99.0f);
+  conv(x.data(), cc.x, w.data(), cc.w, bias, cc.strides.data(),
+       cc.pads.data(), cc.dilations.data(), cc.group, y.data(), cc.y);
+}
+
+void checkConv(const ConvCase &cc, bool withBias) {
+  auto x = randomVector(cc.x.numElements(), 1);
+  auto w = randomVector(cc.w.numElements(), 2);
+  auto bias = randomVector(cc.w[0], 3);
+  const float *b = withBias ? bias.data() : nullptr;
+  std::vector<float> y;
+  runConv(cc, x, w, b, y);
+  auto want = directConv(cc, x, w, b);
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y[i], want[i], 1e-5f) << "at " << i;
+
+  // Gradients of L = <conv(x, w), r>.
+  auto r = randomVector(cc.y.numElements(), 4);
+  auto loss = [&] {
+    std::vector<float> yy;
+    runConv(cc, x, w, b, yy);
+    return dot(yy, r);
+  };
+  std::vector<float> dx(x.size(), 7.0f), dw(w.size(), 7.0f);
+  convGradInput(r.data(), cc.y, w.data(), cc.w, cc.strides.data(),
+                cc.pads.data(), cc.dilations.data(), cc.group, dx.data(),
+                cc.x);
+  convGradWeight(r.data(), cc.y, x.data(), cc.x, cc.strides.data(),
+                 cc.pads.data(), cc.dilations.data(), cc.group, dw.data(),
+                 cc.w);
+  expectGradient(x, dx, loss);
+  expectGradient(w, dw, loss);
+}
+
+TEST(Convolution, Conv2dGroupedStridedPaddedDilated) {
+  // H: (7 + 1 + 2 - 1*(3-1) - 1) / 2 + 1 = 4; W: (8 + 0 + 1 - 2*(2-1) - 1)
+  // / 1 + 1 = 7.
+  ConvCase cc{{2, 4, 7, 8}, {6, 2, 3, 2}, {2, 6, 4, 7}, {2, 1}, {1, 0, 2, 1},
+              {1, 2}, 2};
+  checkConv(cc, true);
+  checkConv(cc, false);
+}
+
+TEST(Convolution, Conv2dStride2Padding) {
+  // (9 + 2 - 3) / 2 + 1 = 5 both ways.
+  ConvCase cc{{1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 5, 5}, {2, 2}, {1, 1, 1, 1},
+              {1, 1}, 1};
+  checkConv(cc, true);
+}
+
+TEST(Convolution, Conv1d) {
+  ConvCase cc{{2, 3, 10}, {2, 3, 3}, {2, 2, 5}, {2}, {1, 1}, {1}, 1};
+  checkConv(cc, true);
+}
+
+TEST(Convolution, Conv3dGrouped) {
+  // D: (4 + 0 + 1 - 2 - 1) + 1 = 3; H: (5 + 1 + 1 - 2 - 1) / 2 + 1 = 3;
+  // W: (3 + 1 + 0 - 1 - 1) + 1 = 3.
+  ConvCase cc{{1, 2, 4, 5, 3}, {4, 1, 2, 3, 2}, {1, 4, 3, 3, 3}, {1, 2, 1},
+              {0, 1, 1, 1, 1, 0}, {2, 1, 1}, 2};
+  checkConv(cc, true);
+}
+
+TEST(Convolution, PointwiseAndDepthwise) {
+  ConvCase pointwise{{2, 3, 5, 5}, {4, 3, 1, 1}, {2, 4, 5, 5}, {1, 1},
+                     {0, 0, 0, 0}, {1, 1}, 1};
+  checkConv(pointwise, true);
+  ConvCase depthwise{{2, 3, 6, 6}, {6, 1, 3, 3}, {2, 6, 6, 6}, {1, 1},
+                     {1, 1, 1, 1}, {1, 1}, 3};
+  checkConv(depthwise, false);
+  // 1x1 with stride 2 is not pointwise: it goes through im2col.
+  ConvCase strided{{1, 2, 5, 5}, {3, 2, 1, 1}, {1, 3, 3, 3}, {2, 2},
+                   {0, 0, 0, 0}, {1, 1}, 1};
+  checkConv(strided, false);
+}
+
+TEST(Convolution, ConvLargeThreaded) {
+  // Big enough that im2col and col2im run threaded.
+  ConvCase cc{{2, 8, 40, 40}, {16, 8, 3, 3}, {2, 16, 40, 40}, {1, 1},
+              {1, 1, 1, 1}, {1, 1}, 1};
+  auto x = randomVector(cc.x.numElements(), 5);
+  auto w = randomVector(cc.w.numElements(), 6);
+  std::vector<float> y;
+  runConv(cc, x, w, nullptr, y);
+  auto want = directConv(cc, x, w, nullptr);
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y[i], want[i], 1e-4f) << "at " << i;
+  // convGradInput is the adjoint of conv in x: <conv(x), r> = <x, dx(r)>.
+  auto r = randomVector(cc.y.numElements(), 7);
+  std::vector<float> dx(x.size());
+  convGradInput(r.data(), cc.y, w.data(), cc.w, cc.strides.data(),
+                cc.pads.data(), cc.dilations.data(), 1, dx.data(), cc.x);
+  EXPECT_NEAR(dot(y, r), dot(x, dx), 1e-3 * std::fabs(dot(y, r)) + 1e-2);
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+struct PoolCase {
+  Shape x, y;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+};
+
+/// Max over in-bounds window positions.
+std::vector<float> directMaxPool(const PoolCase &pc,
+                                 const std::vector<float> &x) {
+  int sp = pc.x.rank - 2;
+  Shape xs = spatialOf(pc.x), ys = spatialOf(pc.y), ks;
+  ks.rank = sp;
+  for (int d = 0; d < sp; ++d)
+    ks.dims[d] = pc.kernel[d];
+  int64_t planes = pc.x[0] * pc.x[1];
+  std::vector<float> y(pc.y.numElements());
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t of = 0; of < ys.numElements(); ++of) {
+      int64_t o[3], k[3], in[3];
+      unflatten(ys, of, o);
+      float best = -std::numeric_limits<float>::infinity();
+      for (int64_t kf = 0; kf < ks.numElements(); ++kf) {
+        unflatten(ks, kf, k);
+        bool inside = true;
+        for (int d = 0; d < sp; ++d) {
+          in[d] = o[d] * pc.strides[d] - pc.pads[d] + k[d] * pc.dilations[d];
+          inside = inside && in[d] >= 0 && in[d] < xs.dims[d];
+        }
+        if (inside)
+          best = std::max(best, x[p * xs.numElements() + flatIndex(xs, in)]);
+      }
+      y[p * ys.numElements() + of] = best;
+    }
+  return y;
+}
+
+void runMaxPool(const PoolCase &pc, const std::vector<float> &x,
+                std::vector<float> &y) {
+  y.assign(pc.y.numElements(), -99.0f);
+  maxPool(x.data(), pc.x, pc.kernel.data(), pc.strides.data(), pc.pads.data(),
+          pc.dilations.data(), y.data(), pc.y);
+}
+
+void checkMaxPool(const PoolCase &pc) {
+  auto x = distinctVector(pc.x.numElements(), 1);
+  std::vector<float> y;
+  runMaxPool(pc, x, y);
+  EXPECT_EQ(y, directMaxPool(pc, x));
+  auto r = randomVector(pc.y.numElements(), 2);
+  std::vector<float> dx(x.size(), 7.0f);
+  maxPoolGrad(r.data(), pc.y, x.data(), pc.x, pc.kernel.data(),
+              pc.strides.data(), pc.pads.data(), pc.dilations.data(),
+              dx.data());
+  // Values are 0.1 apart, so the 0.01 steps never change an argmax.
+  expectGradient(x, dx, [&] {
+    std::vector<float> yy;
+    runMaxPool(pc, x, yy);
+    return dot(yy, r);
+  });
+}
+
+TEST(Pooling, MaxPoolHandValues) {
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i)
+    x[i] = static_cast<float>(i);
+  PoolCase pc{{1, 1, 4, 4}, {1, 1, 2, 2}, {2, 2}, {2, 2}, {0, 0, 0, 0},
+              {1, 1}};
+  std::vector<float> y;
+  runMaxPool(pc, x, y);
+  EXPECT_EQ(y, (std::vector<float>{5, 7, 13, 15}));
+  // Padding never wins even when every input is negative.
+  for (float &v : x)
+    v = -v - 1.0f;
+  PoolCase padded{{1, 1, 4, 4}, {1, 1, 3, 3}, {2, 2}, {2, 2}, {1, 1, 1, 1},
+                  {1, 1}};
+  runMaxPool(padded, x, y);
+  EXPECT_EQ(y, (std::vector<float>{-1, -2, -4, -5, -6, -8, -13, -14, -16}));
+}
+
+TEST(Pooling, MaxPoolAgainstDirect) {
+  // 2-d, overlapping windows, asymmetric padding, ceil-mode output size
+  // ((7 + 1 + 0 - 3) / 2 = 2.5 -> 4 with ceil, the last window clipped).
+  checkMaxPool({{2, 3, 7, 6}, {2, 3, 4, 3}, {3, 2}, {2, 2}, {1, 0, 0, 1},
+                {1, 1}});
+  // Dilation 2, stride 1.
+  checkMaxPool({{1, 2, 7, 7}, {1, 2, 5, 3}, {2, 3}, {1, 1}, {1, 0, 0, 0},
+                {2, 2}});
+  // 1-d and 3-d.
+  checkMaxPool({{2, 2, 9}, {2, 2, 4}, {3}, {2}, {0, 0}, {1}});
+  checkMaxPool({{1, 2, 4, 5, 3}, {1, 2, 2, 3, 2}, {2, 2, 2}, {2, 2, 1},
+                {0, 0, 0, 0, 1, 0}, {1, 1, 1}});
+}
+
+TEST(Pooling, MaxPoolGradRoutesToFirstArgmax) {
+  // Ties: the whole window is equal; dy goes to its first element only.
+  std::vector<float> x(4, 1.0f), dy = {2.0f}, dx(4);
+  int64_t kernel[2] = {2, 2}, strides[2] = {2, 2}, pads[4] = {0, 0, 0, 0},
+          dil[2] = {1, 1};
+  maxPoolGrad(dy.data(), Shape{1, 1, 1, 1}, x.data(), Shape{1, 1, 2, 2},
+              kernel, strides, pads, dil, dx.data());
+  EXPECT_EQ(dx, (std::vector<float>{2, 0, 0, 0}));
+}
+
+/// [1, 2, 3, 4, 5, 6] with kernel 3, stride 2, pads 1/1, ceil mode (4
+/// outputs; the last window [5, 8) reaches past the padded extent [-1, 7)).
+TEST(Pooling, AvgPoolDivisors) {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, y(4);
+  int64_t kernel[1] = {3}, strides[1] = {2}, pads[2] = {1, 1};
+  avgPool(x.data(), Shape{1, 1, 6}, kernel, strides, pads, true, y.data(),
+          Shape{1, 1, 4});
+  // Divisors 3, 3, 3 and 2 (window clipped to the padded extent).
+  EXPECT_EQ(y, (std::vector<float>{1, 3, 5, 3}));
+  avgPool(x.data(), Shape{1, 1, 6}, kernel, strides, pads, false, y.data(),
+          Shape{1, 1, 4});
+  // Divisors 2, 3, 3 and 1 (in-bounds elements).
+  EXPECT_EQ(y, (std::vector<float>{1.5f, 3, 5, 6}));
+}
+
+TEST(Pooling, AvgPool2dHandValues) {
+  // 3x3 arange, kernel 2, stride 1, pad 1 at the end of both dims.
+  std::vector<float> x = {0, 1, 2, 3, 4, 5, 6, 7, 8}, y(9);
+  int64_t kernel[2] = {2, 2}, strides[2] = {1, 1}, pads[4] = {0, 0, 1, 1};
+  avgPool(x.data(), Shape{1, 1, 3, 3}, kernel, strides, pads, false, y.data(),
+          Shape{1, 1, 3, 3});
+  EXPECT_EQ(y, (std::vector<float>{2, 3, 3.5f, 5, 6, 6.5f, 6.5f, 7.5f, 8}));
+  avgPool(x.data(), Shape{1, 1, 3, 3}, kernel, strides, pads, true, y.data(),
+          Shape{1, 1, 3, 3});
+  EXPECT_EQ(y, (std::vector<float>{2, 3, 1.75f, 5, 6, 3.25f, 3.25f, 3.75f,
+                                   2}));
+}
+
+TEST(Pooling, AvgPoolGradMatchesDifferences) {
+  struct Case {
+    Shape x, y;
+    std::vector<int64_t> kernel, strides, pads;
+  };
+  std::vector<Case> cases = {
+      {{2, 2, 6, 5}, {2, 2, 4, 3}, {3, 2}, {2, 2}, {1, 0, 1, 1}},
+      {{1, 2, 6}, {1, 2, 4}, {3}, {2}, {1, 1}},
+      {{1, 1, 3, 4, 3}, {1, 1, 2, 3, 2}, {2, 2, 2}, {2, 1, 2}, {0, 0, 1, 1, 0,
+                                                                1}}};
+  for (const Case &c : cases)
+    for (bool includePad : {false, true}) {
+      auto x = randomVector(c.x.numElements(), 8);
+      auto r = randomVector(c.y.numElements(), 9);
+      std::vector<float> dx(x.size(), 7.0f);
+      avgPoolGrad(r.data(), c.y, c.kernel.data(), c.strides.data(),
+                  c.pads.data(), includePad, dx.data(), c.x);
+      expectGradient(x, dx, [&] {
+        std::vector<float> y(c.y.numElements());
+        avgPool(x.data(), c.x, c.kernel.data(), c.strides.data(),
+                c.pads.data(), includePad, y.data(), c.y);
+        return dot(y, r);
+      });
+    }
+}
+
+} // namespace

@@ -1,0 +1,140 @@
+//===- LinalgTest.cpp - gemm and matmul -----------------------------------===//
+
+#include "runtime/Kernels.h"
+
+#include "test/unit/runtime/RuntimeTestUtil.h"
+
+#include <gtest/gtest.h>
+
+using namespace cleave::rt;
+using cleave::rt::test::randomVector;
+
+namespace {
+
+/// C = alpha * op(A) op(B) + beta * C, in double.
+std::vector<float> naiveGemm(bool transA, bool transB, int64_t m, int64_t n,
+                             int64_t k, float alpha,
+                             const std::vector<float> &a,
+                             const std::vector<float> &b, float beta,
+                             std::vector<float> c) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        float av = transA ? a[p * m + i] : a[i * k + p];
+        float bv = transB ? b[j * k + p] : b[p * n + j];
+        s += static_cast<double>(av) * bv;
+      }
+      c[i * n + j] = static_cast<float>(alpha * s + beta * c[i * n + j]);
+    }
+  return c;
+}
+
+TEST(Linalg, GemmHandValues) {
+  // [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]].
+  std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c(4);
+  gemm(false, false, 2, 2, 2, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  EXPECT_EQ(c, (std::vector<float>{19, 22, 43, 50}));
+  // A^T @ B = [[26, 30], [38, 44]].
+  gemm(true, false, 2, 2, 2, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  EXPECT_EQ(c, (std::vector<float>{26, 30, 38, 44}));
+}
+
+TEST(Linalg, GemmTransposesAlphaBeta) {
+  const int64_t m = 5, n = 7, k = 3;
+  auto a = randomVector(m * k, 1), b = randomVector(k * n, 2);
+  auto c0 = randomVector(m * n, 3);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      std::vector<float> c = c0;
+      gemm(ta, tb, m, n, k, 0.5f, a.data(), b.data(), 2.0f, c.data());
+      auto want = naiveGemm(ta, tb, m, n, k, 0.5f, a, b, 2.0f, c0);
+      for (int64_t i = 0; i < m * n; ++i)
+        EXPECT_NEAR(c[i], want[i], 1e-5f) << ta << tb << " at " << i;
+    }
+}
+
+TEST(Linalg, GemmEmptyInnerDim) {
+  std::vector<float> c = {1, 2, 3, 4};
+  gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, c.data());
+  EXPECT_EQ(c, (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.0f, c.data());
+  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0}));
+}
+
+/// numpy.matmul by definition, for operands of rank >= 2.
+std::vector<float> naiveMatmul(const std::vector<float> &a, const Shape &as,
+                               const std::vector<float> &b, const Shape &bs,
+                               const Shape &os) {
+  int64_t m = as[as.rank - 2], k = as[as.rank - 1], n = bs[bs.rank - 1];
+  std::vector<float> out(os.numElements());
+  int br = os.rank - 2;
+  int64_t batches = os.product(0, br);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t idx[kMaxRank];
+    int64_t rest = bi;
+    for (int i = br - 1; i >= 0; --i) {
+      idx[i] = rest % os[i];
+      rest /= os[i];
+    }
+    auto offset = [&](const Shape &s) {
+      int64_t off = 0;
+      for (int i = 0; i < s.rank - 2; ++i) {
+        int64_t oi = idx[i + br - (s.rank - 2)];
+        off = off * s[i] + (s[i] == 1 ? 0 : oi);
+      }
+      return off;
+    };
+    const float *pa = a.data() + offset(as) * m * k;
+    const float *pb = b.data() + offset(bs) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0.0;
+        for (int64_t p = 0; p < k; ++p)
+          s += static_cast<double>(pa[i * k + p]) * pb[p * n + j];
+        out[bi * m * n + i * n + j] = static_cast<float>(s);
+      }
+  }
+  return out;
+}
+
+void checkMatmul(const Shape &as, const Shape &bs, const Shape &os) {
+  auto a = randomVector(as.numElements(), 4);
+  auto b = randomVector(bs.numElements(), 5);
+  std::vector<float> out(os.numElements(), -99.0f);
+  matmul(a.data(), as, b.data(), bs, out.data(), os);
+  auto want = naiveMatmul(a, as, b, bs, os);
+  for (size_t i = 0; i < out.size(); ++i)
+    ASSERT_NEAR(out[i], want[i], 1e-5f) << "at " << i;
+}
+
+TEST(Linalg, MatmulBatched) {
+  checkMatmul({3, 4}, {4, 5}, {3, 5});
+  checkMatmul({2, 3, 4}, {4, 5}, {2, 3, 5});          // one tall gemm
+  checkMatmul({3, 4}, {2, 4, 5}, {2, 3, 5});          // a broadcast
+  checkMatmul({2, 3, 4}, {2, 4, 5}, {2, 3, 5});
+  checkMatmul({2, 1, 3, 4}, {1, 3, 4, 2}, {2, 3, 3, 2});
+  checkMatmul({2, 3, 4}, {1, 4, 5}, {2, 3, 5});
+}
+
+TEST(Linalg, MatmulVectors) {
+  // [1, 2] @ [[1, 2, 3], [4, 5, 6]] = [9, 12, 15].
+  std::vector<float> v = {1, 2}, m = {1, 2, 3, 4, 5, 6}, out(3);
+  matmul(v.data(), Shape{2}, m.data(), Shape{2, 3}, out.data(), Shape{3});
+  EXPECT_EQ(out, (std::vector<float>{9, 12, 15}));
+  // [[1, 2, 3], [4, 5, 6]] @ [1, 0, -1] = [-2, -2].
+  std::vector<float> w = {1, 0, -1}, out2(2);
+  matmul(m.data(), Shape{2, 3}, w.data(), Shape{3}, out2.data(), Shape{2});
+  EXPECT_EQ(out2, (std::vector<float>{-2, -2}));
+  // Batched matrix times vector: [2, 2, 3] @ [3] -> [2, 2].
+  std::vector<float> mm = {1, 2, 3, 4, 5, 6, 1, 1, 1, 0, 0, 0}, out3(4);
+  matmul(mm.data(), Shape{2, 2, 3}, w.data(), Shape{3}, out3.data(),
+         Shape{2, 2});
+  EXPECT_EQ(out3, (std::vector<float>{-2, -2, 0, 0}));
+  // Dot product: rank-0 result.
+  float dot = 0.0f;
+  matmul(w.data(), Shape{3}, w.data(), Shape{3}, &dot, Shape{});
+  EXPECT_EQ(dot, 2.0f);
+}
+
+} // namespace

@@ -1,0 +1,212 @@
+//===- NormalizationTest.cpp - softmax, layer norm, batch norm ------------===//
+
+#include "runtime/Kernels.h"
+
+#include "test/unit/runtime/RuntimeTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace cleave::rt;
+using cleave::rt::test::dot;
+using cleave::rt::test::expectGradient;
+using cleave::rt::test::randomVector;
+
+namespace {
+
+void expectAllNear(const std::vector<float> &got,
+                   const std::vector<float> &want, float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+TEST(Normalization, SoftmaxHandValues) {
+  std::vector<float> x = {1, 2, 3, 1001, 1002, 1003}, y(6);
+  softmax(x.data(), Shape{2, 3}, 1, false, y.data());
+  // Shift-invariant, and no overflow for the second row.
+  expectAllNear(y, {0.09003057f, 0.24472847f, 0.66524096f, 0.09003057f,
+                    0.24472847f, 0.66524096f});
+  softmax(x.data(), Shape{2, 3}, -1, true, y.data());
+  expectAllNear(y, {-2.40760596f, -1.40760596f, -0.40760596f, -2.40760596f,
+                    -1.40760596f, -0.40760596f},
+                1e-4f);
+}
+
+/// softmax along a middle axis against exp / sum computed directly.
+TEST(Normalization, SoftmaxStridedAxis) {
+  Shape shape{2, 3, 300};
+  auto x = randomVector(shape.numElements(), 1, -5.0f, 5.0f);
+  std::vector<float> y(x.size()), ly(x.size());
+  softmax(x.data(), shape, 1, false, y.data());
+  softmax(x.data(), shape, 1, true, ly.data());
+  for (int64_t o = 0; o < 2; ++o)
+    for (int64_t i = 0; i < 300; ++i) {
+      double sum = 0.0;
+      for (int64_t d = 0; d < 3; ++d)
+        sum += std::exp(double(x[(o * 3 + d) * 300 + i]));
+      for (int64_t d = 0; d < 3; ++d) {
+        int64_t k = (o * 3 + d) * 300 + i;
+        ASSERT_NEAR(y[k], std::exp(double(x[k])) / sum, 1e-6);
+        ASSERT_NEAR(ly[k], double(x[k]) - std::log(sum), 1e-5);
+      }
+    }
+}
+
+TEST(Normalization, SoftmaxLargeRowsSumToOne) {
+  Shape shape{64, 1000};
+  auto x = randomVector(shape.numElements(), 2, -10.0f, 10.0f);
+  std::vector<float> y(x.size());
+  softmax(x.data(), shape, 1, false, y.data());
+  for (int64_t r = 0; r < 64; ++r) {
+    double s = 0.0;
+    for (int64_t i = 0; i < 1000; ++i)
+      s += y[r * 1000 + i];
+    ASSERT_NEAR(s, 1.0, 1e-5);
+  }
+}
+
+TEST(Normalization, SoftmaxGradMatchesDifferences) {
+  for (bool log : {false, true})
+    for (int axis : {1, 2}) {
+      Shape shape{2, 3, 4};
+      auto x = randomVector(shape.numElements(), 3, -2.0f, 2.0f);
+      auto w = randomVector(shape.numElements(), 4);
+      std::vector<float> y(x.size()), dx(x.size());
+      softmax(x.data(), shape, axis, log, y.data());
+      softmaxGrad(y.data(), w.data(), shape, axis, log, dx.data());
+      expectGradient(x, dx, [&] {
+        std::vector<float> yy(x.size());
+        softmax(x.data(), shape, axis, log, yy.data());
+        return dot(yy, w);
+      });
+    }
+}
+
+TEST(Normalization, LayerNormHandValues) {
+  std::vector<float> x = {1, 2, 3, 4}, scale = {1, 2, 1, 2},
+                     bias = {0, 0, 1, 1}, y(4);
+  float mean, invStd;
+  layerNorm(x.data(), Shape{1, 4}, 1, scale.data(), bias.data(), 0.0f,
+            y.data(), &mean, &invStd);
+  EXPECT_FLOAT_EQ(mean, 2.5f);
+  // Biased variance 1.25.
+  EXPECT_NEAR(invStd, 0.894427191f, 1e-6f);
+  expectAllNear(y, {-1.3416408f, -0.8944272f, 1.4472136f, 3.6832816f});
+  // No bias, epsilon added to the variance.
+  layerNorm(x.data(), Shape{4}, 0, scale.data(), nullptr, 0.75f, y.data(),
+            &mean, &invStd);
+  EXPECT_NEAR(invStd, 1.0f / std::sqrt(2.0f), 1e-6f);
+  expectAllNear(y, {-1.0606602f, -0.7071068f, 0.3535534f, 2.1213203f});
+}
+
+TEST(Normalization, LayerNormGradMatchesDifferences) {
+  Shape shape{3, 2, 5};
+  const int axis = 1;
+  const int64_t rows = 3, d = 10;
+  auto x = randomVector(shape.numElements(), 5);
+  auto scale = randomVector(d, 6, 0.5f, 1.5f);
+  auto bias = randomVector(d, 7);
+  auto w = randomVector(shape.numElements(), 8);
+  const float eps = 1e-5f;
+  auto loss = [&] {
+    std::vector<float> y(x.size()), mean(rows), invStd(rows);
+    layerNorm(x.data(), shape, axis, scale.data(), bias.data(), eps, y.data(),
+              mean.data(), invStd.data());
+    return dot(y, w);
+  };
+  std::vector<float> y(x.size()), mean(rows), invStd(rows);
+  layerNorm(x.data(), shape, axis, scale.data(), bias.data(), eps, y.data(),
+            mean.data(), invStd.data());
+  std::vector<float> dx(x.size()), dScale(d), dBias(d);
+  layerNormGrad(w.data(), x.data(), shape, axis, scale.data(), mean.data(),
+                invStd.data(), dx.data(), dScale.data(), dBias.data());
+  expectGradient(x, dx, loss);
+  expectGradient(scale, dScale, loss);
+  expectGradient(bias, dBias, loss);
+
+  // dBias may be null.
+  std::vector<float> dx2(x.size()), dScale2(d);
+  layerNormGrad(w.data(), x.data(), shape, axis, scale.data(), mean.data(),
+                invStd.data(), dx2.data(), dScale2.data(), nullptr);
+  EXPECT_EQ(dx2, dx);
+  EXPECT_EQ(dScale2, dScale);
+}
+
+TEST(Normalization, LayerNormGradManyRows) {
+  // Enough rows for the threaded path with per-thread partial sums.
+  Shape shape{512, 96};
+  auto x = randomVector(shape.numElements(), 9);
+  auto dy = randomVector(shape.numElements(), 10);
+  std::vector<float> scale(96, 1.0f), y(x.size()), mean(512), invStd(512);
+  layerNorm(x.data(), shape, 1, scale.data(), nullptr, 1e-5f, y.data(),
+            mean.data(), invStd.data());
+  std::vector<float> dx(x.size()), dScale(96), dBias(96);
+  layerNormGrad(dy.data(), x.data(), shape, 1, scale.data(), mean.data(),
+                invStd.data(), dx.data(), dScale.data(), dBias.data());
+  for (int64_t j = 0; j < 96; ++j) {
+    double s = 0.0, b = 0.0;
+    for (int64_t r = 0; r < 512; ++r) {
+      s += double(dy[r * 96 + j]) * y[r * 96 + j];
+      b += dy[r * 96 + j];
+    }
+    ASSERT_NEAR(dScale[j], s, 1e-3);
+    ASSERT_NEAR(dBias[j], b, 1e-4);
+  }
+}
+
+TEST(Normalization, BatchNormTrainingHandValues) {
+  // x [N=2, C=2, 2]: channel 0 holds 1, 2, 3, 4 (mean 2.5, biased var
+  // 1.25); channel 1 holds 0, 0, 2, 2 (mean 1, var 1).
+  std::vector<float> x = {1, 2, 0, 0, 3, 4, 2, 2};
+  std::vector<float> scale = {1, 2}, bias = {0, 1};
+  std::vector<float> runMean = {0, 10}, runVar = {1, 1};
+  std::vector<float> y(8), newMean(2), newVar(2);
+  batchNorm(x.data(), Shape{2, 2, 2}, scale.data(), bias.data(),
+            runMean.data(), runVar.data(), 0.0f, 0.9f, true, y.data(),
+            newMean.data(), newVar.data());
+  expectAllNear(y, {-1.3416408f, -0.4472136f, -1, -1, 0.4472136f, 1.3416408f,
+                    3, 3});
+  // momentum * running + (1 - momentum) * batch, biased batch variance.
+  expectAllNear(newMean, {0.25f, 9.1f});
+  expectAllNear(newVar, {1.025f, 1.0f});
+}
+
+TEST(Normalization, BatchNormInference) {
+  std::vector<float> x = {1, 2, 0, 0, 3, 4, 2, 2};
+  std::vector<float> scale = {1, 2}, bias = {0, 1};
+  std::vector<float> runMean = {1, 10}, runVar = {4, 0.25f};
+  std::vector<float> y(8), newMean(2), newVar(2);
+  batchNorm(x.data(), Shape{2, 2, 2}, scale.data(), bias.data(),
+            runMean.data(), runVar.data(), 0.0f, 0.9f, false, y.data(),
+            newMean.data(), newVar.data());
+  // (x - 1) / 2 and (x - 10) / 0.5 * 2 + 1.
+  expectAllNear(y, {0, 0.5f, -39, -39, 1, 1.5f, -31, -31});
+  EXPECT_EQ(newMean, runMean);
+  EXPECT_EQ(newVar, runVar);
+}
+
+TEST(Normalization, BatchNormGradMatchesDifferences) {
+  Shape shape{3, 2, 2, 3};
+  auto x = randomVector(shape.numElements(), 11);
+  auto scale = randomVector(2, 12, 0.5f, 1.5f);
+  auto bias = randomVector(2, 13);
+  auto w = randomVector(shape.numElements(), 14);
+  std::vector<float> runMean(2, 0.0f), runVar(2, 1.0f);
+  const float eps = 1e-5f;
+  auto loss = [&] {
+    std::vector<float> y(x.size()), nm(2), nv(2);
+    batchNorm(x.data(), shape, scale.data(), bias.data(), runMean.data(),
+              runVar.data(), eps, 0.9f, true, y.data(), nm.data(), nv.data());
+    return dot(y, w);
+  };
+  std::vector<float> dx(x.size()), dScale(2), dBias(2);
+  batchNormGrad(w.data(), x.data(), shape, scale.data(), eps, dx.data(),
+                dScale.data(), dBias.data());
+  expectGradient(x, dx, loss);
+  expectGradient(scale, dScale, loss);
+  expectGradient(bias, dBias, loss);
+}
+
+} // namespace
