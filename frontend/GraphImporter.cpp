@@ -61,20 +61,18 @@ static StringRef onnxTypeName(int32_t onnxType) {
   return "an unknown type";
 }
 
-FailureOr<DenseElementsAttr> GraphImporter::toAttr(const TensorProto &tensor,
-                                                   Location loc) {
+FailureOr<std::string> GraphImporter::tensorBytes(const TensorProto &tensor,
+                                                  Location loc) {
   Type element = elementType(tensor.data_type());
   if (!element)
     return emitError(loc) << "tensor '" << tensor.name() << "' has element type "
                           << onnxTypeName(tensor.data_type())
                           << ", which cleave does not support",
            failure();
-  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  auto type = RankedTensorType::get(shape, element);
-  int64_t count = type.getNumElements();
+  int64_t count = 1;
+  for (int64_t d : tensor.dims())
+    count *= d;
   unsigned width = element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
-
-  // Gather the little-endian bytes, from raw_data or the typed fields.
   std::string bytes;
   if (tensor.has_raw_data()) {
     bytes = tensor.raw_data();
@@ -103,18 +101,29 @@ FailureOr<DenseElementsAttr> GraphImporter::toAttr(const TensorProto &tensor,
   }
   if (static_cast<int64_t>(bytes.size()) != count * width)
     return emitError(loc) << "tensor '" << tensor.name() << "' holds "
-                          << bytes.size() << " bytes of data but its shape "
-                          << type << " needs " << count * width
+                          << bytes.size() << " bytes of data but its "
+                          << count << " elements need " << count * width
                           << "; the model file is corrupt",
            failure();
+  return bytes;
+}
+
+FailureOr<DenseElementsAttr> GraphImporter::toAttr(const TensorProto &tensor,
+                                                   Location loc) {
+  FailureOr<std::string> bytes = tensorBytes(tensor, loc);
+  if (failed(bytes))
+    return failure();
+  Type element = elementType(tensor.data_type());
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  auto type = RankedTensorType::get(shape, element);
   if (element.isInteger(1)) {
     SmallVector<bool> values;
-    for (char c : bytes)
+    for (char c : *bytes)
       values.push_back(c != 0);
     return DenseElementsAttr::get(type, ArrayRef<bool>(values));
   }
   return DenseElementsAttr::getFromRawBuffer(
-      type, ArrayRef<char>(bytes.data(), bytes.size()));
+      type, ArrayRef<char>(bytes->data(), bytes->size()));
 }
 
 FailureOr<RankedTensorType> GraphImporter::typeOf(const std::string &name,
@@ -214,13 +223,11 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
       constants_[init.name()] = &init;
       continue;
     }
+    FailureOr<std::string> bytes = tensorBytes(init, fileLoc_);
+    if (failed(bytes))
+      return failure();
+    initialValues_[init.name()] = std::move(*bytes);
     Type element = elementType(init.data_type());
-    if (!element)
-      return emitError(fileLoc_)
-                 << "initializer '" << init.name() << "' has element type "
-                 << onnxTypeName(init.data_type())
-                 << ", which cleave does not support",
-             failure();
     argTypes.push_back(RankedTensorType::get(
         SmallVector<int64_t>(init.dims().begin(), init.dims().end()), element));
     StringRef attrName = role == InitializerRole::Param

@@ -38,6 +38,9 @@ public:
               llvm::function_ref<InitializerRole(const onnx::TensorProto &)>
                   roleOf);
 
+  /// The bytes of every initializer that became an argument, by name.
+  llvm::StringMap<std::string> &initialValues() { return initialValues_; }
+
   // Services for NodeImporter.
   OpBuilder &builder() { return builder_; }
   int64_t opset() const { return opset_; }
@@ -52,6 +55,10 @@ public:
 
   /// Converts an ONNX element type; null when cleave does not support it.
   Type elementType(int32_t onnxType);
+  /// The little-endian bytes of a tensor, from raw_data or the typed
+  /// fields; reports unsupported types or inconsistent sizes at `loc`.
+  FailureOr<std::string> tensorBytes(const onnx::TensorProto &tensor,
+                                     Location loc);
   /// Converts a tensor constant, reporting unsupported types at `loc`.
   FailureOr<DenseElementsAttr> toAttr(const onnx::TensorProto &tensor,
                                       Location loc);
@@ -71,6 +78,7 @@ private:
   std::map<std::string, const onnx::TensorProto *> constants_;
   std::map<std::string, const onnx::TypeProto *> types_;
   std::set<std::string> used_;
+  llvm::StringMap<std::string> initialValues_;
 };
 
 } // namespace mlir::cleave

@@ -321,8 +321,10 @@ std::vector<std::string> supportedOnnxOperators() {
   return supportedOnnxOperatorsOf(importTable());
 }
 
-OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
-                                      const ImportOptions &options) {
+OwningOpRef<ModuleOp>
+importOnnxModel(MLIRContext &context, StringRef path,
+                const ImportOptions &options,
+                llvm::StringMap<std::string> *initialValues) {
   context.loadDialect<CleaveDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   ::cleave::frontend::LoadOptions loadOptions{options.shapeBindings};
@@ -364,6 +366,8 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
   eraseDeadOps(*module);
   if (failed(verify(*module)))
     return {};
+  if (initialValues)
+    *initialValues = std::move(importer.initialValues());
   return module;
 }
 

@@ -7,6 +7,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 #include <vector>
@@ -26,8 +27,12 @@ struct ImportOptions {
 /// module holding one func per graph: the inference graph, and one per
 /// training_info algorithm. Returns null after emitting diagnostics that name
 /// the file, node or tensor at fault.
-OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
-                                      const ImportOptions &options);
+/// `initialValues`, when given, receives the little-endian bytes of every
+/// initializer that became a function argument (parameters and states).
+OwningOpRef<ModuleOp>
+importOnnxModel(MLIRContext &context, StringRef path,
+                const ImportOptions &options,
+                llvm::StringMap<std::string> *initialValues = nullptr);
 
 /// The ONNX operator types the importer supports, sorted.
 std::vector<std::string> supportedOnnxOperators();

@@ -69,14 +69,18 @@ struct Pow {
           return (b % 2 == 0) ? T(1) : T(-1);
         return 0;
       }
-      T result = 1;
-      T base = a;
+      // Unsigned 64-bit arithmetic wraps on overflow (as numpy does)
+      // instead of being undefined; its low bits are the two's complement
+      // product in T.
+      uint64_t result = 1;
+      uint64_t base = static_cast<uint64_t>(a);
       for (E e = b; e > 0; e >>= 1) {
         if (e & 1)
           result *= base;
-        base *= base;
+        if (e > 1)
+          base *= base;
       }
-      return result;
+      return static_cast<T>(result);
     }
   }
 };

@@ -20,6 +20,8 @@ public:
 
 /// `cleave import MODEL`: prints the imported IR.
 std::unique_ptr<Command> makeImportCommand();
+/// `cleave compile MODEL -o train`: builds a training program.
+std::unique_ptr<Command> makeCompileCommand();
 
 /// Installs a diagnostic handler that prints `FILE: error: message` (plus
 /// notes) to stderr, and returns whether any error was reported.

@@ -1,6 +1,6 @@
 //===- cleave.cpp - the cleave compiler driver ----------------------------===//
 //
-// `cleave <command> [options]`. Commands so far: import.
+// `cleave <command> [options]`. Commands so far: import, compile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +82,7 @@ int main(int argc, char **argv) {
   });
   std::vector<std::unique_ptr<cleave::driver::Command>> commands;
   commands.push_back(cleave::driver::makeImportCommand());
+  commands.push_back(cleave::driver::makeCompileCommand());
   if (!llvm::cl::ParseCommandLineOptions(
           argc, argv,
           "Cleave: compiles an ONNX training graph into a distributed "

@@ -44,6 +44,10 @@ TEST(ElementwiseBodies, PowIntegerIsExact) {
   EXPECT_EQ(body::Pow()(int64_t(1), int64_t(-3)), 1);
   EXPECT_EQ(body::Pow()(int64_t(-1), int64_t(-3)), -1);
   EXPECT_EQ(body::Pow()(int64_t(-1), int64_t(-4)), 1);
+  // Overflow wraps modulo 2^32, as numpy's int32 power does.
+  EXPECT_EQ(body::Pow()(int32_t(3), int32_t(20)), -808182895);
+  EXPECT_EQ(body::Pow()(int32_t(3), int32_t(21)), 1870418611);
+  EXPECT_EQ(body::Pow()(int32_t(-3), int32_t(3)), -27);
 }
 
 TEST(ElementwiseBodies, ComparisonsAndWhere) {

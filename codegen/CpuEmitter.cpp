@@ -1,0 +1,747 @@
+//===- CpuEmitter.cpp - training step to C++ for the cpu target -----------===//
+//
+// One runtime call per op, in program order, on buffers laid out by the
+// memory plan. Buffers are named after the ONNX node (or tensor) they come
+// from, and every call carries its node name in a comment, so the source
+// reads like the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CpuEmitter.h"
+#include "codegen/MemoryPlan.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using llvm::formatv;
+
+namespace mlir::cleave {
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// The C++ element type of a tensor.
+std::string cType(Type element) {
+  if (element.isF32())
+    return "float";
+  if (element.isF64())
+    return "double";
+  if (element.isInteger(1))
+    return "bool";
+  if (element.isUnsignedInteger(8))
+    return "uint8_t";
+  if (auto integer = dyn_cast<IntegerType>(element))
+    return formatv("int{0}_t", integer.getWidth()).str();
+  return "";
+}
+
+std::string dtypeEnum(Type element) {
+  if (element.isF32())
+    return "DType::F32";
+  if (element.isF64())
+    return "DType::F64";
+  if (element.isInteger(64))
+    return "DType::I64";
+  if (element.isInteger(32))
+    return "DType::I32";
+  if (element.isInteger(1))
+    return "DType::Bool";
+  return "";
+}
+
+std::string shapeLiteral(Value value) {
+  std::string text = "Shape{";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(tensorType(value).getShape(), os);
+  os << "}";
+  return text;
+}
+
+std::string listLiteral(ArrayRef<int64_t> values) {
+  std::string text = "{";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(values, os);
+  os << "}";
+  return text;
+}
+
+/// The ONNX node name in a location, if any.
+std::string nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+/// A C identifier from an ONNX name: `/h.0/attn/MatMul` -> `h_0_attn_MatMul`.
+std::string identifier(StringRef name) {
+  std::string id;
+  for (char c : name)
+    id += llvm::isAlnum(c) ? c : '_';
+  size_t start = id.find_first_not_of('_');
+  id = start == std::string::npos ? "" : id.substr(start);
+  if (id.empty() || llvm::isDigit(id[0]))
+    id = "t_" + id;
+  return id;
+}
+
+std::string floatLiteral(double value) {
+  if (std::isinf(value))
+    return value > 0 ? "INFINITY" : "-INFINITY";
+  if (std::isnan(value))
+    return "NAN";
+  return formatv("{0:e9}", value).str();
+}
+
+class Emitter {
+public:
+  Emitter(func::FuncOp func, const CpuEmitOptions &options)
+      : func(func), options(options), plan(planMemory(func)) {}
+
+  FailureOr<EmittedProgram> run();
+
+private:
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitConstant(ConstantOp op);
+
+  /// The expression naming `value`'s buffer, typed.
+  std::string ref(Value value) { return names.lookup(value); }
+  std::string elementType(Value value) {
+    return cType(tensorType(value).getElementType());
+  }
+  std::string numElements(Value value) {
+    return std::to_string(tensorType(value).getNumElements());
+  }
+  /// Declares the variable of an op result (unless it is an alias).
+  void declare(Value value, StringRef base);
+  std::string uniqueName(StringRef base) {
+    std::string name = identifier(base);
+    std::string candidate = name;
+    for (int i = 1; !usedNames.insert(candidate).second; ++i)
+      candidate = name + "_" + std::to_string(i);
+    return candidate;
+  }
+  /// A `const int64_t name[] = {...};` declaration; returns the name.
+  std::string array(StringRef base, ArrayRef<int64_t> values) {
+    std::string name = uniqueName(base);
+    body << formatv("  const int64_t {0}[] = {1};\n", name,
+                    listLiteral(values.empty() ? ArrayRef<int64_t>{0} : values));
+    return name;
+  }
+  void call(Operation *op, const std::string &text) {
+    std::string node = nodeName(op->getLoc());
+    body << "  " << text << ";";
+    if (!node.empty())
+      body << "  // " << node;
+    body << "\n";
+  }
+
+  func::FuncOp func;
+  const CpuEmitOptions &options;
+  MemoryPlan plan;
+  llvm::DenseMap<Value, std::string> names;
+  llvm::StringSet<> usedNames;
+  std::string globalsText, bodyText;
+  llvm::raw_string_ostream globals{globalsText}, body{bodyText};
+  int64_t dropoutCount = 0;
+};
+
+void Emitter::declare(Value value, StringRef base) {
+  Value root = plan.root(value);
+  if (root != value) {
+    names[value] = names.lookup(root);
+    return;
+  }
+  std::string name = uniqueName(base);
+  names[value] = name;
+  body << formatv("  auto *{0} = reinterpret_cast<{1} *>(ctx.arena + {2});\n",
+                  name, elementType(value), plan.arenaOffset.lookup(value));
+}
+
+LogicalResult Emitter::emitConstant(ConstantOp op) {
+  auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!attr)
+    return op.emitOpError("has a non-dense value the cpu target cannot emit");
+  std::string base = nodeName(op.getLoc());
+  std::string name = "k" + uniqueName(base.empty() ? "constant" : base);
+  std::string type = elementType(op.getResult());
+  int64_t count = attr.getNumElements();
+  globals << formatv("// {0}\nstatic const {1} {2}[{3}] = {{", base, type, name,
+                     count);
+  Type element = attr.getElementType();
+  if (attr.isSplat() && count > 1) {
+    bool zero = isa<FloatType>(element)
+                    ? attr.getSplatValue<APFloat>().isZero()
+                    : attr.getSplatValue<APInt>().isZero();
+    if (!zero)
+      return op.emitOpError("is a large non-zero splat, which the cpu "
+                            "target does not emit yet");
+  } else if (isa<FloatType>(element)) {
+    llvm::interleaveComma(attr.getValues<APFloat>(), globals,
+                          [&](const APFloat &v) {
+                            globals << floatLiteral(v.convertToDouble());
+                          });
+  } else if (element.isInteger(1)) {
+    llvm::interleaveComma(attr.getValues<bool>(), globals,
+                          [&](bool v) { globals << (v ? "true" : "false"); });
+  } else {
+    llvm::interleaveComma(attr.getValues<APInt>(), globals,
+                          [&](const APInt &v) {
+                            globals << v.getSExtValue();
+                            if (element.isInteger(64))
+                              globals << "LL";
+                          });
+  }
+  globals << "};\n";
+  names[op.getResult()] = name;
+  return success();
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return emitConstant(constant);
+  std::string base = nodeName(op->getLoc());
+  if (base.empty())
+    base = op->getName().stripDialect().str();
+  for (auto [i, result] : llvm::enumerate(op->getResults()))
+    declare(result, op->getNumResults() > 1
+                        ? base + "_" + std::to_string(i)
+                        : base);
+  auto t = [&](Value v) { return ref(v); };
+  auto s = [&](Value v) { return shapeLiteral(v); };
+  auto n = [&](Value v) { return numElements(v); };
+  auto unary = [&](const char *bodyName) {
+    call(op, formatv("mapUnary({0}, {1}, {2}, body::{3}{{})", t(op->getOperand(0)),
+                     t(op->getResult(0)), n(op->getResult(0)), bodyName));
+    return success();
+  };
+  auto binary = [&](const char *bodyName) {
+    Value a = op->getOperand(0), b = op->getOperand(1), r = op->getResult(0);
+    call(op, formatv("mapBinary({0}, {1}, {2}, {3}, {4}, {5}, body::{6}{{})",
+                     t(a), s(a), t(b), s(b), t(r), s(r), bodyName));
+    return success();
+  };
+  auto window = [&](ArrayRef<int64_t> values, StringRef what) {
+    return array(base + "_" + what.str(), values);
+  };
+  auto nullable = [&](Value v) { return v ? t(v) : std::string("nullptr"); };
+  auto reduction = [&](LossReduction r) {
+    return formatv("Reduction::{0}", stringifyLossReduction(r) == "none"
+                                         ? "None"
+                                         : stringifyLossReduction(r) == "sum"
+                                               ? "Sum"
+                                               : "Mean")
+        .str();
+  };
+  auto ignore = [&](IntegerAttr index) {
+    return formatv("{0}, {1}", index ? "true" : "false",
+                   index ? index.getInt() : 0)
+        .str();
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](AddOp) { return binary("Add"); })
+      .Case([&](SubOp) { return binary("Sub"); })
+      .Case([&](MulOp) { return binary("Mul"); })
+      .Case([&](DivOp) { return binary("Div"); })
+      .Case([&](PowOp) { return binary("Pow"); })
+      .Case([&](EqualOp) { return binary("Equal"); })
+      .Case([&](LessOp) { return binary("Less"); })
+      .Case([&](WhereOp where) {
+        Value c = where.getCondition(), a = where.getOnTrue(),
+              b = where.getOnFalse(), r = where.getResult();
+        call(op, formatv("mapTernary({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                         "body::Where{{})",
+                         t(c), s(c), t(a), s(a), t(b), s(b), t(r), s(r)));
+        return success();
+      })
+      .Case([&](SqrtOp) { return unary("Sqrt"); })
+      .Case([&](NegOp) { return unary("Neg"); })
+      .Case([&](ErfOp) { return unary("Erf"); })
+      .Case([&](TanhOp) { return unary("Tanh"); })
+      .Case([&](SigmoidOp) { return unary("Sigmoid"); })
+      .Case([&](ReluOp) { return unary("Relu"); })
+      .Case([&](ExpOp) { return unary("Exp"); })
+      .Case([&](LogOp) { return unary("Log"); })
+      .Case([&](CastOp cast) {
+        call(op, formatv("mapUnary({0}, {1}, {2}, body::Cast<{3}>{{})",
+                         t(cast.getInput()), t(cast.getResult()),
+                         n(cast.getResult()), elementType(cast.getResult())));
+        return success();
+      })
+      .Case([&](ReshapeOp) {
+        body << "  // " << base << ": a view of its input\n";
+        return success();
+      })
+      .Case([&](GemmOp gemm) {
+        ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
+        ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
+        int64_t k = gemm.getTransA() ? a[0] : a[1];
+        float beta = gemm.getBeta().convertToFloat();
+        if (Value c = gemm.getC())
+          call(op, formatv("broadcastTo({0}, {1}, {2}, {3})", t(c), s(c),
+                           t(gemm.getResult()), s(gemm.getResult())));
+        else
+          beta = 0;
+        call(op, formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8}f, {9})",
+                         gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,
+                         floatLiteral(gemm.getAlpha().convertToFloat()),
+                         t(gemm.getA()), t(gemm.getB()), floatLiteral(beta),
+                         t(gemm.getResult())));
+        return success();
+      })
+      .Case([&](MatmulOp matmul) {
+        call(op, formatv("matmul({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(matmul.getLhs()), s(matmul.getLhs()),
+                         t(matmul.getRhs()), s(matmul.getRhs()),
+                         t(matmul.getResult()), s(matmul.getResult())));
+        return success();
+      })
+      .Case([&](SoftmaxOp softmax) {
+        call(op, formatv("softmax({0}, {1}, {2}, false, {3})",
+                         t(softmax.getInput()), s(softmax.getInput()),
+                         softmax.getAxis(), t(softmax.getResult())));
+        return success();
+      })
+      .Case([&](LogSoftmaxOp softmax) {
+        call(op, formatv("softmax({0}, {1}, {2}, true, {3})",
+                         t(softmax.getInput()), s(softmax.getInput()),
+                         softmax.getAxis(), t(softmax.getResult())));
+        return success();
+      })
+      .Case([&](SoftmaxGradOp grad) {
+        call(op, formatv("softmaxGrad({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(grad.getOutput()), t(grad.getOutputGrad()),
+                         s(grad.getOutput()), grad.getAxis(), grad.getLog(),
+                         t(grad.getInputGrad())));
+        return success();
+      })
+      .Case([&](LayerNormOp norm) {
+        call(op, formatv("layerNorm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8})",
+                         t(norm.getInput()), s(norm.getInput()), norm.getAxis(),
+                         t(norm.getScale()), nullable(norm.getBias()),
+                         floatLiteral(norm.getEpsilon().convertToFloat()),
+                         t(norm.getY()), t(norm.getMean()),
+                         t(norm.getInvStdDev())));
+        return success();
+      })
+      .Case([&](LayerNormGradOp grad) {
+        call(op, formatv("layerNormGrad({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                         "{7}, {8}, {9})",
+                         t(grad.getOutputGrad()), t(grad.getInput()),
+                         s(grad.getInput()), grad.getAxis(), t(grad.getScale()),
+                         t(grad.getMean()), t(grad.getInvStdDev()),
+                         t(grad.getInputGrad()), t(grad.getScaleGrad()),
+                         t(grad.getBiasGrad())));
+        return success();
+      })
+      .Case([&](BatchNormOp norm) {
+        call(op, formatv("batchNorm({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
+                         "{8}, {9}, {10}, {11})",
+                         t(norm.getInput()), s(norm.getInput()),
+                         t(norm.getScale()), t(norm.getBias()),
+                         t(norm.getRunningMean()), t(norm.getRunningVar()),
+                         floatLiteral(norm.getEpsilon().convertToFloat()),
+                         floatLiteral(norm.getMomentum().convertToFloat()),
+                         norm.getTraining(), t(norm.getY()),
+                         t(norm.getNewRunningMean()),
+                         t(norm.getNewRunningVar())));
+        return success();
+      })
+      .Case([&](BatchNormGradOp grad) {
+        call(op, formatv("batchNormGrad({0}, {1}, {2}, {3}, {4}f, {5}, {6}, {7})",
+                         t(grad.getOutputGrad()), t(grad.getInput()),
+                         s(grad.getInput()), t(grad.getScale()),
+                         floatLiteral(grad.getEpsilon().convertToFloat()),
+                         t(grad.getInputGrad()), t(grad.getScaleGrad()),
+                         t(grad.getBiasGrad())));
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
+        const char *kind = isa<ReduceSumOp>(op)    ? "Sum"
+                           : isa<ReduceMeanOp>(op) ? "Mean"
+                                                   : "Max";
+        std::string axes = window(reduce.getAxes(), "axes");
+        call(op, formatv("reduce(ReduceKind::{0}, {1}, {2}, {3}, {4}, {5})",
+                         kind, t(reduce.getInput()), s(reduce.getInput()), axes,
+                         reduce.getAxes().size(), t(reduce.getResult())));
+        return success();
+      })
+      .Case([&](TransposeOp transpose) {
+        std::string perm = window(transpose.getPermutation(), "perm");
+        call(op, formatv("transpose({0}, {1}, {2}, {3})",
+                         t(transpose.getInput()), s(transpose.getInput()), perm,
+                         t(transpose.getResult())));
+        return success();
+      })
+      .Case([&](BroadcastToOp broadcast) {
+        call(op, formatv("broadcastTo({0}, {1}, {2}, {3})",
+                         t(broadcast.getInput()), s(broadcast.getInput()),
+                         t(broadcast.getResult()), s(broadcast.getResult())));
+        return success();
+      })
+      .Case([&](ConcatOp concat) {
+        std::string inputs = uniqueName(base + "_inputs");
+        std::string shapes = uniqueName(base + "_shapes");
+        body << formatv("  const {0} *{1}[] = {{", elementType(concat.getResult()),
+                        inputs);
+        llvm::interleaveComma(concat.getInputs(), body,
+                              [&](Value v) { body << t(v); });
+        body << formatv("};\n  const Shape {0}[] = {{", shapes);
+        llvm::interleaveComma(concat.getInputs(), body,
+                              [&](Value v) { body << s(v); });
+        body << "};\n";
+        call(op, formatv("concat({0}, {1}, {2}, {3}, {4})", inputs, shapes,
+                         concat.getInputs().size(), concat.getAxis(),
+                         t(concat.getResult())));
+        return success();
+      })
+      .Case([&](SplitOp split) {
+        std::string outs = uniqueName(base + "_outputs");
+        SmallVector<int64_t> sizes;
+        body << formatv("  {0} *{1}[] = {{", elementType(split.getInput()), outs);
+        llvm::interleaveComma(split.getResults(), body, [&](Value v) {
+          body << t(v);
+          sizes.push_back(tensorType(v).getDimSize(split.getAxis()));
+        });
+        body << "};\n";
+        std::string sizesName = window(sizes, "sizes");
+        call(op, formatv("split({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(split.getInput()), s(split.getInput()),
+                         split.getAxis(), sizesName, sizes.size(), outs));
+        return success();
+      })
+      .Case([&](SliceOp slice) {
+        std::string offsets = window(slice.getOffsets(), "offsets");
+        std::string strides = window(slice.getStrides(), "strides");
+        call(op, formatv("slice({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(slice.getInput()), s(slice.getInput()), offsets,
+                         strides, t(slice.getResult()), s(slice.getResult())));
+        return success();
+      })
+      .Case([&](SliceGradOp grad) {
+        std::string offsets = window(grad.getOffsets(), "offsets");
+        std::string strides = window(grad.getStrides(), "strides");
+        call(op, formatv("sliceGrad({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
+                         offsets, strides, t(grad.getInputGrad()),
+                         s(grad.getInputGrad())));
+        return success();
+      })
+      .Case([&](GatherOp gather) {
+        call(op, formatv("gather({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(gather.getData()), s(gather.getData()),
+                         t(gather.getIndices()), n(gather.getIndices()),
+                         gather.getAxis(), t(gather.getResult())));
+        return success();
+      })
+      .Case([&](GatherGradOp grad) {
+        call(op, formatv("gatherGrad({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(grad.getOutputGrad()), t(grad.getIndices()),
+                         n(grad.getIndices()), grad.getAxis(),
+                         t(grad.getDataGrad()), s(grad.getDataGrad())));
+        return success();
+      })
+      .Case([&](ConvOp conv) {
+        std::string strides = window(conv.getStrides(), "strides"),
+                    pads = window(conv.getPads(), "pads"),
+                    dilations = window(conv.getDilations(), "dilations");
+        call(op, formatv("conv({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
+                         "{9}, {10})",
+                         t(conv.getInput()), s(conv.getInput()),
+                         t(conv.getWeight()), s(conv.getWeight()),
+                         nullable(conv.getBias()), strides, pads, dilations,
+                         conv.getGroup(), t(conv.getResult()),
+                         s(conv.getResult())));
+        return success();
+      })
+      .Case([&](ConvGradInputOp grad) {
+        std::string strides = window(grad.getStrides(), "strides"),
+                    pads = window(grad.getPads(), "pads"),
+                    dilations = window(grad.getDilations(), "dilations");
+        call(op, formatv("convGradInput({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                         "{8}, {9})",
+                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
+                         t(grad.getWeight()), s(grad.getWeight()), strides,
+                         pads, dilations, grad.getGroup(),
+                         t(grad.getInputGrad()), s(grad.getInputGrad())));
+        return success();
+      })
+      .Case([&](ConvGradWeightOp grad) {
+        std::string strides = window(grad.getStrides(), "strides"),
+                    pads = window(grad.getPads(), "pads"),
+                    dilations = window(grad.getDilations(), "dilations");
+        call(op, formatv("convGradWeight({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                         "{7}, {8}, {9})",
+                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
+                         t(grad.getInput()), s(grad.getInput()), strides, pads,
+                         dilations, grad.getGroup(), t(grad.getWeightGrad()),
+                         s(grad.getWeightGrad())));
+        return success();
+      })
+      .Case([&](MaxPoolOp pool) {
+        std::string kernel = window(pool.getKernelShape(), "kernel"),
+                    strides = window(pool.getStrides(), "strides"),
+                    pads = window(pool.getPads(), "pads"),
+                    dilations = window(pool.getDilations(), "dilations");
+        call(op, formatv("maxPool({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7})",
+                         t(pool.getInput()), s(pool.getInput()), kernel,
+                         strides, pads, dilations, t(pool.getResult()),
+                         s(pool.getResult())));
+        return success();
+      })
+      .Case([&](MaxPoolGradOp grad) {
+        std::string kernel = window(grad.getKernelShape(), "kernel"),
+                    strides = window(grad.getStrides(), "strides"),
+                    pads = window(grad.getPads(), "pads"),
+                    dilations = window(grad.getDilations(), "dilations");
+        // The output gradient's shape is the forward result's.
+        call(op, formatv("maxPoolGrad({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                         "{8})",
+                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
+                         t(grad.getInput()), s(grad.getInput()), kernel,
+                         strides, pads, dilations, t(grad.getInputGrad())));
+        return success();
+      })
+      .Case([&](AvgPoolOp pool) {
+        std::string kernel = window(pool.getKernelShape(), "kernel"),
+                    strides = window(pool.getStrides(), "strides"),
+                    pads = window(pool.getPads(), "pads");
+        call(op, formatv("avgPool({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7})",
+                         t(pool.getInput()), s(pool.getInput()), kernel,
+                         strides, pads, pool.getCountIncludePad(),
+                         t(pool.getResult()), s(pool.getResult())));
+        return success();
+      })
+      .Case([&](AvgPoolGradOp grad) {
+        std::string kernel = window(grad.getKernelShape(), "kernel"),
+                    strides = window(grad.getStrides(), "strides"),
+                    pads = window(grad.getPads(), "pads");
+        call(op, formatv("avgPoolGrad({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7})",
+                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
+                         kernel, strides, pads, grad.getCountIncludePad(),
+                         t(grad.getInputGrad()), s(grad.getInputGrad())));
+        return success();
+      })
+      .Case([&](SoftmaxCrossEntropyOp loss) {
+        call(op, formatv("softmaxCrossEntropy({0}, {1}, {2}, {3}, {4}, {5}, "
+                         "{6}, {7})",
+                         t(loss.getScores()), s(loss.getScores()),
+                         t(loss.getLabels()), nullable(loss.getWeights()),
+                         reduction(loss.getReduction()),
+                         ignore(loss.getIgnoreIndexAttr()), t(loss.getLoss()),
+                         t(loss.getLogProb())));
+        return success();
+      })
+      .Case([&](SoftmaxCrossEntropyGradOp grad) {
+        call(op, formatv("softmaxCrossEntropyGrad({0}, {1}, {2}, {3}, {4}, "
+                         "{5}, {6}, {7})",
+                         t(grad.getLossGrad()), t(grad.getLogProb()),
+                         s(grad.getLogProb()), t(grad.getLabels()),
+                         nullable(grad.getWeights()),
+                         reduction(grad.getReduction()),
+                         ignore(grad.getIgnoreIndexAttr()),
+                         t(grad.getScoresGrad())));
+        return success();
+      })
+      .Case([&](NllLossOp loss) {
+        call(op, formatv("nllLoss({0}, {1}, {2}, {3}, {4}, {5}, {6})",
+                         t(loss.getInput()), s(loss.getInput()),
+                         t(loss.getTarget()), nullable(loss.getWeight()),
+                         reduction(loss.getReduction()),
+                         ignore(loss.getIgnoreIndexAttr()), t(loss.getLoss())));
+        return success();
+      })
+      .Case([&](NllLossGradOp grad) {
+        call(op, formatv("nllLossGrad({0}, {1}, {2}, {3}, {4}, {5}, {6})",
+                         t(grad.getLossGrad()), s(grad.getInputGrad()),
+                         t(grad.getTarget()), nullable(grad.getWeight()),
+                         reduction(grad.getReduction()),
+                         ignore(grad.getIgnoreIndexAttr()),
+                         t(grad.getInputGrad())));
+        return success();
+      })
+      .Case([&](DropoutOp dropout) -> LogicalResult {
+        if (!dropout.getTraining()) {
+          call(op, formatv("std::copy_n({0}, {1}, {2})", t(dropout.getInput()),
+                           n(dropout.getInput()), t(dropout.getOutput())));
+          call(op, formatv("std::fill_n({0}, {1}, true)", t(dropout.getMask()),
+                           n(dropout.getMask())));
+          return success();
+        }
+        // Masks are a pure function of (seed, dropout number, step, index),
+        // the same in every run and on every target.
+        call(op, formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, "
+                         "{5})",
+                         t(dropout.getInput()), n(dropout.getInput()),
+                         floatLiteral(dropout.getRatio().convertToFloat()),
+                         dropoutCount++, t(dropout.getOutput()),
+                         t(dropout.getMask())));
+        return success();
+      })
+      .Case([&](SgdOp sgd) {
+        call(op, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}f, {5}f, {6}f, {7}, "
+                         "{8}f, ctx.step)",
+                         t(sgd.getParam()), t(sgd.getGrad()),
+                         nullable(sgd.getMomentumBuffer()), n(sgd.getParam()),
+                         floatLiteral(sgd.getLr().convertToFloat()),
+                         floatLiteral(sgd.getMomentum().convertToFloat()),
+                         floatLiteral(sgd.getDampening().convertToFloat()),
+                         sgd.getNesterov(),
+                         floatLiteral(sgd.getWeightDecay().convertToFloat())));
+        return success();
+      })
+      .Case([&](AdamwOp adamw) {
+        call(op, formatv("adamwUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}f, "
+                         "{8}f, {9}f, ctx.step)",
+                         t(adamw.getParam()), t(adamw.getGrad()),
+                         t(adamw.getExpAvg()), t(adamw.getExpAvgSq()),
+                         n(adamw.getParam()),
+                         floatLiteral(adamw.getLr().convertToFloat()),
+                         floatLiteral(adamw.getBeta1().convertToFloat()),
+                         floatLiteral(adamw.getBeta2().convertToFloat()),
+                         floatLiteral(adamw.getEps().convertToFloat()),
+                         floatLiteral(adamw.getWeightDecay().convertToFloat())));
+        return success();
+      })
+      .Default([&](Operation *) {
+        return op->emitOpError()
+               << "is not supported by the cpu target yet";
+      });
+}
+
+FailureOr<EmittedProgram> Emitter::run() {
+  EmittedProgram program;
+  Block &block = func.getBody().front();
+
+  // The tensor table: one row per argument.
+  std::string table;
+  llvm::raw_string_ostream tableOs(table);
+  for (BlockArgument arg : block.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto attrName = [&](StringRef kind) {
+      auto attr = func.getArgAttrOfType<StringAttr>(i, kind);
+      return attr ? attr.getValue() : StringRef();
+    };
+    StringRef role, name;
+    if (!(name = attrName(CleaveDialect::kInputAttrName)).empty())
+      role = "Input";
+    else if (!(name = attrName(CleaveDialect::kParamAttrName)).empty())
+      role = "Param";
+    else if (!(name = attrName(CleaveDialect::kStateAttrName)).empty())
+      role = "State";
+    else if (func.getArgAttr(i, CleaveDialect::kStepAttrName)) {
+      role = "Step";
+      name = "step";
+    } else {
+      return func.emitError() << "argument #" << i
+                              << " is neither an input, a parameter, a "
+                                 "state nor the step counter";
+    }
+    std::string element = cType(tensorType(arg).getElementType());
+    std::string dtype = dtypeEnum(tensorType(arg).getElementType());
+    if (dtype.empty())
+      return func.emitError() << "argument '" << name << "' has element type "
+                              << tensorType(arg).getElementType()
+                              << ", which the cpu target does not support";
+    int64_t offset = -1;
+    bool zeros = func.getArgAttr(i, CleaveDialect::kInitAttrName) != nullptr;
+    if ((role == "Param" || role == "State") && !zeros) {
+      offset = program.embeddedBytes;
+      int64_t bytes = tensorBytes(arg.getType());
+      program.embedded.push_back({name.str(), offset, bytes});
+      program.embeddedBytes += (bytes + 63) / 64 * 64;
+    }
+    if (role == "Param" || role == "State")
+      program.persistentBytes += tensorBytes(arg.getType());
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}},\n", name,
+                       dtype, shapeLiteral(arg), role, offset);
+    std::string var = uniqueName(name);
+    names[arg] = var;
+    body << formatv("  auto *{0} = static_cast<{1} *>(ctx.tensors[{2}]);\n",
+                    var, element, i);
+  }
+
+  for (Operation &op : block.without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
+
+  // Results: the loss is reported; updates land in their tensors.
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  bool haveLoss = false;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (func.getResultAttr(i, CleaveDialect::kLossAttrName)) {
+      body << formatv("  ctx.loss = static_cast<float>({0}[0]);\n", ref(value));
+      haveLoss = true;
+    }
+    auto target =
+        func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kUpdateAttrName);
+    if (!target)
+      continue;
+    BlockArgument arg;
+    for (BlockArgument candidate : block.getArguments())
+      for (StringRef kind :
+           {CleaveDialect::kParamAttrName, CleaveDialect::kStateAttrName})
+        if (func.getArgAttr(candidate.getArgNumber(), kind) == target)
+          arg = candidate;
+    if (!arg)
+      return func.emitError() << "result #" << i << " updates '"
+                              << target.getValue() << "', which is no argument";
+    if (plan.root(value) != arg)
+      body << formatv("  std::copy_n({0}, {1}, {2});  // update {3}\n",
+                      ref(value), numElements(value), ref(arg),
+                      target.getValue());
+  }
+  if (!haveLoss)
+    return func.emitError("has no cleave.loss result to report");
+
+  program.arenaBytes = plan.arenaBytes;
+  llvm::raw_string_ostream os(program.source);
+  os << "// Generated by cleave from " << options.modelName
+     << ". Do not edit: recompile the model instead.\n"
+     << "//\n// The training step of @" << func.getSymName()
+     << ": one runtime call per op, each commented with its ONNX node.\n"
+     << "// Scratch memory (static plan): " << plan.arenaBytes
+     << " bytes; parameters and state: " << program.persistentBytes
+     << " bytes.\n\n"
+     << "#include \"runtime/Elementwise.h\"\n"
+     << "#include \"runtime/ElementwiseBodies.h\"\n"
+     << "#include \"runtime/Kernels.h\"\n"
+     << "#include \"runtime/Program.h\"\n\n"
+     << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n\n"
+     << "using namespace cleave::rt;\nnamespace body = cleave::body;\n\n"
+     << "// The initial parameter values, embedded at link time.\n"
+     << "extern \"C\" const char cleave_initial_values[];\n"
+     << "asm(\".section .rodata\\n.balign 64\\n"
+     << ".globl cleave_initial_values\\ncleave_initial_values:\\n"
+     << ".incbin \\\"" << options.blobPath << "\\\"\\n"
+     << ".byte 0\\n.previous\\n\");\n\n"
+     << globalsText << "\n"
+     << "static const TensorSpec kTensors[] = {\n"
+     << table << "};\n\n"
+     << "static void trainStep(StepContext &ctx) {\n"
+     << bodyText << "}\n\n"
+     << "int main(int argc, char **argv) {\n"
+     << "  Program program{\"" << options.modelName << "\", kTensors, "
+     << block.getNumArguments() << ", " << plan.arenaBytes
+     << ", cleave_initial_values, " << program.embeddedBytes
+     << ", trainStep};\n"
+     << "  return runProgram(program, argc, argv);\n}\n";
+  return program;
+}
+
+} // namespace
+
+FailureOr<EmittedProgram> emitCpuProgram(func::FuncOp func,
+                                         const CpuEmitOptions &options) {
+  return Emitter(func, options).run();
+}
+
+} // namespace mlir::cleave

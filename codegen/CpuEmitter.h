@@ -1,0 +1,49 @@
+//===- CpuEmitter.h - training step to C++ for the cpu target ---*- C++ -*-===//
+
+#ifndef CLEAVE_CODEGEN_CPUEMITTER_H
+#define CLEAVE_CODEGEN_CPUEMITTER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::cleave {
+
+/// A tensor whose initial value the program embeds (a parameter, or state
+/// with an ONNX initializer), at `offset` in the initial-values blob.
+struct EmbeddedValue {
+  std::string name;
+  int64_t offset;
+  int64_t bytes;
+};
+
+struct EmittedProgram {
+  /// The C++ source of the training step and `main`.
+  std::string source;
+  /// The blob layout, in table order; the caller writes the blob.
+  std::vector<EmbeddedValue> embedded;
+  int64_t embeddedBytes = 0;
+  /// Peak scratch bytes of the static memory plan.
+  int64_t arenaBytes = 0;
+  /// Bytes of parameters, optimizer state and other persistent tensors.
+  int64_t persistentBytes = 0;
+};
+
+struct CpuEmitOptions {
+  /// Path of the file holding the initial-values blob, for `.incbin`.
+  std::string blobPath;
+  /// The model file named in the program's messages.
+  std::string modelName;
+};
+
+/// Emits `func` (a complete training step: cleave-autodiff and
+/// cleave-apply-optimizer ran) as one C++ source that calls the runtime.
+/// Emits an error at the offending op and fails for ops the emitter does
+/// not know.
+FailureOr<EmittedProgram> emitCpuProgram(func::FuncOp func,
+                                         const CpuEmitOptions &options);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_CODEGEN_CPUEMITTER_H

@@ -1,0 +1,91 @@
+//===- MemoryPlan.cpp - static scratch memory for a training step ---------===//
+
+#include "codegen/MemoryPlan.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include <map>
+
+namespace mlir::cleave {
+
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  Type element = tensor.getElementType();
+  int64_t width = element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+  return tensor.getNumElements() * width;
+}
+
+MemoryPlan planMemory(func::FuncOp func) {
+  MemoryPlan plan;
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : body)
+    position[&op] = index++;
+  const int64_t end = index;
+
+  // Storage sharing: reshapes view their input; optimizer updates write
+  // into the parameter and state buffers they read.
+  for (Operation &op : body) {
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      plan.storageOf[reshape.getResult()] = reshape.getInput();
+    else if (auto sgd = dyn_cast<SgdOp>(op)) {
+      plan.storageOf[sgd.getUpdated()[0]] = sgd.getParam();
+      if (sgd.getMomentumBuffer())
+        plan.storageOf[sgd.getUpdated()[1]] = sgd.getMomentumBuffer();
+    } else if (auto adamw = dyn_cast<AdamwOp>(op)) {
+      plan.storageOf[adamw.getNewParam()] = adamw.getParam();
+      plan.storageOf[adamw.getNewExpAvg()] = adamw.getExpAvg();
+      plan.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
+    }
+  }
+
+  // Live range of every arena buffer: from its definition to the last read
+  // of any value stored in it (returned values live to the end).
+  llvm::DenseMap<Value, std::pair<int64_t, int64_t>> range;
+  SmallVector<Value> roots;
+  for (Operation &op : body) {
+    if (isa<ConstantOp>(op))
+      continue;
+    for (Value result : op.getResults()) {
+      Value root = plan.root(result);
+      if (!root.getDefiningOp() || isa<ConstantOp>(root.getDefiningOp()))
+        continue;
+      if (!range.count(root)) {
+        range[root] = {position[root.getDefiningOp()],
+                       position[root.getDefiningOp()]};
+        roots.push_back(root);
+      }
+    }
+  }
+  for (Operation &op : body)
+    for (Value operand : op.getOperands()) {
+      Value root = plan.root(operand);
+      auto it = range.find(root);
+      if (it == range.end())
+        continue;
+      int64_t use = isa<func::ReturnOp>(op) ? end : position[&op];
+      it->second.second = std::max(it->second.second, use);
+    }
+
+  // First fit, in definition order, among the buffers still live.
+  std::multimap<int64_t, std::pair<int64_t, int64_t>> live; // offset -> (size, last)
+  for (Value root : roots) {
+    auto [def, last] = range[root];
+    for (auto it = live.begin(); it != live.end();)
+      it = it->second.second < def ? live.erase(it) : std::next(it);
+    int64_t size = (tensorBytes(root.getType()) + 63) / 64 * 64;
+    int64_t offset = 0;
+    for (auto &[start, entry] : live) {
+      if (offset + size <= start)
+        break;
+      offset = std::max(offset, start + entry.first);
+    }
+    live.emplace(offset, std::make_pair(size, last));
+    plan.arenaOffset[root] = offset;
+    plan.arenaBytes = std::max(plan.arenaBytes, offset + size);
+  }
+  return plan;
+}
+
+} // namespace mlir::cleave

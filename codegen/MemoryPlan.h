@@ -1,0 +1,37 @@
+//===- MemoryPlan.h - static scratch memory for a training step -*- C++ -*-===//
+
+#ifndef CLEAVE_CODEGEN_MEMORYPLAN_H
+#define CLEAVE_CODEGEN_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::cleave {
+
+/// Where every value of a function lives. Values that share storage with
+/// another (a reshape's result, an optimizer's in-place update) map to that
+/// value in `storageOf`; the remaining op results get an offset in one
+/// scratch arena, reused once a value's last reader has run (liveness in
+/// program order, first-fit placement, 64-byte alignment).
+struct MemoryPlan {
+  llvm::DenseMap<Value, Value> storageOf;
+  llvm::DenseMap<Value, int64_t> arenaOffset;
+  int64_t arenaBytes = 0;
+
+  /// The value whose buffer `value` uses (itself when not an alias).
+  Value root(Value value) const {
+    while (Value next = storageOf.lookup(value))
+      value = next;
+    return value;
+  }
+};
+
+/// Plans `func`'s single block. Constants and arguments are not placed.
+MemoryPlan planMemory(func::FuncOp func);
+
+/// Bytes of a statically shaped tensor.
+int64_t tensorBytes(Type type);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_CODEGEN_MEMORYPLAN_H

@@ -1,0 +1,339 @@
+//===- Driver.cpp - the training loop around a generated step -------------===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR). Parses the program's
+// command line, loads the data and initial values, runs the steps and logs
+// the loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Npy.h"
+#include "runtime/Program.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+namespace cleave::rt {
+
+int64_t dtypeSize(DType type) {
+  switch (type) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::Bool:
+    return 1;
+  }
+  return 0;
+}
+
+const char *dtypeName(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "float32";
+  case DType::F64:
+    return "float64";
+  case DType::I64:
+    return "int64";
+  case DType::I32:
+    return "int32";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+namespace {
+
+/// numpy's descr kind of a dtype ("f4", ...).
+const char *npyKind(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "f4";
+  case DType::F64:
+    return "f8";
+  case DType::I64:
+    return "i8";
+  case DType::I32:
+    return "i4";
+  case DType::Bool:
+    return "b1";
+  }
+  return "";
+}
+
+struct Options {
+  std::string data, log, dumpParams;
+  bool synthetic = false, quiet = false;
+  int64_t steps = 1;
+  uint64_t seed = 1234;
+};
+
+const char *kUsage =
+    "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
+    "          [--dump-params DIR] [--seed S] [--quiet]\n"
+    "Trains the model compiled into this program.\n"
+    "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
+    "                     step k uses the k-th batch in order, wrapping around\n"
+    "  --synthetic        random inputs (for benchmarks)\n"
+    "  --steps N          training steps (default 1)\n"
+    "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of step\n"
+    "                     k's forward pass, before its update\n"
+    "  --dump-params DIR  write each trained parameter as DIR/<name>.npy\n"
+    "  --seed S           seed of the dropout masks (default 1234)\n"
+    "  --quiet            no progress lines on stderr\n";
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+bool parseInt(const std::string &text, int64_t &value) {
+  char *end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (errno || end == text.c_str() || *end)
+    return false;
+  value = parsed;
+  return true;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    size_t eq = arg.find('=');
+    bool inlineValue = eq != std::string::npos;
+    if (inlineValue) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto takeValue = [&]() -> std::string {
+      if (inlineValue)
+        return value;
+      if (i + 1 >= argc)
+        fail("flag '" + arg + "' needs a value; run with --help");
+      return argv[++i];
+    };
+    auto takeInt = [&](int64_t minimum) {
+      std::string text = takeValue();
+      int64_t parsed;
+      if (!parseInt(text, parsed) || parsed < minimum)
+        fail("flag '" + arg + "' needs an integer >= " +
+             std::to_string(minimum) + ", not '" + text + "'");
+      return parsed;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::printf(kUsage, argv[0]);
+      std::exit(0);
+    } else if (arg == "--data") {
+      options.data = takeValue();
+    } else if (arg == "--synthetic") {
+      options.synthetic = true;
+    } else if (arg == "--steps") {
+      options.steps = takeInt(0);
+    } else if (arg == "--log") {
+      options.log = takeValue();
+    } else if (arg == "--dump-params") {
+      options.dumpParams = takeValue();
+    } else if (arg == "--seed") {
+      options.seed = static_cast<uint64_t>(takeInt(0));
+    } else if (arg == "--quiet") {
+      options.quiet = true;
+    } else {
+      fail("unknown flag '" + arg + "'; run with --help");
+    }
+  }
+  if (options.data.empty() == !options.synthetic)
+    fail(options.synthetic ? "--data and --synthetic exclude each other"
+                           : "no training data: give --data DIR (or "
+                             "--synthetic for random inputs)");
+  return options;
+}
+
+struct AlignedFree {
+  void operator()(void *p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<char, AlignedFree>;
+
+Buffer allocate(int64_t bytes) {
+  size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, size ? size : 64);
+  if (!p)
+    fail("cannot allocate " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, size ? size : 64);
+  return Buffer(static_cast<char *>(p));
+}
+
+std::string shapeText(const int64_t *dims, int rank) {
+  std::string text = "[";
+  for (int i = 0; i < rank; ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// One graph input's samples, loaded from --data or random.
+struct InputData {
+  const TensorSpec *spec;
+  NpyArray array;
+  int64_t samples = 0;
+  int64_t sampleBytes = 0;
+};
+
+InputData loadInput(const TensorSpec &spec, const Options &options) {
+  InputData input{&spec, {}, 0, 0};
+  int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
+  input.sampleBytes = spec.shape.numElements() / batch * dtypeSize(spec.dtype);
+  if (options.synthetic) {
+    // Random but valid: small floats, and zeros for integer inputs (valid
+    // class labels and token ids for any model).
+    input.samples = batch;
+    input.array.data.assign(batch * input.sampleBytes, 0);
+    if (spec.dtype == DType::F32) {
+      float *f = reinterpret_cast<float *>(input.array.data.data());
+      uint64_t state = 42;
+      for (int64_t i = 0; i < spec.shape.numElements(); ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        f[i] = static_cast<float>((state >> 40) * 0x1.0p-24) - 0.5f;
+      }
+    }
+    return input;
+  }
+  std::string path = options.data + "/" + spec.name + ".npy";
+  std::string error;
+  if (!readNpy(path, input.array, error))
+    fail(error + " (graph input '" + spec.name + "' is " +
+         dtypeName(spec.dtype) + " " +
+         shapeText(spec.shape.dims, spec.shape.rank) + ")");
+  if (input.array.kind != npyKind(spec.dtype))
+    fail("'" + path + "' holds numpy dtype '" + input.array.kind +
+         "' but graph input '" + spec.name + "' is " + dtypeName(spec.dtype) +
+         "; save it with .astype(numpy." + dtypeName(spec.dtype) + ")");
+  const std::vector<int64_t> &shape = input.array.shape;
+  bool sampleShapeMatches =
+      static_cast<int>(shape.size()) == spec.shape.rank && spec.shape.rank > 0;
+  for (int i = 1; sampleShapeMatches && i < spec.shape.rank; ++i)
+    sampleShapeMatches = shape[i] == spec.shape.dims[i];
+  if (!sampleShapeMatches)
+    fail("'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
+         " but graph input '" + spec.name + "' needs [N" +
+         shapeText(spec.shape.dims + 1, spec.shape.rank - 1).substr(1) +
+         " with samples along dim 0");
+  input.samples = shape[0];
+  if (input.samples < batch)
+    fail("'" + path + "' holds " + std::to_string(input.samples) +
+         " samples, fewer than one batch of " + std::to_string(batch));
+  return input;
+}
+
+} // namespace
+
+int runProgram(const Program &program, int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+
+  std::vector<Buffer> buffers;
+  std::vector<void *> pointers;
+  std::vector<InputData> inputs;
+  int64_t batch = 0, persistentBytes = 0;
+  for (int i = 0; i < program.numTensors; ++i) {
+    const TensorSpec &spec = program.tensors[i];
+    int64_t bytes = spec.shape.numElements() * dtypeSize(spec.dtype);
+    buffers.push_back(allocate(bytes));
+    pointers.push_back(buffers.back().get());
+    if (spec.role == Role::Input) {
+      inputs.push_back(loadInput(spec, options));
+      batch = spec.shape.rank ? spec.shape.dims[0] : 1;
+    } else if (spec.role != Role::Step) {
+      persistentBytes += bytes;
+      if (spec.initOffset >= 0) {
+        if (spec.initOffset + bytes > program.initialBytes)
+          fail("the initial value of '" + std::string(spec.name) +
+               "' lies outside the embedded data; recompile the program");
+        std::memcpy(buffers.back().get(),
+                    program.initialValues + spec.initOffset, bytes);
+      }
+    }
+  }
+  for (const InputData &input : inputs)
+    if (input.samples != inputs.front().samples)
+      fail(std::string("inputs '") + inputs.front().spec->name + "' and '" +
+           input.spec->name + "' hold different numbers of samples (" +
+           std::to_string(inputs.front().samples) + " and " +
+           std::to_string(input.samples) + ")");
+  Buffer arena = allocate(program.arenaBytes);
+
+  std::FILE *log = nullptr;
+  if (!options.log.empty() && !(log = std::fopen(options.log.c_str(), "w")))
+    fail("cannot write the log '" + options.log + "': " + std::strerror(errno));
+  if (!options.quiet)
+    std::fprintf(stderr,
+                 "%s: %lld steps, batch %lld, parameters and state %.1f MiB, "
+                 "scratch %.1f MiB\n",
+                 program.model, static_cast<long long>(options.steps),
+                 static_cast<long long>(batch), persistentBytes / 1048576.0,
+                 program.arenaBytes / 1048576.0);
+
+  StepContext context{pointers.data(), arena.get(), 0, options.seed, 0.0f};
+  auto start = std::chrono::steady_clock::now();
+  int64_t every = std::max<int64_t>(1, options.steps / 20);
+  for (int64_t step = 0; step < options.steps; ++step) {
+    for (InputData &input : inputs) {
+      char *dest = static_cast<char *>(pointers[input.spec - program.tensors]);
+      int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
+      for (int64_t j = 0; j < rows; ++j) {
+        int64_t sample = (step * rows + j) % input.samples;
+        std::memcpy(dest + j * input.sampleBytes,
+                    input.array.data.data() + sample * input.sampleBytes,
+                    input.sampleBytes);
+      }
+    }
+    for (int i = 0; i < program.numTensors; ++i)
+      if (program.tensors[i].role == Role::Step)
+        *static_cast<int64_t *>(pointers[i]) = step;
+    context.step = step;
+    program.step(context);
+    if (log)
+      std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
+                   static_cast<long long>(step), context.loss);
+    if (!options.quiet && ((step + 1) % every == 0 || step + 1 == options.steps)) {
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      double perStep = seconds / (step + 1);
+      std::fprintf(stderr,
+                   "step %lld/%lld  loss %.6f  %.0f samples/s  ETA %.1fs\n",
+                   static_cast<long long>(step + 1),
+                   static_cast<long long>(options.steps), context.loss,
+                   batch / perStep, perStep * (options.steps - step - 1));
+    }
+  }
+  if (log)
+    std::fclose(log);
+
+  if (!options.dumpParams.empty()) {
+    mkdir(options.dumpParams.c_str(), 0755);
+    for (int i = 0; i < program.numTensors; ++i) {
+      const TensorSpec &spec = program.tensors[i];
+      if (spec.role != Role::Param && spec.role != Role::State)
+        continue;
+      std::string error;
+      std::vector<int64_t> shape(spec.shape.dims,
+                                 spec.shape.dims + spec.shape.rank);
+      if (!writeNpy(options.dumpParams + "/" + spec.name + ".npy",
+                    npyKind(spec.dtype), shape, pointers[i],
+                    spec.shape.numElements() * dtypeSize(spec.dtype), error))
+        fail(error);
+    }
+  }
+  return 0;
+}
+
+} // namespace cleave::rt

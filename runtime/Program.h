@@ -1,0 +1,75 @@
+//===- Program.h - what a generated training program describes --*- C++ -*-===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR). A generated program is a
+// table of named tensors plus one step function; runProgram (Driver.cpp)
+// does everything around it: command line, data loading, initial values,
+// the training loop and logging.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_PROGRAM_H
+#define CLEAVE_RUNTIME_PROGRAM_H
+
+#include "runtime/Shape.h"
+
+#include <cstdint>
+
+namespace cleave::rt {
+
+enum class DType : int { F32, F64, I64, I32, Bool };
+
+/// Bytes per element.
+int64_t dtypeSize(DType type);
+/// numpy's name of the type ("float32", ...).
+const char *dtypeName(DType type);
+
+enum class Role : int {
+  /// A graph input, fed from `--data DIR/<name>.npy` one batch per step.
+  Input,
+  /// A trainable parameter; persistent; starts from its ONNX initializer.
+  Param,
+  /// Optimizer or BatchNorm state; persistent; starts from its initializer,
+  /// or zeros.
+  State,
+  /// The step counter (int64, 0 at the first step).
+  Step,
+};
+
+struct TensorSpec {
+  const char *name;
+  DType dtype;
+  Shape shape;
+  Role role;
+  /// Byte offset of the initial value in Program::initialValues; -1: zeros.
+  int64_t initOffset;
+};
+
+/// What the step function sees: one pointer per TensorSpec (in table
+/// order), the scratch arena, and where to put the loss.
+struct StepContext {
+  void *const *tensors;
+  char *arena;
+  int64_t step;
+  /// Seed of the dropout masks (--seed).
+  uint64_t seed;
+  float loss;
+};
+
+struct Program {
+  /// The ONNX model the program was compiled from.
+  const char *model;
+  const TensorSpec *tensors;
+  int numTensors;
+  /// Scratch bytes the step needs (the compiler's static memory plan).
+  int64_t arenaBytes;
+  const char *initialValues;
+  int64_t initialBytes;
+  void (*step)(StepContext &);
+};
+
+/// Runs the training loop; returns the process exit code.
+int runProgram(const Program &program, int argc, char **argv);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_PROGRAM_H

@@ -1,0 +1,298 @@
+//===- CompileCommand.cpp - `cleave compile` ------------------------------===//
+//
+// Imports a model, builds its training step (autodiff, optimizer), emits the
+// cpu target's C++ and compiles it into a training binary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/cleave/Commands.h"
+#include "tools/cleave/ImportFlags.h"
+
+#include "codegen/CpuEmitter.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#ifndef CLEAVE_HOST_CXX
+#define CLEAVE_HOST_CXX "c++"
+#endif
+#ifndef CLEAVE_SOURCE_DIR
+#define CLEAVE_SOURCE_DIR "."
+#endif
+#ifndef CLEAVE_RUNTIME_LIBRARY
+#define CLEAVE_RUNTIME_LIBRARY "libCleaveRuntime.a"
+#endif
+
+namespace cleave::driver {
+
+namespace {
+
+enum class Emit { Mlir, Source, Binary };
+enum class Optimizer { Sgd, AdamW };
+
+/// The training flags: optimizer, hyper-parameters, frozen parameters.
+struct TrainingFlags {
+  explicit TrainingFlags(cl::SubCommand &sub)
+      : optimizer("optimizer", cl::desc("Optimizer (PyTorch semantics)"),
+                  cl::values(clEnumValN(Optimizer::Sgd, "sgd", "torch.optim.SGD"),
+                             clEnumValN(Optimizer::AdamW, "adamw",
+                                        "torch.optim.AdamW")),
+                  cl::init(Optimizer::Sgd), cl::sub(sub)),
+        lr("lr", cl::desc("Learning rate"), cl::init(0.01), cl::sub(sub)),
+        momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                 cl::sub(sub)),
+        dampening("dampening", cl::desc("SGD dampening"), cl::init(0.0),
+                  cl::sub(sub)),
+        nesterov("nesterov", cl::desc("SGD Nesterov momentum"), cl::sub(sub)),
+        weightDecay("weight-decay",
+                    cl::desc("Weight decay (decoupled for AdamW; default 0 "
+                             "for SGD, 0.01 for AdamW as in PyTorch)"),
+                    cl::sub(sub)),
+        betas("betas", cl::desc("AdamW betas"), cl::value_desc("B1,B2"),
+              cl::init("0.9,0.999"), cl::sub(sub)),
+        eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8), cl::sub(sub)),
+        freeze("freeze",
+               cl::desc("Keep parameters matching this glob fixed; repeatable"),
+               cl::value_desc("GLOB"), cl::sub(sub)) {}
+
+  /// The optimizer pass options, or an error naming the bad flag.
+  llvm::Expected<mlir::cleave::ApplyOptimizerPassOptions>
+  optimizerOptions() const {
+    auto fail = [](const llvm::Twine &message) {
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+    };
+    if (lr <= 0)
+      return fail("--lr must be positive");
+    if (optimizer == Optimizer::Sgd && momentum == 0 &&
+        (nesterov || dampening != 0))
+      return fail("--dampening and --nesterov need --momentum");
+    if (nesterov && dampening != 0)
+      return fail("--nesterov needs --dampening 0 (as in PyTorch)");
+    auto [b1Text, b2Text] = llvm::StringRef(betas).split(',');
+    double beta1, beta2;
+    if (b1Text.getAsDouble(beta1) || b2Text.getAsDouble(beta2) ||
+        beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+      return fail("--betas '" + betas + "' is not two numbers in [0, 1) "
+                                        "separated by a comma");
+    mlir::cleave::ApplyOptimizerPassOptions options;
+    options.optimizer = optimizer == Optimizer::Sgd ? "sgd" : "adamw";
+    options.lr = lr;
+    options.momentum = momentum;
+    options.dampening = dampening;
+    options.nesterov = nesterov;
+    options.weightDecay = weightDecay.getNumOccurrences()
+                              ? weightDecay
+                              : (optimizer == Optimizer::AdamW ? 0.01 : 0.0);
+    options.beta1 = beta1;
+    options.beta2 = beta2;
+    options.eps = eps;
+    return options;
+  }
+
+  cl::opt<Optimizer> optimizer;
+  cl::opt<double> lr, momentum, dampening;
+  cl::opt<bool> nesterov;
+  cl::opt<double> weightDecay;
+  cl::opt<std::string> betas;
+  cl::opt<double> eps;
+  cl::list<std::string> freeze;
+};
+
+class CompileCommand : public Command {
+public:
+  CompileCommand()
+      : sub_("compile", "Compile an ONNX model into a training program"),
+        import_(sub_), training_(sub_),
+        output_("o", cl::desc("Output file (default: train)"),
+                cl::value_desc("file"), cl::init("train"), cl::sub(sub_)),
+        emit_("emit", cl::desc("What to produce"),
+              cl::values(clEnumValN(Emit::Mlir, "mlir", "the training step IR"),
+                         clEnumValN(Emit::Source, "source",
+                                    "the generated C++ source"),
+                         clEnumValN(Emit::Binary, "binary",
+                                    "the training program")),
+              cl::init(Emit::Binary), cl::sub(sub_)),
+        keepSource_("keep-source",
+                    cl::desc("Keep the generated C++ next to the binary "
+                             "(<output>.cpp)"),
+                    cl::sub(sub_)) {}
+
+  cl::SubCommand &subCommand() override { return sub_; }
+  int run(mlir::MLIRContext &context) override;
+
+private:
+  int compileBinary(const std::string &source, llvm::StringRef blobPath);
+
+  cl::SubCommand sub_;
+  ImportFlags import_;
+  TrainingFlags training_;
+  cl::opt<std::string> output_;
+  cl::opt<Emit> emit_;
+  cl::opt<bool> keepSource_;
+};
+
+int writeFile(llvm::StringRef path, llvm::StringRef contents) {
+  std::string error;
+  auto file = mlir::openOutputFile(path, &error);
+  if (!file) {
+    llvm::errs() << "cleave compile: error: " << error << "\n";
+    return 1;
+  }
+  file->os() << contents;
+  file->keep();
+  return 0;
+}
+
+int CompileCommand::run(mlir::MLIRContext &context) {
+  if (import_.model.empty()) {
+    llvm::errs() << "cleave compile: error: no model given; usage: cleave "
+                    "compile MODEL.onnx [options] -o train\n";
+    return 1;
+  }
+  llvm::Expected<mlir::cleave::ApplyOptimizerPassOptions> optimizer =
+      training_.optimizerOptions();
+  if (!optimizer) {
+    llvm::errs() << "cleave compile: error: "
+                 << llvm::toString(optimizer.takeError()) << "\n";
+    return 1;
+  }
+  mlir::cleave::ImportOptions options;
+  if (!import_.toOptions(options))
+    return 1;
+  if (options.inference) {
+    llvm::errs() << "cleave compile: error: --inference programs are not "
+                    "supported yet; compile a model with its loss\n";
+    return 1;
+  }
+  llvm::StringMap<std::string> initialValues;
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::cleave::importOnnxModel(
+      context, import_.model, options, &initialValues);
+  if (!module)
+    return 1;
+
+  // The training step: gradients, the optimizer update, then clean-up.
+  mlir::PassManager pm(&context);
+  mlir::cleave::AutodiffPassOptions autodiff;
+  autodiff.freeze.assign(training_.freeze.begin(), training_.freeze.end());
+  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
+  funcPm.addPass(mlir::cleave::createAutodiffPass(autodiff));
+  funcPm.addPass(mlir::cleave::createApplyOptimizerPass(*optimizer));
+  funcPm.addPass(mlir::createCanonicalizerPass());
+  funcPm.addPass(mlir::createCSEPass());
+  if (failed(pm.run(*module)))
+    return 1;
+  if (emit_ == Emit::Mlir) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    return writeFile(output_, text);
+  }
+
+  mlir::func::FuncOp step;
+  for (auto func : module->getOps<mlir::func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (func.getResultAttr(i, mlir::cleave::CleaveDialect::kLossAttrName))
+        step = func;
+  if (!step) {
+    llvm::errs() << "cleave compile: error: the model has no loss to train "
+                    "(training_info models are not compiled yet)\n";
+    return 1;
+  }
+
+  llvm::SmallString<256> blobPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("cleave-params", "bin", blobPath)) {
+    llvm::errs() << "cleave compile: error: cannot create a temporary file: "
+                 << ec.message() << "\n";
+    return 1;
+  }
+  llvm::FileRemover removeBlob(blobPath);
+  mlir::cleave::CpuEmitOptions emitOptions{
+      std::string(blobPath), llvm::sys::path::filename(import_.model).str()};
+  mlir::FailureOr<mlir::cleave::EmittedProgram> program =
+      mlir::cleave::emitCpuProgram(step, emitOptions);
+  if (failed(program))
+    return 1;
+  if (emit_ == Emit::Source)
+    return writeFile(output_, program->source);
+
+  // The initial values, in the layout the program expects.
+  std::string blob(program->embeddedBytes, '\0');
+  for (const mlir::cleave::EmbeddedValue &value : program->embedded) {
+    auto it = initialValues.find(value.name);
+    if (it == initialValues.end() ||
+        static_cast<int64_t>(it->second.size()) != value.bytes) {
+      llvm::errs() << "cleave compile: error: no initial value of the right "
+                      "size for '"
+                   << value.name << "'\n";
+      return 1;
+    }
+    blob.replace(value.offset, value.bytes, it->second);
+  }
+  if (int rc = writeFile(blobPath, blob))
+    return rc;
+  return compileBinary(program->source, blobPath);
+}
+
+/// Compiles the generated source with the host C++ compiler against the
+/// runtime library.
+int CompileCommand::compileBinary(const std::string &source,
+                                  llvm::StringRef blobPath) {
+  llvm::SmallString<256> sourcePath;
+  std::optional<llvm::FileRemover> removeSource;
+  if (keepSource_) {
+    sourcePath = output_ + ".cpp";
+  } else {
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "cleave-step", "cpp", sourcePath)) {
+      llvm::errs() << "cleave compile: error: cannot create a temporary "
+                      "file: "
+                   << ec.message() << "\n";
+      return 1;
+    }
+    removeSource.emplace(sourcePath);
+  }
+  if (int rc = writeFile(sourcePath, source))
+    return rc;
+  auto compiler = llvm::sys::findProgramByName(CLEAVE_HOST_CXX);
+  if (!compiler) {
+    llvm::errs() << "cleave compile: error: the C++ compiler '"
+                 << CLEAVE_HOST_CXX << "' was not found\n";
+    return 1;
+  }
+  std::string includeFlag = std::string("-I") + CLEAVE_SOURCE_DIR;
+  llvm::SmallVector<llvm::StringRef> args{
+      *compiler,     "-std=c++17",   "-O2",          "-march=native",
+      "-fopenmp",    includeFlag,    sourcePath,     CLEAVE_RUNTIME_LIBRARY,
+      "-lopenblas",  "-o",           output_};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, {}, 0, 0,
+                                     &error);
+  if (rc != 0) {
+    llvm::errs() << "cleave compile: error: compiling the generated program "
+                    "failed"
+                 << (error.empty() ? "" : ": " + error)
+                 << "; this is a bug in cleave: please report it with the "
+                    "model (rerun with --keep-source to see the source)\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+std::unique_ptr<Command> makeCompileCommand() {
+  return std::make_unique<CompileCommand>();
+}
+
+} // namespace cleave::driver

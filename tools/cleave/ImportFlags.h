@@ -1,0 +1,54 @@
+//===- ImportFlags.h - the model-reading flags of the driver ----*- C++ -*-===//
+
+#ifndef CLEAVE_TOOLS_CLEAVE_IMPORTFLAGS_H
+#define CLEAVE_TOOLS_CLEAVE_IMPORTFLAGS_H
+
+#include "frontend/OnnxImporter.h"
+
+#include "llvm/Support/CommandLine.h"
+
+namespace cleave::driver {
+
+namespace cl = llvm::cl;
+
+/// The model-reading flags, shared by every command that imports a model.
+struct ImportFlags {
+  explicit ImportFlags(cl::SubCommand &sub)
+      : model(cl::Positional, cl::desc("<model.onnx>"), cl::sub(sub)),
+        inputShapes("input-shape",
+                    cl::desc("Bind a dynamic dim (batch=64) or a whole input "
+                             "shape (x=64x784); repeatable"),
+                    cl::value_desc("NAME=DIMS"), cl::sub(sub)),
+        loss("loss",
+             cl::desc("Graph output to train on (default: the single scalar "
+                      "output)"),
+             cl::value_desc("NAME"), cl::sub(sub)),
+        inference("inference",
+                  cl::desc("Import a model without a training loss"),
+                  cl::sub(sub)) {}
+
+  /// Converts the flags, reporting malformed --input-shape values.
+  bool toOptions(mlir::cleave::ImportOptions &options) const {
+    for (const std::string &text : inputShapes) {
+      auto binding = frontend::parseShapeBinding(text);
+      if (!binding) {
+        llvm::errs() << "cleave: error: " << llvm::toString(binding.takeError())
+                     << "\n";
+        return false;
+      }
+      options.shapeBindings.push_back(std::move(*binding));
+    }
+    options.loss = loss;
+    options.inference = inference;
+    return true;
+  }
+
+  cl::opt<std::string> model;
+  cl::list<std::string> inputShapes;
+  cl::opt<std::string> loss;
+  cl::opt<bool> inference;
+};
+
+} // namespace cleave::driver
+
+#endif // CLEAVE_TOOLS_CLEAVE_IMPORTFLAGS_H
