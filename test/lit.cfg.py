@@ -11,7 +11,7 @@ config.name = "Cleave"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "models", "tools"]
+                   "models", "reference", "tools"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cleave_obj_root, "test")
 
@@ -27,6 +27,7 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(
     ("%exit1", os.path.join(config.test_source_root, "tools", "expect-exit") + " 1"))
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
+config.substitutions.append(("%reference", os.path.join(config.test_source_root, "reference")))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
 
 llvm_config.add_tool_substitutions(
