@@ -91,8 +91,12 @@ const char *kUsage =
     "  --seed S           seed of the dropout masks (default 1234)\n"
     "  --quiet            no progress lines on stderr\n";
 
+/// The program's name in messages (argv[0]'s base name).
+std::string programName = "train";
+
 [[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fprintf(stderr, "%s: error: %s\n", programName.c_str(),
+               message.c_str());
   std::exit(1);
 }
 
@@ -108,6 +112,8 @@ bool parseInt(const std::string &text, int64_t &value) {
 
 Options parseOptions(int argc, char **argv) {
   Options options;
+  programName = argv[0];
+  programName = programName.substr(programName.find_last_of('/') + 1);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     size_t eq = arg.find('=');
@@ -225,8 +231,11 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
   if (!sampleShapeMatches)
     fail("'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
          " but graph input '" + spec.name + "' needs [N" +
-         shapeText(spec.shape.dims + 1, spec.shape.rank - 1).substr(1) +
-         " with samples along dim 0");
+         (spec.shape.rank > 1
+              ? ", " + shapeText(spec.shape.dims + 1, spec.shape.rank - 1)
+                           .substr(1)
+              : std::string("]")) +
+         " (N samples along dim 0)");
   input.samples = shape[0];
   if (input.samples < batch)
     fail("'" + path + "' holds " + std::to_string(input.samples) +

@@ -1,4 +1,4 @@
-//===- Elementwise.h - broadcasting elementwise loops for the cpu -*- C++ -*-===//
+//===- Elementwise.h - broadcasting elementwise loops (cpu) -----*- C++ -*-===//
 //
 // Part of the Cleave runtime. Applies a functor of ElementwiseBodies.h over
 // tensors with numpy broadcasting: operands of lower rank are right-aligned
@@ -119,8 +119,8 @@ void mapUnary(const In *x, Out *y, int64_t n, F f) {
 
 /// out = f(a, b) with a and b numpy-broadcast to outShape.
 template <typename A, typename B, typename Out, typename F>
-void mapBinary(const A *a, const Shape &aShape, const B *b,
-               const Shape &bShape, Out *out, const Shape &outShape, F f) {
+void mapBinary(const A *a, const Shape &aShape, const B *b, const Shape &bShape,
+               Out *out, const Shape &outShape, F f) {
   int64_t n = outShape.numElements();
   if (n == 0)
     return;

@@ -1,4 +1,4 @@
-//===- ElementwiseBodies.h - per-element math shared by all targets -*- C++ -*-===//
+//===- ElementwiseBodies.h - per-element math of all targets ----*- C++ -*-===//
 //
 // Part of the Cleave runtime. Each functor is the math of one element of an
 // elementwise op or optimizer step, written once and called from the cpu
@@ -27,28 +27,20 @@ namespace cleave::body {
 //===----------------------------------------------------------------------===//
 
 struct Add {
-  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
-    return a + b;
-  }
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const { return a + b; }
 };
 
 struct Sub {
-  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
-    return a - b;
-  }
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const { return a - b; }
 };
 
 struct Mul {
-  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
-    return a * b;
-  }
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const { return a * b; }
 };
 
 /// Integer division truncates toward zero, as ONNX's reference does.
 struct Div {
-  template <typename T> CLEAVE_HD T operator()(T a, T b) const {
-    return a / b;
-  }
+  template <typename T> CLEAVE_HD T operator()(T a, T b) const { return a / b; }
 };
 
 /// ONNX Pow: the result has the base's type; the exponent may differ.
@@ -195,7 +187,7 @@ struct SgdStep {
 /// One element of torch.optim.AdamW (torch 1.13's single-tensor path);
 /// returns the new parameter and updates the moments in place.
 struct AdamwStep {
-  float decay;    // 1 - lr * weightDecay
+  float decay; // 1 - lr * weightDecay
   float beta1;
   float beta2;
   float eps;

@@ -49,10 +49,14 @@ bool isPointwise(const Window3 &w) {
 
 /// col[(c, k), o] = x[c, o * stride - padBegin + k * dilation], 0 in the
 /// padding; col is [channels * kernelSize, outSize].
+///
+/// im2col and col2im run on one thread on purpose: they alternate with
+/// sgemm calls, and OpenMP workers left spinning after a parallel im2col
+/// steal the cores OpenBLAS's own threads need (a 2-core machine measured
+/// 10x slower convolutions that way). They cost ~15% of a 3x3 convolution.
 void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
   int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
   int64_t rows = channels * kSize;
-#pragma omp parallel for schedule(static) if (rows * oSize > kParallelGrain)
   for (int64_t row = 0; row < rows; ++row) {
     int64_t k[3], lo[3], hi[3], off[3];
     kernelIndex(w, row % kSize, k);
@@ -78,11 +82,9 @@ void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
   }
 }
 
-/// The adjoint of im2col: x[c, ...] += col[(c, k), o]. Threads split the
-/// channels, whose x planes are disjoint.
+/// The adjoint of im2col: x[c, ...] += col[(c, k), o].
 void col2im(const float *col, int64_t channels, const Window3 &w, float *x) {
   int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
-#pragma omp parallel for schedule(static) if (channels * kSize * oSize > kParallelGrain)
   for (int64_t c = 0; c < channels; ++c) {
     float *xc = x + c * inSize;
     for (int64_t kk = 0; kk < kSize; ++kk) {
@@ -159,8 +161,8 @@ void conv(const float *x, const Shape &xShape, const float *w,
 
 void convGradInput(const float *dy, const Shape &yShape, const float *w,
                    const Shape &wShape, const int64_t *strides,
-                   const int64_t *pads, const int64_t *dilations,
-                   int64_t group, float *dx, const Shape &xShape) {
+                   const int64_t *pads, const int64_t *dilations, int64_t group,
+                   float *dx, const Shape &xShape) {
   Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
   ConvDims cd(xShape, wShape, group, win);
   int64_t inSize = win.inSize(), oSize = win.outSize();
@@ -279,7 +281,8 @@ void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
   Window3 win(xShape, yShape, kernel, strides, pads, dilations);
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   int64_t inSize = win.inSize(), oSize = win.outSize();
-#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t p = 0; p < planes; ++p) {
     const float *xp = x + p * inSize;
     float *yp = y + p * oSize;
@@ -307,7 +310,8 @@ void maxPoolGrad(const float *dy, const Shape &yShape, const float *x,
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   int64_t inSize = win.inSize(), oSize = win.outSize();
   std::fill(dx, dx + planes * inSize, 0.0f);
-#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t p = 0; p < planes; ++p) {
     const float *xp = x + p * inSize;
     const float *dyp = dy + p * oSize;
@@ -333,12 +337,13 @@ void maxPoolGrad(const float *dy, const Shape &yShape, const float *x,
 }
 
 void avgPool(const float *x, const Shape &xShape, const int64_t *kernel,
-             const int64_t *strides, const int64_t *pads,
-             bool countIncludePad, float *y, const Shape &yShape) {
+             const int64_t *strides, const int64_t *pads, bool countIncludePad,
+             float *y, const Shape &yShape) {
   Window3 win(xShape, yShape, kernel, strides, pads, nullptr);
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   int64_t inSize = win.inSize(), oSize = win.outSize();
-#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t p = 0; p < planes; ++p) {
     const float *xp = x + p * inSize;
     float *yp = y + p * oSize;
@@ -359,7 +364,8 @@ void avgPoolGrad(const float *dy, const Shape &yShape, const int64_t *kernel,
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   int64_t inSize = win.inSize(), oSize = win.outSize();
   std::fill(dx, dx + planes * inSize, 0.0f);
-#pragma omp parallel for schedule(static) if (planes * oSize * win.kernelSize() > kParallelGrain)
+  bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t p = 0; p < planes; ++p) {
     const float *dyp = dy + p * oSize;
     float *dxp = dx + p * inSize;

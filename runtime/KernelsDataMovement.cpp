@@ -48,8 +48,8 @@ void rowMajorStrides(const Shape &shape, int64_t *strides) {
 
 /// The loop and base offset that read `in` at offsets + i * strides.
 detail::StridedLoop<1> sliceLoop(const Shape &inShape, const int64_t *offsets,
-                                 const int64_t *strides,
-                                 const Shape &outShape, int64_t &base) {
+                                 const int64_t *strides, const Shape &outShape,
+                                 int64_t &base) {
   int64_t inStrides[kMaxRank];
   rowMajorStrides(inShape, inStrides);
   detail::StridedLoop<1> loop;
@@ -78,8 +78,7 @@ void broadcastTo(const T *in, const Shape &inShape, T *out,
 }
 
 template <typename T>
-void transpose(const T *in, const Shape &inShape, const int64_t *perm,
-               T *out) {
+void transpose(const T *in, const Shape &inShape, const int64_t *perm, T *out) {
   int64_t n = inShape.numElements();
   if (n == 0)
     return;
@@ -181,9 +180,8 @@ void slice(const T *in, const Shape &inShape, const int64_t *offsets,
   stridedCopy(in + base, loop, out, n);
 }
 
-void sliceGrad(const float *dOut, const Shape &outShape,
-               const int64_t *offsets, const int64_t *strides, float *dIn,
-               const Shape &inShape) {
+void sliceGrad(const float *dOut, const Shape &outShape, const int64_t *offsets,
+               const int64_t *strides, float *dIn, const Shape &inShape) {
   std::fill(dIn, dIn + inShape.numElements(), 0.0f);
   int64_t n = outShape.numElements();
   if (n == 0)

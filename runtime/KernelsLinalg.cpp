@@ -47,7 +47,8 @@ void matmul(const float *a, const Shape &aShape, const float *b,
     bBatch.dims[i] = bShape[i];
   batch.rank = std::max(aBatch.rank, bBatch.rank);
   for (int i = 0; i < batch.rank; ++i) {
-    int ia = i - (batch.rank - aBatch.rank), ib = i - (batch.rank - bBatch.rank);
+    int ia = i - (batch.rank - aBatch.rank),
+        ib = i - (batch.rank - bBatch.rank);
     int64_t da = ia >= 0 ? aBatch.dims[ia] : 1;
     int64_t db = ib >= 0 ? bBatch.dims[ib] : 1;
     batch.dims[i] = da == 1 ? db : da;

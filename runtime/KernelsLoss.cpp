@@ -88,8 +88,8 @@ float meanScale(const float *dLoss, const LossDims &dims, const I *labels,
     return 0.0f;
   double weightSum = 0.0;
   for (int64_t i = 0; i < dims.samples(); ++i)
-    weightSum += sampleWeight(labels, i, weights, dims.classes,
-                              hasIgnoreIndex, ignoreIndex);
+    weightSum += sampleWeight(labels, i, weights, dims.classes, hasIgnoreIndex,
+                              ignoreIndex);
   return static_cast<float>(dLoss[0] / weightSum);
 }
 
@@ -116,7 +116,8 @@ void softmaxCrossEntropyGrad(const float *dLoss, const float *logProb,
                          hasIgnoreIndex, ignoreIndex);
   int64_t samples = dims.samples();
   // d(-w * logsoftmax(x)[l]) / dx_c = w * (softmax(x)_c - [c == l]).
-#pragma omp parallel for schedule(static) if (samples * dims.classes > kParallelGrain)
+  bool parallel = samples * dims.classes > kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < samples; ++i) {
     float w = sampleWeight(labels, i, weights, dims.classes, hasIgnoreIndex,
                            ignoreIndex);
@@ -140,8 +141,8 @@ void nllLoss(const float *input, const Shape &inputShape, const I *target,
 
 template <typename I>
 void nllLossGrad(const float *dLoss, const Shape &inputShape, const I *target,
-                 const float *weights, Reduction reduction,
-                 bool hasIgnoreIndex, int64_t ignoreIndex, float *dInput) {
+                 const float *weights, Reduction reduction, bool hasIgnoreIndex,
+                 int64_t ignoreIndex, float *dInput) {
   LossDims dims(inputShape);
   std::fill(dInput, dInput + inputShape.numElements(), 0.0f);
   float mean = meanScale(dLoss, dims, target, weights, reduction,
@@ -156,9 +157,9 @@ void nllLossGrad(const float *dLoss, const Shape &inputShape, const I *target,
 }
 
 #define CLEAVE_INSTANTIATE_LOSS(I)                                             \
-  template void softmaxCrossEntropy<I>(const float *, const Shape &, const I *, \
-                                       const float *, Reduction, bool,         \
-                                       int64_t, float *, float *);             \
+  template void softmaxCrossEntropy<I>(const float *, const Shape &,           \
+                                       const I *, const float *, Reduction,    \
+                                       bool, int64_t, float *, float *);       \
   template void softmaxCrossEntropyGrad<I>(                                    \
       const float *, const float *, const Shape &, const I *, const float *,   \
       Reduction, bool, int64_t, float *);                                      \

@@ -26,8 +26,7 @@ constexpr int64_t kColumns = 256;
 
 } // namespace
 
-void softmax(const float *x, const Shape &shape, int axis, bool log,
-             float *y) {
+void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
   axis = detail::normalizeAxis(axis, shape.rank);
   int64_t outer = shape.product(0, axis);
   int64_t d = shape.dims[axis];
@@ -136,9 +135,9 @@ void softmaxGrad(const float *y, const float *dy, const Shape &shape, int axis,
   }
 }
 
-void layerNorm(const float *x, const Shape &shape, int axis,
-               const float *scale, const float *bias, float epsilon, float *y,
-               float *mean, float *invStd) {
+void layerNorm(const float *x, const Shape &shape, int axis, const float *scale,
+               const float *bias, float epsilon, float *y, float *mean,
+               float *invStd) {
   axis = detail::normalizeAxis(axis, shape.rank);
   int64_t rows = shape.product(0, axis);
   int64_t d = shape.product(axis, shape.rank);
@@ -293,8 +292,8 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
 }
 
 void batchNormGrad(const float *dy, const float *x, const Shape &shape,
-                   const float *scale, float epsilon, float *dx,
-                   float *dScale, float *dBias) {
+                   const float *scale, float epsilon, float *dx, float *dScale,
+                   float *dBias) {
   int64_t n = shape.dims[0], channels = shape.dims[1];
   int64_t s = shape.product(2, shape.rank);
   int64_t count = n * s;

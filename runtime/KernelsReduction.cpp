@@ -121,6 +121,8 @@ void reduce(ReduceKind kind, const float *in, const Shape &inShape,
     return;
   }
 
+  bool parallel = outCount * redCount > kParallelGrain;
+
   // Everything reduced: one parallel reduction over the flat input.
   if (outCount == 1) {
     int64_t n = redCount;
@@ -158,7 +160,7 @@ void reduce(ReduceKind kind, const float *in, const Shape &inShape,
     Odometer outerRed = red;
     --outerRed.count;
     int64_t outerPositions = outerRed.positions();
-#pragma omp parallel for schedule(static) if (outCount * redCount > kParallelGrain)
+#pragma omp parallel for schedule(static) if (parallel)
     for (int64_t o = 0; o < outCount; ++o) {
       const float *base = in + kept.offset(o);
       double a = acc.init();
@@ -182,7 +184,7 @@ void reduce(ReduceKind kind, const float *in, const Shape &inShape,
   int64_t positions = red.positions();
   constexpr int64_t kChunk = 256;
   int64_t chunks = (rowLen + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (outCount * redCount > kParallelGrain)
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < outRows * chunks; ++t) {
     int64_t row = t / chunks;
     int64_t c0 = t % chunks * kChunk;

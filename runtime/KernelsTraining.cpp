@@ -32,7 +32,11 @@ void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
 void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,
                float lr, float momentum, float dampening, bool nesterov,
                float weightDecay, int64_t step) {
-  body::SgdStep body{lr, momentum, dampening, weightDecay, nesterov,
+  body::SgdStep body{lr,
+                     momentum,
+                     dampening,
+                     weightDecay,
+                     nesterov,
                      /*firstStep=*/step == 0};
   bool useBuffer = momentum != 0.0f && buffer;
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
@@ -43,8 +47,8 @@ void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,
 }
 
 void adamwUpdate(float *param, const float *grad, float *expAvg,
-                 float *expAvgSq, int64_t n, float lr, float beta1,
-                 float beta2, float eps, float weightDecay, int64_t step) {
+                 float *expAvgSq, int64_t n, float lr, float beta1, float beta2,
+                 float eps, float weightDecay, int64_t step) {
   auto body = body::AdamwStep::make(lr, beta1, beta2, eps, weightDecay, step);
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i)

@@ -28,9 +28,9 @@ CLEAVE_HD inline uint64_t splitmix64(uint64_t z) {
 /// The per-(node, step) key; hoist it out of loops over elements.
 CLEAVE_HD inline uint64_t dropoutKey(uint64_t seed, int64_t node,
                                      int64_t step) {
-  return splitmix64(seed ^ splitmix64(static_cast<uint64_t>(node) *
-                                          0x100000001B3ull +
-                                      static_cast<uint64_t>(step)));
+  return splitmix64(seed ^
+                    splitmix64(static_cast<uint64_t>(node) * 0x100000001B3ull +
+                               static_cast<uint64_t>(step)));
 }
 
 /// Uniform in [0, 1) from the top 24 bits of the hash (exact in float).

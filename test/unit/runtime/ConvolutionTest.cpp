@@ -42,8 +42,7 @@ Shape spatialOf(const Shape &s) {
 /// y[n, m, o] = bias[m] + sum_{c, k} x[n, g * C/G + c, o * s - p + k * d] *
 /// w[m, c, k], padding contributing nothing.
 std::vector<float> directConv(const ConvCase &cc, const std::vector<float> &x,
-                              const std::vector<float> &w,
-                              const float *bias) {
+                              const std::vector<float> &w, const float *bias) {
   int sp = cc.x.rank - 2;
   int64_t n = cc.x[0], c = cc.x[1], m = cc.w[0];
   int64_t cg = c / cc.group, mg = m / cc.group;
@@ -61,7 +60,8 @@ std::vector<float> directConv(const ConvCase &cc, const std::vector<float> &x,
             unflatten(ks, kf, k);
             bool inside = true;
             for (int d = 0; d < sp; ++d) {
-              in[d] = o[d] * cc.strides[d] - cc.pads[d] + k[d] * cc.dilations[d];
+              in[d] =
+                  o[d] * cc.strides[d] - cc.pads[d] + k[d] * cc.dilations[d];
               inside = inside && in[d] >= 0 && in[d] < xs.dims[d];
             }
             if (!inside)
@@ -80,8 +80,8 @@ void runConv(const ConvCase &cc, const std::vector<float> &x,
              const std::vector<float> &w, const float *bias,
              std::vector<float> &y) {
   y.assign(cc.y.numElements(), -99.0f);
-  conv(x.data(), cc.x, w.data(), cc.w, bias, cc.strides.data(),
-       cc.pads.data(), cc.dilations.data(), cc.group, y.data(), cc.y);
+  conv(x.data(), cc.x, w.data(), cc.w, bias, cc.strides.data(), cc.pads.data(),
+       cc.dilations.data(), cc.group, y.data(), cc.y);
 }
 
 void checkConv(const ConvCase &cc, bool withBias) {
@@ -104,8 +104,7 @@ void checkConv(const ConvCase &cc, bool withBias) {
   };
   std::vector<float> dx(x.size(), 7.0f), dw(w.size(), 7.0f);
   convGradInput(r.data(), cc.y, w.data(), cc.w, cc.strides.data(),
-                cc.pads.data(), cc.dilations.data(), cc.group, dx.data(),
-                cc.x);
+                cc.pads.data(), cc.dilations.data(), cc.group, dx.data(), cc.x);
   convGradWeight(r.data(), cc.y, x.data(), cc.x, cc.strides.data(),
                  cc.pads.data(), cc.dilations.data(), cc.group, dw.data(),
                  cc.w);
@@ -116,16 +115,26 @@ void checkConv(const ConvCase &cc, bool withBias) {
 TEST(Convolution, Conv2dGroupedStridedPaddedDilated) {
   // H: (7 + 1 + 2 - 1*(3-1) - 1) / 2 + 1 = 4; W: (8 + 0 + 1 - 2*(2-1) - 1)
   // / 1 + 1 = 7.
-  ConvCase cc{{2, 4, 7, 8}, {6, 2, 3, 2}, {2, 6, 4, 7}, {2, 1}, {1, 0, 2, 1},
-              {1, 2}, 2};
+  ConvCase cc{{2, 4, 7, 8},
+              {6, 2, 3, 2},
+              {2, 6, 4, 7},
+              {2, 1},
+              {1, 0, 2, 1},
+              {1, 2},
+              2};
   checkConv(cc, true);
   checkConv(cc, false);
 }
 
 TEST(Convolution, Conv2dStride2Padding) {
   // (9 + 2 - 3) / 2 + 1 = 5 both ways.
-  ConvCase cc{{1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 5, 5}, {2, 2}, {1, 1, 1, 1},
-              {1, 1}, 1};
+  ConvCase cc{{1, 3, 9, 9},
+              {4, 3, 3, 3},
+              {1, 4, 5, 5},
+              {2, 2},
+              {1, 1, 1, 1},
+              {1, 1},
+              1};
   checkConv(cc, true);
 }
 
@@ -137,28 +146,53 @@ TEST(Convolution, Conv1d) {
 TEST(Convolution, Conv3dGrouped) {
   // D: (4 + 0 + 1 - 2 - 1) + 1 = 3; H: (5 + 1 + 1 - 2 - 1) / 2 + 1 = 3;
   // W: (3 + 1 + 0 - 1 - 1) + 1 = 3.
-  ConvCase cc{{1, 2, 4, 5, 3}, {4, 1, 2, 3, 2}, {1, 4, 3, 3, 3}, {1, 2, 1},
-              {0, 1, 1, 1, 1, 0}, {2, 1, 1}, 2};
+  ConvCase cc{{1, 2, 4, 5, 3},
+              {4, 1, 2, 3, 2},
+              {1, 4, 3, 3, 3},
+              {1, 2, 1},
+              {0, 1, 1, 1, 1, 0},
+              {2, 1, 1},
+              2};
   checkConv(cc, true);
 }
 
 TEST(Convolution, PointwiseAndDepthwise) {
-  ConvCase pointwise{{2, 3, 5, 5}, {4, 3, 1, 1}, {2, 4, 5, 5}, {1, 1},
-                     {0, 0, 0, 0}, {1, 1}, 1};
+  ConvCase pointwise{{2, 3, 5, 5},
+                     {4, 3, 1, 1},
+                     {2, 4, 5, 5},
+                     {1, 1},
+                     {0, 0, 0, 0},
+                     {1, 1},
+                     1};
   checkConv(pointwise, true);
-  ConvCase depthwise{{2, 3, 6, 6}, {6, 1, 3, 3}, {2, 6, 6, 6}, {1, 1},
-                     {1, 1, 1, 1}, {1, 1}, 3};
+  ConvCase depthwise{{2, 3, 6, 6},
+                     {6, 1, 3, 3},
+                     {2, 6, 6, 6},
+                     {1, 1},
+                     {1, 1, 1, 1},
+                     {1, 1},
+                     3};
   checkConv(depthwise, false);
   // 1x1 with stride 2 is not pointwise: it goes through im2col.
-  ConvCase strided{{1, 2, 5, 5}, {3, 2, 1, 1}, {1, 3, 3, 3}, {2, 2},
-                   {0, 0, 0, 0}, {1, 1}, 1};
+  ConvCase strided{{1, 2, 5, 5},
+                   {3, 2, 1, 1},
+                   {1, 3, 3, 3},
+                   {2, 2},
+                   {0, 0, 0, 0},
+                   {1, 1},
+                   1};
   checkConv(strided, false);
 }
 
 TEST(Convolution, ConvLargeThreaded) {
   // Big enough that im2col and col2im run threaded.
-  ConvCase cc{{2, 8, 40, 40}, {16, 8, 3, 3}, {2, 16, 40, 40}, {1, 1},
-              {1, 1, 1, 1}, {1, 1}, 1};
+  ConvCase cc{{2, 8, 40, 40},
+              {16, 8, 3, 3},
+              {2, 16, 40, 40},
+              {1, 1},
+              {1, 1, 1, 1},
+              {1, 1},
+              1};
   auto x = randomVector(cc.x.numElements(), 5);
   auto w = randomVector(cc.w.numElements(), 6);
   std::vector<float> y;
@@ -242,16 +276,15 @@ TEST(Pooling, MaxPoolHandValues) {
   std::vector<float> x(16);
   for (int i = 0; i < 16; ++i)
     x[i] = static_cast<float>(i);
-  PoolCase pc{{1, 1, 4, 4}, {1, 1, 2, 2}, {2, 2}, {2, 2}, {0, 0, 0, 0},
-              {1, 1}};
+  PoolCase pc{{1, 1, 4, 4}, {1, 1, 2, 2}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}};
   std::vector<float> y;
   runMaxPool(pc, x, y);
   EXPECT_EQ(y, (std::vector<float>{5, 7, 13, 15}));
   // Padding never wins even when every input is negative.
   for (float &v : x)
     v = -v - 1.0f;
-  PoolCase padded{{1, 1, 4, 4}, {1, 1, 3, 3}, {2, 2}, {2, 2}, {1, 1, 1, 1},
-                  {1, 1}};
+  PoolCase padded{{1, 1, 4, 4}, {1, 1, 3, 3}, {2, 2},
+                  {2, 2},       {1, 1, 1, 1}, {1, 1}};
   runMaxPool(padded, x, y);
   EXPECT_EQ(y, (std::vector<float>{-1, -2, -4, -5, -6, -8, -13, -14, -16}));
 }
@@ -259,15 +292,19 @@ TEST(Pooling, MaxPoolHandValues) {
 TEST(Pooling, MaxPoolAgainstDirect) {
   // 2-d, overlapping windows, asymmetric padding, ceil-mode output size
   // ((7 + 1 + 0 - 3) / 2 = 2.5 -> 4 with ceil, the last window clipped).
-  checkMaxPool({{2, 3, 7, 6}, {2, 3, 4, 3}, {3, 2}, {2, 2}, {1, 0, 0, 1},
-                {1, 1}});
+  checkMaxPool(
+      {{2, 3, 7, 6}, {2, 3, 4, 3}, {3, 2}, {2, 2}, {1, 0, 0, 1}, {1, 1}});
   // Dilation 2, stride 1.
-  checkMaxPool({{1, 2, 7, 7}, {1, 2, 5, 3}, {2, 3}, {1, 1}, {1, 0, 0, 0},
-                {2, 2}});
+  checkMaxPool(
+      {{1, 2, 7, 7}, {1, 2, 5, 3}, {2, 3}, {1, 1}, {1, 0, 0, 0}, {2, 2}});
   // 1-d and 3-d.
   checkMaxPool({{2, 2, 9}, {2, 2, 4}, {3}, {2}, {0, 0}, {1}});
-  checkMaxPool({{1, 2, 4, 5, 3}, {1, 2, 2, 3, 2}, {2, 2, 2}, {2, 2, 1},
-                {0, 0, 0, 0, 1, 0}, {1, 1, 1}});
+  checkMaxPool({{1, 2, 4, 5, 3},
+                {1, 2, 2, 3, 2},
+                {2, 2, 2},
+                {2, 2, 1},
+                {0, 0, 0, 0, 1, 0},
+                {1, 1, 1}});
 }
 
 TEST(Pooling, MaxPoolGradRoutesToFirstArgmax) {
@@ -275,8 +312,8 @@ TEST(Pooling, MaxPoolGradRoutesToFirstArgmax) {
   std::vector<float> x(4, 1.0f), dy = {2.0f}, dx(4);
   int64_t kernel[2] = {2, 2}, strides[2] = {2, 2}, pads[4] = {0, 0, 0, 0},
           dil[2] = {1, 1};
-  maxPoolGrad(dy.data(), Shape{1, 1, 1, 1}, x.data(), Shape{1, 1, 2, 2},
-              kernel, strides, pads, dil, dx.data());
+  maxPoolGrad(dy.data(), Shape{1, 1, 1, 1}, x.data(), Shape{1, 1, 2, 2}, kernel,
+              strides, pads, dil, dx.data());
   EXPECT_EQ(dx, (std::vector<float>{2, 0, 0, 0}));
 }
 
@@ -304,8 +341,7 @@ TEST(Pooling, AvgPool2dHandValues) {
   EXPECT_EQ(y, (std::vector<float>{2, 3, 3.5f, 5, 6, 6.5f, 6.5f, 7.5f, 8}));
   avgPool(x.data(), Shape{1, 1, 3, 3}, kernel, strides, pads, true, y.data(),
           Shape{1, 1, 3, 3});
-  EXPECT_EQ(y, (std::vector<float>{2, 3, 1.75f, 5, 6, 3.25f, 3.25f, 3.75f,
-                                   2}));
+  EXPECT_EQ(y, (std::vector<float>{2, 3, 1.75f, 5, 6, 3.25f, 3.25f, 3.75f, 2}));
 }
 
 TEST(Pooling, AvgPoolGradMatchesDifferences) {
@@ -316,8 +352,11 @@ TEST(Pooling, AvgPoolGradMatchesDifferences) {
   std::vector<Case> cases = {
       {{2, 2, 6, 5}, {2, 2, 4, 3}, {3, 2}, {2, 2}, {1, 0, 1, 1}},
       {{1, 2, 6}, {1, 2, 4}, {3}, {2}, {1, 1}},
-      {{1, 1, 3, 4, 3}, {1, 1, 2, 3, 2}, {2, 2, 2}, {2, 1, 2}, {0, 0, 1, 1, 0,
-                                                                1}}};
+      {{1, 1, 3, 4, 3},
+       {1, 1, 2, 3, 2},
+       {2, 2, 2},
+       {2, 1, 2},
+       {0, 0, 1, 1, 0, 1}}};
   for (const Case &c : cases)
     for (bool includePad : {false, true}) {
       auto x = randomVector(c.x.numElements(), 8);
@@ -327,8 +366,8 @@ TEST(Pooling, AvgPoolGradMatchesDifferences) {
                   c.pads.data(), includePad, dx.data(), c.x);
       expectGradient(x, dx, [&] {
         std::vector<float> y(c.y.numElements());
-        avgPool(x.data(), c.x, c.kernel.data(), c.strides.data(),
-                c.pads.data(), includePad, y.data(), c.y);
+        avgPool(x.data(), c.x, c.kernel.data(), c.strides.data(), c.pads.data(),
+                includePad, y.data(), c.y);
         return dot(y, r);
       });
     }

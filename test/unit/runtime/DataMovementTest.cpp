@@ -93,8 +93,8 @@ TEST(DataMovement, ConcatAndSplit) {
   Shape shapes[3] = {{2, 1, 2}, {2, 2, 2}, {2, 0, 2}};
   std::vector<float> out(12);
   concat(inputs, shapes, 3, 1, out.data());
-  EXPECT_EQ(out, (std::vector<float>{0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16,
-                                     17}));
+  EXPECT_EQ(out,
+            (std::vector<float>{0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16, 17}));
   // Negative axis.
   std::vector<float> out2(12);
   concat(inputs, shapes, 3, -2, out2.data());
@@ -187,8 +187,8 @@ TEST(DataMovement, GatherGradAccumulatesRepeats) {
   std::vector<float> dOut = {1, 2, 3, 10, 20, 30, 100, 200, 300, 7, 8, 9};
   std::vector<float> dData(12, -1.0f);
   gatherGrad(dOut.data(), idx, 4, 0, dData.data(), dataShape);
-  EXPECT_EQ(dData, (std::vector<float>{7, 8, 9, 101, 202, 303, 0, 0, 0, 10,
-                                       20, 30}));
+  EXPECT_EQ(dData,
+            (std::vector<float>{7, 8, 9, 101, 202, 303, 0, 0, 0, 10, 20, 30}));
 }
 
 TEST(DataMovement, GatherGradMatchesDifferences) {

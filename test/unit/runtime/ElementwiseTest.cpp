@@ -163,8 +163,8 @@ TEST(Elementwise, MapBinaryComparisonAndMixedTypes) {
 
   std::vector<int64_t> e = {0, 1, 2};
   std::vector<float> base = {3.0f}, pw(3);
-  rt::mapBinary(base.data(), Shape{1}, e.data(), Shape{3}, pw.data(),
-                Shape{3}, body::Pow());
+  rt::mapBinary(base.data(), Shape{1}, e.data(), Shape{3}, pw.data(), Shape{3},
+                body::Pow());
   EXPECT_EQ(pw, (std::vector<float>{1.0f, 3.0f, 9.0f}));
 }
 

@@ -110,8 +110,8 @@ void checkMatmul(const Shape &as, const Shape &bs, const Shape &os) {
 
 TEST(Linalg, MatmulBatched) {
   checkMatmul({3, 4}, {4, 5}, {3, 5});
-  checkMatmul({2, 3, 4}, {4, 5}, {2, 3, 5});          // one tall gemm
-  checkMatmul({3, 4}, {2, 4, 5}, {2, 3, 5});          // a broadcast
+  checkMatmul({2, 3, 4}, {4, 5}, {2, 3, 5}); // one tall gemm
+  checkMatmul({3, 4}, {2, 4, 5}, {2, 3, 5}); // a broadcast
   checkMatmul({2, 3, 4}, {2, 4, 5}, {2, 3, 5});
   checkMatmul({2, 1, 3, 4}, {1, 3, 4, 2}, {2, 3, 3, 2});
   checkMatmul({2, 3, 4}, {1, 4, 5}, {2, 3, 5});

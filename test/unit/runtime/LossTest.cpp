@@ -33,8 +33,8 @@ float sce(Reduction red, const float *weights, bool hasIgnore = false,
 TEST(Loss, SoftmaxCrossEntropyHandValues) {
   int64_t labels[2] = {2, 0};
   std::vector<float> loss(2), logProb(6);
-  softmaxCrossEntropy(kScores.data(), kShape, labels, nullptr,
-                      Reduction::None, false, 0, loss.data(), logProb.data());
+  softmaxCrossEntropy(kScores.data(), kShape, labels, nullptr, Reduction::None,
+                      false, 0, loss.data(), logProb.data());
   EXPECT_NEAR(loss[0], kL0, 1e-6f);
   EXPECT_NEAR(loss[1], kL1, 1e-6f);
   EXPECT_NEAR(logProb[0], -2.40760596f, 1e-6f);
@@ -109,19 +109,19 @@ TEST(Loss, NllLossHandValues) {
   std::vector<float> input = {-1, -2, -3, -4};
   int64_t target[2] = {1, 0};
   std::vector<float> loss(2);
-  nllLoss(input.data(), Shape{2, 2}, target, nullptr, Reduction::None, false,
-          0, loss.data());
+  nllLoss(input.data(), Shape{2, 2}, target, nullptr, Reduction::None, false, 0,
+          loss.data());
   EXPECT_EQ(loss, (std::vector<float>{2, 3}));
-  nllLoss(input.data(), Shape{2, 2}, target, nullptr, Reduction::Mean, false,
-          0, loss.data());
+  nllLoss(input.data(), Shape{2, 2}, target, nullptr, Reduction::Mean, false, 0,
+          loss.data());
   EXPECT_FLOAT_EQ(loss[0], 2.5f);
   std::vector<float> w = {0.5f, 2.0f};
   // (2 * 2 + 0.5 * 3) / (2 + 0.5).
   nllLoss(input.data(), Shape{2, 2}, target, w.data(), Reduction::Mean, false,
           0, loss.data());
   EXPECT_FLOAT_EQ(loss[0], 2.2f);
-  nllLoss(input.data(), Shape{2, 2}, target, w.data(), Reduction::Sum, true,
-          0, loss.data());
+  nllLoss(input.data(), Shape{2, 2}, target, w.data(), Reduction::Sum, true, 0,
+          loss.data());
   EXPECT_FLOAT_EQ(loss[0], 4.0f);
 }
 

@@ -29,8 +29,9 @@ TEST(Normalization, SoftmaxHandValues) {
   expectAllNear(y, {0.09003057f, 0.24472847f, 0.66524096f, 0.09003057f,
                     0.24472847f, 0.66524096f});
   softmax(x.data(), Shape{2, 3}, -1, true, y.data());
-  expectAllNear(y, {-2.40760596f, -1.40760596f, -0.40760596f, -2.40760596f,
-                    -1.40760596f, -0.40760596f},
+  expectAllNear(y,
+                {-2.40760596f, -1.40760596f, -0.40760596f, -2.40760596f,
+                 -1.40760596f, -0.40760596f},
                 1e-4f);
 }
 
@@ -88,8 +89,8 @@ TEST(Normalization, LayerNormHandValues) {
   std::vector<float> x = {1, 2, 3, 4}, scale = {1, 2, 1, 2},
                      bias = {0, 0, 1, 1}, y(4);
   float mean, invStd;
-  layerNorm(x.data(), Shape{1, 4}, 1, scale.data(), bias.data(), 0.0f,
-            y.data(), &mean, &invStd);
+  layerNorm(x.data(), Shape{1, 4}, 1, scale.data(), bias.data(), 0.0f, y.data(),
+            &mean, &invStd);
   EXPECT_FLOAT_EQ(mean, 2.5f);
   // Biased variance 1.25.
   EXPECT_NEAR(invStd, 0.894427191f, 1e-6f);
@@ -163,11 +164,11 @@ TEST(Normalization, BatchNormTrainingHandValues) {
   std::vector<float> scale = {1, 2}, bias = {0, 1};
   std::vector<float> runMean = {0, 10}, runVar = {1, 1};
   std::vector<float> y(8), newMean(2), newVar(2);
-  batchNorm(x.data(), Shape{2, 2, 2}, scale.data(), bias.data(),
-            runMean.data(), runVar.data(), 0.0f, 0.9f, true, y.data(),
-            newMean.data(), newVar.data());
-  expectAllNear(y, {-1.3416408f, -0.4472136f, -1, -1, 0.4472136f, 1.3416408f,
-                    3, 3});
+  batchNorm(x.data(), Shape{2, 2, 2}, scale.data(), bias.data(), runMean.data(),
+            runVar.data(), 0.0f, 0.9f, true, y.data(), newMean.data(),
+            newVar.data());
+  expectAllNear(
+      y, {-1.3416408f, -0.4472136f, -1, -1, 0.4472136f, 1.3416408f, 3, 3});
   // momentum * running + (1 - momentum) * batch, biased batch variance.
   expectAllNear(newMean, {0.25f, 9.1f});
   expectAllNear(newVar, {1.025f, 1.0f});
@@ -178,9 +179,9 @@ TEST(Normalization, BatchNormInference) {
   std::vector<float> scale = {1, 2}, bias = {0, 1};
   std::vector<float> runMean = {1, 10}, runVar = {4, 0.25f};
   std::vector<float> y(8), newMean(2), newVar(2);
-  batchNorm(x.data(), Shape{2, 2, 2}, scale.data(), bias.data(),
-            runMean.data(), runVar.data(), 0.0f, 0.9f, false, y.data(),
-            newMean.data(), newVar.data());
+  batchNorm(x.data(), Shape{2, 2, 2}, scale.data(), bias.data(), runMean.data(),
+            runVar.data(), 0.0f, 0.9f, false, y.data(), newMean.data(),
+            newVar.data());
   // (x - 1) / 2 and (x - 10) / 0.5 * 2 + 1.
   expectAllNear(y, {0, 0.5f, -39, -39, 1, 1.5f, -31, -31});
   EXPECT_EQ(newMean, runMean);

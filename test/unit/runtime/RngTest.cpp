@@ -21,7 +21,9 @@ TEST(Rng, Splitmix64Vectors) {
   EXPECT_EQ(splitmix64(0xFFFFFFFFFFFFFFFFull), 0xE4D971771B652C20ull);
 }
 
-TEST(Rng, DropoutKey) { EXPECT_EQ(dropoutKey(1234, 0, 0), 0x0D1825AE31E9066Dull); }
+TEST(Rng, DropoutKey) {
+  EXPECT_EQ(dropoutKey(1234, 0, 0), 0x0D1825AE31E9066Dull);
+}
 
 std::string keepString(uint64_t seed, int64_t node, int64_t step) {
   std::string s;

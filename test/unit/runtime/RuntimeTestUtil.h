@@ -57,9 +57,8 @@ inline double dot(const std::vector<float> &a, const std::vector<float> &b) {
 /// observed), hence 1e-3 relative plus 1e-4 absolute.
 inline void expectGradient(std::vector<float> &x,
                            const std::vector<float> &analytic,
-                           const std::function<double()> &loss,
-                           double h = 1e-2, double rtol = 1e-3,
-                           double atol = 1e-4) {
+                           const std::function<double()> &loss, double h = 1e-2,
+                           double rtol = 1e-3, double atol = 1e-4) {
   ASSERT_EQ(x.size(), analytic.size());
   for (size_t i = 0; i < x.size(); ++i) {
     float saved = x[i];
@@ -72,8 +71,7 @@ inline void expectGradient(std::vector<float> &x,
     x[i] = saved;
     // The float steps are not exactly h; divide by the steps taken.
     double numeric = (up - down) / (hUp + hDown);
-    double scale =
-        std::max(std::fabs(numeric), std::fabs(double(analytic[i])));
+    double scale = std::max(std::fabs(numeric), std::fabs(double(analytic[i])));
     EXPECT_NEAR(analytic[i], numeric, rtol * scale + atol)
         << "at element " << i;
   }

@@ -67,8 +67,8 @@ std::vector<float> sgdTrace(float p, std::vector<float> grads, float lr,
   float buf = 12345.0f; // garbage: step 0 must overwrite it
   std::vector<float> trace;
   for (size_t t = 0; t < grads.size(); ++t) {
-    sgdUpdate(&p, &grads[t], momentum != 0.0f ? &buf : nullptr, 1, lr,
-              momentum, dampening, nesterov, weightDecay, t);
+    sgdUpdate(&p, &grads[t], momentum != 0.0f ? &buf : nullptr, 1, lr, momentum,
+              dampening, nesterov, weightDecay, t);
     trace.push_back(p);
   }
   return trace;
