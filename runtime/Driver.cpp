@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Checkpoint.h"
 #include "runtime/Npy.h"
 #include "runtime/Program.h"
 
@@ -51,10 +52,7 @@ const char *dtypeName(DType type) {
   return "?";
 }
 
-namespace {
-
-/// numpy's descr kind of a dtype ("f4", ...).
-const char *npyKind(DType type) {
+const char *dtypeNpyKind(DType type) {
   switch (type) {
   case DType::F32:
     return "f4";
@@ -70,21 +68,33 @@ const char *npyKind(DType type) {
   return "";
 }
 
+namespace {
+
 struct Options {
-  std::string data, log, dumpParams;
-  bool synthetic = false, quiet = false;
-  int64_t steps = 1;
-  uint64_t seed = 1234;
+  std::string data, log, dumpParams, init, checkpointDir;
+  bool synthetic = false, quiet = false, resume = false, shuffle = false;
+  int64_t steps = 1, checkpointEvery = 0;
+  uint64_t seed = 1234, shuffleSeed = 0;
 };
 
 const char *kUsage =
     "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
-    "          [--dump-params DIR] [--seed S] [--quiet]\n"
+    "          [--init DIR] [--checkpoint-dir DIR [--checkpoint-every N]\n"
+    "          [--resume]] [--dump-params DIR] [--shuffle SEED] [--seed S]\n"
+    "          [--quiet]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping around\n"
     "  --synthetic        random inputs (for benchmarks)\n"
-    "  --steps N          training steps (default 1)\n"
+    "  --shuffle SEED     visit the samples in a seeded random order\n"
+    "                     (a new permutation every pass over the data)\n"
+    "  --steps N          train until N steps are done (default 1)\n"
+    "  --init DIR         initial values from DIR/<name>.npy (every parameter;\n"
+    "                     states optional) instead of the ONNX initializers\n"
+    "  --checkpoint-dir DIR  write checkpoints there (at the end, and every\n"
+    "                     --checkpoint-every N steps)\n"
+    "  --resume           continue from the newest checkpoint in\n"
+    "                     --checkpoint-dir; the log is appended to\n"
     "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of step\n"
     "                     k's forward pass, before its update\n"
     "  --dump-params DIR  write each trained parameter as DIR/<name>.npy\n"
@@ -154,10 +164,27 @@ Options parseOptions(int argc, char **argv) {
       options.seed = static_cast<uint64_t>(takeInt(0));
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--init") {
+      options.init = takeValue();
+    } else if (arg == "--checkpoint-dir") {
+      options.checkpointDir = takeValue();
+    } else if (arg == "--checkpoint-every") {
+      options.checkpointEvery = takeInt(1);
+    } else if (arg == "--resume") {
+      options.resume = true;
+    } else if (arg == "--shuffle") {
+      options.shuffle = true;
+      options.shuffleSeed = static_cast<uint64_t>(takeInt(0));
     } else {
       fail("unknown flag '" + arg + "'; run with --help");
     }
   }
+  if ((options.resume || options.checkpointEvery) &&
+      options.checkpointDir.empty())
+    fail("--resume and --checkpoint-every need --checkpoint-dir DIR");
+  if (options.resume && !options.init.empty())
+    fail("--resume and --init exclude each other: a resumed run starts from "
+         "its checkpoint");
   if (options.data.empty() == !options.synthetic)
     fail(options.synthetic ? "--data and --synthetic exclude each other"
                            : "no training data: give --data DIR (or "
@@ -219,7 +246,7 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
     fail(error + " (graph input '" + spec.name + "' is " +
          dtypeName(spec.dtype) + " " +
          shapeText(spec.shape.dims, spec.shape.rank) + ")");
-  if (input.array.kind != npyKind(spec.dtype))
+  if (input.array.kind != dtypeNpyKind(spec.dtype))
     fail("'" + path + "' holds numpy dtype '" + input.array.kind +
          "' but graph input '" + spec.name + "' is " + dtypeName(spec.dtype) +
          "; save it with .astype(numpy." + dtypeName(spec.dtype) + ")");
@@ -242,6 +269,40 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
          " samples, fewer than one batch of " + std::to_string(batch));
   return input;
 }
+
+/// The sample of batch row `row` at `step`: in order, or through a seeded
+/// permutation that is redrawn every pass over the data (so a resumed run
+/// sees the same order as an uninterrupted one).
+class SampleOrder {
+public:
+  SampleOrder(int64_t samples, const Options &options)
+      : samples(samples), shuffle(options.shuffle), seed(options.shuffleSeed) {}
+
+  int64_t sample(int64_t position) {
+    int64_t pass = position / samples, offset = position % samples;
+    if (!shuffle)
+      return offset;
+    if (pass != currentPass) {
+      permutation.resize(samples);
+      for (int64_t i = 0; i < samples; ++i)
+        permutation[i] = i;
+      uint64_t state = seed * 0x9E3779B97F4A7C15ull + pass;
+      for (int64_t i = samples - 1; i > 0; --i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(permutation[i], permutation[(state >> 33) % (i + 1)]);
+      }
+      currentPass = pass;
+    }
+    return permutation[offset];
+  }
+
+private:
+  int64_t samples;
+  bool shuffle;
+  uint64_t seed;
+  int64_t currentPass = -1;
+  std::vector<int64_t> permutation;
+};
 
 } // namespace
 
@@ -279,8 +340,24 @@ int runProgram(const Program &program, int argc, char **argv) {
            std::to_string(input.samples) + ")");
   Buffer arena = allocate(program.arenaBytes);
 
+  std::string error;
+  if (!options.init.empty() &&
+      !loadTensors(options.init, program, pointers.data(), false, error))
+    fail(error);
+  int64_t firstStep = 0;
+  if (options.resume) {
+    std::string path;
+    if (!findLatestCheckpoint(options.checkpointDir, path, firstStep, error) ||
+        !loadTensors(path, program, pointers.data(), true, error))
+      fail(error);
+    if (!options.quiet)
+      std::fprintf(stderr, "resuming from '%s' after step %lld\n",
+                   path.c_str(), static_cast<long long>(firstStep));
+  }
+
   std::FILE *log = nullptr;
-  if (!options.log.empty() && !(log = std::fopen(options.log.c_str(), "w")))
+  if (!options.log.empty() &&
+      !(log = std::fopen(options.log.c_str(), options.resume ? "a" : "w")))
     fail("cannot write the log '" + options.log + "': " + std::strerror(errno));
   if (!options.quiet)
     std::fprintf(stderr,
@@ -293,12 +370,13 @@ int runProgram(const Program &program, int argc, char **argv) {
   StepContext context{pointers.data(), arena.get(), 0, options.seed, 0.0f};
   auto start = std::chrono::steady_clock::now();
   int64_t every = std::max<int64_t>(1, options.steps / 20);
-  for (int64_t step = 0; step < options.steps; ++step) {
+  SampleOrder order(inputs.empty() ? 1 : inputs.front().samples, options);
+  for (int64_t step = firstStep; step < options.steps; ++step) {
     for (InputData &input : inputs) {
       char *dest = static_cast<char *>(pointers[input.spec - program.tensors]);
       int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
       for (int64_t j = 0; j < rows; ++j) {
-        int64_t sample = (step * rows + j) % input.samples;
+        int64_t sample = order.sample(step * rows + j);
         std::memcpy(dest + j * input.sampleBytes,
                     input.array.data.data() + sample * input.sampleBytes,
                     input.sampleBytes);
@@ -316,32 +394,30 @@ int runProgram(const Program &program, int argc, char **argv) {
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
-      double perStep = seconds / (step + 1);
+      double perStep = seconds / (step + 1 - firstStep);
       std::fprintf(stderr,
                    "step %lld/%lld  loss %.6f  %.0f samples/s  ETA %.1fs\n",
                    static_cast<long long>(step + 1),
                    static_cast<long long>(options.steps), context.loss,
                    batch / perStep, perStep * (options.steps - step - 1));
     }
+    // The log reaches the disk before the checkpoint that covers it.
+    if (log)
+      std::fflush(log);
+    bool last = step + 1 == options.steps;
+    if (!options.checkpointDir.empty() &&
+        (last || (options.checkpointEvery &&
+                  (step + 1) % options.checkpointEvery == 0)) &&
+        !saveCheckpoint(options.checkpointDir, step + 1, program,
+                        pointers.data(), error))
+      fail(error);
   }
   if (log)
     std::fclose(log);
 
-  if (!options.dumpParams.empty()) {
-    mkdir(options.dumpParams.c_str(), 0755);
-    for (int i = 0; i < program.numTensors; ++i) {
-      const TensorSpec &spec = program.tensors[i];
-      if (spec.role != Role::Param && spec.role != Role::State)
-        continue;
-      std::string error;
-      std::vector<int64_t> shape(spec.shape.dims,
-                                 spec.shape.dims + spec.shape.rank);
-      if (!writeNpy(options.dumpParams + "/" + spec.name + ".npy",
-                    npyKind(spec.dtype), shape, pointers[i],
-                    spec.shape.numElements() * dtypeSize(spec.dtype), error))
-        fail(error);
-    }
-  }
+  if (!options.dumpParams.empty() &&
+      !writeTensors(options.dumpParams, program, pointers.data(), error))
+    fail(error);
   return 0;
 }
 

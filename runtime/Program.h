@@ -22,6 +22,8 @@ enum class DType : int { F32, F64, I64, I32, Bool };
 int64_t dtypeSize(DType type);
 /// numpy's name of the type ("float32", ...).
 const char *dtypeName(DType type);
+/// numpy's descr of the type without byte order ("f4", ...).
+const char *dtypeNpyKind(DType type);
 
 enum class Role : int {
   /// A graph input, fed from `--data DIR/<name>.npy` one batch per step.

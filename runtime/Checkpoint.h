@@ -1,0 +1,39 @@
+//===- Checkpoint.h - saving and restoring training state -------*- C++ -*-===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR). A checkpoint is a
+// directory `step-<k>` (k steps done) holding one .npy per parameter and
+// state tensor; `latest` names the newest. Both are written under temporary
+// names and renamed, so a killed program never leaves a torn checkpoint.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_CHECKPOINT_H
+#define CLEAVE_RUNTIME_CHECKPOINT_H
+
+#include "runtime/Program.h"
+
+#include <string>
+
+namespace cleave::rt {
+
+/// Loads `<dir>/<name>.npy` into every parameter (required) and state
+/// (optional unless `requireStates`) of `program`; checks dtype and shape.
+bool loadTensors(const std::string &dir, const Program &program,
+                 void *const *tensors, bool requireStates, std::string &error);
+
+/// Writes every parameter and state as `<dir>/<name>.npy` (creating dir).
+bool writeTensors(const std::string &dir, const Program &program,
+                  void *const *tensors, std::string &error);
+
+/// Writes the parameters and states after `step` completed steps.
+bool saveCheckpoint(const std::string &dir, int64_t step,
+                    const Program &program, void *const *tensors,
+                    std::string &error);
+
+/// Finds the newest checkpoint in `dir`: its path and step count.
+bool findLatestCheckpoint(const std::string &dir, std::string &path,
+                          int64_t &step, std::string &error);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_CHECKPOINT_H
