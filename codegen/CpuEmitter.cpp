@@ -240,6 +240,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
                                                : "Mean")
         .str();
   };
+  auto learningRate = [&](APFloat lr, Value factor) {
+    std::string text = floatLiteral(lr.convertToFloat()) + "f";
+    return factor ? text + " * " + t(factor) + "[0]" : text;
+  };
   auto ignore = [&](IntegerAttr index) {
     return formatv("{0}, {1}", index ? "true" : "false",
                    index ? index.getInt() : 0)
@@ -586,12 +590,25 @@ LogicalResult Emitter::emitOp(Operation *op) {
                          t(dropout.getMask())));
         return success();
       })
+      .Case([&](LrScheduleOp schedule) {
+        StringRef kind = schedule.getSchedule();
+        call(op, formatv("{0}[0] = lrScheduleFactor(Schedule::{1}, {2}, {3}, "
+                         "{4}f, ctx.step)",
+                         t(schedule.getFactor()),
+                         kind == "cosine"   ? "Cosine"
+                         : kind == "linear" ? "Linear"
+                                            : "Constant",
+                         schedule.getWarmupStepsAttr().getInt(),
+                         schedule.getTotalStepsAttr().getInt(),
+                         floatLiteral(schedule.getMinFactor().convertToFloat())));
+        return success();
+      })
       .Case([&](SgdOp sgd) {
-        call(op, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}f, {5}f, {6}f, {7}, "
+        call(op, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}, "
                          "{8}f, ctx.step)",
                          t(sgd.getParam()), t(sgd.getGrad()),
                          nullable(sgd.getMomentumBuffer()), n(sgd.getParam()),
-                         floatLiteral(sgd.getLr().convertToFloat()),
+                         learningRate(sgd.getLr(), sgd.getLrFactor()),
                          floatLiteral(sgd.getMomentum().convertToFloat()),
                          floatLiteral(sgd.getDampening().convertToFloat()),
                          sgd.getNesterov(),
@@ -599,12 +616,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](AdamwOp adamw) {
-        call(op, formatv("adamwUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}f, "
+        call(op, formatv("adamwUpdate({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
                          "{8}f, {9}f, ctx.step)",
                          t(adamw.getParam()), t(adamw.getGrad()),
                          t(adamw.getExpAvg()), t(adamw.getExpAvgSq()),
                          n(adamw.getParam()),
-                         floatLiteral(adamw.getLr().convertToFloat()),
+                         learningRate(adamw.getLr(), adamw.getLrFactor()),
                          floatLiteral(adamw.getBeta1().convertToFloat()),
                          floatLiteral(adamw.getBeta2().convertToFloat()),
                          floatLiteral(adamw.getEps().convertToFloat()),
@@ -714,7 +731,8 @@ FailureOr<EmittedProgram> Emitter::run() {
      << "#include \"runtime/Elementwise.h\"\n"
      << "#include \"runtime/ElementwiseBodies.h\"\n"
      << "#include \"runtime/Kernels.h\"\n"
-     << "#include \"runtime/Program.h\"\n\n"
+     << "#include \"runtime/Program.h\"\n"
+     << "#include \"runtime/Schedule.h\"\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n\n"
      << "using namespace cleave::rt;\nnamespace body = cleave::body;\n\n"
      << "// The initial parameter values, embedded at link time.\n"

@@ -5,6 +5,9 @@
 #include "dialects/cleave/CleaveOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+#include <numeric>
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_APPLYOPTIMIZERPASS
@@ -21,6 +24,42 @@ struct ApplyOptimizerPass
   using ApplyOptimizerPassBase::ApplyOptimizerPassBase;
 
   void runOnOperation() override;
+
+  /// Scales the gradients in `results` (at `indices`) to a global L2 norm
+  /// of at most clipGradNorm, as torch.nn.utils.clip_grad_norm_.
+  void clipGradients(OpBuilder &b, Location funcLoc,
+                     SmallVectorImpl<Value> &results,
+                     ArrayRef<unsigned> indices) {
+    Location loc = NameLoc::get(b.getStringAttr("clip_grad_norm"), funcLoc);
+    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+    auto scalar = [&](double v) -> Value {
+      return ConstantOp::create(
+          b, loc, DenseElementsAttr::get(scalarType, b.getF32FloatAttr(v)));
+    };
+    Value total;
+    for (unsigned index : indices) {
+      Value grad = results[index];
+      auto type = cast<RankedTensorType>(grad.getType());
+      SmallVector<int64_t> axes(type.getRank());
+      std::iota(axes.begin(), axes.end(), 0);
+      Value square = MulOp::create(b, loc, type, grad, grad);
+      Value sum = ReduceSumOp::create(b, loc, scalarType, square,
+                                      b.getDenseI64ArrayAttr(axes),
+                                      b.getBoolAttr(false));
+      total = total ? AddOp::create(b, loc, scalarType, total, sum) : sum;
+    }
+    Value norm = SqrtOp::create(b, loc, scalarType, total);
+    Value coef = DivOp::create(b, loc, scalarType, scalar(clipGradNorm),
+                               AddOp::create(b, loc, scalarType, norm,
+                                             scalar(1e-6)));
+    Value one = scalar(1.0);
+    Value below = LessOp::create(
+        b, loc, RankedTensorType::get({}, b.getI1Type()), coef, one);
+    Value clipped = WhereOp::create(b, loc, scalarType, below, coef, one);
+    for (unsigned index : indices)
+      results[index] = MulOp::create(b, loc, results[index].getType(),
+                                     results[index], clipped);
+  }
 
   /// Appends a zero-initialized state argument named `name`.
   BlockArgument addState(func::FuncOp func, Type type, StringRef name) {
@@ -68,6 +107,19 @@ void ApplyOptimizerPass::runOnOperation() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   OpBuilder b(ret);
   SmallVector<Value> results(ret.getOperands());
+  if (clipGradNorm > 0)
+    clipGradients(b, func.getLoc(), results, gradResults);
+  Value lrFactor;
+  if (schedule != "constant" || warmupSteps > 0) {
+    auto op = LrScheduleOp::create(
+        b, NameLoc::get(StringAttr::get(ctx, "lr_schedule"), func.getLoc()),
+        RankedTensorType::get({}, b.getF32Type()), step,
+        b.getStringAttr(schedule), b.getI64IntegerAttr(warmupSteps),
+        b.getI64IntegerAttr(totalSteps), b.getF32FloatAttr(minLrFactor));
+    if (failed(verify(op)))
+      return signalPassFailure();
+    lrFactor = op;
+  }
   SmallVector<std::pair<unsigned, StringAttr>> updates;
   auto f32 = [&](double v) { return b.getF32FloatAttr(v); };
   for (unsigned index : gradResults) {
@@ -96,7 +148,7 @@ void ApplyOptimizerPass::runOnOperation() {
       auto op = SgdOp::create(
           b, loc,
           SmallVector<Type>(buffer ? 2 : 1, param.getType()), param, grad,
-          buffer, step, f32(lr), f32(momentum), f32(dampening),
+          buffer, step, lrFactor, f32(lr), f32(momentum), f32(dampening),
           b.getBoolAttr(nesterov), f32(weightDecay));
       produced.emplace_back(op.getUpdated()[0], name.getValue().str());
       if (buffer)
@@ -109,7 +161,7 @@ void ApplyOptimizerPass::runOnOperation() {
                          (name.getValue() + ".exp_avg_sq").str());
       auto op = AdamwOp::create(b, loc, param.getType(), param.getType(),
                                 param.getType(), param, grad, m, v, step,
-                                f32(lr), f32(beta1), f32(beta2), f32(eps),
+                                lrFactor, f32(lr), f32(beta1), f32(beta2), f32(eps),
                                 f32(weightDecay));
       produced.emplace_back(op.getNewParam(), name.getValue().str());
       produced.emplace_back(op.getNewExpAvg(),

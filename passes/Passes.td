@@ -58,6 +58,12 @@ def ApplyOptimizerPass : Pass<"cleave-apply-optimizer", "::mlir::func::FuncOp"> 
     parameter (`cleave.update = "<param>"`) and the new states are appended
     (`cleave.update = "<state>"`).
 
+    With `clip-grad-norm`, the gradients are first scaled by
+    `min(1, max_norm / (norm + 1e-6))` where `norm` is their global L2 norm
+    (torch.nn.utils.clip_grad_norm_). With a warmup or a decaying
+    `lr-schedule`, a `cleave.lr_schedule` op computes the step's learning
+    rate factor, which every update takes as `lr_factor`.
+
     Preconditions: `cleave-autodiff` ran. Postconditions: the function is a
     complete training step.
 
@@ -81,6 +87,17 @@ def ApplyOptimizerPass : Pass<"cleave-apply-optimizer", "::mlir::func::FuncOp"> 
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"schedule", "lr-schedule", "std::string", "\"constant\"",
+           "Learning-rate schedule after warmup: constant, linear, cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "Steps of linear learning-rate warmup">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "Step at which a decaying schedule reaches min-lr-factor">,
+    Option<"minLrFactor", "min-lr-factor", "double", "0.0",
+           "Final learning rate of a decaying schedule, as a fraction of lr">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "Clip gradients to this global L2 norm, as "
+           "torch.nn.utils.clip_grad_norm_ (0: no clipping)">,
   ];
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }

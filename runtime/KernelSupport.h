@@ -10,6 +10,7 @@
 
 #include "runtime/Shape.h"
 
+#include <cassert>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -23,15 +24,17 @@ namespace cleave::rt::detail {
 
 /// Bad run-time data (an index or label out of range) has no caller to
 /// report to: a generated program has no error channel, and carrying on would
-/// read out of bounds. Print and abort.
+/// read out of bounds. Print and exit with status 1 (_Exit: this may run on
+/// an OpenMP worker, where running exit handlers is not safe).
 [[noreturn]] inline void fatal(const char *format, ...) {
-  std::fprintf(stderr, "cleave runtime: ");
+  std::fprintf(stderr, "error: ");
   va_list args;
   va_start(args, format);
   std::vfprintf(stderr, format, args);
   va_end(args);
   std::fprintf(stderr, "\n");
-  std::abort();
+  std::fflush(stderr);
+  std::_Exit(1);
 }
 
 /// OpenMP queries that also build (single-threaded) without -fopenmp.
@@ -72,6 +75,7 @@ struct Window3 {
           const int64_t *strides, const int64_t *pads,
           const int64_t *dilations) {
     int spatial = xShape.rank - 2;
+    assert(spatial >= 1 && spatial <= 3 && "1 to 3 spatial dims");
     int shift = 3 - spatial;
     for (int i = 0; i < spatial; ++i) {
       in[shift + i] = xShape.dims[2 + i];

@@ -32,5 +32,6 @@ config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data
 
 llvm_config.add_tool_substitutions(
     [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),
-     ToolSubst("cleave-unit-tests", unresolved="fatal")],
+     ToolSubst("cleave-unit-tests", unresolved="fatal"),
+     ToolSubst("cleave-runtime-tests", unresolved="fatal")],
     [config.cleave_tools_dir])

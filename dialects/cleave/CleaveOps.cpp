@@ -753,5 +753,24 @@ LogicalResult AdamwOp::verify() {
                           getNewParam(), getNewExpAvg(), getNewExpAvgSq()});
 }
 
+LogicalResult LrScheduleOp::verify() {
+  StringRef schedule = getSchedule();
+  if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
+    return emitOpError() << "schedule '" << schedule
+                         << "' is not one of constant, linear, cosine";
+  int64_t warmup = getWarmupStepsAttr().getInt(),
+          total = getTotalStepsAttr().getInt();
+  float minimum = getMinFactor().convertToFloat();
+  if (warmup < 0)
+    return emitOpError() << "warmup_steps " << warmup << " must be >= 0";
+  if (!(minimum >= 0 && minimum <= 1))
+    return emitOpError() << "min_factor " << minimum << " must be in [0, 1]";
+  if (schedule != "constant" && total <= warmup)
+    return emitOpError() << "total_steps " << total
+                         << " must exceed warmup_steps " << warmup
+                         << " for a decaying schedule";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/cleave/CleaveOps.cpp.inc"

@@ -1262,13 +1262,15 @@ def Cleave_NllLossGradOp : Cleave_Op<"nll_loss_grad", [Pure]> {
 // Optimizer updates with PyTorch semantics (produced by cleave-apply-optimizer)
 //===----------------------------------------------------------------------===//
 
-def Cleave_SgdOp : Cleave_Op<"sgd", [Pure]> {
+def Cleave_SgdOp : Cleave_Op<"sgd", [Pure, AttrSizedOperandSegments]> {
   let summary = "one torch.optim.SGD step of one parameter";
   let description = [{
     `g = grad + weight_decay * param`; with momentum,
     `buf = step == 0 ? g : momentum * buf + (1 - dampening) * g` and
     `g = nesterov ? g + momentum * buf : buf`; `param -= lr * g`. Yields the
     new parameter and, with momentum, the new buffer. `step` counts from 0.
+    With `lr_factor` (a 0-d tensor, from `cleave.lr_schedule`) the learning
+    rate is `lr * lr_factor`.
 
     Example:
 
@@ -1286,13 +1288,15 @@ def Cleave_SgdOp : Cleave_Op<"sgd", [Pure]> {
   }];
   let arguments = (ins Cleave_FloatTensor:$param, Cleave_FloatTensor:$grad,
                        Optional<Cleave_FloatTensor>:$momentum_buffer,
-                       Cleave_ScalarIndexTensor:$step, F32Attr:$lr,
-                       F32Attr:$momentum, F32Attr:$dampening,
+                       Cleave_ScalarIndexTensor:$step,
+                       Optional<Cleave_ScalarFloatTensor>:$lr_factor,
+                       F32Attr:$lr, F32Attr:$momentum, F32Attr:$dampening,
                        BoolAttr:$nesterov, F32Attr:$weight_decay);
   let results = (outs Variadic<Cleave_FloatTensor>:$updated);
   let assemblyFormat = [{
     $param `,` $grad (`momentum_buffer` `(` $momentum_buffer^ `)`)?
-    `step` `(` $step `)` attr-dict `:` functional-type(operands, results)
+    `step` `(` $step `)` (`lr_factor` `(` $lr_factor^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -1304,11 +1308,13 @@ def Cleave_AdamwOp : Cleave_Op<"adamw", [Pure]> {
     `m = beta1 * m + (1 - beta1) * grad`, `v = beta2 * v + (1 - beta2) *
     grad^2`, and with `t = step + 1`:
     `param -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`.
+    With `lr_factor` (a 0-d tensor, from `cleave.lr_schedule`) the learning
+    rate is `lr * lr_factor`.
 
     Example:
 
     ```mlir
-    %w1, %m1, %v1 = cleave.adamw %w, %dw, %m, %v, %t
+    %w1, %m1, %v1 = cleave.adamw %w, %dw, %m, %v step(%t)
         {beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32,
          lr = 3.0e-4 : f32, weight_decay = 0.1 : f32}
         : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<i64>)
@@ -1320,13 +1326,49 @@ def Cleave_AdamwOp : Cleave_Op<"adamw", [Pure]> {
   }];
   let arguments = (ins Cleave_FloatTensor:$param, Cleave_FloatTensor:$grad,
                        Cleave_FloatTensor:$exp_avg, Cleave_FloatTensor:$exp_avg_sq,
-                       Cleave_ScalarIndexTensor:$step, F32Attr:$lr,
-                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
-                       F32Attr:$weight_decay);
+                       Cleave_ScalarIndexTensor:$step,
+                       Optional<Cleave_ScalarFloatTensor>:$lr_factor,
+                       F32Attr:$lr, F32Attr:$beta1, F32Attr:$beta2,
+                       F32Attr:$eps, F32Attr:$weight_decay);
   let results = (outs Cleave_FloatTensor:$new_param,
                       Cleave_FloatTensor:$new_exp_avg,
                       Cleave_FloatTensor:$new_exp_avg_sq);
-  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` `(` $step `)`
+    (`lr_factor` `(` $lr_factor^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_LrScheduleOp : Cleave_Op<"lr_schedule", [Pure]> {
+  let summary = "the learning-rate factor of a step: warmup, then decay";
+  let description = [{
+    The factor the optimizers scale their learning rate by at `step`
+    (counting from 0): `(step + 1) / warmup_steps` during the first
+    `warmup_steps` steps; then 1 (`constant`), or a decay from 1 to
+    `min_factor` at `total_steps` (`linear`, or `cosine`:
+    `min + (1 - min) * (1 + cos(pi * progress)) / 2`), and `min_factor`
+    after `total_steps`. It matches a PyTorch `LambdaLR` with that lambda,
+    stepped once per optimizer step.
+
+    Example:
+
+    ```mlir
+    %f = cleave.lr_schedule %t {min_factor = 0.1 : f32, schedule = "cosine",
+        total_steps = 1000 : i64, warmup_steps = 100 : i64} : tensor<i64> -> tensor<f32>
+    ```
+
+    **Constraints:**
+    - `schedule` is `constant`, `linear` or `cosine`;
+    - `warmup_steps >= 0`; `0 <= min_factor <= 1`;
+    - `total_steps > warmup_steps` unless the schedule is `constant`.
+  }];
+  let arguments = (ins Cleave_ScalarIndexTensor:$step, StrAttr:$schedule,
+                       I64Attr:$warmup_steps, I64Attr:$total_steps,
+                       F32Attr:$min_factor);
+  let results = (outs Cleave_ScalarFloatTensor:$factor);
+  let assemblyFormat = "$step attr-dict `:` type($step) `->` type($factor)";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,684 @@
+#!/usr/bin/python3
+"""Cleave vs PyTorch 1.13 eager: CPU training-step time, same BLAS, same threads.
+
+The whole benchmark, as run for the README (about 2 minutes on 2 cores):
+
+  /usr/bin/python3 bench/bench.py --markdown
+
+Other forms:
+
+  /usr/bin/python3 bench/bench.py --models mlp-large --threads 1 --seconds 3
+  /usr/bin/python3 bench/bench.py --json /tmp/bench.json --keep /tmp/bench
+  /usr/bin/python3 bench/bench.py --env OMP_WAIT_POLICY=ACTIVE   # try a setting
+
+Models (each graph contains its loss; every step is forward, loss, backward
+and a plain SGD update, lr 0.01, no momentum):
+
+  mlp        test/models/export_models.py's MLP (784-128-64-10), batch 64
+             (its symbolic batch bound with --input-shape batch=64)
+  cnn        its MNIST CNN (Conv/BatchNorm/MaxPool/AvgPool/Dropout), the
+             export's static batch 8
+  gpt        its tiny GPT-2 decoder (2 layers, d 32, T 16), static batch 2
+  mlp-large  defined here: Linear 1024->4096->4096->1024, ReLU between,
+             cross-entropy over 1024 classes, static batch 32 (GEMM-bound)
+
+For each model the script exports the ONNX (opset 17, training mode, as
+export_models.py does), compiles it with `cleave compile --optimizer sgd
+--lr 0.01` (--keep-source, to read the GEMMs it calls) and times, in
+alternating rounds (Cleave, PyTorch, Cleave, PyTorch, ...; median reported):
+
+  Cleave   `train --synthetic --steps N` in the timing environment below.
+           The step time is read from the program's own progress lines,
+           "step s/N ... R samples/s", whose rate is the cumulative average
+           since the first step: the time at line s is s * batch / R, and the
+           step time is (t(s_last) - t(s_first)) / (s_last - s_first) with
+           s_first the first line at or after 20% of N. So process start-up,
+           loading the embedded parameters and the first (page-faulting)
+           steps are excluded, without a second, 0-step run.
+  PyTorch  a persistent worker process (same environment) builds the same
+           torch module with the same batch and runs the same step:
+           loss = model(*inputs); loss.backward(); opt.step();
+           opt.zero_grad(set_to_none=True) with torch.optim.SGD(lr=0.01)
+           (1.13's default single-tensor path), after warm-up steps; timed
+           with time.perf_counter over N steps. Inputs are fixed random
+           tensors, as Cleave's --synthetic draws them once.
+
+Environment, identical for both processes (printed as the "env" line):
+
+  OMP_NUM_THREADS=T, OPENBLAS_NUM_THREADS=T (T = --threads, default 2), and
+  torch.set_num_threads(T) in the worker.
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread first, so that
+  Debian's torch (which links the generic libblas.so.3, netlib unless the
+  alternative points elsewhere) and the Cleave binary (libopenblas.so.0)
+  resolve to the same file, libopenblasp-r0.3.21.so. The worker checks it:
+  the BLAS libraries mapped into the torch process are listed, and a torch
+  1024^3 matmul is timed against cblas_sgemm of that library (netlib would
+  be ~10x slower). PyTorch's convolutions go through oneDNN (mkldnn), not
+  BLAS: that is what PyTorch eager does, and it is part of the comparison.
+  OPENBLAS_CORETYPE: --coretype auto sets SkylakeX when the CPU has AVX-512
+  (Debian's OpenBLAS 0.3.21 does not know the newer Intel models and falls
+  back to slow kernels otherwise), else pins the core type OpenBLAS detects
+  by itself (Zen on the AMD EPYC of our dev machines: SkylakeX kernels would
+  die there with SIGILL, as that CPU has no AVX-512).
+  OMP_WAIT_POLICY=PASSIVE: measured on the 2-core dev machine, libgomp's
+  default (spin for a while at every barrier and after every parallel
+  region) next to OpenBLAS's own pthread workers, which also spin, makes 2
+  busy-waiting threads per core; with other load on the machine that is
+  catastrophic: Cleave's mlp ran at 2,800 samples/s with the default and
+  17,000 with PASSIVE, the cnn 163 vs 1,900. PyTorch (same libgomp, same
+  OpenBLAS) gets the same setting; its timings were also better or equal
+  with PASSIVE. --env KEY=VALUE (repeatable) overrides or adds variables in
+  both environments, e.g. --env OMP_WAIT_POLICY=ACTIVE to compare.
+
+sgemm reference: the worker calls cblas_sgemm of the same library through
+ctypes with T threads: a large 1024x4096x4096 product ("peak"), and, per
+model, the exact sequence of sgemm calls one Cleave training step makes
+(parsed from the generated C++: gemm, matmul and the im2col GEMMs of conv,
+convGradInput, convGradWeight), timed back to back. That "GEMM floor" is
+what a step would cost if everything but the GEMMs were free. For mlp-large
+the table also gives its model FLOP/s: forward 2*M*N*K per Linear, backward
+the weight gradient (2*M*N*K) for every Linear and the input gradient for all
+but the first (the input needs none), 4.56 GFLOP per step at batch 32, as a
+fraction of the peak sgemm rate.
+
+Output: a plain table (or --markdown), the environment line, and --json
+for the raw numbers. Work files go to a temporary directory (--keep DIR to
+keep the ONNX files, binaries and generated sources).
+"""
+
+import argparse
+import contextlib
+import ctypes
+import io
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
+OPENBLAS_LIB = os.path.join(OPENBLAS_DIR, "libopenblas.so.0")
+OPSET = 17
+LR = 0.01
+MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
+BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32}
+LARGE_DIMS = [1024, 4096, 4096, 1024]   # mlp-large's Linear widths
+
+
+# --------------------------------------------------------------------------
+# Models (imported lazily: the parent process never loads torch or BLAS)
+# --------------------------------------------------------------------------
+
+def build_model(name):
+    """(module, example inputs at the benchmark batch, input names,
+    dynamic axes, extra cleave compile args) for model `name`."""
+    import torch
+    import torch.nn as nn
+    sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+    import export_models
+
+    torch.manual_seed(0)
+    if name == "mlp-large":
+        class MLPLarge(nn.Module):
+            def __init__(self):
+                super().__init__()
+                d = LARGE_DIMS
+                self.fc1 = nn.Linear(d[0], d[1])
+                self.fc2 = nn.Linear(d[1], d[2])
+                self.fc3 = nn.Linear(d[2], d[3])
+                self.relu = nn.ReLU()
+                self.loss_fn = nn.CrossEntropyLoss()
+
+            def forward(self, x, y):
+                h = self.relu(self.fc1(x))
+                h = self.relu(self.fc2(h))
+                return self.loss_fn(self.fc3(h), y)
+
+        b = BATCH[name]
+        x = torch.randn(b, LARGE_DIMS[0])
+        y = torch.randint(0, LARGE_DIMS[-1], (b,))
+        return MLPLarge(), (x, y), ["x", "y"], None, []
+
+    model, args, names, dynamic = export_models.MODELS[name]()
+    if name == "mlp":
+        b = BATCH[name]
+        args = (torch.randn(b, 784), torch.randint(0, 10, (b,)))
+        return model, args, names, dynamic, ["--input-shape", f"batch={b}"]
+    # cnn and gpt: the export's own static batch.
+    assert args[0].shape[0] == BATCH[name], (name, args[0].shape)
+    return model, args, names, dynamic, []
+
+
+def export_onnx(name, path):
+    import torch
+    model, args, names, dynamic, extra = build_model(name)
+    model.train()
+    warnings.filterwarnings("ignore")
+    with contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        torch.onnx.export(model, args, path, input_names=names,
+                          output_names=["loss"], dynamic_axes=dynamic,
+                          opset_version=OPSET, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING)
+    return extra
+
+
+# --------------------------------------------------------------------------
+# The worker: runs in the timing environment; PyTorch steps and raw sgemm
+# --------------------------------------------------------------------------
+
+def _openblas():
+    lib = ctypes.CDLL(OPENBLAS_LIB)
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    lib.openblas_get_config.restype = ctypes.c_char_p
+    return lib
+
+
+class GemmRunner:
+    """Calls cblas_sgemm (row-major) through ctypes on preallocated buffers."""
+
+    def __init__(self, lib, calls):
+        import numpy as np
+        self.lib = lib
+        self.calls = calls
+        size = lambda r, c: max(1, r * c)
+        na = max(size(c["m"], c["k"]) for c in calls)
+        nb = max(size(c["k"], c["n"]) for c in calls)
+        nc = max(size(c["m"], c["n"]) for c in calls)
+        rng = np.random.default_rng(0)
+        self.a = rng.standard_normal(na, dtype=np.float32)
+        self.b = rng.standard_normal(nb, dtype=np.float32)
+        self.c = np.zeros(nc, np.float32)
+        self.ptrs = [ctypes.c_void_p(v.ctypes.data)
+                     for v in (self.a, self.b, self.c)]
+        f = lib.cblas_sgemm
+        f.restype = None
+        f.argtypes = [ctypes.c_int] * 6 + [
+            ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+            ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+        self.args = []
+        for c in calls:
+            m, n, k = c["m"], c["n"], c["k"]
+            lda = m if c["ta"] else k
+            ldb = k if c["tb"] else n
+            self.args.append((101, 112 if c["ta"] else 111,
+                              112 if c["tb"] else 111, m, n, k, 1.0,
+                              self.ptrs[0], lda, self.ptrs[1], ldb,
+                              float(c.get("beta", 0.0)), self.ptrs[2], n))
+
+    def once(self):
+        f = self.lib.cblas_sgemm
+        for a in self.args:
+            f(*a)
+
+    def time(self, seconds):
+        """Median seconds of one pass over the calls."""
+        self.once()
+        times = []
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end or len(times) < 3:
+            t = time.perf_counter()
+            self.once()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    def flops(self):
+        return sum(2.0 * c["m"] * c["n"] * c["k"] for c in self.calls)
+
+
+def worker_main():
+    import torch
+    threads = int(os.environ["OMP_NUM_THREADS"])
+    torch.set_num_threads(threads)
+    state = {}
+
+    def reply(obj):
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        req = json.loads(line)
+        cmd = req["cmd"]
+        if cmd == "info":
+            lib = _openblas()
+            blas = sorted({l.split()[-1] for l in open("/proc/self/maps")
+                           if re.search(r"blas|lapack", l.split()[-1])})
+            # torch's matmul against the library's own sgemm, 1024^3.
+            n = 1024
+            a, b = torch.randn(n, n), torch.randn(n, n)
+            torch.mm(a, b)
+            t = time.perf_counter()
+            for _ in range(5):
+                torch.mm(a, b)
+            torch_gf = 5 * 2 * n ** 3 / (time.perf_counter() - t) / 1e9
+            g = GemmRunner(lib, [dict(ta=0, tb=0, m=n, n=n, k=n)])
+            blas_gf = g.flops() / g.time(0.3) / 1e9
+            reply(dict(torch=torch.__version__,
+                       torch_threads=torch.get_num_threads(),
+                       blas_libs=blas,
+                       openblas_core=lib.openblas_get_corename().decode(),
+                       openblas_config=lib.openblas_get_config().decode(),
+                       openblas_threads=lib.openblas_get_num_threads(),
+                       torch_mm_gflops=torch_gf, cblas_mm_gflops=blas_gf))
+        elif cmd == "gemms":
+            g = GemmRunner(_openblas(), req["calls"])
+            sec = g.time(req["seconds"])
+            reply(dict(seconds=sec, flops=g.flops(), calls=len(req["calls"])))
+        elif cmd == "setup":
+            model, args, _, _, _ = build_model(req["model"])
+            model.train()
+            opt = torch.optim.SGD(model.parameters(), lr=LR)
+
+            def step():
+                loss = model(*args)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                return loss
+
+            for _ in range(3):
+                step()
+            # Calibrate: steps for about 0.3 s.
+            n, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < 0.3 or n < 3:
+                step()
+                n += 1
+            state["step"] = step
+            reply(dict(estimate=(time.perf_counter() - t0) / n))
+        elif cmd == "run":
+            step = state["step"]
+            for _ in range(req["warmup"]):
+                step()
+            t = time.perf_counter()
+            for _ in range(req["steps"]):
+                loss = step()
+            sec = time.perf_counter() - t
+            reply(dict(seconds=sec, steps=req["steps"],
+                       loss=float(loss.detach())))
+        elif cmd == "quit":
+            return 0
+    return 0
+
+
+class Worker:
+    def __init__(self, env):
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            text=True)
+
+    def ask(self, **req):
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker died on {req['cmd']} "
+                               f"(exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def close(self):
+        try:
+            self.ask(cmd="quit")
+        except (RuntimeError, BrokenPipeError, ValueError):
+            pass
+        self.proc.wait()
+
+
+# --------------------------------------------------------------------------
+# Cleave
+# --------------------------------------------------------------------------
+
+PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+)\s+(\d+) samples/s")
+
+
+def run_cleave(binary, steps, batch, env):
+    """Steady seconds per step from the progress lines of one run."""
+    t = time.perf_counter()
+    p = subprocess.run([binary, "--synthetic", "--steps", str(steps)],
+                       env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"{binary} failed ({p.returncode}): "
+                           f"{p.stderr[-2000:]}")
+    points = []
+    for line in p.stderr.splitlines():
+        m = PROGRESS.match(line)
+        if m and int(m.group(4)) > 0:
+            s = int(m.group(1))
+            points.append((s, s * batch / int(m.group(4)), float(m.group(3))))
+    warm = max(1, steps // 5)
+    after = [pt for pt in points if pt[0] >= warm]
+    if len(after) < 2:
+        raise RuntimeError(f"too few progress lines from {binary}")
+    (s1, t1, _), (s2, t2, loss) = after[0], after[-1]
+    return dict(step_s=(t2 - t1) / (s2 - s1), wall=wall, steps=steps,
+                loss=loss)
+
+
+SHAPE = r"Shape\{([0-9, ]*)\}"
+
+
+def _dims(text):
+    return [int(v) for v in text.split(",") if v.strip()]
+
+
+def gemm_calls(source):
+    """The cblas_sgemm calls of one training step of a generated program,
+    in order, as the runtime makes them (runtime/KernelsLinalg.cpp,
+    KernelsConvolution.cpp)."""
+    calls = []
+    for line in source.splitlines():
+        line = line.strip()
+        m = re.match(r"gemm\((true|false), (true|false), (\d+), (\d+), (\d+), "
+                     r"[^,]+, [^,]+, [^,]+, ([^,]+),", line)
+        if m:
+            calls.append(dict(ta=int(m.group(1) == "true"),
+                              tb=int(m.group(2) == "true"),
+                              m=int(m.group(3)), n=int(m.group(4)),
+                              k=int(m.group(5)),
+                              beta=float(m.group(6).rstrip("f"))))
+            continue
+        m = re.match(rf"matmul\([^,]+, {SHAPE}, [^,]+, {SHAPE}, [^,]+, "
+                     rf"{SHAPE}\)", line)
+        if m:
+            a, b, out = (_dims(m.group(i)) for i in (1, 2, 3))
+            mm = a[-2] if len(a) >= 2 else 1
+            k = a[-1]
+            n = b[-1] if len(b) >= 2 else 1
+            batch = 1
+            for d in out[:-2] if len(b) >= 2 else out[:-1]:
+                batch *= d
+            bb = 1
+            for d in b[:-2]:
+                bb *= d
+            ab = 1
+            for d in a[:-2]:
+                ab *= d
+            if bb == 1 and ab == batch:
+                calls.append(dict(ta=0, tb=0, m=batch * mm, n=n, k=k))
+            else:
+                calls += [dict(ta=0, tb=0, m=mm, n=n, k=k)] * batch
+            continue
+        m = re.match(rf"(conv|convGradInput|convGradWeight)\([^,]+, {SHAPE}, "
+                     rf"[^,]+, {SHAPE}, .*, (\d+), [^,]+, {SHAPE}\);", line)
+        if m:
+            kind = m.group(1)
+            s1, s2, group, s3 = (_dims(m.group(2)), _dims(m.group(3)),
+                                 int(m.group(4)), _dims(m.group(5)))
+            if kind == "conv":
+                x, w, y = s1, s2, s3
+            elif kind == "convGradInput":
+                y, w, x = s1, s2, s3
+            else:
+                y, x, w = s1, s2, s3
+            o_size = 1
+            for d in y[2:]:
+                o_size *= d
+            k_size = 1
+            for d in w[2:]:
+                k_size *= d
+            g_out, k_rows = w[0] // group, (x[1] // group) * k_size
+            one = {"conv": dict(ta=0, tb=0, m=g_out, n=o_size, k=k_rows),
+                   "convGradInput": dict(ta=1, tb=0, m=k_rows, n=o_size,
+                                         k=g_out),
+                   "convGradWeight": dict(ta=0, tb=1, m=g_out, n=k_rows,
+                                          k=o_size, beta=1.0)}[kind]
+            calls += [one] * (x[0] * group)
+    return calls
+
+
+def large_model_flops(batch):
+    """mlp-large's useful FLOPs per step (see the docstring)."""
+    flops = 0
+    for i in range(len(LARGE_DIMS) - 1):
+        mnk = batch * LARGE_DIMS[i] * LARGE_DIMS[i + 1]
+        flops += 2 * mnk * (2 if i == 0 else 3)
+    return flops
+
+
+# --------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+    model = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+    flags = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
+    fam = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
+    mod = re.search(r"^model\s*:\s*(\d+)", text, re.M)
+    desc = model.group(1).strip() if model else "unknown CPU"
+    if fam and mod:
+        desc += f" (family {fam.group(1)} model {mod.group(1)})"
+    return desc, set(flags.group(1).split()) if flags else set()
+
+
+def detect_coretype(flags):
+    if "avx512f" in flags:
+        return "SkylakeX"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    code = ("import ctypes; l = ctypes.CDLL(%r); "
+            "l.openblas_get_corename.restype = ctypes.c_char_p; "
+            "print(l.openblas_get_corename().decode())" % OPENBLAS_LIB)
+    out = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def timing_env(opts, coretype):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("OMP_", "GOMP_", "OPENBLAS_", "KMP_")):
+            del env[k]
+    t = str(opts.threads)
+    env.update(OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t,
+               OMP_WAIT_POLICY="PASSIVE")
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    env["LD_LIBRARY_PATH"] = ":".join(
+        [OPENBLAS_DIR] + [p for p in env.get("LD_LIBRARY_PATH", "").split(":")
+                          if p])
+    for kv in opts.env:
+        k, _, v = kv.partition("=")
+        if v:
+            env[k] = v
+        else:
+            env.pop(k, None)
+    return env
+
+
+def resolved_blas(binary, env):
+    out = subprocess.run(["ldd", binary], env=env, capture_output=True,
+                         text=True).stdout
+    m = re.search(r"libopenblas\.so\.0 => (\S+)", out)
+    return os.path.realpath(m.group(1)) if m else "?"
+
+
+def fmt_ms(s):
+    ms = s * 1e3
+    return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(MODEL_NAMES),
+                    help="comma-separated subset of " + ",".join(MODEL_NAMES))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=2.0,
+                    help="timed seconds per measurement (default 2)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating Cleave/PyTorch rounds; median reported")
+    ap.add_argument("--coretype", default="auto",
+                    help="OPENBLAS_CORETYPE for both ('auto', 'none', a name)")
+    ap.add_argument("--env", action="append", default=[],
+                    metavar="KEY=VALUE",
+                    help="set (KEY= unsets) a variable in both timing "
+                         "environments; repeatable")
+    ap.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin",
+                                                     "cleave"))
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", help="write the raw results here")
+    ap.add_argument("--keep", help="work directory to keep (default: a "
+                    "temporary one, removed)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+    if opts.worker:
+        return worker_main()
+
+    models = [m for m in opts.models.split(",") if m]
+    for m in models:
+        if m not in BATCH:
+            ap.error(f"unknown model {m!r}")
+    if not os.access(opts.cleave, os.X_OK):
+        ap.error(f"no cleave at {opts.cleave}: build it first")
+    started = time.perf_counter()
+    cpu, flags = cpu_flags()
+    coretype = (detect_coretype(flags) if opts.coretype == "auto" else
+                None if opts.coretype == "none" else opts.coretype)
+    env = timing_env(opts, coretype)
+    load = os.getloadavg()[0]
+    work = opts.keep or tempfile.mkdtemp(prefix="cleave-bench-")
+    os.makedirs(work, exist_ok=True)
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)
+
+    try:
+        # BLAS check and the sgemm peak, in the timing environment.
+        w = Worker(env)
+        info = w.ask(cmd="info")
+        peak_calls = [dict(ta=0, tb=0, m=1024, n=4096, k=4096)]
+        peak = w.ask(cmd="gemms", calls=peak_calls, seconds=1.0)
+        info["sgemm_peak_gflops"] = peak["flops"] / peak["seconds"] / 1e9
+        log(f"torch BLAS: {', '.join(info['blas_libs'])}; OpenBLAS core "
+            f"{info['openblas_core']}, {info['openblas_threads']} threads; "
+            f"1024^3 sgemm: torch.mm {info['torch_mm_gflops']:.1f} GFLOP/s, "
+            f"cblas {info['cblas_mm_gflops']:.1f}; 1024x4096x4096 sgemm "
+            f"{info['sgemm_peak_gflops']:.1f} GFLOP/s")
+        if not any("openblas" in p for p in info["blas_libs"]):
+            raise RuntimeError("torch does not use OpenBLAS: "
+                               f"{info['blas_libs']}")
+
+        results = []
+        for name in models:
+            batch = BATCH[name]
+            onnx_path = os.path.join(work, name + ".onnx")
+            binary = os.path.join(work, name + "-train")
+            # Export in a child (no torch in this process).
+            code = ("import sys; sys.path.insert(0, %r); import bench; "
+                    "print(' '.join(bench.export_onnx(%r, %r)))"
+                    % (HERE, name, onnx_path))
+            extra = subprocess.run([sys.executable, "-c", code], check=True,
+                                   capture_output=True,
+                                   text=True).stdout.split()
+            subprocess.run([opts.cleave, "compile", onnx_path, *extra,
+                            "--optimizer", "sgd", "--lr", str(LR),
+                            "--keep-source", "-o", binary], check=True)
+            with open(binary + ".cpp") as f:
+                calls = gemm_calls(f.read())
+            floor = w.ask(cmd="gemms", calls=calls, seconds=0.5)
+            blas_path = resolved_blas(binary, env)
+
+            # Calibrate both, then alternate rounds.
+            est = run_cleave(binary, 20, batch, env)["step_s"]
+            cl_steps = max(20, int(opts.seconds / 0.8 / max(est, 1e-6)))
+            tw = Worker(env)
+            t_est = tw.ask(cmd="setup", model=name)["estimate"]
+            t_steps = max(5, int(opts.seconds / max(t_est, 1e-6)))
+            t_warm = max(2, t_steps // 10)
+            cl, pt = [], []
+            for r in range(opts.rounds):
+                c = run_cleave(binary, cl_steps, batch, env)
+                cl.append(c["step_s"])
+                p = tw.ask(cmd="run", steps=t_steps, warmup=t_warm)
+                pt.append(p["seconds"] / p["steps"])
+            tw.close()
+            res = dict(model=name, batch=batch, cleave_s=statistics.median(cl),
+                       torch_s=statistics.median(pt), cleave_runs=cl,
+                       torch_runs=pt, cleave_steps=cl_steps,
+                       torch_steps=t_steps, cleave_last_loss=c["loss"],
+                       torch_last_loss=p["loss"], gemm_calls=len(calls),
+                       gemm_flops=floor["flops"],
+                       gemm_floor_s=floor["seconds"], cleave_blas=blas_path)
+            res["ratio"] = res["torch_s"] / res["cleave_s"]
+            if name == "mlp-large":
+                res["model_flops"] = large_model_flops(batch)
+                res["model_gflops_cleave"] = (res["model_flops"] /
+                                              res["cleave_s"] / 1e9)
+                res["model_gflops_torch"] = (res["model_flops"] /
+                                             res["torch_s"] / 1e9)
+            results.append(res)
+            log(f"{name}: Cleave {fmt_ms(res['cleave_s'])} ms "
+                f"{[fmt_ms(v) for v in cl]}, PyTorch {fmt_ms(res['torch_s'])} "
+                f"ms {[fmt_ms(v) for v in pt]}, GEMM floor "
+                f"{fmt_ms(floor['seconds'])} ms ({len(calls)} sgemm calls), "
+                f"Cleave's BLAS {blas_path}")
+        w.close()
+    finally:
+        if not opts.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+    peak_gf = info["sgemm_peak_gflops"]
+    envline = (f"{cpu}, {os.cpu_count()} cores (load avg {load:.2f} at "
+               f"start); threads {opts.threads}: OMP_NUM_THREADS="
+               f"{env['OMP_NUM_THREADS']} OPENBLAS_NUM_THREADS="
+               f"{env['OPENBLAS_NUM_THREADS']} OMP_WAIT_POLICY="
+               f"{env.get('OMP_WAIT_POLICY', 'default')} OPENBLAS_CORETYPE="
+               f"{env.get('OPENBLAS_CORETYPE', 'unset')} for both; "
+               f"{info['openblas_config'].split(' NO_')[0]} "
+               f"(core {info['openblas_core']}) from {OPENBLAS_DIR} for both; "
+               f"PyTorch {info['torch']} eager, torch.mm "
+               f"{info['torch_mm_gflops']:.0f} vs cblas "
+               f"{info['cblas_mm_gflops']:.0f} GFLOP/s at 1024^3; "
+               f"sgemm peak (1024x4096x4096) {peak_gf:.1f} GFLOP/s")
+    extra_env = [kv for kv in opts.env]
+    if extra_env:
+        envline += "; --env " + " ".join(extra_env)
+
+    head = ["model", "batch", "Cleave ms/step", "PyTorch ms/step",
+            "PyTorch/Cleave", "GEMM floor ms", "model GFLOP/s (% of sgemm)"]
+    rows = []
+    for r in results:
+        gf = "-"
+        if "model_gflops_cleave" in r:
+            gf = (f"Cleave {r['model_gflops_cleave']:.1f} "
+                  f"({100 * r['model_gflops_cleave'] / peak_gf:.0f}%), "
+                  f"PyTorch {r['model_gflops_torch']:.1f} "
+                  f"({100 * r['model_gflops_torch'] / peak_gf:.0f}%)")
+        rows.append([r["model"], str(r["batch"]), fmt_ms(r["cleave_s"]),
+                     fmt_ms(r["torch_s"]), f"{r['ratio']:.2f}x",
+                     fmt_ms(r["gemm_floor_s"]), gf])
+    if opts.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+        print()
+        print(f"Environment: {envline}.")
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in rows))
+                  for i, h in enumerate(head)]
+        print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
+        for row in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+        print()
+        print(f"env: {envline}")
+    log(f"total {time.perf_counter() - started:.0f} s")
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(dict(env=envline, info=info, threads=opts.threads,
+                           environment={k: env[k] for k in env if k.startswith(
+                               ("OMP_", "OPENBLAS_", "LD_LIBRARY_PATH"))},
+                           results=results), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
