@@ -87,6 +87,7 @@ Prints nothing unless --verbose; errors exit non-zero.
 import argparse
 import copy
 import json
+import math
 import os
 import sys
 import time
@@ -342,6 +343,12 @@ def parse_args(argv):
     p.add_argument("--betas", default="0.9,0.999")
     p.add_argument("--eps", type=float, default=1e-8)
     p.add_argument("--samples", type=int, help="data set size (default N*B)")
+    p.add_argument("--lr-schedule", default="constant",
+                   choices=["constant", "linear", "cosine"])
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--total-steps", type=int, default=0)
+    p.add_argument("--min-lr-factor", type=float, default=0.0)
+    p.add_argument("--clip-grad-norm", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dropout-seed", type=int, default=1234)
     p.add_argument("--verbose", action="store_true")
@@ -367,6 +374,20 @@ def parse_args(argv):
     if not 0 <= opts.dropout_seed <= MASK64:
         p.error("--dropout-seed must fit in 64 bits")
     return opts
+
+
+def lr_factor(opts, step):
+    """cleave.lr_schedule's factor at `step` (see its ODS description)."""
+    if step < opts.warmup_steps:
+        return (step + 1) / opts.warmup_steps
+    if opts.lr_schedule == "constant":
+        return 1.0
+    if step >= opts.total_steps:
+        return opts.min_lr_factor
+    progress = (step - opts.warmup_steps) / (opts.total_steps - opts.warmup_steps)
+    decay = 1 - progress if opts.lr_schedule == "linear" else \
+        0.5 * (1 + math.cos(math.pi * progress))
+    return opts.min_lr_factor + (1 - opts.min_lr_factor) * decay
 
 
 def save_params(named, directory):
@@ -425,6 +446,9 @@ def main(argv=None):
             params, lr=opts.lr, betas=opts.betas, eps=opts.eps,
             weight_decay=opts.weight_decay)
 
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(opts, step))
+
     losses = []
     for step in range(opts.steps):
         for m in hash_dropouts:
@@ -437,7 +461,10 @@ def main(argv=None):
         losses.append(value)
         log(f"step {step}: loss {value:.7g}")
         loss.backward()
+        if opts.clip_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, opts.clip_grad_norm)
         optimizer.step()
+        scheduler.step()
 
     with open(os.path.join(ref_dir, "losses.json"), "w") as f:
         json.dump(losses, f)
@@ -453,6 +480,11 @@ def main(argv=None):
         "batch": opts.batch,
         "samples": opts.samples,
         "lr": opts.lr,
+        "lr_schedule": opts.lr_schedule,
+        "warmup_steps": opts.warmup_steps,
+        "total_steps": opts.total_steps,
+        "min_lr_factor": opts.min_lr_factor,
+        "clip_grad_norm": opts.clip_grad_norm,
         "weight_decay": opts.weight_decay,
         "seed": opts.seed,
         "dropout_seed": opts.dropout_seed,

@@ -39,6 +39,7 @@ namespace {
 
 enum class Emit { Mlir, Source, Binary };
 enum class Optimizer { Sgd, AdamW };
+enum ScheduleKind { constant, linear, cosine };
 
 /// The training flags: optimizer, hyper-parameters, frozen parameters.
 struct TrainingFlags {
@@ -61,6 +62,26 @@ struct TrainingFlags {
         betas("betas", cl::desc("AdamW betas"), cl::value_desc("B1,B2"),
               cl::init("0.9,0.999"), cl::sub(sub)),
         eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8), cl::sub(sub)),
+        schedule("lr-schedule",
+                 cl::desc("Learning-rate schedule after warmup"),
+                 cl::values(clEnumVal(constant, "constant learning rate"),
+                            clEnumVal(linear, "linear decay to --min-lr-factor"),
+                            clEnumVal(cosine, "cosine decay to --min-lr-factor")),
+                 cl::init(constant), cl::sub(sub)),
+        warmupSteps("warmup-steps",
+                    cl::desc("Steps of linear learning-rate warmup"),
+                    cl::init(0), cl::sub(sub)),
+        totalSteps("total-steps",
+                   cl::desc("Step at which a decaying schedule ends"),
+                   cl::init(0), cl::sub(sub)),
+        minLrFactor("min-lr-factor",
+                    cl::desc("Final learning rate of a decaying schedule, as "
+                             "a fraction of --lr"),
+                    cl::init(0.0), cl::sub(sub)),
+        clipGradNorm("clip-grad-norm",
+                     cl::desc("Clip gradients to this global L2 norm "
+                              "(torch.nn.utils.clip_grad_norm_)"),
+                     cl::init(0.0), cl::sub(sub)),
         freeze("freeze",
                cl::desc("Keep parameters matching this glob fixed; repeatable"),
                cl::value_desc("GLOB"), cl::sub(sub)) {}
@@ -84,6 +105,16 @@ struct TrainingFlags {
         beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
       return fail("--betas '" + betas + "' is not two numbers in [0, 1) "
                                         "separated by a comma");
+    if (warmupSteps < 0)
+      return fail("--warmup-steps must be >= 0");
+    if (schedule != constant && totalSteps <= warmupSteps)
+      return fail("--lr-schedule " +
+                  llvm::Twine(schedule == linear ? "linear" : "cosine") +
+                  " needs --total-steps greater than --warmup-steps");
+    if (minLrFactor < 0 || minLrFactor > 1)
+      return fail("--min-lr-factor must be in [0, 1]");
+    if (clipGradNorm < 0)
+      return fail("--clip-grad-norm must be >= 0");
     mlir::cleave::ApplyOptimizerPassOptions options;
     options.optimizer = optimizer == Optimizer::Sgd ? "sgd" : "adamw";
     options.lr = lr;
@@ -96,6 +127,13 @@ struct TrainingFlags {
     options.beta1 = beta1;
     options.beta2 = beta2;
     options.eps = eps;
+    options.schedule = schedule == constant ? "constant"
+                       : schedule == linear ? "linear"
+                                            : "cosine";
+    options.warmupSteps = warmupSteps;
+    options.totalSteps = totalSteps;
+    options.minLrFactor = minLrFactor;
+    options.clipGradNorm = clipGradNorm;
     return options;
   }
 
@@ -105,6 +143,9 @@ struct TrainingFlags {
   cl::opt<double> weightDecay;
   cl::opt<std::string> betas;
   cl::opt<double> eps;
+  cl::opt<ScheduleKind> schedule;
+  cl::opt<int64_t> warmupSteps, totalSteps;
+  cl::opt<double> minLrFactor, clipGradNorm;
   cl::list<std::string> freeze;
 };
 
