@@ -60,15 +60,23 @@ Environment, identical for both processes (printed as the "env" line):
   back to slow kernels otherwise), else pins the core type OpenBLAS detects
   by itself (Zen on the AMD EPYC of our dev machines: SkylakeX kernels would
   die there with SIGILL, as that CPU has no AVX-512).
-  OMP_WAIT_POLICY=PASSIVE: measured on the 2-core dev machine, libgomp's
-  default (spin for a while at every barrier and after every parallel
-  region) next to OpenBLAS's own pthread workers, which also spin, makes 2
-  busy-waiting threads per core; with other load on the machine that is
-  catastrophic: Cleave's mlp ran at 2,800 samples/s with the default and
-  17,000 with PASSIVE, the cnn 163 vs 1,900. PyTorch (same libgomp, same
-  OpenBLAS) gets the same setting; its timings were also better or equal
-  with PASSIVE. --env KEY=VALUE (repeatable) overrides or adds variables in
-  both environments, e.g. --env OMP_WAIT_POLICY=ACTIVE to compare.
+  OMP_WAIT_POLICY=PASSIVE, for both. Both processes have two thread pools
+  of T threads sharing the main thread: libgomp's (Cleave's elementwise
+  kernels, PyTorch's intra-op parallelism) and OpenBLAS's pthreads (the
+  pthread build ignores OpenMP). They never run nested, but libgomp's
+  default policy spins after every parallel region and OpenBLAS's idle
+  workers spin too, so with T = cores each core has two busy-waiting
+  threads, and any other load on the machine makes it much worse. Measured
+  on the 2-core dev machine (load ~4 from other users; ms/step, default
+  policy -> PASSIVE): Cleave mlp 19.6 -> 1.34, cnn 41.6 -> 5.0, mlp-large
+  514 -> 300, gpt 1.2 -> 1.7 (noise: its tensors are below the parallel
+  grain, no OpenMP regions); PyTorch mlp 38.7 -> 2.5, cnn 37.4 -> 12.7,
+  gpt 58.9 -> 10.1, mlp-large 688 -> 408. PASSIVE is the fastest setting
+  for both, so both get it. (OPENBLAS_NUM_THREADS=1 next to OpenMP T=2
+  would be the other way out; it makes the GEMMs single-threaded, which
+  is not the "T threads" being compared.) --env KEY=VALUE (repeatable)
+  sets a variable in both environments (KEY= unsets it), e.g.
+  --env OMP_WAIT_POLICY= to see libgomp's default.
 
 sgemm reference: the worker calls cblas_sgemm of the same library through
 ctypes with T threads: a large 1024x4096x4096 product ("peak"), and, per
@@ -587,8 +595,8 @@ def main():
             blas_path = resolved_blas(binary, env)
 
             # Calibrate both, then alternate rounds.
-            est = run_cleave(binary, 20, batch, env)["step_s"]
-            cl_steps = max(20, int(opts.seconds / 0.8 / max(est, 1e-6)))
+            est = run_cleave(binary, 10, batch, env)["step_s"]
+            cl_steps = max(10, int(opts.seconds / 0.8 / max(est, 1e-6)))
             tw = Worker(env)
             t_est = tw.ask(cmd="setup", model=name)["estimate"]
             t_steps = max(5, int(opts.seconds / max(t_est, 1e-6)))
@@ -660,6 +668,9 @@ def main():
         print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
         for row in rows:
             print("| " + " | ".join(row) + " |")
+        print()
+        print("PyTorch/Cleave > 1: Cleave is faster. GEMM floor: the sgemm "
+              "calls of one Cleave step, timed alone with the same OpenBLAS.")
         print()
         print(f"Environment: {envline}.")
     else:

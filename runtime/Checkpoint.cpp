@@ -73,12 +73,12 @@ bool loadTensors(const std::string &dir, const Program &program,
 }
 
 bool writeTensors(const std::string &dir, const Program &program,
-                  void *const *tensors, std::string &error) {
+                  void *const *tensors, bool outputs, std::string &error) {
   if (!makeDirectory(dir, error))
     return false;
   for (int i = 0; i < program.numTensors; ++i) {
     const TensorSpec &spec = program.tensors[i];
-    if (!isPersistent(spec))
+    if (outputs ? spec.role != Role::Output : !isPersistent(spec))
       continue;
     std::vector<int64_t> shape(spec.shape.dims,
                                spec.shape.dims + spec.shape.rank);
@@ -98,7 +98,7 @@ bool saveCheckpoint(const std::string &dir, int64_t step,
   std::string name = "step-" + std::to_string(step);
   std::string temporary =
       dir + "/." + name + ".tmp-" + std::to_string(getpid());
-  if (!writeTensors(temporary, program, tensors, error)) {
+  if (!writeTensors(temporary, program, tensors, /*outputs=*/false, error)) {
     removeFlatDirectory(temporary, program);
     return false;
   }

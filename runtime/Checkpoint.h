@@ -21,9 +21,10 @@ namespace cleave::rt {
 bool loadTensors(const std::string &dir, const Program &program,
                  void *const *tensors, bool requireStates, std::string &error);
 
-/// Writes every parameter and state as `<dir>/<name>.npy` (creating dir).
+/// Writes every parameter and state (or, with `outputs`, every graph
+/// output) as `<dir>/<name>.npy`, creating dir.
 bool writeTensors(const std::string &dir, const Program &program,
-                  void *const *tensors, std::string &error);
+                  void *const *tensors, bool outputs, std::string &error);
 
 /// Writes the parameters and states after `step` completed steps.
 bool saveCheckpoint(const std::string &dir, int64_t step,

@@ -71,7 +71,7 @@ const char *dtypeNpyKind(DType type) {
 namespace {
 
 struct Options {
-  std::string data, log, dumpParams, init, checkpointDir;
+  std::string data, log, dumpParams, dumpOutputs, init, checkpointDir;
   bool synthetic = false, quiet = false, resume = false, shuffle = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
@@ -80,7 +80,8 @@ struct Options {
 const char *kUsage =
     "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
     "          [--init DIR] [--checkpoint-dir DIR [--checkpoint-every N]\n"
-    "          [--resume]] [--dump-params DIR] [--shuffle SEED] [--seed S]\n"
+    "          [--resume]] [--dump-params DIR] [--dump-outputs DIR]\n"
+    "          [--shuffle SEED] [--seed S]\n"
     "          [--quiet]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
@@ -98,6 +99,8 @@ const char *kUsage =
     "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of step\n"
     "                     k's forward pass, before its update\n"
     "  --dump-params DIR  write each trained parameter as DIR/<name>.npy\n"
+    "  --dump-outputs DIR write the last step's graph outputs as\n"
+    "                     DIR/<name>.npy\n"
     "  --seed S           seed of the dropout masks (default 1234)\n"
     "  --quiet            no progress lines on stderr\n";
 
@@ -164,6 +167,8 @@ Options parseOptions(int argc, char **argv) {
       options.seed = static_cast<uint64_t>(takeInt(0));
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--dump-outputs") {
+      options.dumpOutputs = takeValue();
     } else if (arg == "--init") {
       options.init = takeValue();
     } else if (arg == "--checkpoint-dir") {
@@ -251,6 +256,14 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
          "' but graph input '" + spec.name + "' is " + dtypeName(spec.dtype) +
          "; save it with .astype(numpy." + dtypeName(spec.dtype) + ")");
   const std::vector<int64_t> &shape = input.array.shape;
+  if (spec.shape.rank == 0) {
+    // A 0-d input has no samples: the file holds the value itself.
+    if (!shape.empty())
+      fail("'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
+           " but graph input '" + spec.name + "' is 0-d");
+    input.samples = 1;
+    return input;
+  }
   bool sampleShapeMatches =
       static_cast<int>(shape.size()) == spec.shape.rank && spec.shape.rank > 0;
   for (int i = 1; sampleShapeMatches && i < spec.shape.rank; ++i)
@@ -321,7 +334,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (spec.role == Role::Input) {
       inputs.push_back(loadInput(spec, options));
       batch = spec.shape.rank ? spec.shape.dims[0] : 1;
-    } else if (spec.role != Role::Step) {
+    } else if (spec.role == Role::Param || spec.role == Role::State) {
       persistentBytes += bytes;
       if (spec.initOffset >= 0) {
         if (spec.initOffset + bytes > program.initialBytes)
@@ -387,7 +400,7 @@ int runProgram(const Program &program, int argc, char **argv) {
         *static_cast<int64_t *>(pointers[i]) = step;
     context.step = step;
     program.step(context);
-    if (log)
+    if (log && program.training)
       std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
                    static_cast<long long>(step), context.loss);
     if (!options.quiet && ((step + 1) % every == 0 || step + 1 == options.steps)) {
@@ -395,10 +408,11 @@ int runProgram(const Program &program, int argc, char **argv) {
                            std::chrono::steady_clock::now() - start)
                            .count();
       double perStep = seconds / (step + 1 - firstStep);
-      std::fprintf(stderr,
-                   "step %lld/%lld  loss %.6f  %.0f samples/s  ETA %.1fs\n",
+      std::string loss =
+          program.training ? "  loss " + std::to_string(context.loss) : "";
+      std::fprintf(stderr, "step %lld/%lld%s  %.0f samples/s  ETA %.1fs\n",
                    static_cast<long long>(step + 1),
-                   static_cast<long long>(options.steps), context.loss,
+                   static_cast<long long>(options.steps), loss.c_str(),
                    batch / perStep, perStep * (options.steps - step - 1));
     }
     // The log reaches the disk before the checkpoint that covers it.
@@ -416,7 +430,12 @@ int runProgram(const Program &program, int argc, char **argv) {
     std::fclose(log);
 
   if (!options.dumpParams.empty() &&
-      !writeTensors(options.dumpParams, program, pointers.data(), error))
+      !writeTensors(options.dumpParams, program, pointers.data(),
+                    /*outputs=*/false, error))
+    fail(error);
+  if (!options.dumpOutputs.empty() &&
+      !writeTensors(options.dumpOutputs, program, pointers.data(),
+                    /*outputs=*/true, error))
     fail(error);
   return 0;
 }

@@ -35,6 +35,8 @@ enum class Role : int {
   State,
   /// The step counter (int64, 0 at the first step).
   Step,
+  /// A graph output, written by the step (for --dump-outputs).
+  Output,
 };
 
 struct TensorSpec {
@@ -67,6 +69,8 @@ struct Program {
   const char *initialValues;
   int64_t initialBytes;
   void (*step)(StepContext &);
+  /// Whether the step trains (has a loss and updates), or only infers.
+  bool training;
 };
 
 /// Runs the training loop; returns the process exit code.

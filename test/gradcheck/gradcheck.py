@@ -223,8 +223,18 @@ def main():
              "--log", pert_log, "--quiet"])
         return step0_loss(pert_log)
 
+    def tolerance(x, y):
+        return args.atol + args.rtol * max(abs(x), abs(y))
+
     def close(x, y):
-        return abs(x - y) <= args.atol + args.rtol * max(abs(x), abs(y))
+        return abs(x - y) <= tolerance(x, y)
+
+    # The runs must be deterministic for their losses to be differenced.
+    again = loss_with(params[0], init[params[0]])
+    if again != loss:
+        die(f"two runs from the same values logged the losses {loss!r} and "
+            f"{again!r}; the program is not deterministic")
+    runs += 1
 
     rng = np.random.default_rng(args.seed + 1)
     failed = False
@@ -256,20 +266,19 @@ def main():
             numeric = (plus - minus) / (up + down)
             forward, backward = (plus - loss) / up, (loss - minus) / down
             a = float(analytic[index])
-            worst = max(worst, abs(numeric - a))
-            ratio = max(ratio, abs(numeric - a) / (
-                args.atol + args.rtol * max(abs(numeric), abs(a))))
+            err = abs(numeric - a)
+            worst = max(worst, err)
+            ratio = max(ratio, err / tolerance(numeric, a))
             grad_max = max(grad_max, abs(numeric), abs(a))
             if close(numeric, a):
                 continue
-            row = (index, numeric, a, forward, backward)
             # Within eps of a kink the one-sided slopes disagree and the
             # analytic gradient is the slope of one side.
-            if not close(forward, backward) and (close(a, forward) or
-                                                 close(a, backward)):
-                kinks.append(row)
-            else:
-                bad.append(row)
+            kink = not close(forward, backward) and (close(a, forward) or
+                                                     close(a, backward))
+            row = (err / tolerance(numeric, a), index, numeric, a, forward,
+                   backward, kink)
+            (kinks if kink else bad).append(row)
         np.save(os.path.join(pert_dir, name + ".npy"), base)
         if len(kinks) > args.allow_kinks:
             bad += kinks
@@ -278,12 +287,12 @@ def main():
         if bad:
             failed = True
             print(f"FAIL {summary}: {len(bad)} elements off")
-            for index, numeric, a, forward, backward in bad[:8]:
+            for _, index, numeric, a, forward, backward, kink in sorted(
+                    bad, key=lambda row: -row[0])[:8]:
                 idx = ",".join(str(int(i)) for i in index)
-                kink = " kink?" if (index, numeric, a, forward,
-                                    backward) in kinks else ""
                 print(f"  [{idx}] numeric {numeric:.6g} analytic {a:.6g} "
-                      f"(one-sided {forward:.6g} / {backward:.6g}){kink}")
+                      f"(one-sided {forward:.6g} / {backward:.6g})"
+                      f"{' kink?' if kink else ''}")
         elif (grad_max <= 10 * args.atol and
               name not in args.allow_zero_grad):
             failed = True

@@ -210,11 +210,6 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::ImportOptions options;
   if (!import_.toOptions(options))
     return 1;
-  if (options.inference) {
-    llvm::errs() << "cleave compile: error: --inference programs are not "
-                    "supported yet; compile a model with its loss\n";
-    return 1;
-  }
   llvm::StringMap<std::string> initialValues;
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::cleave::importOnnxModel(
       context, import_.model, options, &initialValues);
@@ -226,8 +221,10 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::AutodiffPassOptions autodiff;
   autodiff.freeze.assign(training_.freeze.begin(), training_.freeze.end());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
-  funcPm.addPass(mlir::cleave::createAutodiffPass(autodiff));
-  funcPm.addPass(mlir::cleave::createApplyOptimizerPass(*optimizer));
+  if (!options.inference) {
+    funcPm.addPass(mlir::cleave::createAutodiffPass(autodiff));
+    funcPm.addPass(mlir::cleave::createApplyOptimizerPass(*optimizer));
+  }
   funcPm.addPass(mlir::createCanonicalizerPass());
   funcPm.addPass(mlir::createCSEPass());
   if (failed(pm.run(*module)))
@@ -239,11 +236,17 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     return writeFile(output_, text);
   }
 
+  // The step: the function with the loss, or for --inference the model.
   mlir::func::FuncOp step;
-  for (auto func : module->getOps<mlir::func::FuncOp>())
+  for (auto func : module->getOps<mlir::func::FuncOp>()) {
+    if (options.inference) {
+      step = func;
+      break;
+    }
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (func.getResultAttr(i, mlir::cleave::CleaveDialect::kLossAttrName))
         step = func;
+  }
   if (!step) {
     llvm::errs() << "cleave compile: error: the model has no loss to train "
                     "(training_info models are not compiled yet)\n";
