@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cleave vs PyTorch 1.13 eager: CPU training-step time, same BLAS, same threads.
 
-The whole benchmark, as run for the README (about 2 minutes on 2 cores):
+The whole benchmark, as run for the README (about 2.5 minutes on 2 cores):
 
   /usr/bin/python3 bench/bench.py --markdown
 
@@ -343,7 +343,7 @@ class Worker:
 # Cleave
 # --------------------------------------------------------------------------
 
-PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+)\s+(\d+) samples/s")
+PROGRESS = re.compile(r"^step (\d+)/(\d+)(?:\s+loss (\S+))?\s+(\d+) samples/s")
 
 
 def run_cleave(binary, steps, batch, env):
@@ -361,7 +361,8 @@ def run_cleave(binary, steps, batch, env):
         m = PROGRESS.match(line)
         if m and int(m.group(4)) > 0:
             s = int(m.group(1))
-            points.append((s, s * batch / int(m.group(4)), float(m.group(3))))
+            points.append((s, s * batch / int(m.group(4)),
+                           float(m.group(3) or "nan")))
     warm = max(1, steps // 5)
     after = [pt for pt in points if pt[0] >= warm]
     if len(after) < 2:

@@ -24,6 +24,8 @@ struct EmittedProgram {
   /// The blob layout, in table order; the caller writes the blob.
   std::vector<EmbeddedValue> embedded;
   int64_t embeddedBytes = 0;
+  /// Where the serialized model starts in the blob (after the values).
+  int64_t modelOffset = 0;
   /// Peak scratch bytes of the static memory plan.
   int64_t arenaBytes = 0;
   /// Bytes of parameters, optimizer state and other persistent tensors.
@@ -35,6 +37,9 @@ struct CpuEmitOptions {
   std::string blobPath;
   /// The model file named in the program's messages.
   std::string modelName;
+  /// Size of the serialized ONNX model, which the blob holds after the
+  /// initial values (for --export-onnx).
+  int64_t modelBytes = 0;
 };
 
 /// Emits `func` (a complete training step: cleave-autodiff and

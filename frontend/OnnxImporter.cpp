@@ -321,10 +321,9 @@ std::vector<std::string> supportedOnnxOperators() {
   return supportedOnnxOperatorsOf(importTable());
 }
 
-OwningOpRef<ModuleOp>
-importOnnxModel(MLIRContext &context, StringRef path,
-                const ImportOptions &options,
-                llvm::StringMap<std::string> *initialValues) {
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
+                                      const ImportOptions &options,
+                                      ImportArtifacts *artifacts) {
   context.loadDialect<CleaveDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   ::cleave::frontend::LoadOptions loadOptions{options.shapeBindings};
@@ -366,8 +365,10 @@ importOnnxModel(MLIRContext &context, StringRef path,
   eraseDeadOps(*module);
   if (failed(verify(*module)))
     return {};
-  if (initialValues)
-    *initialValues = std::move(importer.initialValues());
+  if (artifacts) {
+    artifacts->initialValues = std::move(importer.initialValues());
+    loaded->original.SerializeToString(&artifacts->originalModel);
+  }
   return module;
 }
 

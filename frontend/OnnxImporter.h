@@ -27,12 +27,19 @@ struct ImportOptions {
 /// module holding one func per graph: the inference graph, and one per
 /// training_info algorithm. Returns null after emitting diagnostics that name
 /// the file, node or tensor at fault.
-/// `initialValues`, when given, receives the little-endian bytes of every
-/// initializer that became a function argument (parameters and states).
-OwningOpRef<ModuleOp>
-importOnnxModel(MLIRContext &context, StringRef path,
-                const ImportOptions &options,
-                llvm::StringMap<std::string> *initialValues = nullptr);
+/// What code generation needs of the model besides the IR.
+struct ImportArtifacts {
+  /// The little-endian bytes of every initializer that became a function
+  /// argument (parameters and states), by name.
+  llvm::StringMap<std::string> initialValues;
+  /// The model as its file holds it (external data inlined), serialized.
+  std::string originalModel;
+};
+
+/// `artifacts`, when given, receives the initial values and the model.
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
+                                      const ImportOptions &options,
+                                      ImportArtifacts *artifacts = nullptr);
 
 /// The ONNX operator types the importer supports, sorted.
 std::vector<std::string> supportedOnnxOperators();

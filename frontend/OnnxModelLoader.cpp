@@ -541,6 +541,7 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
   } catch (const std::exception &e) {
     return fail(formatv("'{0}' fails the ONNX checker: {1}", path, e.what()));
   }
+  loaded.original = model;
   if (llvm::Error err =
           bindDimensions(*model.mutable_graph(), options.shapeBindings))
     return std::move(err);

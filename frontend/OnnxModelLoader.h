@@ -47,6 +47,9 @@ struct LoadOptions {
 /// combined with the inference graph as the ONNX spec defines it (main graph
 /// first), with inferred value_info.
 struct LoadedModel {
+  /// The model as the file holds it, with external data inlined: what a
+  /// trained program exports with new initializer values.
+  onnx::ModelProto original;
   onnx::ModelProto model;
   std::vector<onnx::GraphProto> algorithms;
   int64_t opset = 0;

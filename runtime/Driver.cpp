@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Checkpoint.h"
+#include "runtime/Export.h"
 #include "runtime/Npy.h"
 #include "runtime/Program.h"
 
@@ -71,7 +72,8 @@ const char *dtypeNpyKind(DType type) {
 namespace {
 
 struct Options {
-  std::string data, log, dumpParams, dumpOutputs, init, checkpointDir;
+  std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
+      exportOnnx;
   bool synthetic = false, quiet = false, resume = false, shuffle = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
@@ -81,6 +83,7 @@ const char *kUsage =
     "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
     "          [--init DIR] [--checkpoint-dir DIR [--checkpoint-every N]\n"
     "          [--resume]] [--dump-params DIR] [--dump-outputs DIR]\n"
+    "          [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
     "          [--quiet]\n"
     "Trains the model compiled into this program.\n"
@@ -99,6 +102,8 @@ const char *kUsage =
     "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of step\n"
     "                     k's forward pass, before its update\n"
     "  --dump-params DIR  write each trained parameter as DIR/<name>.npy\n"
+    "  --export-onnx FILE write the trained model as ONNX (the compiled\n"
+    "                     graph with the trained initializers)\n"
     "  --dump-outputs DIR write the last step's graph outputs as\n"
     "                     DIR/<name>.npy\n"
     "  --seed S           seed of the dropout masks (default 1234)\n"
@@ -167,6 +172,8 @@ Options parseOptions(int argc, char **argv) {
       options.seed = static_cast<uint64_t>(takeInt(0));
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--export-onnx") {
+      options.exportOnnx = takeValue();
     } else if (arg == "--dump-outputs") {
       options.dumpOutputs = takeValue();
     } else if (arg == "--init") {
@@ -432,6 +439,9 @@ int runProgram(const Program &program, int argc, char **argv) {
   if (!options.dumpParams.empty() &&
       !writeTensors(options.dumpParams, program, pointers.data(),
                     /*outputs=*/false, error))
+    fail(error);
+  if (!options.exportOnnx.empty() &&
+      !exportOnnx(options.exportOnnx, program, pointers.data(), error))
     fail(error);
   if (!options.dumpOutputs.empty() &&
       !writeTensors(options.dumpOutputs, program, pointers.data(),

@@ -71,6 +71,10 @@ struct Program {
   void (*step)(StepContext &);
   /// Whether the step trains (has a loss and updates), or only infers.
   bool training;
+  /// The serialized ONNX model the program was compiled from, which
+  /// --export-onnx writes back with the trained initializers.
+  const char *onnxModel;
+  int64_t onnxModelBytes;
 };
 
 /// Runs the training loop; returns the process exit code.

@@ -37,6 +37,18 @@ if ((${#missing[@]})); then
     --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# onnxruntime for the tests that run exported models (npm; its install
+# script would download a GPU build, which is not needed).
+if [[ ! -d "$root/test/ort/node_modules/onnxruntime-node" ]]; then
+  command -v npm >/dev/null || {
+    sudo_cmd=()
+    [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  }
+  (cd "$root/test/ort" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit \
+     --no-fund >/dev/null)
+fi
+
 cmake_args=(
   -G Ninja
   -DCMAKE_BUILD_TYPE=Release

@@ -81,6 +81,36 @@ def freeze_constant_inputs(test, workdir):
     return frozen_path
 
 
+def supported_ops(cleave):
+    return set(subprocess.run([cleave, "import", "--list-supported-ops"],
+                              check=True, capture_output=True, text=True).stdout.split())
+
+
+def select_tests(cleave):
+    """Returns {test name: set of operators} for every node test whose graph
+    uses only operators cleave supports."""
+    supported = supported_ops(cleave)
+    tests = {}
+    for test in sorted(os.listdir(NODE_TESTS)):
+        model = onnx.load(os.path.join(NODE_TESTS, test, "model.onnx"),
+                          load_external_data=False)
+        ops = {op_name(n) for n in model.graph.node}
+        if ops and ops <= supported:
+            tests[test] = ops
+    return tests
+
+
+def read_expected_failures(path):
+    """Returns {test name: reason} from a file of `name<TAB>reason` lines."""
+    expected = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, _, why = line.rstrip("\n").partition("\t")
+                expected[name] = why
+    return expected
+
+
 def import_test(cleave, test, workdir):
     path = freeze_constant_inputs(test, workdir)
     result = subprocess.run([cleave, "import", "--inference", path, "-o", os.devnull],
@@ -98,24 +128,9 @@ def main():
                         help="print each failing test with its first error line")
     args = parser.parse_args()
 
-    supported = set(subprocess.run([args.cleave, "import", "--list-supported-ops"],
-                                   check=True, capture_output=True,
-                                   text=True).stdout.split())
     here = os.path.dirname(os.path.abspath(__file__))
-    expected = {}
-    with open(os.path.join(here, "expected-failures.txt")) as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                name, _, why = line.rstrip("\n").partition("\t")
-                expected[name] = why
-
-    tests = {}
-    for test in sorted(os.listdir(NODE_TESTS)):
-        model = onnx.load(os.path.join(NODE_TESTS, test, "model.onnx"),
-                          load_external_data=False)
-        ops = {op_name(n) for n in model.graph.node}
-        if ops and ops <= supported:
-            tests[test] = ops
+    expected = read_expected_failures(os.path.join(here, "expected-failures.txt"))
+    tests = select_tests(args.cleave)
 
     with tempfile.TemporaryDirectory() as workdir, \
             concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:

@@ -210,9 +210,9 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::ImportOptions options;
   if (!import_.toOptions(options))
     return 1;
-  llvm::StringMap<std::string> initialValues;
+  mlir::cleave::ImportArtifacts artifacts;
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::cleave::importOnnxModel(
-      context, import_.model, options, &initialValues);
+      context, import_.model, options, &artifacts);
   if (!module)
     return 1;
 
@@ -262,7 +262,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   }
   llvm::FileRemover removeBlob(blobPath);
   mlir::cleave::CpuEmitOptions emitOptions{
-      std::string(blobPath), llvm::sys::path::filename(import_.model).str()};
+      std::string(blobPath), llvm::sys::path::filename(import_.model).str(),
+      static_cast<int64_t>(artifacts.originalModel.size())};
   mlir::FailureOr<mlir::cleave::EmittedProgram> program =
       mlir::cleave::emitCpuProgram(step, emitOptions);
   if (failed(program))
@@ -273,8 +274,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   // The initial values, in the layout the program expects.
   std::string blob(program->embeddedBytes, '\0');
   for (const mlir::cleave::EmbeddedValue &value : program->embedded) {
-    auto it = initialValues.find(value.name);
-    if (it == initialValues.end() ||
+    auto it = artifacts.initialValues.find(value.name);
+    if (it == artifacts.initialValues.end() ||
         static_cast<int64_t>(it->second.size()) != value.bytes) {
       llvm::errs() << "cleave compile: error: no initial value of the right "
                       "size for '"
@@ -283,6 +284,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     }
     blob.replace(value.offset, value.bytes, it->second);
   }
+  blob += artifacts.originalModel;
   if (int rc = writeFile(blobPath, blob))
     return rc;
   return compileBinary(program->source, blobPath);
@@ -318,7 +320,8 @@ int CompileCommand::compileBinary(const std::string &source,
   llvm::SmallVector<llvm::StringRef> args{
       *compiler,     "-std=c++17",   "-O2",          "-march=native",
       "-fopenmp",    includeFlag,    sourcePath,     CLEAVE_RUNTIME_LIBRARY,
-      "-lopenblas",  "-o",           output_};
+      "-lonnx_proto", "-lprotobuf",  "-lopenblas",   "-o",
+      output_};
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, {}, 0, 0,
                                      &error);
