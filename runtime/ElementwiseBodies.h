@@ -172,15 +172,26 @@ struct SgdStep {
   /// PyTorch initializes the buffer to the gradient on the first step.
   bool firstStep;
 
-  CLEAVE_HD float operator()(float param, float grad, float &buf) const {
+  /// The update with the momentum and weight-decay tests hoisted, so that
+  /// loops over one tensor vectorize.
+  template <bool HasMomentum, bool HasDecay>
+  CLEAVE_HD float apply(float param, float grad, float &buf) const {
     float g = grad;
-    if (weightDecay != 0.0f)
+    if (HasDecay)
       g = g + weightDecay * param;
-    if (momentum != 0.0f) {
+    if (HasMomentum) {
       buf = firstStep ? g : buf * momentum + (1.0f - dampening) * g;
       g = nesterov ? g + momentum * buf : buf;
     }
     return param + -lr * g;
+  }
+
+  CLEAVE_HD float operator()(float param, float grad, float &buf) const {
+    if (momentum != 0.0f)
+      return weightDecay != 0.0f ? apply<true, true>(param, grad, buf)
+                                 : apply<true, false>(param, grad, buf);
+    return weightDecay != 0.0f ? apply<false, true>(param, grad, buf)
+                               : apply<false, false>(param, grad, buf);
   }
 };
 

@@ -9,6 +9,8 @@
 #include "runtime/Elementwise.h"
 #include "runtime/ElementwiseBodies.h"
 #include "runtime/Kernels.h"
+
+#include <type_traits>
 #include "runtime/Rng.h"
 
 namespace cleave::rt {
@@ -38,12 +40,25 @@ void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,
                      weightDecay,
                      nesterov,
                      /*firstStep=*/step == 0};
-  bool useBuffer = momentum != 0.0f && buffer;
+  // One loop per combination, so each vectorizes without per-element tests.
+  auto run = [&](auto hasMomentum, auto hasDecay) {
+    constexpr bool kMomentum = decltype(hasMomentum)::value;
+    constexpr bool kDecay = decltype(hasDecay)::value;
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
-    float unused = 0.0f;
-    param[i] = body(param[i], grad[i], useBuffer ? buffer[i] : unused);
-  }
+    for (int64_t i = 0; i < n; ++i) {
+      float unused = 0.0f;
+      float &buf = kMomentum ? buffer[i] : unused;
+      param[i] = body.template apply<kMomentum, kDecay>(param[i], grad[i], buf);
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  bool hasMomentum = momentum != 0.0f && buffer;
+  bool hasDecay = weightDecay != 0.0f;
+  if (hasMomentum)
+    hasDecay ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+  else
+    hasDecay ? run(No{}, Yes{}) : run(No{}, No{});
 }
 
 void adamwUpdate(float *param, const float *grad, float *expAvg,
