@@ -103,7 +103,29 @@ std::string floatLiteral(double value) {
 class Emitter {
 public:
   Emitter(func::FuncOp func, const CpuEmitOptions &options)
-      : func(func), options(options), plan(planMemory(func)) {}
+      : func(func), options(options), plan(planMemory(func)) {
+    // Names the generated code already uses: runtime functions and types,
+    // and the C++ keywords an ONNX name could spell.
+    for (const char *name :
+         {"gemm", "matmul", "broadcastTo", "transpose", "concat", "split",
+          "slice", "sliceGrad", "gather", "gatherGrad", "reduce", "softmax",
+          "softmaxGrad", "layerNorm", "layerNormGrad", "batchNorm",
+          "batchNormGrad", "conv", "convGradInput", "convGradWeight",
+          "maxPool", "maxPoolGrad", "avgPool", "avgPoolGrad",
+          "softmaxCrossEntropy", "softmaxCrossEntropyGrad", "nllLoss",
+          "nllLossGrad", "dropout", "sgdUpdate", "adamwUpdate",
+          "onnxMomentumUpdate", "onnxAdamUpdate", "onnxAdagradUpdate",
+          "lrScheduleFactor", "mapUnary", "mapBinary", "mapTernary", "body",
+          "ctx", "std", "cleave", "Shape", "DType", "Role", "Schedule",
+          "Reduction", "ReduceKind", "main", "program", "kTensors",
+          "trainStep", "auto", "bool", "break", "case", "char", "class",
+          "const", "default", "delete", "do", "double", "else", "enum",
+          "float", "for", "if", "int", "long", "new", "operator", "private",
+          "public", "return", "short", "signed", "sizeof", "static",
+          "struct", "switch", "template", "this", "union", "unsigned",
+          "void", "while", "asm", "namespace", "using", "true", "false"})
+      usedNames.insert(name);
+  }
 
   FailureOr<EmittedProgram> run();
 
@@ -626,6 +648,66 @@ LogicalResult Emitter::emitOp(Operation *op) {
                          floatLiteral(adamw.getBeta2().convertToFloat()),
                          floatLiteral(adamw.getEps().convertToFloat()),
                          floatLiteral(adamw.getWeightDecay().convertToFloat())));
+        return success();
+      })
+      .Case([&](MomentumOp momentum) {
+        size_t count = momentum.getParams().size();
+        for (size_t i = 0; i < count; ++i)
+          call(op, formatv("onnxMomentumUpdate({0}, {1}, {2}, {3}, {4}[0], "
+                           "static_cast<int64_t>({5}[0]), {6}f, {7}f, {8}f, "
+                           "{9}, {10}, {11})",
+                           t(momentum.getParams()[i]), t(momentum.getGrads()[i]),
+                           t(momentum.getVelocities()[i]),
+                           n(momentum.getParams()[i]), t(momentum.getLr()),
+                           t(momentum.getStep()),
+                           floatLiteral(momentum.getAlpha().convertToFloat()),
+                           floatLiteral(momentum.getBeta().convertToFloat()),
+                           floatLiteral(
+                               momentum.getNormCoefficient().convertToFloat()),
+                           momentum.getMode() == MomentumMode::Nesterov,
+                           t(momentum.getNewParams()[i]),
+                           t(momentum.getNewVelocities()[i])));
+        return success();
+      })
+      .Case([&](AdamOp adam) {
+        size_t count = adam.getParams().size();
+        for (size_t i = 0; i < count; ++i)
+          call(op, formatv("onnxAdamUpdate({0}, {1}, {2}, {3}, {4}, {5}[0], "
+                           "static_cast<int64_t>({6}[0]), {7}f, {8}f, {9}f, "
+                           "{10}f, {11}f, {12}, {13}, {14})",
+                           t(adam.getParams()[i]), t(adam.getGrads()[i]),
+                           t(adam.getFirstMoments()[i]),
+                           t(adam.getSecondMoments()[i]),
+                           n(adam.getParams()[i]), t(adam.getLr()),
+                           t(adam.getStep()),
+                           floatLiteral(adam.getAlpha().convertToFloat()),
+                           floatLiteral(adam.getBeta().convertToFloat()),
+                           floatLiteral(adam.getEpsilon().convertToFloat()),
+                           floatLiteral(
+                               adam.getNormCoefficient().convertToFloat()),
+                           floatLiteral(
+                               adam.getNormCoefficientPost().convertToFloat()),
+                           t(adam.getNewParams()[i]),
+                           t(adam.getNewFirstMoments()[i]),
+                           t(adam.getNewSecondMoments()[i])));
+        return success();
+      })
+      .Case([&](AdagradOp adagrad) {
+        size_t count = adagrad.getParams().size();
+        for (size_t i = 0; i < count; ++i)
+          call(op, formatv("onnxAdagradUpdate({0}, {1}, {2}, {3}, {4}[0], "
+                           "static_cast<int64_t>({5}[0]), {6}f, {7}f, {8}f, "
+                           "{9}, {10})",
+                           t(adagrad.getParams()[i]), t(adagrad.getGrads()[i]),
+                           t(adagrad.getAccumulators()[i]),
+                           n(adagrad.getParams()[i]), t(adagrad.getLr()),
+                           t(adagrad.getStep()),
+                           floatLiteral(adagrad.getDecayFactor().convertToFloat()),
+                           floatLiteral(adagrad.getEpsilon().convertToFloat()),
+                           floatLiteral(
+                               adagrad.getNormCoefficient().convertToFloat()),
+                           t(adagrad.getNewParams()[i]),
+                           t(adagrad.getNewAccumulators()[i])));
         return success();
       })
       .Default([&](Operation *) {

@@ -480,15 +480,83 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
       .Default([&](Operation *) { return unsupported(); });
 }
 
+} // namespace
+
+FailureOr<SmallVector<Value>>
+mlir::cleave::buildGradients(OpBuilder &builder, ArrayRef<Operation *> forward,
+                             Value loss, ArrayRef<Value> wrt) {
+  // Active values: depend on a `wrt` value and feed the loss.
+  llvm::DenseSet<Value> varying, useful;
+  varying.insert(wrt.begin(), wrt.end());
+  for (Operation *op : forward)
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return varying.contains(v); }))
+      for (Value result : op->getResults())
+        if (isFloatTensor(result))
+          varying.insert(result);
+  useful.insert(loss);
+  for (Operation *op : llvm::reverse(forward))
+    if (llvm::any_of(op->getResults(),
+                     [&](Value v) { return useful.contains(v); }))
+      for (Value operand : op->getOperands())
+        useful.insert(operand);
+  auto active = [&](Value v) {
+    return varying.contains(v) && useful.contains(v) && isFloatTensor(v);
+  };
+
+  llvm::DenseMap<Value, Value> adjoint;
+  auto lossType = tensorType(loss);
+  adjoint[loss] = ConstantOp::create(
+      builder, loss.getLoc(),
+      DenseElementsAttr::get(
+          lossType, builder.getFloatAttr(lossType.getElementType(), 1.0)));
+  for (Operation *op : llvm::reverse(forward)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      Value grad = adjoint.lookup(result);
+      resultGrads.push_back(grad);
+      any |= grad != nullptr;
+    }
+    if (!any || llvm::none_of(op->getOperands(), active))
+      continue;
+    GradientBuilder g(builder, gradLoc(op));
+    FailureOr<OperandGrads> grads = differentiate(op, resultGrads, g);
+    if (failed(grads))
+      return failure();
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), *grads)) {
+      if (!grad || !active(operand))
+        continue;
+      if (Value previous = adjoint.lookup(operand))
+        grad = g.add(previous, grad);
+      adjoint[operand] = grad;
+    }
+  }
+  SmallVector<Value> grads;
+  for (Value value : wrt) {
+    Value grad = adjoint.lookup(value);
+    if (!grad)
+      grad = GradientBuilder(builder, value.getLoc()).zerosLike(value.getType());
+    grads.push_back(grad);
+  }
+  return grads;
+}
+
+namespace {
+
 struct AutodiffPass : mlir::cleave::impl::AutodiffPassBase<AutodiffPass> {
   using AutodiffPassBase::AutodiffPassBase;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     std::optional<unsigned> lossIndex;
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
       if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
         lossIndex = i;
+      // A training_info algorithm already computes its own updates.
+      if (func.getResultAttr(i, CleaveDialect::kUpdateAttrName))
+        return;
+    }
     if (!lossIndex)
       return;
     if (failed(differentiateFunction(func, *lossIndex)))
@@ -524,73 +592,25 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
           }))
         params.emplace_back(arg, name);
 
-  // Active values: depend on a parameter and feed the loss.
-  llvm::DenseSet<Value> varying, useful;
-  for (auto &[arg, name] : params)
-    varying.insert(arg);
-  for (Operation &op : body.without_terminator())
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return varying.contains(v); }))
-      for (Value result : op.getResults())
-        if (isFloatTensor(result))
-          varying.insert(result);
-  useful.insert(loss);
-  for (Operation &op : llvm::reverse(body.without_terminator()))
-    if (llvm::any_of(op.getResults(),
-                     [&](Value v) { return useful.contains(v); }))
-      for (Value operand : op.getOperands())
-        useful.insert(operand);
-  auto active = [&](Value v) {
-    return varying.contains(v) && useful.contains(v) && isFloatTensor(v);
-  };
-
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator())
     forward.push_back(&op);
-
+  SmallVector<Value> wrt;
+  for (auto &[arg, name] : params)
+    wrt.push_back(arg);
   OpBuilder builder(ret);
-  llvm::DenseMap<Value, Value> adjoint;
-  {
-    GradientBuilder seed(builder, loss.getLoc());
-    auto type = tensorType(loss);
-    adjoint[loss] = ConstantOp::create(
-        builder, loss.getLoc(),
-        DenseElementsAttr::get(type,
-                               builder.getFloatAttr(type.getElementType(), 1.0)));
-  }
-  for (Operation *op : llvm::reverse(forward)) {
-    SmallVector<Value> resultGrads;
-    bool any = false;
-    for (Value result : op->getResults()) {
-      Value grad = adjoint.lookup(result);
-      resultGrads.push_back(grad);
-      any |= grad != nullptr;
-    }
-    if (!any || llvm::none_of(op->getOperands(), active))
-      continue;
-    GradientBuilder g(builder, gradLoc(op));
-    FailureOr<OperandGrads> grads = differentiate(op, resultGrads, g);
-    if (failed(grads))
-      return failure();
-    for (auto [operand, grad] : llvm::zip(op->getOperands(), *grads)) {
-      if (!grad || !active(operand))
-        continue;
-      if (Value previous = adjoint.lookup(operand))
-        grad = g.add(previous, grad);
-      adjoint[operand] = grad;
-    }
-  }
+  FailureOr<SmallVector<Value>> grads =
+      buildGradients(builder, forward, loss, wrt);
+  if (failed(grads))
+    return failure();
 
   // Results: the original ones, then one gradient per parameter, then the
   // running statistics of training-mode batch norms.
   SmallVector<Value> results(ret.getOperands());
   SmallVector<std::pair<StringRef, StringAttr>> attrs;
-  for (auto &[arg, name] : params) {
-    Value grad = adjoint.lookup(arg);
-    if (!grad)
-      grad = GradientBuilder(builder, arg.getLoc()).zerosLike(arg.getType());
+  for (auto [param, grad] : llvm::zip(params, *grads)) {
     results.push_back(grad);
-    attrs.emplace_back(CleaveDialect::kGradAttrName, name);
+    attrs.emplace_back(CleaveDialect::kGradAttrName, param.second);
   }
   for (Operation *op : forward) {
     auto norm = dyn_cast<BatchNormOp>(op);

@@ -102,4 +102,33 @@ def ApplyOptimizerPass : Pass<"cleave-apply-optimizer", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def ExpandGradientPass : Pass<"cleave-expand-gradient", "::mlir::ModuleOp"> {
+  let summary = "expands ONNX training Gradient ops into backward passes";
+  let description = [{
+    Replaces every `cleave.gradient @model(...)` (from an ONNX
+    `training_info` algorithm) by a copy of the model function's forward
+    ops, fed by the op's `xs`/`zs` inputs and, for the model's other
+    arguments, by the arguments of the enclosing function with the same
+    ONNX name, followed by its reverse-mode backward pass (the rules of
+    `cleave-autodiff`). The differentiated model output `y` becomes a new
+    result of the enclosing function, marked `cleave.loss`, so training
+    programs report it.
+
+    Preconditions: every name the model's arguments carry is available in
+    the enclosing function or among `xs`/`zs`.
+    Postconditions: no `cleave.gradient` remains.
+
+    Input:
+
+    ```mlir
+    %dw = cleave.gradient @model(%w, %x) {xs = ["W"], y = "loss", zs = ["X"]}
+        : (tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<4x2xf32>
+    ```
+
+    Output: the model's ops on `%w` and `%x`, then the backward ops; `%dw`
+    is the gradient of the copied `loss`.
+  }];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 #endif // CLEAVE_PASSES_PASSES_TD

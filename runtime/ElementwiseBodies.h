@@ -231,6 +231,55 @@ struct AdamwStep {
   }
 };
 
+/// One element of the ONNX training Momentum operator
+/// (ai.onnx.preview.training): returns the new parameter, writes the new
+/// velocity.
+struct OnnxMomentumStep {
+  float lr, alpha, beta, normCoefficient;
+  bool nesterov;
+  int64_t step;
+
+  CLEAVE_HD float operator()(float x, float g, float v, float &newV) const {
+    float regularized = normCoefficient * x + g;
+    float betaAdjusted = step > 0 ? beta : 1.0f;
+    newV = alpha * v + betaAdjusted * regularized;
+    return nesterov ? x - lr * (regularized + alpha * newV) : x - lr * newV;
+  }
+};
+
+/// One element of the ONNX training Adam operator.
+struct OnnxAdamStep {
+  float lr, alpha, beta, epsilon, normCoefficient, normCoefficientPost;
+  int64_t step;
+
+  CLEAVE_HD float operator()(float x, float g, float v, float h, float &newV,
+                             float &newH) const {
+    float regularized = normCoefficient * x + g;
+    newV = alpha * v + (1.0f - alpha) * regularized;
+    newH = beta * h + (1.0f - beta) * regularized * regularized;
+    float hSqrt = sqrtf(newH) + epsilon;
+    float adjusted =
+        step > 0 ? lr * sqrtf(1.0f - powf(beta, static_cast<float>(step))) /
+                       (1.0f - powf(alpha, static_cast<float>(step)))
+                 : lr;
+    float updated = x - adjusted * newV / hSqrt;
+    return (1.0f - normCoefficientPost) * updated;
+  }
+};
+
+/// One element of the ONNX training Adagrad operator.
+struct OnnxAdagradStep {
+  float lr, decayFactor, epsilon, normCoefficient;
+  int64_t step;
+
+  CLEAVE_HD float operator()(float x, float g, float h, float &newH) const {
+    float adjusted = lr / (1.0f + static_cast<float>(step) * decayFactor);
+    float regularized = normCoefficient * x + g;
+    newH = h + regularized * regularized;
+    return x - adjusted * regularized / (sqrtf(newH) + epsilon);
+  }
+};
+
 } // namespace cleave::body
 
 #endif // CLEAVE_RUNTIME_ELEMENTWISEBODIES_H

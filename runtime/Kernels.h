@@ -222,6 +222,22 @@ void adamwUpdate(float *param, const float *grad, float *expAvg,
                  float *expAvgSq, int64_t n, float lr, float beta1,
                  float beta2, float eps, float weightDecay, int64_t step);
 
+/// The ONNX training optimizers (ai.onnx.preview.training), one tensor
+/// each, out of place: `lr` is R, `step` is T.
+void onnxMomentumUpdate(const float *x, const float *g, const float *v,
+                        int64_t n, float lr, int64_t step, float alpha,
+                        float beta, float normCoefficient, bool nesterov,
+                        float *newX, float *newV);
+void onnxAdamUpdate(const float *x, const float *g, const float *v,
+                    const float *h, int64_t n, float lr, int64_t step,
+                    float alpha, float beta, float epsilon,
+                    float normCoefficient, float normCoefficientPost,
+                    float *newX, float *newV, float *newH);
+void onnxAdagradUpdate(const float *x, const float *g, const float *h,
+                       int64_t n, float lr, int64_t step, float decayFactor,
+                       float epsilon, float normCoefficient, float *newX,
+                       float *newH);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_KERNELS_H

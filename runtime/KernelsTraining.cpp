@@ -70,4 +70,34 @@ void adamwUpdate(float *param, const float *grad, float *expAvg,
     param[i] = body(param[i], grad[i], expAvg[i], expAvgSq[i]);
 }
 
+void onnxMomentumUpdate(const float *x, const float *g, const float *v,
+                        int64_t n, float lr, int64_t step, float alpha,
+                        float beta, float normCoefficient, bool nesterov,
+                        float *newX, float *newV) {
+  body::OnnxMomentumStep body{lr, alpha, beta, normCoefficient, nesterov, step};
+  for (int64_t i = 0; i < n; ++i)
+    newX[i] = body(x[i], g[i], v[i], newV[i]);
+}
+
+void onnxAdamUpdate(const float *x, const float *g, const float *v,
+                    const float *h, int64_t n, float lr, int64_t step,
+                    float alpha, float beta, float epsilon,
+                    float normCoefficient, float normCoefficientPost,
+                    float *newX, float *newV, float *newH) {
+  body::OnnxAdamStep body{lr,      alpha,           beta,
+                          epsilon, normCoefficient, normCoefficientPost,
+                          step};
+  for (int64_t i = 0; i < n; ++i)
+    newX[i] = body(x[i], g[i], v[i], h[i], newV[i], newH[i]);
+}
+
+void onnxAdagradUpdate(const float *x, const float *g, const float *h,
+                       int64_t n, float lr, int64_t step, float decayFactor,
+                       float epsilon, float normCoefficient, float *newX,
+                       float *newH) {
+  body::OnnxAdagradStep body{lr, decayFactor, epsilon, normCoefficient, step};
+  for (int64_t i = 0; i < n; ++i)
+    newX[i] = body(x[i], g[i], h[i], newH[i]);
+}
+
 } // namespace cleave::rt

@@ -17,7 +17,10 @@ program is run
                                      the analytic gradient, init - after
 
 and then once per perturbed element and sign with `--steps 1 --init DIR/pert
---log`, reading the loss of step 0 (the forward pass before the update):
+--log`, reading the loss of step 0 (the forward pass before the update).
+One more run from the unperturbed values must log the same loss bit for bit
+(the differences compare separate runs; OpenMP and OpenBLAS run on one
+thread). Then
 
   numeric = (L(v + h) - L(v - h)) / (h+ + h-),  h = eps * max(1, |v|)
 
@@ -28,9 +31,9 @@ small tensor, else a seeded random choice). An element passes when
   |numeric - analytic| <= atol + rtol * max(|numeric|, |analytic|)
 
 The loss is float32, so the finite difference carries rounding noise of
-about 1e-7 * |L| / eps (1e-5 * |L| at the default eps) and a truncation
-error of about eps^2 * |f'''|; keep the models' losses O(1) and away from
-kinks (Relu at 0, MaxPool ties).
+up to about 1e-7 * |L| / eps (1e-5 * |L| at the default eps) and a
+truncation error of about eps^2 / 6 * |f'''|; keep the models' losses
+O(1) and away from kinks (Relu at 0, MaxPool ties).
 
 Inputs: the graph inputs the compiled program expects (names, dtypes and
 shapes are read from the generated C++'s tensor table), one batch each

@@ -220,6 +220,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::PassManager pm(&context);
   mlir::cleave::AutodiffPassOptions autodiff;
   autodiff.freeze.assign(training_.freeze.begin(), training_.freeze.end());
+  pm.addPass(mlir::cleave::createExpandGradientPass());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   if (!options.inference) {
     funcPm.addPass(mlir::cleave::createAutodiffPass(autodiff));
@@ -248,8 +249,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
         step = func;
   }
   if (!step) {
-    llvm::errs() << "cleave compile: error: the model has no loss to train "
-                    "(training_info models are not compiled yet)\n";
+    llvm::errs() << "cleave compile: error: the model has no loss to train\n";
     return 1;
   }
 
