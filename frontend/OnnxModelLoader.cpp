@@ -388,6 +388,33 @@ std::optional<std::vector<int64_t>> staticShape(const onnx::TypeProto *type) {
   return dims;
 }
 
+/// The tensor a Constant node's attribute denotes (value, value_float,
+/// value_int, value_floats, value_ints); nullopt for sparse and string ones.
+std::optional<onnx::TensorProto> constantTensor(const onnx::AttributeProto &attr) {
+  onnx::TensorProto tensor;
+  const std::string &name = attr.name();
+  if (name == "value")
+    return attr.t();
+  if (name == "value_float") {
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.add_float_data(attr.f());
+  } else if (name == "value_int") {
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_int64_data(attr.i());
+  } else if (name == "value_floats") {
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.add_dims(attr.floats_size());
+    *tensor.mutable_float_data() = attr.floats();
+  } else if (name == "value_ints") {
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_dims(attr.ints_size());
+    *tensor.mutable_int64_data() = attr.ints();
+  } else {
+    return std::nullopt;
+  }
+  return tensor;
+}
+
 /// Evaluates shape arithmetic (Shape, Constant and the integer ops fed by
 /// them) and replaces the nodes by initializers. Returns whether anything
 /// was folded.
@@ -430,11 +457,16 @@ bool foldShapeArithmetic(onnx::GraphProto &graph,
           results = std::vector<IntTensor>{IntTensor{{}, {n}}};
         }
       } else if (node.op_type() == "Constant" && node.attribute_size() == 1 &&
-                 node.attribute(0).name() == "value" &&
                  !graphOutputs.count(node.output(0))) {
         // Any tensor constant becomes an initializer, so that importers can
         // read constant inputs (a Dropout ratio, say) in one place.
-        onnx::TensorProto tensor = node.attribute(0).t();
+        std::optional<onnx::TensorProto> constant =
+            constantTensor(node.attribute(0));
+        if (!constant) {
+          *kept.Add() = node;
+          continue;
+        }
+        onnx::TensorProto tensor = std::move(*constant);
         tensor.set_name(node.output(0));
         if (auto t = readIntTensor(tensor))
           known[node.output(0)] = std::move(*t);

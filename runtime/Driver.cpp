@@ -236,7 +236,8 @@ struct InputData {
 InputData loadInput(const TensorSpec &spec, const Options &options) {
   InputData input{&spec, {}, 0, 0};
   int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
-  input.sampleBytes = spec.shape.numElements() / batch * dtypeSize(spec.dtype);
+  input.sampleBytes =
+      batch ? spec.shape.numElements() / batch * dtypeSize(spec.dtype) : 0;
   if (options.synthetic) {
     // Random but valid: small floats, and zeros for integer inputs (valid
     // class labels and token ids for any model).
@@ -352,12 +353,21 @@ int runProgram(const Program &program, int argc, char **argv) {
       }
     }
   }
-  for (const InputData &input : inputs)
-    if (input.samples != inputs.front().samples)
-      fail(std::string("inputs '") + inputs.front().spec->name + "' and '" +
+  // Inputs whose file holds exactly one batch are the same every step (a
+  // weight fed as an input, say); the others are the data set and must
+  // agree on its size.
+  const InputData *dataset = nullptr;
+  for (const InputData &input : inputs) {
+    int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
+    if (input.samples == rows)
+      continue;
+    if (dataset && input.samples != dataset->samples)
+      fail(std::string("inputs '") + dataset->spec->name + "' and '" +
            input.spec->name + "' hold different numbers of samples (" +
-           std::to_string(inputs.front().samples) + " and " +
+           std::to_string(dataset->samples) + " and " +
            std::to_string(input.samples) + ")");
+    dataset = &input;
+  }
   Buffer arena = allocate(program.arenaBytes);
 
   std::string error;
@@ -390,13 +400,14 @@ int runProgram(const Program &program, int argc, char **argv) {
   StepContext context{pointers.data(), arena.get(), 0, options.seed, 0.0f};
   auto start = std::chrono::steady_clock::now();
   int64_t every = std::max<int64_t>(1, options.steps / 20);
-  SampleOrder order(inputs.empty() ? 1 : inputs.front().samples, options);
+  SampleOrder order(dataset ? dataset->samples : 1, options);
   for (int64_t step = firstStep; step < options.steps; ++step) {
     for (InputData &input : inputs) {
       char *dest = static_cast<char *>(pointers[input.spec - program.tensors]);
       int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
       for (int64_t j = 0; j < rows; ++j) {
-        int64_t sample = order.sample(step * rows + j);
+        int64_t sample = input.samples == rows ? j
+                                               : order.sample(step * rows + j);
         std::memcpy(dest + j * input.sampleBytes,
                     input.array.data.data() + sample * input.sampleBytes,
                     input.sampleBytes);

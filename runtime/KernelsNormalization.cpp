@@ -51,9 +51,11 @@ void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
           yr[i] = e;
       }
       if (log) {
-        float shift = maxVal + static_cast<float>(std::log(sum));
+        // (x - max) - log(sum): folding max into the shift first would
+        // round at the magnitude of x.
+        float logSum = static_cast<float>(std::log(sum));
         for (int64_t i = 0; i < d; ++i)
-          yr[i] = xr[i] - shift;
+          yr[i] = (xr[i] - maxVal) - logSum;
       } else {
         float scale = static_cast<float>(1.0 / sum);
         for (int64_t i = 0; i < d; ++i)
@@ -85,18 +87,15 @@ void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
         if (!log)
           yb[i * inner + c] = e;
       }
-    for (int64_t c = 0; c < len; ++c) {
-      if (log)
-        maxVal[c] += static_cast<float>(std::log(sum[c]));
-      else
-        maxVal[c] = static_cast<float>(1.0 / sum[c]);
-    }
+    float factor[kColumns];
+    for (int64_t c = 0; c < len; ++c)
+      factor[c] = static_cast<float>(log ? std::log(sum[c]) : 1.0 / sum[c]);
     for (int64_t i = 0; i < d; ++i)
       for (int64_t c = 0; c < len; ++c) {
         if (log)
-          yb[i * inner + c] = xb[i * inner + c] - maxVal[c];
+          yb[i * inner + c] = (xb[i * inner + c] - maxVal[c]) - factor[c];
         else
-          yb[i * inner + c] *= maxVal[c];
+          yb[i * inner + c] *= factor[c];
       }
   }
 }
