@@ -18,8 +18,8 @@ a different summation order in reductions, matrix products and convolutions
 and for libm differences in exp/log/tanh/erf, atol 1e-5 for values that
 cancel to near zero.
 
-Tests that use training-only operators (ai.onnx.preview.training.*) are not
-run: cleave compiles them only into training programs.
+The ai.onnx.preview.training operators (Momentum, Adam, Adagrad) run too:
+their node tests are plain graphs that apply one update.
 
 Exit status is 1 when a test does not match and is not listed in
 run-expected-failures.txt beside this script (each line: test name, a tab,
@@ -42,14 +42,14 @@ import onnx.numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import import_node_tests  # noqa: E402
-from import_node_tests import NODE_TESTS, TRAINING_DOMAIN  # noqa: E402
+from import_node_tests import NODE_TESTS  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
 COMPILE_TIMEOUT_S, RUN_TIMEOUT_S = 300, 60
 
 # Outcomes, in the order a test goes through them.
-SKIPPED, COMPILE_FAILED, RUN_FAILED, MISMATCH, MATCHED = (
-    "skipped", "compile", "run", "mismatch", "matched")
+COMPILE_FAILED, RUN_FAILED, MISMATCH, MATCHED = (
+    "compile", "run", "mismatch", "matched")
 
 
 def read_tensor(path):
@@ -91,8 +91,6 @@ def compare(name, ours, ref):
 
 def run_test(cleave, test, ops, root):
     """Returns (test, outcome, message)."""
-    if any(op.startswith(TRAINING_DOMAIN + ".") for op in ops):
-        return test, SKIPPED, "training-only operators"
     workdir = os.path.join(root, test)
     os.mkdir(workdir)
     path = import_node_tests.freeze_constant_inputs(test, workdir)
@@ -184,11 +182,8 @@ def main():
         results = list(pool.map(lambda t: run_test(cleave, t, tests[t], root), tests))
 
     per_op = collections.defaultdict(lambda: [0, 0, 0])
-    unexpected, stale, skipped = [], [], []
+    unexpected, stale = [], []
     for test, outcome, message in results:
-        if outcome == SKIPPED:
-            skipped.append(test)
-            continue
         for op in tests[test]:
             per_op[op][0] += 1
             per_op[op][1] += outcome not in (COMPILE_FAILED,)
@@ -201,7 +196,7 @@ def main():
             note = " (expected)" if test in expected else ""
             print(f"FAIL {test} [{outcome}]{note}: {message}")
 
-    ran = len(results) - len(skipped)
+    ran = len(results)
     matched = sum(outcome == MATCHED for _, outcome, _ in results)
     if args.markdown:
         print("| operator | node tests | compiled | matched |")
@@ -209,11 +204,6 @@ def main():
         for op in sorted(per_op):
             total, compiled, ok = per_op[op]
             print(f"| {op} | {total} | {compiled} | {ok} |")
-    if skipped:
-        training = sorted({op for t in skipped for op in tests[t]
-                           if op.startswith(TRAINING_DOMAIN + ".")})
-        print(f"not run: {len(skipped)} node tests of training-only operators "
-              f"({', '.join(training)})")
     sys.stdout.flush()
     for test, outcome, message in unexpected:
         print(f"unexpected failure: {test} [{outcome}]: {message}", file=sys.stderr)
