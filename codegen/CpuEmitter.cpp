@@ -12,6 +12,7 @@
 
 #include "dialects/cleave/CleaveOps.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -100,10 +101,55 @@ std::string floatLiteral(double value) {
   return formatv("{0:e9}", value).str();
 }
 
+/// The ElementwiseBodies.h functor computing `op` per element, or empty
+/// when `op` is not elementwise.
+std::string elementwiseBody(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::string>(op)
+      .Case([](AddOp) { return "body::Add{}"; })
+      .Case([](SubOp) { return "body::Sub{}"; })
+      .Case([](MulOp) { return "body::Mul{}"; })
+      .Case([](DivOp) { return "body::Div{}"; })
+      .Case([](PowOp) { return "body::Pow{}"; })
+      .Case([](EqualOp) { return "body::Equal{}"; })
+      .Case([](LessOp) { return "body::Less{}"; })
+      .Case([](WhereOp) { return "body::Where{}"; })
+      .Case([](SqrtOp) { return "body::Sqrt{}"; })
+      .Case([](NegOp) { return "body::Neg{}"; })
+      .Case([](ErfOp) { return "body::Erf{}"; })
+      .Case([](TanhOp) { return "body::Tanh{}"; })
+      .Case([](SigmoidOp) { return "body::Sigmoid{}"; })
+      .Case([](ReluOp) { return "body::Relu{}"; })
+      .Case([](ExpOp) { return "body::Exp{}"; })
+      .Case([](LogOp) { return "body::Log{}"; })
+      .Case([](CastOp cast) {
+        return "body::Cast<" +
+               cType(tensorType(cast.getResult()).getElementType()) + ">{}";
+      })
+      .Default([](Operation *) { return std::string(); });
+}
+
+/// Whether `op` can join a fused loop: elementwise, and every operand has
+/// the result's shape or a single element (no other broadcasting).
+bool isFusible(Operation *op) {
+  if (op->getNumResults() != 1 || elementwiseBody(op).empty())
+    return false;
+  ArrayRef<int64_t> shape = tensorType(op->getResult(0)).getShape();
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    return tensorType(v).getShape() == shape ||
+           tensorType(v).getNumElements() == 1;
+  });
+}
+
 class Emitter {
 public:
   Emitter(func::FuncOp func, const CpuEmitOptions &options)
-      : func(func), options(options), plan(planMemory(func)) {
+      : func(func), options(options) {
+    planFusion(func.getBody().front());
+    llvm::DenseMap<Operation *, Operation *> executedAt;
+    for (auto &[tail, chain] : fusedGroups)
+      for (Operation *op : chain)
+        executedAt[op] = tail;
+    plan = planMemory(func, executedAt);
     // Names the generated code already uses: runtime functions and types,
     // and the C++ keywords an ONNX name could spell.
     for (const char *name :
@@ -132,6 +178,11 @@ public:
 private:
   LogicalResult emitOp(Operation *op);
   LogicalResult emitConstant(ConstantOp op);
+  /// Groups chains of fusible elementwise ops whose intermediate values have
+  /// one use each (the next op of the chain) into one loop.
+  void planFusion(Block &block);
+  /// Emits the fused loop of the group ending at `tail`.
+  void emitFusedGroup(Operation *tail);
 
   /// The expression naming `value`'s buffer, typed.
   std::string ref(Value value) { return names.lookup(value); }
@@ -173,7 +224,73 @@ private:
   std::string globalsText, bodyText;
   llvm::raw_string_ostream globals{globalsText}, body{bodyText};
   int64_t dropoutCount = 0;
+  /// Fused chains by their last op; ops folded into a later op's loop.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> fusedGroups;
+  llvm::DenseSet<Operation *> fusedAway;
 };
+
+void Emitter::planFusion(Block &block) {
+  for (Operation &first : block.without_terminator()) {
+    if (fusedAway.contains(&first) || fusedGroups.count(&first) ||
+        !isFusible(&first))
+      continue;
+    SmallVector<Operation *> chain{&first};
+    while (true) {
+      Value value = chain.back()->getResult(0);
+      if (!value.hasOneUse())
+        break;
+      Operation *user = *value.user_begin();
+      // A chain is linear: an op joins at most one group.
+      if (!isFusible(user) || user->getBlock() != &block ||
+          fusedAway.contains(user) || fusedGroups.count(user) ||
+          tensorType(user->getResult(0)).getShape() !=
+              tensorType(value).getShape() ||
+          tensorType(value).getNumElements() == 1)
+        break;
+      chain.push_back(user);
+    }
+    if (chain.size() < 2)
+      continue;
+    for (Operation *op : ArrayRef<Operation *>(chain).drop_back())
+      fusedAway.insert(op);
+    fusedGroups[chain.back()] = chain;
+  }
+}
+
+void Emitter::emitFusedGroup(Operation *tail) {
+  ArrayRef<Operation *> chain = fusedGroups[tail];
+  Value out = tail->getResult(0);
+  int64_t count = tensorType(out).getNumElements();
+  body << "  // fused:";
+  for (Operation *op : chain)
+    body << " " << nodeName(op->getLoc());
+  body << "\n";
+  body << formatv("#pragma omp parallel for schedule(static) if ({0} > 32768)\n",
+                  count);
+  body << formatv("  for (int64_t i = 0; i < {0}; ++i) {{\n", count);
+  llvm::DenseMap<Value, std::string> local;
+  for (auto [index, op] : llvm::enumerate(chain)) {
+    std::string args;
+    for (Value operand : op->getOperands()) {
+      if (!args.empty())
+        args += ", ";
+      if (auto it = local.find(operand); it != local.end())
+        args += it->second;
+      else
+        args += ref(operand) +
+                (tensorType(operand).getNumElements() == 1 ? "[0]" : "[i]");
+    }
+    std::string call = elementwiseBody(op) + "(" + args + ")";
+    if (op == tail) {
+      body << formatv("    {0}[i] = {1};\n", ref(out), call);
+    } else {
+      std::string name = formatv("v{0}", index).str();
+      local[op->getResult(0)] = name;
+      body << formatv("    const auto {0} = {1};\n", name, call);
+    }
+  }
+  body << "  }\n";
+}
 
 void Emitter::declare(Value value, StringRef base) {
   Value root = plan.root(value);
@@ -229,6 +346,8 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
 LogicalResult Emitter::emitOp(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return emitConstant(constant);
+  if (fusedAway.contains(op))
+    return success();
   std::string base = nodeName(op->getLoc());
   if (base.empty())
     base = op->getName().stripDialect().str();
@@ -236,6 +355,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
     declare(result, op->getNumResults() > 1
                         ? base + "_" + std::to_string(i)
                         : base);
+  if (fusedGroups.count(op)) {
+    emitFusedGroup(op);
+    return success();
+  }
   auto t = [&](Value v) { return ref(v); };
   auto s = [&](Value v) { return shapeLiteral(v); };
   auto n = [&](Value v) { return numElements(v); };

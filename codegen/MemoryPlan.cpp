@@ -15,7 +15,9 @@ int64_t tensorBytes(Type type) {
   return tensor.getNumElements() * width;
 }
 
-MemoryPlan planMemory(func::FuncOp func) {
+MemoryPlan planMemory(func::FuncOp func,
+                      const llvm::DenseMap<Operation *, Operation *>
+                          &executedAt) {
   MemoryPlan plan;
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
@@ -64,7 +66,8 @@ MemoryPlan planMemory(func::FuncOp func) {
       auto it = range.find(root);
       if (it == range.end())
         continue;
-      int64_t use = isa<func::ReturnOp>(op) ? end : position[&op];
+      Operation *at = executedAt.lookup(&op);
+      int64_t use = isa<func::ReturnOp>(op) ? end : position[at ? at : &op];
       it->second.second = std::max(it->second.second, use);
     }
 

@@ -27,7 +27,11 @@ struct MemoryPlan {
 };
 
 /// Plans `func`'s single block. Constants and arguments are not placed.
-MemoryPlan planMemory(func::FuncOp func);
+/// `executedAt` maps ops that run as part of a later op (a fused loop) to
+/// that op: their operands stay live until it.
+MemoryPlan planMemory(func::FuncOp func,
+                      const llvm::DenseMap<Operation *, Operation *>
+                          &executedAt = {});
 
 /// Bytes of a statically shaped tensor.
 int64_t tensorBytes(Type type);
