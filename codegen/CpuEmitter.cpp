@@ -362,17 +362,21 @@ LogicalResult Emitter::emitOp(Operation *op) {
   auto t = [&](Value v) { return ref(v); };
   auto s = [&](Value v) { return shapeLiteral(v); };
   auto n = [&](Value v) { return numElements(v); };
-  auto unary = [&](const char *bodyName) {
-    call(op, formatv("mapUnary({0}, {1}, {2}, body::{3}{{})", t(op->getOperand(0)),
-                     t(op->getResult(0)), n(op->getResult(0)), bodyName));
+  // Elementwise ops: one broadcasting loop over their shared body.
+  if (std::string fn = elementwiseBody(op); !fn.empty()) {
+    Value r = op->getResult(0);
+    std::string args;
+    for (Value v : op->getOperands())
+      args += formatv("{0}, {1}, ", t(v), s(v)).str();
+    if (op->getNumOperands() == 1)
+      call(op, formatv("mapUnary({0}, {1}, {2}, {3})", t(op->getOperand(0)),
+                       t(r), n(r), fn));
+    else
+      call(op, formatv("{0}({1}{2}, {3}, {4})",
+                       op->getNumOperands() == 2 ? "mapBinary" : "mapTernary",
+                       args, t(r), s(r), fn));
     return success();
-  };
-  auto binary = [&](const char *bodyName) {
-    Value a = op->getOperand(0), b = op->getOperand(1), r = op->getResult(0);
-    call(op, formatv("mapBinary({0}, {1}, {2}, {3}, {4}, {5}, body::{6}{{})",
-                     t(a), s(a), t(b), s(b), t(r), s(r), bodyName));
-    return success();
-  };
+  }
   auto window = [&](ArrayRef<int64_t> values, StringRef what) {
     return array(base + "_" + what.str(), values);
   };
@@ -396,35 +400,6 @@ LogicalResult Emitter::emitOp(Operation *op) {
   };
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](AddOp) { return binary("Add"); })
-      .Case([&](SubOp) { return binary("Sub"); })
-      .Case([&](MulOp) { return binary("Mul"); })
-      .Case([&](DivOp) { return binary("Div"); })
-      .Case([&](PowOp) { return binary("Pow"); })
-      .Case([&](EqualOp) { return binary("Equal"); })
-      .Case([&](LessOp) { return binary("Less"); })
-      .Case([&](WhereOp where) {
-        Value c = where.getCondition(), a = where.getOnTrue(),
-              b = where.getOnFalse(), r = where.getResult();
-        call(op, formatv("mapTernary({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-                         "body::Where{{})",
-                         t(c), s(c), t(a), s(a), t(b), s(b), t(r), s(r)));
-        return success();
-      })
-      .Case([&](SqrtOp) { return unary("Sqrt"); })
-      .Case([&](NegOp) { return unary("Neg"); })
-      .Case([&](ErfOp) { return unary("Erf"); })
-      .Case([&](TanhOp) { return unary("Tanh"); })
-      .Case([&](SigmoidOp) { return unary("Sigmoid"); })
-      .Case([&](ReluOp) { return unary("Relu"); })
-      .Case([&](ExpOp) { return unary("Exp"); })
-      .Case([&](LogOp) { return unary("Log"); })
-      .Case([&](CastOp cast) {
-        call(op, formatv("mapUnary({0}, {1}, {2}, body::Cast<{3}>{{})",
-                         t(cast.getInput()), t(cast.getResult()),
-                         n(cast.getResult()), elementType(cast.getResult())));
-        return success();
-      })
       .Case([&](ReshapeOp) {
         body << "  // " << base << ": a view of its input\n";
         return success();

@@ -31,7 +31,7 @@ struct MemoryPlan {
 /// that op: their operands stay live until it.
 MemoryPlan planMemory(func::FuncOp func,
                       const llvm::DenseMap<Operation *, Operation *>
-                          &executedAt = {});
+                          &executedAt);
 
 /// Bytes of a statically shaped tensor.
 int64_t tensorBytes(Type type);
