@@ -128,31 +128,15 @@ def build_model(name):
     """(module, example inputs at the benchmark batch, input names,
     dynamic axes, extra cleave compile args) for model `name`."""
     import torch
-    import torch.nn as nn
     sys.path.insert(0, os.path.join(ROOT, "test", "models"))
     import export_models
 
     torch.manual_seed(0)
     if name == "mlp-large":
-        class MLPLarge(nn.Module):
-            def __init__(self):
-                super().__init__()
-                d = LARGE_DIMS
-                self.fc1 = nn.Linear(d[0], d[1])
-                self.fc2 = nn.Linear(d[1], d[2])
-                self.fc3 = nn.Linear(d[2], d[3])
-                self.relu = nn.ReLU()
-                self.loss_fn = nn.CrossEntropyLoss()
-
-            def forward(self, x, y):
-                h = self.relu(self.fc1(x))
-                h = self.relu(self.fc2(h))
-                return self.loss_fn(self.fc3(h), y)
-
         b = BATCH[name]
         x = torch.randn(b, LARGE_DIMS[0])
         y = torch.randint(0, LARGE_DIMS[-1], (b,))
-        return MLPLarge(), (x, y), ["x", "y"], None, []
+        return export_models.MLP(LARGE_DIMS), (x, y), ["x", "y"], None, []
 
     model, args, names, dynamic = export_models.MODELS[name]()
     if name == "mlp":

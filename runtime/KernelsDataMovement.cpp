@@ -16,6 +16,21 @@ namespace {
 
 using detail::kParallelGrain;
 
+/// An ONNX Gather index, negative ones counted from the end; out of range is
+/// bad data, reported as gather's error.
+template <typename I>
+int64_t gatherIndex(I index, int64_t axisSize) {
+  int64_t idx = static_cast<int64_t>(index);
+  if (idx < 0)
+    idx += axisSize;
+  if (idx < 0 || idx >= axisSize)
+    detail::fatal("gather index %lld out of range [-%lld, %lld)",
+                  static_cast<long long>(index),
+                  static_cast<long long>(axisSize),
+                  static_cast<long long>(axisSize));
+  return idx;
+}
+
 /// Copies a strided source into a contiguous destination row by row.
 template <typename T>
 void stridedCopy(const T *in, const detail::StridedLoop<1> &loop, T *out,
@@ -214,14 +229,7 @@ void gather(const T *data, const Shape &dataShape, const I *indices,
 #pragma omp parallel for schedule(static) if (total > kParallelGrain)
   for (int64_t t = 0; t < outer * numIndices; ++t) {
     int64_t o = t / numIndices, j = t % numIndices;
-    int64_t idx = static_cast<int64_t>(indices[j]);
-    if (idx < 0)
-      idx += axisSize;
-    if (idx < 0 || idx >= axisSize)
-      detail::fatal("gather index %lld out of range [-%lld, %lld)",
-                    static_cast<long long>(indices[j]),
-                    static_cast<long long>(axisSize),
-                    static_cast<long long>(axisSize));
+    int64_t idx = gatherIndex(indices[j], axisSize);
     const T *src = data + (o * axisSize + idx) * inner;
     std::copy(src, src + inner, out + t * inner);
   }
@@ -249,14 +257,7 @@ void gatherGrad(const float *dOut, const I *indices, int64_t numIndices,
     int64_t c0 = t % innerChunks * chunk;
     int64_t c1 = std::min(c0 + chunk, inner);
     for (int64_t j = 0; j < numIndices; ++j) {
-      int64_t idx = static_cast<int64_t>(indices[j]);
-      if (idx < 0)
-        idx += axisSize;
-      if (idx < 0 || idx >= axisSize)
-        detail::fatal("gather index %lld out of range [-%lld, %lld)",
-                      static_cast<long long>(indices[j]),
-                      static_cast<long long>(axisSize),
-                      static_cast<long long>(axisSize));
+      int64_t idx = gatherIndex(indices[j], axisSize);
       const float *src = dOut + (o * numIndices + j) * inner;
       float *dst = dData + (o * axisSize + idx) * inner;
       for (int64_t i = c0; i < c1; ++i)

@@ -33,11 +33,11 @@ OPSET = 17
 
 
 class MLP(nn.Module):
-    def __init__(self):
+    def __init__(self, dims=(784, 128, 64, 10)):
         super().__init__()
-        self.fc1 = nn.Linear(784, 128)
-        self.fc2 = nn.Linear(128, 64)
-        self.fc3 = nn.Linear(64, 10)
+        self.fc1 = nn.Linear(dims[0], dims[1])
+        self.fc2 = nn.Linear(dims[1], dims[2])
+        self.fc3 = nn.Linear(dims[2], dims[3])
         self.relu = nn.ReLU()
         self.loss_fn = nn.CrossEntropyLoss()
 
