@@ -368,6 +368,8 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
   if (artifacts) {
     artifacts->initialValues = std::move(importer.initialValues());
     loaded->original.SerializeToString(&artifacts->originalModel);
+    for (const auto &prop : loaded->original.metadata_props())
+      artifacts->metadata[prop.key()] = prop.value();
   }
   return module;
 }

@@ -34,6 +34,8 @@ struct ImportArtifacts {
   llvm::StringMap<std::string> initialValues;
   /// The model as its file holds it (external data inlined), serialized.
   std::string originalModel;
+  /// The model's metadata_props (where `cleave annotate` stores hints).
+  llvm::StringMap<std::string> metadata;
 };
 
 /// `artifacts`, when given, receives the initial values and the model.

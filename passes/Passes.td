@@ -131,4 +131,115 @@ def ExpandGradientPass : Pass<"cleave-expand-gradient", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def DecomposeMeansPass : Pass<"cleave-decompose-means", "::mlir::func::FuncOp"> {
+  let summary = "rewrites means over samples as sums divided by a count";
+  let description = [{
+    A mean over a batch split across ranks is not a sum of per-rank means
+    when ranks count different numbers of samples (ignored labels), so a
+    distributed program computes means as `sum / count`, where both the sum
+    and the count are partial sums the partitioner all-reduces. The pass
+    rewrites:
+
+    - `softmax_cross_entropy` / `nll_loss` with `reduction = mean` and no
+      class weights into the `sum` reduction divided by the number of
+      labels that are not `ignore_index` (a constant when there is no
+      `ignore_index`);
+    - `reduce_mean` into `reduce_sum` times the constant `1 / count`.
+
+    Run it before `cleave-autodiff`, only for distributed programs (the
+    single-rank program keeps the fused mean kernels).
+
+    Input:
+
+    ```mlir
+    %loss, %lp = cleave.softmax_cross_entropy %s, %y
+        {ignore_index = -100 : i64, reduction = #cleave.reduction<mean>}
+        : (tensor<8x10xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<8x10xf32>)
+    ```
+
+    Output: the same op with `reduction = #cleave.reduction<sum>`, then
+    `%n = reduce_sum(where(equal(%y, -100), 0.0, 1.0))` and
+    `%mean = div %loss, %n`.
+  }];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
+def PropagateShardingPass
+    : Pass<"cleave-propagate-sharding", "::mlir::ModuleOp"> {
+  let summary = "gives every value a sharding and makes resharding explicit";
+  let description = [{
+    Starts from the `cleave.sharding` attributes of function arguments (set
+    from the user's hints or a strategy, with a `cleave.priority`, lower is
+    stronger, default 0) and propagates them over the ops' sharding rules
+    (passes/ShardingRules.h) to a fixed point: a factor of an op takes the
+    axes of the strongest split dimension mapped to it, and dimensions that
+    have no sharding yet, or a weaker one, take it over. An updated
+    parameter or state is tied to its argument. Afterwards every op carries
+    `cleave.sharding` (one `#cleave.sharding` per result), every argument
+    and result its own, and each operand whose sharding differs from what
+    its op needs is fed through a `cleave.reshard` (reported as a remark
+    with `report`). Dimensions nothing splits stay replicated.
+
+    Preconditions: the module has a `cleave.mesh`; argument shardings fit
+    the mesh and divide their dimensions (checked, naming the tensor).
+
+    Input:
+
+    ```mlir
+    func.func @f(%x: tensor<8x4xf32> {cleave.input = "x",
+                     cleave.sharding = #cleave.sharding<[[dp], []]>},
+                 %w: tensor<3x4xf32> {cleave.param = "w"}) -> tensor<8x3xf32> {
+      %0 = cleave.gemm %x, %w {... trans_b = true} : ... -> tensor<8x3xf32>
+      return %0 : tensor<8x3xf32>
+    }
+    ```
+
+    Output: `%w` gets `#cleave.sharding<[[], []]>`, the gemm
+    `{cleave.sharding = [#cleave.sharding<[[dp], []]>]}`, and the result a
+    reshard to the function result's replicated sharding.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark for every inserted reshard">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
+def PartitionPass : Pass<"cleave-partition", "::mlir::ModuleOp"> {
+  let summary = "turns the global program into the per-rank SPMD program";
+  let description = [{
+    Rewrites every function whose values carry shardings (after
+    `cleave-propagate-sharding`) into the program one rank runs: tensor
+    types become local shapes, `cleave.reshard` and operands whose sharding
+    differs from what their op needs become collectives, and values that
+    an op leaves as partial sums (a contraction over a split dimension)
+    stay partial until a consumer needs them whole, where they become an
+    `all_reduce`, or a `reduce_scatter` when the consumer wants them split
+    (ZeRO). Partial gradients that reach the optimizer are all-reduced in
+    buckets of at most `bucket-mb` MiB, in the order the backward pass
+    produces them, each bucket issued where its last gradient is computed.
+    Arguments keep `cleave.sharding` (the runtime uses it to load and save
+    their shards).
+
+    Preconditions: every value has a sharding (run
+    `cleave-propagate-sharding` first).
+    Postconditions: no `cleave.reshard` remains; all types are local.
+
+    Input: the output example of `cleave-propagate-sharding`.
+
+    Output: `%x` has type `tensor<4x4xf32>` on a mesh `dp = 2`, the gemm
+    produces `tensor<4x3xf32>`, and an `all_gather ... over ["dp"] dim 0`
+    feeds the return.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "the largest all-reduce bucket of gradients, in MiB">,
+    Option<"reduceScatterGradients", "reduce-scatter-gradients", "bool",
+           /*default=*/"true",
+           "turn partial sums that must become split into reduce_scatter "
+           "(ZeRO-2/3); false all-reduces them and keeps a slice (ZeRO-1)">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 #endif // CLEAVE_PASSES_PASSES_TD

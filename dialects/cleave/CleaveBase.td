@@ -28,6 +28,10 @@ def Cleave_Dialect : Dialect {
   let hasConstantMaterializer = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
   let extraClassDeclaration = [{
+    /// Registers the attributes (defined in CleaveAttrs.cpp, where their
+    /// storage classes are complete).
+    void registerAttributes();
+
     /// Argument attribute naming the ONNX initializer a parameter came from.
     static constexpr llvm::StringLiteral kParamAttrName = "cleave.param";
     /// Argument attribute naming the ONNX graph input a data input came from.
@@ -52,6 +56,12 @@ def Cleave_Dialect : Dialect {
     static constexpr llvm::StringLiteral kStepAttrName = "cleave.step";
     /// Module attribute: the ONNX file the module was imported from.
     static constexpr llvm::StringLiteral kSourceAttrName = "cleave.source";
+    /// Module attribute: the device mesh (#cleave.mesh) of a distributed
+    /// program.
+    static constexpr llvm::StringLiteral kMeshAttrName = "cleave.mesh";
+    /// Argument, result and op attribute: the sharding (#cleave.sharding)
+    /// of a value; on ops an array with one sharding per result.
+    static constexpr llvm::StringLiteral kShardingAttrName = "cleave.sharding";
   }];
 }
 

@@ -5,25 +5,18 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::cleave;
 
 #include "dialects/cleave/CleaveDialect.cpp.inc"
-#include "dialects/cleave/CleaveEnums.cpp.inc"
-#define GET_ATTRDEF_CLASSES
-#include "dialects/cleave/CleaveAttrs.cpp.inc"
 
 void CleaveDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/cleave/CleaveOps.cpp.inc"
       >();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "dialects/cleave/CleaveAttrs.cpp.inc"
-      >();
+  registerAttributes();
 }
 
 Operation *CleaveDialect::materializeConstant(OpBuilder &builder,

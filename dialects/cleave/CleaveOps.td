@@ -1372,4 +1372,6 @@ def Cleave_LrScheduleOp : Cleave_Op<"lr_schedule", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "dialects/cleave/CleaveCollectiveOps.td"
+
 #endif // CLEAVE_DIALECT_CLEAVEOPS_TD

@@ -6,9 +6,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/cleave/Commands.h"
+#include "tools/cleave/DistributionFlags.h"
 #include "tools/cleave/ImportFlags.h"
 
 #include "codegen/CpuEmitter.h"
+#include "dialects/cleave/CleaveOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -153,7 +155,7 @@ class CompileCommand : public Command {
 public:
   CompileCommand()
       : sub_("compile", "Compile an ONNX model into a training program"),
-        import_(sub_), training_(sub_),
+        import_(sub_), training_(sub_), distribution_(sub_),
         output_("o", cl::desc("Output file (default: train)"),
                 cl::value_desc("file"), cl::init("train"), cl::sub(sub_)),
         emit_("emit", cl::desc("What to produce"),
@@ -173,14 +175,53 @@ public:
 
 private:
   int compileBinary(const std::string &source, llvm::StringRef blobPath);
+  /// Splits the training step over the mesh: hints, propagation,
+  /// partitioning. Returns an exit code (0: done).
+  int distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
+                 mlir::cleave::MeshAttr mesh,
+                 const mlir::cleave::ImportArtifacts &artifacts);
 
   cl::SubCommand sub_;
   ImportFlags import_;
   TrainingFlags training_;
+  DistributionFlags distribution_;
   cl::opt<std::string> output_;
   cl::opt<Emit> emit_;
   cl::opt<bool> keepSource_;
 };
+
+/// --print-sharding: every argument's sharding, then every op result's,
+/// named after the ONNX tensors and nodes.
+void printShardings(mlir::func::FuncOp func, llvm::raw_ostream &os) {
+  using mlir::cleave::CleaveDialect;
+  os << "sharding of '" << func.getSymName() << "' on "
+     << mlir::cleave::getModuleMesh(func) << ":\n";
+  for (mlir::BlockArgument arg : func.getArguments()) {
+    llvm::StringRef name = "?";
+    for (llvm::StringRef attr :
+         {CleaveDialect::kParamAttrName, CleaveDialect::kInputAttrName,
+          CleaveDialect::kStateAttrName})
+      if (auto named = func.getArgAttrOfType<mlir::StringAttr>(
+              arg.getArgNumber(), attr))
+        name = named.getValue();
+    os << "  " << name << ": "
+       << func.getArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName)
+       << "\n";
+  }
+  func.walk([&](mlir::Operation *op) {
+    auto shardings =
+        op->getAttrOfType<mlir::ArrayAttr>(CleaveDialect::kShardingAttrName);
+    if (!shardings)
+      return;
+    std::string where = op->getName().getStringRef().str();
+    if (auto name = mlir::dyn_cast<mlir::NameLoc>(op->getLoc()))
+      where = name.getName().str() + " (" + where + ")";
+    for (auto [index, sharding] : llvm::enumerate(shardings))
+      os << "  " << where
+         << (shardings.size() > 1 ? "#" + std::to_string(index) : "") << ": "
+         << sharding << "\n";
+  });
+}
 
 int writeFile(llvm::StringRef path, llvm::StringRef contents) {
   std::string error;
@@ -216,6 +257,25 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (!module)
     return 1;
 
+  mlir::cleave::MeshAttr mesh;
+  if (!distribution_.mesh.empty()) {
+    auto parsed = mlir::cleave::parseMesh(&context, distribution_.mesh);
+    if (!parsed) {
+      llvm::errs() << "cleave compile: error: "
+                   << llvm::toString(parsed.takeError()) << "\n";
+      return 1;
+    }
+    mesh = *parsed;
+    (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
+  } else if (!distribution_.shard.empty() ||
+             !distribution_.shardFile.empty() ||
+             distribution_.strategy != mlir::cleave::Strategy::None) {
+    llvm::errs() << "cleave compile: error: sharding hints and --strategy "
+                    "need a device mesh; add --mesh (for example --mesh "
+                    "dp=4)\n";
+    return 1;
+  }
+
   // The training step: gradients, the optimizer update, then clean-up.
   mlir::PassManager pm(&context);
   mlir::cleave::AutodiffPassOptions autodiff;
@@ -223,6 +283,9 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   pm.addPass(mlir::cleave::createExpandGradientPass());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   if (!options.inference) {
+    // A mean over a split batch needs the global count.
+    if (mesh)
+      funcPm.addPass(mlir::cleave::createDecomposeMeansPass());
     funcPm.addPass(mlir::cleave::createAutodiffPass(autodiff));
     funcPm.addPass(mlir::cleave::createApplyOptimizerPass(*optimizer));
   }
@@ -230,12 +293,6 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   funcPm.addPass(mlir::createCSEPass());
   if (failed(pm.run(*module)))
     return 1;
-  if (emit_ == Emit::Mlir) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    return writeFile(output_, text);
-  }
 
   // The step: the function with the loss, or for --inference the model.
   mlir::func::FuncOp step;
@@ -251,6 +308,15 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (!step) {
     llvm::errs() << "cleave compile: error: the model has no loss to train\n";
     return 1;
+  }
+  if (mesh)
+    if (int rc = distribute(*module, step, mesh, artifacts))
+      return rc;
+  if (emit_ == Emit::Mlir) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    return writeFile(output_, text);
   }
 
   llvm::SmallString<256> blobPath;
@@ -288,6 +354,70 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (int rc = writeFile(blobPath, blob))
     return rc;
   return compileBinary(program->source, blobPath);
+}
+
+int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
+                               mlir::cleave::MeshAttr mesh,
+                               const mlir::cleave::ImportArtifacts &artifacts) {
+  using namespace mlir::cleave;
+  auto report = [](llvm::Error error) {
+    llvm::errs() << "cleave compile: error: " << llvm::toString(std::move(error))
+                 << "\n";
+    return 1;
+  };
+  // Weakest first: a preset, then the model's own hints, a file, flags.
+  std::vector<ShardingHint> hints;
+  auto append = [&](llvm::Expected<std::vector<ShardingHint>> more,
+                    int64_t priorityOffset) -> llvm::Error {
+    if (!more)
+      return more.takeError();
+    for (ShardingHint &hint : *more) {
+      hint.priority += priorityOffset;
+      hints.push_back(std::move(hint));
+    }
+    return llvm::Error::success();
+  };
+  // A preset's hints are weaker (higher priority numbers) than any the
+  // user writes, so that a user's hint refines the preset.
+  constexpr int64_t kPresetPriority = 1000;
+  if (llvm::Error error = append(
+          strategyHints(distribution_.strategy, step, mesh), kPresetPriority))
+    return report(std::move(error));
+  if (auto it = artifacts.metadata.find(kHintsMetadataKey);
+      it != artifacts.metadata.end())
+    if (llvm::Error error = append(
+            parseHintLines(it->second, "the model's metadata"), 0))
+      return report(std::move(error));
+  if (!distribution_.shardFile.empty())
+    if (llvm::Error error = append(readHintsFile(distribution_.shardFile), 0))
+      return report(std::move(error));
+  for (const std::string &text : distribution_.shard) {
+    auto hint = parseShardingHint(text, "--shard");
+    if (!hint)
+      return report(hint.takeError());
+    hints.push_back(std::move(*hint));
+  }
+  if (llvm::Error error = applyShardingHints(step, mesh, hints))
+    return report(std::move(error));
+  if (distribution_.strategy == Strategy::Zero3)
+    gatherParametersForCompute(step);
+
+  mlir::PassManager propagate(module.getContext());
+  PropagateShardingPassOptions propagateOptions;
+  propagateOptions.report = distribution_.printSharding;
+  propagate.addPass(createPropagateShardingPass(propagateOptions));
+  if (failed(propagate.run(module)))
+    return 1;
+  if (distribution_.printSharding)
+    printShardings(step, llvm::outs());
+
+  mlir::PassManager partition(module.getContext());
+  PartitionPassOptions partitionOptions;
+  partitionOptions.bucketMb = distribution_.bucketMb;
+  partitionOptions.reduceScatterGradients =
+      distribution_.strategy != Strategy::Zero1;
+  partition.addPass(createPartitionPass(partitionOptions));
+  return failed(partition.run(module)) ? 1 : 0;
 }
 
 /// Compiles the generated source with the host C++ compiler against the

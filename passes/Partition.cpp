@@ -1,0 +1,315 @@
+//===- Partition.cpp - the per-rank SPMD program ----------------------------===//
+//
+// Rewrites a program whose values carry shardings into the program one rank
+// runs, in place: types become local, and collectives appear where a value
+// does not have the sharding its consumer needs. See Passes.td for the
+// contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/ShardingRules.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// How a local value relates to its global value.
+struct Placement {
+  /// Per dimension, the axes it is split over.
+  SmallVector<AxisList> dims;
+  /// Axes over which it holds partial sums.
+  AxisList partial;
+};
+
+Placement placementOf(ShardingAttr sharding) {
+  Placement placement;
+  for (int64_t dim = 0; dim < static_cast<int64_t>(sharding.getDims().size());
+       ++dim)
+    placement.dims.push_back(AxisList(sharding.getDimAxes(dim)));
+  placement.partial = AxisList(sharding.getPartialAxes());
+  return placement;
+}
+
+ArrayAttr axesAttr(MLIRContext *context, ArrayRef<StringAttr> axes) {
+  return ArrayAttr::get(context,
+                        SmallVector<Attribute>(axes.begin(), axes.end()));
+}
+
+class Partitioner {
+public:
+  Partitioner(MeshAttr mesh, bool reduceScatterGradients)
+      : mesh(mesh), reduceScatterGradients(reduceScatterGradients) {}
+
+  LogicalResult run(func::FuncOp func);
+
+private:
+  /// `value` with the sharding `required`, converted by collectives placed
+  /// before `user` (gathers and slices) or right after `value` is computed
+  /// (reductions of partial sums, so that they can start early).
+  Value convert(Value value, ShardingAttr required, Operation *user);
+  RankedTensorType localType(RankedTensorType type,
+                             ArrayRef<AxisList> dims) const;
+
+  MeshAttr mesh;
+  bool reduceScatterGradients;
+  llvm::DenseMap<Value, Placement> placements;
+  /// Conversions already made, per value and target sharding.
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> converted;
+};
+
+RankedTensorType Partitioner::localType(RankedTensorType type,
+                                        ArrayRef<AxisList> dims) const {
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [dim, axes] : llvm::enumerate(dims))
+    shape[dim] /= mesh.getGroupSize(axes);
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+Value Partitioner::convert(Value value, ShardingAttr required,
+                           Operation *user) {
+  auto key = std::make_pair(value, Attribute(required));
+  if (auto it = converted.find(key); it != converted.end())
+    return it->second;
+  MLIRContext *context = value.getContext();
+  Placement current = placements.lookup(value);
+  Placement target = placementOf(required);
+  Value result = value;
+  Location loc = user->getLoc();
+  auto type = [&]() { return cast<RankedTensorType>(result.getType()); };
+  auto scaledType = [&](int64_t dim, int64_t numerator, int64_t denominator) {
+    SmallVector<int64_t> shape(type().getShape());
+    shape[dim] = shape[dim] * numerator / denominator;
+    return RankedTensorType::get(shape, type().getElementType());
+  };
+
+  OpBuilder b(user);
+  if (!current.partial.empty()) {
+    // Reduce where the partial sums are produced, so the exchange can
+    // overlap the work between there and `user`.
+    if (Operation *def = value.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(value.getParentBlock());
+    int64_t scatterDim = -1;
+    for (auto [dim, axes] : llvm::enumerate(target.dims)) {
+      AxisList wanted(current.dims[dim]);
+      llvm::append_range(wanted, current.partial);
+      if (reduceScatterGradients && axes == wanted)
+        scatterDim = dim;
+    }
+    int64_t group = mesh.getGroupSize(current.partial);
+    // One all-reduce serves every consumer that wants the whole sum.
+    SmallVector<SmallVector<StringAttr>> dims(current.dims.begin(),
+                                              current.dims.end());
+    auto reducedKey = std::make_pair(
+        value, Attribute(ShardingAttr::get(context, dims, {}, {})));
+    if (scatterDim < 0 && converted.count(reducedKey)) {
+      result = converted[reducedKey];
+    } else if (scatterDim >= 0) {
+      result = ReduceScatterOp::create(
+          b, loc, scaledType(scatterDim, 1, group), result,
+          axesAttr(context, current.partial), scatterDim);
+      current.dims[scatterDim] = target.dims[scatterDim];
+    } else {
+      result = AllReduceOp::create(b, loc, ValueRange{result},
+                                   axesAttr(context, current.partial))
+                   .getResult(0);
+      converted[reducedKey] = result;
+    }
+    current.partial.clear();
+    b.setInsertionPoint(user);
+  }
+  // Gather what the target does not split, then slice what it splits more.
+  for (auto [dim, have] : llvm::enumerate(current.dims)) {
+    const AxisList &want = target.dims[dim];
+    if (ArrayRef<StringAttr>(have).take_front(want.size()) ==
+            ArrayRef<StringAttr>(want) && have.size() >= want.size()) {
+      AxisList extra(have.begin() + want.size(), have.end());
+      if (extra.empty())
+        continue;
+      int64_t group = mesh.getGroupSize(extra);
+      result = AllGatherOp::create(b, loc, scaledType(dim, group, 1), result,
+                                   axesAttr(context, extra), dim);
+      have.resize(want.size());
+    } else if (!(ArrayRef<StringAttr>(want).take_front(have.size()) ==
+                 ArrayRef<StringAttr>(have))) {
+      int64_t group = mesh.getGroupSize(have);
+      result = AllGatherOp::create(b, loc, scaledType(dim, group, 1), result,
+                                   axesAttr(context, have), dim);
+      have.clear();
+    }
+  }
+  for (auto [dim, have] : llvm::enumerate(current.dims)) {
+    const AxisList &want = target.dims[dim];
+    if (have.size() == want.size())
+      continue;
+    AxisList extra(want.begin() + have.size(), want.end());
+    int64_t group = mesh.getGroupSize(extra);
+    result = AllSliceOp::create(b, loc, scaledType(dim, 1, group), result,
+                                axesAttr(context, extra), dim);
+    have = want;
+  }
+  placements[result] = target;
+  converted[key] = result;
+  return result;
+}
+
+LogicalResult Partitioner::run(func::FuncOp func) {
+  MLIRContext *context = func.getContext();
+  Block &body = func.getBody().front();
+  // Rules read global shapes, so take them all before types change.
+  llvm::DenseMap<Operation *, std::optional<OpShardingRule>> rules;
+  for (Operation &op : body)
+    rules[&op] = getShardingRule(&op);
+  for (BlockArgument arg : body.getArguments()) {
+    auto sharding = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    if (!sharding)
+      return func.emitError("argument ")
+             << arg.getArgNumber()
+             << " has no sharding; run cleave-propagate-sharding first";
+    Placement placement = placementOf(sharding);
+    arg.setType(localType(cast<RankedTensorType>(arg.getType()),
+                          placement.dims));
+    placements[arg] = placement;
+  }
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (auto reshard = dyn_cast<ReshardOp>(op)) {
+      reshard.replaceAllUsesWith(
+          convert(reshard.getInput(), reshard.getSharding(), &op));
+      reshard.erase();
+      continue;
+    }
+    if (isa<func::ReturnOp>(op)) {
+      for (unsigned i = 0; i < op.getNumOperands(); ++i)
+        op.setOperand(i, convert(op.getOperand(i),
+                                 func.getResultAttrOfType<ShardingAttr>(
+                                     i, CleaveDialect::kShardingAttrName),
+                                 &op));
+      continue;
+    }
+    auto shardings =
+        op.getAttrOfType<ArrayAttr>(CleaveDialect::kShardingAttrName);
+    if (!shardings)
+      return op.emitOpError("has no sharding; run cleave-propagate-sharding "
+                            "first");
+    SmallVector<ShardingAttr> operandShardings, resultShardings;
+    for (Value operand : op.getOperands()) {
+      const Placement &placement = placements[operand];
+      SmallVector<SmallVector<StringAttr>> dims(placement.dims.begin(),
+                                                placement.dims.end());
+      operandShardings.push_back(ShardingAttr::get(context, dims, {}, {}));
+    }
+    llvm::append_range(resultShardings, shardings.getAsRange<ShardingAttr>());
+    const std::optional<OpShardingRule> &rule = rules[&op];
+    SmallVector<AxisList> factorAxes;
+    if (rule)
+      factorAxes = getFactorAxes(*rule, operandShardings, resultShardings);
+    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+      ShardingAttr required =
+          rule ? getRequiredOperandSharding(context, *rule, i, factorAxes)
+               : ShardingAttr::getReplicated(
+                     context, operandShardings[i].getDims().size());
+      op.setOperand(i, convert(op.getOperand(i), required, &op));
+    }
+    for (auto [index, result] : llvm::enumerate(op.getResults())) {
+      Placement placement = placementOf(resultShardings[index]);
+      if (rule)
+        placement.partial = getResultPartialAxes(*rule, index, factorAxes);
+      result.setType(localType(cast<RankedTensorType>(result.getType()),
+                               placement.dims));
+      placements[result] = placement;
+    }
+    op.removeAttr(CleaveDialect::kShardingAttrName);
+  }
+  func.setType(FunctionType::get(context, body.getArgumentTypes(),
+                                 body.getTerminator()->getOperandTypes()));
+  return success();
+}
+
+/// Merges the single all-reduces of partial sums, in program order, into
+/// buckets of at most `bucketBytes` over the same axes. A bucket is issued
+/// where its last member was; a member used before that closes the bucket
+/// early.
+void bucketAllReduces(func::FuncOp func, int64_t bucketBytes) {
+  SmallVector<AllReduceOp> bucket;
+  int64_t bytes = 0;
+  auto flush = [&]() {
+    if (bucket.size() > 1) {
+      SmallVector<Value> inputs;
+      for (AllReduceOp op : bucket)
+        inputs.push_back(op.getInputs()[0]);
+      OpBuilder b(bucket.back());
+      b.setInsertionPointAfter(bucket.back());
+      auto merged = AllReduceOp::create(
+          b, NameLoc::get(b.getStringAttr("gradient_bucket"),
+                          bucket.back().getLoc()),
+          inputs, bucket.back().getAxes());
+      for (auto [index, op] : llvm::enumerate(bucket)) {
+        op.getResult(0).replaceAllUsesWith(merged.getResult(index));
+        op.erase();
+      }
+    }
+    bucket.clear();
+    bytes = 0;
+  };
+  auto usedBefore = [&](AllReduceOp member, Operation *position) {
+    return llvm::any_of(member->getUsers(), [&](Operation *user) {
+      return user->isBeforeInBlock(position);
+    });
+  };
+  for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
+    auto allReduce = dyn_cast<AllReduceOp>(op);
+    if (!allReduce || allReduce.getInputs().size() != 1)
+      continue;
+    auto type = cast<RankedTensorType>(allReduce.getInputs()[0].getType());
+    int64_t size = type.getNumElements() *
+                   ((type.getElementTypeBitWidth() + 7) / 8);
+    bool fits = !bucket.empty() &&
+                bucket.front().getAxes() == allReduce.getAxes() &&
+                bytes + size <= bucketBytes &&
+                llvm::none_of(bucket, [&](AllReduceOp member) {
+                  return usedBefore(member, allReduce);
+                });
+    if (!fits)
+      flush();
+    bucket.push_back(allReduce);
+    bytes += size;
+  }
+  flush();
+}
+
+struct PartitionPass
+    : mlir::cleave::impl::PartitionPassBase<PartitionPass> {
+  using PartitionPassBase::PartitionPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshAttr mesh = getModuleMesh(module);
+    if (!mesh) {
+      module.emitError("partitioning needs a 'cleave.mesh' module attribute");
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>()) {
+      Partitioner partitioner(mesh, reduceScatterGradients);
+      if (failed(partitioner.run(func)))
+        return signalPassFailure();
+      bucketAllReduces(func, static_cast<int64_t>(bucketMb * (1 << 20)));
+    }
+  }
+};
+
+} // namespace

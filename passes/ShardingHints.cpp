@@ -1,0 +1,382 @@
+//===- ShardingHints.cpp - the user's sharding hints ----------------------===//
+
+#include "passes/ShardingHints.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/YAMLTraits.h"
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// One entry of a hints file.
+struct HintEntry {
+  std::string tensor;
+  std::string sharding;
+  int64_t priority = 0;
+};
+struct HintsFile {
+  std::vector<HintEntry> hints;
+};
+
+} // namespace
+
+LLVM_YAML_IS_SEQUENCE_VECTOR(HintEntry)
+
+namespace llvm::yaml {
+template <> struct MappingTraits<HintEntry> {
+  static void mapping(IO &io, HintEntry &entry) {
+    io.mapRequired("tensor", entry.tensor);
+    io.mapRequired("sharding", entry.sharding);
+    io.mapOptional("priority", entry.priority, int64_t(0));
+  }
+};
+template <> struct MappingTraits<HintsFile> {
+  static void mapping(IO &io, HintsFile &file) {
+    io.mapRequired("hints", file.hints);
+  }
+};
+} // namespace llvm::yaml
+
+llvm::Expected<MeshAttr> mlir::cleave::parseMesh(MLIRContext *context,
+                                                 StringRef text) {
+  SmallVector<StringAttr> names;
+  SmallVector<int64_t> sizes;
+  SmallVector<StringRef> axes;
+  text.split(axes, ',');
+  for (StringRef axis : axes) {
+    auto [name, sizeText] = axis.trim().split('=');
+    int64_t size;
+    if (name.trim().empty() || sizeText.trim().getAsInteger(10, size) ||
+        size < 1)
+      return fail("--mesh '" + text +
+                  "' is not a list of NAME=SIZE axes with sizes >= 1 (for "
+                  "example --mesh dp=2,tp=2)");
+    for (StringAttr seen : names)
+      if (seen.getValue() == name.trim())
+        return fail("--mesh '" + text + "' names axis '" + name.trim() +
+                    "' twice");
+    names.push_back(StringAttr::get(context, name.trim()));
+    sizes.push_back(size);
+  }
+  return MeshAttr::get(context, names, sizes);
+}
+
+llvm::Expected<ShardingHint>
+mlir::cleave::parseShardingHint(StringRef text, StringRef origin) {
+  auto bad = [&](const llvm::Twine &why) {
+    return fail("sharding hint '" + text + "' (" + origin + "): " + why +
+                "; expected GLOB=[d0,d1,...] with each dim '_', an axis "
+                "or {axis,axis}, and an optional @PRIORITY");
+  };
+  auto [pattern, rest] = text.split('=');
+  ShardingHint hint;
+  hint.pattern = pattern.trim().str();
+  hint.origin = origin.str();
+  if (hint.pattern.empty())
+    return bad("no tensor name");
+  rest = rest.trim();
+  size_t close = rest.rfind(']');
+  if (!rest.starts_with("[") || close == StringRef::npos)
+    return bad("no [...] list of dimensions");
+  StringRef priorityText = rest.substr(close + 1).trim();
+  if (!priorityText.empty() &&
+      (!priorityText.consume_front("@") ||
+       priorityText.trim().getAsInteger(10, hint.priority)))
+    return bad("'" + rest.substr(close + 1) + "' is not @PRIORITY");
+  StringRef body = rest.substr(1, close - 1).trim();
+  while (!body.empty()) {
+    std::vector<std::string> &axes = hint.dims.emplace_back();
+    StringRef dim;
+    if (body.starts_with("{")) {
+      size_t end = body.find('}');
+      if (end == StringRef::npos)
+        return bad("unclosed '{'");
+      SmallVector<StringRef> names;
+      body.substr(1, end - 1).split(names, ',', -1, false);
+      for (StringRef name : names)
+        axes.push_back(name.trim().str());
+      body = body.substr(end + 1).trim();
+    } else {
+      std::tie(dim, body) = body.split(',');
+      dim = dim.trim();
+      body = body.trim();
+      if (dim.empty())
+        return bad("an empty dimension");
+      if (dim != "_")
+        axes.push_back(dim.str());
+      continue;
+    }
+    if (!body.empty() && !body.consume_front(","))
+      return bad("expected ',' after '}'");
+    body = body.trim();
+  }
+  return hint;
+}
+
+std::string mlir::cleave::formatShardingHint(const ShardingHint &hint) {
+  std::string text = hint.pattern + "=[";
+  for (auto [index, axes] : llvm::enumerate(hint.dims)) {
+    if (index)
+      text += ",";
+    if (axes.empty())
+      text += "_";
+    else if (axes.size() == 1)
+      text += axes[0];
+    else
+      text += "{" + llvm::join(axes, ",") + "}";
+  }
+  text += "]";
+  if (hint.priority != 0)
+    text += "@" + std::to_string(hint.priority);
+  return text;
+}
+
+llvm::Expected<std::vector<ShardingHint>>
+mlir::cleave::readHintsFile(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail("cannot read the hints file '" + path +
+                "': " + buffer.getError().message());
+  HintsFile file;
+  std::string diagnostics;
+  llvm::yaml::Input input((*buffer)->getBuffer(), nullptr,
+                          [](const llvm::SMDiagnostic &diag, void *context) {
+                            llvm::raw_string_ostream os(
+                                *static_cast<std::string *>(context));
+                            diag.print(nullptr, os, false);
+                          },
+                          &diagnostics);
+  input >> file;
+  if (input.error())
+    return fail("the hints file '" + path +
+                "' is not a mapping {hints: [{tensor: GLOB, sharding: "
+                "\"[...]\", priority: N}, ...]}: " +
+                StringRef(diagnostics).trim());
+  std::vector<ShardingHint> hints;
+  for (const HintEntry &entry : file.hints) {
+    auto hint = parseShardingHint(entry.tensor + "=" + entry.sharding, path);
+    if (!hint)
+      return hint.takeError();
+    hint->priority = entry.priority;
+    hints.push_back(std::move(*hint));
+  }
+  return hints;
+}
+
+llvm::Expected<std::vector<ShardingHint>>
+mlir::cleave::parseHintLines(StringRef text, StringRef origin) {
+  std::vector<ShardingHint> hints;
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n', -1, false);
+  for (StringRef line : lines) {
+    if (line.trim().empty())
+      continue;
+    auto hint = parseShardingHint(line.trim(), origin);
+    if (!hint)
+      return hint.takeError();
+    hints.push_back(std::move(*hint));
+  }
+  return hints;
+}
+
+namespace {
+
+/// The names of a function's tensors, by argument.
+SmallVector<std::pair<BlockArgument, StringRef>> namedArguments(
+    func::FuncOp func) {
+  SmallVector<std::pair<BlockArgument, StringRef>> named;
+  for (BlockArgument arg : func.getArguments())
+    for (StringRef attr :
+         {CleaveDialect::kParamAttrName, CleaveDialect::kInputAttrName,
+          CleaveDialect::kStateAttrName})
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        attr))
+        named.push_back({arg, name.getValue()});
+  return named;
+}
+
+/// A glob that matches exactly `name`.
+std::string escapeGlob(StringRef name) {
+  std::string escaped;
+  for (char c : name) {
+    if (StringRef("*?[]{}\\").contains(c))
+      escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
+bool isOptimizerState(StringRef name) {
+  return name.ends_with(".momentum_buffer") || name.ends_with(".exp_avg") ||
+         name.ends_with(".exp_avg_sq");
+}
+
+} // namespace
+
+llvm::Expected<std::vector<ShardingHint>>
+mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
+                            MeshAttr mesh) {
+  std::vector<ShardingHint> hints;
+  if (strategy == Strategy::None)
+    return hints;
+  int64_t dpIndex = mesh.getAxisIndex("dp");
+  if (dpIndex < 0)
+    return fail("--strategy needs a mesh axis named 'dp' (for example --mesh "
+                "dp=4)");
+  int64_t dp = mesh.getAxisSizes()[dpIndex];
+  std::string origin = "--strategy";
+  auto hintFor = [&](StringRef name, int64_t rank, int64_t splitDim) {
+    ShardingHint hint;
+    hint.pattern = escapeGlob(name);
+    hint.dims.resize(rank);
+    if (splitDim >= 0)
+      hint.dims[splitDim] = {"dp"};
+    hint.origin = origin;
+    hints.push_back(std::move(hint));
+  };
+  // ZeRO splits each tensor along its first dimension that divides.
+  auto zeroDim = [&](BlockArgument arg) -> int64_t {
+    auto shape = cast<ShapedType>(arg.getType()).getShape();
+    for (auto [dim, size] : llvm::enumerate(shape))
+      if (size % dp == 0)
+        return dim;
+    return -1;
+  };
+  for (auto [arg, name] : namedArguments(func)) {
+    int64_t rank = cast<ShapedType>(arg.getType()).getRank();
+    bool isInput = func.getArgAttr(arg.getArgNumber(),
+                                   CleaveDialect::kInputAttrName) != nullptr;
+    bool isParam = func.getArgAttr(arg.getArgNumber(),
+                                   CleaveDialect::kParamAttrName) != nullptr;
+    if (isInput) {
+      if (rank == 0 || cast<ShapedType>(arg.getType()).getDimSize(0) % dp)
+        return fail("--strategy splits the batch over dp=" + Twine(dp) +
+                    ", but input '" + name + "' has " +
+                    (rank == 0 ? Twine("no batch dimension")
+                               : "a batch of " +
+                                     Twine(cast<ShapedType>(arg.getType())
+                                               .getDimSize(0))) +
+                    "; use a batch size divisible by " + Twine(dp));
+      hintFor(name, rank, 0);
+    } else if (strategy != Strategy::DataParallel && isOptimizerState(name)) {
+      hintFor(name, rank, zeroDim(arg));
+    } else if (strategy == Strategy::Zero3 && isParam) {
+      hintFor(name, rank, zeroDim(arg));
+    } else {
+      hintFor(name, rank, -1);
+    }
+  }
+  return hints;
+}
+
+llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
+                                             ArrayRef<ShardingHint> hints) {
+  MLIRContext *context = func.getContext();
+  auto named = namedArguments(func);
+  // The strongest hint per argument.
+  llvm::DenseMap<BlockArgument, const ShardingHint *> chosen;
+  for (const ShardingHint &hint : hints) {
+    auto glob = llvm::GlobPattern::create(hint.pattern);
+    if (!glob)
+      return fail("sharding hint '" + formatShardingHint(hint) + "' (" +
+                  hint.origin + "): bad glob: " +
+                  llvm::toString(glob.takeError()));
+    bool matched = false;
+    for (auto [arg, name] : named) {
+      if (!glob->match(name))
+        continue;
+      matched = true;
+      const ShardingHint *&current = chosen[arg];
+      if (current && current->priority == hint.priority &&
+          current->dims != hint.dims)
+        return fail("conflicting sharding hints of equal priority " +
+                    Twine(hint.priority) + " for '" + name + "': '" +
+                    formatShardingHint(*current) + "' (" + current->origin +
+                    ") and '" + formatShardingHint(hint) + "' (" +
+                    hint.origin +
+                    "); give one a lower priority with @N or remove one");
+      if (!current || hint.priority < current->priority)
+        current = &hint;
+    }
+    if (!matched) {
+      std::string known;
+      for (auto [arg, name] : named)
+        known += (known.empty() ? "" : ", ") + name.str();
+      return fail("sharding hint '" + formatShardingHint(hint) + "' (" +
+                  hint.origin + ") names no tensor of the model (tensors: " +
+                  known + ")");
+    }
+  }
+  for (auto [arg, hint] : chosen) {
+    StringRef name;
+    for (auto [a, n] : named)
+      if (a == arg)
+        name = n;
+    SmallVector<Attribute> dims;
+    llvm::StringSet<> used;
+    for (const std::vector<std::string> &axes : hint->dims) {
+      SmallVector<Attribute> dim;
+      for (const std::string &axis : axes) {
+        if (!used.insert(axis).second)
+          return fail("sharding hint '" + formatShardingHint(*hint) + "' (" +
+                      hint->origin + ") splits tensor '" + name +
+                      "' twice over axis '" + axis + "'");
+        dim.push_back(StringAttr::get(context, axis));
+      }
+      dims.push_back(ArrayAttr::get(context, dim));
+    }
+    auto empty = ArrayAttr::get(context, {});
+    auto sharding = ShardingAttr::get(context, ArrayAttr::get(context, dims),
+                                      empty, empty);
+    if (std::optional<std::string> problem =
+            sharding.checkAgainst(mesh, cast<ShapedType>(arg.getType())))
+      return fail("sharding hint '" + formatShardingHint(*hint) + "' (" +
+                  hint->origin + ") does not fit tensor '" + name +
+                  "' of shape " +
+                  llvm::join(llvm::map_range(
+                                 cast<ShapedType>(arg.getType()).getShape(),
+                                 [](int64_t d) { return std::to_string(d); }),
+                             "x") +
+                  ": " + *problem);
+    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                    sharding);
+    func.setArgAttr(arg.getArgNumber(), "cleave.priority",
+                    IntegerAttr::get(IntegerType::get(context, 64),
+                                     hint->priority));
+  }
+  return llvm::Error::success();
+}
+
+void mlir::cleave::gatherParametersForCompute(func::FuncOp func) {
+  MLIRContext *context = func.getContext();
+  for (BlockArgument arg : func.getArguments()) {
+    auto sharding = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    if (!func.getArgAttr(arg.getArgNumber(), CleaveDialect::kParamAttrName) ||
+        !sharding || sharding.isFullyReplicated())
+      continue;
+    auto whole = ShardingAttr::getReplicated(
+        context, cast<ShapedType>(arg.getType()).getRank());
+    for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
+      Operation *user = use.getOwner();
+      if (isa<SgdOp, AdamwOp, func::ReturnOp>(user))
+        continue;
+      OpBuilder b(user);
+      auto reshard = ReshardOp::create(b, user->getLoc(), arg, whole);
+      use.set(reshard);
+    }
+  }
+}

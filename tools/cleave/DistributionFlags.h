@@ -1,0 +1,61 @@
+//===- DistributionFlags.h - mesh, hints and strategy flags -----*- C++ -*-===//
+
+#ifndef CLEAVE_TOOLS_CLEAVE_DISTRIBUTIONFLAGS_H
+#define CLEAVE_TOOLS_CLEAVE_DISTRIBUTIONFLAGS_H
+
+#include "passes/ShardingHints.h"
+
+#include "llvm/Support/CommandLine.h"
+
+namespace cleave::driver {
+
+namespace cl = llvm::cl;
+
+/// How `cleave compile` distributes a model: the mesh and the hints.
+struct DistributionFlags {
+  explicit DistributionFlags(cl::SubCommand &sub)
+      : mesh("mesh",
+             cl::desc("Device mesh: named axes mapped row-major onto "
+                      "ranks (dp=2,tp=2); the program then runs under "
+                      "mpirun -np <product>"),
+             cl::value_desc("AXIS=SIZE,..."), cl::sub(sub)),
+        shard("shard",
+              cl::desc("Sharding hint GLOB=[d0,d1,...][@PRIORITY], each dim "
+                       "'_', an axis or {a,b}; repeatable"),
+              cl::value_desc("HINT"), cl::sub(sub)),
+        shardFile("shard-file",
+                  cl::desc("YAML or JSON file of sharding hints"),
+                  cl::value_desc("FILE"), cl::sub(sub)),
+        strategy(
+            "strategy", cl::desc("Distribution preset (needs a 'dp' axis)"),
+            cl::values(
+                clEnumValN(mlir::cleave::Strategy::None, "none",
+                           "only the given hints"),
+                clEnumValN(mlir::cleave::Strategy::DataParallel, "dp",
+                           "split the batch, replicate parameters"),
+                clEnumValN(mlir::cleave::Strategy::Zero1, "zero1",
+                           "dp + optimizer state split over dp"),
+                clEnumValN(mlir::cleave::Strategy::Zero2, "zero2",
+                           "zero1 + gradients reduce-scattered"),
+                clEnumValN(mlir::cleave::Strategy::Zero3, "zero3",
+                           "zero2 + parameters split, gathered per use")),
+            cl::init(mlir::cleave::Strategy::None), cl::sub(sub)),
+        printSharding("print-sharding",
+                      cl::desc("Print the sharding of every parameter and "
+                               "value, and every reshard, then go on"),
+                      cl::sub(sub)),
+        bucketMb("bucket-mb",
+                 cl::desc("Largest gradient all-reduce bucket in MiB"),
+                 cl::init(25.0), cl::sub(sub)) {}
+
+  cl::opt<std::string> mesh;
+  cl::list<std::string> shard;
+  cl::opt<std::string> shardFile;
+  cl::opt<mlir::cleave::Strategy> strategy;
+  cl::opt<bool> printSharding;
+  cl::opt<double> bucketMb;
+};
+
+} // namespace cleave::driver
+
+#endif // CLEAVE_TOOLS_CLEAVE_DISTRIBUTIONFLAGS_H
