@@ -189,6 +189,19 @@ private:
   std::string elementType(Value value) {
     return cType(tensorType(value).getElementType());
   }
+  std::string elementBytes(Value value) {
+    Type element = tensorType(value).getElementType();
+    return std::to_string(
+        element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
+  }
+  /// The runtime's AxisGroup literal for mesh axes `axes`.
+  std::string axisGroup(ArrayAttr axes) {
+    std::string list;
+    for (StringAttr axis : axes.getAsRange<StringAttr>())
+      list += (list.empty() ? "" : ", ") +
+              std::to_string(mesh.getAxisIndex(axis.getValue()));
+    return formatv("AxisGroup{{{{{0}}, {1}}", list, axes.size()).str();
+  }
   std::string numElements(Value value) {
     return std::to_string(tensorType(value).getNumElements());
   }
@@ -218,6 +231,8 @@ private:
 
   func::FuncOp func;
   const CpuEmitOptions &options;
+  /// The mesh of a distributed program, else null.
+  MeshAttr mesh = getModuleMesh(func);
   MemoryPlan plan;
   llvm::DenseMap<Value, std::string> names;
   llvm::StringSet<> usedNames;
@@ -808,6 +823,52 @@ LogicalResult Emitter::emitOp(Operation *op) {
                            t(adagrad.getNewAccumulators()[i])));
         return success();
       })
+      .Case([&](AllReduceOp allReduce) -> LogicalResult {
+        Type element = tensorType(allReduce.getInputs()[0]).getElementType();
+        std::string ins, outs, counts;
+        for (auto [in, out] :
+             llvm::zip(allReduce.getInputs(), allReduce.getResults())) {
+          if (tensorType(in).getElementType() != element)
+            return op->emitOpError("mixes element types in one bucket");
+          ins += (ins.empty() ? "" : ", ") + t(in);
+          outs += (outs.empty() ? "" : ", ") + t(out);
+          counts += (counts.empty() ? "" : ", ") + n(in);
+        }
+        std::string name = uniqueName(base + "_bucket");
+        body << formatv("  {{\n    const void *{0}_in[] = {{{1}};\n"
+                        "    void *{0}_out[] = {{{2}};\n"
+                        "    const int64_t {0}_count[] = {{{3}};\n",
+                        name, ins, outs, counts);
+        call(op, formatv("  allReduceBucket({0}_in, {0}_out, {0}_count, {1}, "
+                         "{2}, {3})",
+                         name, allReduce.getInputs().size(),
+                         dtypeEnum(element), axisGroup(allReduce.getAxes())));
+        body << "  }\n";
+        return success();
+      })
+      .Case([&](AllGatherOp gather) {
+        call(op, formatv("allGatherDim({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(gather.getInput()), s(gather.getInput()),
+                         gather.getDim(), elementBytes(gather.getInput()),
+                         t(gather.getResult()), axisGroup(gather.getAxes())));
+        return success();
+      })
+      .Case([&](ReduceScatterOp scatter) {
+        call(op, formatv("reduceScatterDim({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(scatter.getInput()), s(scatter.getInput()),
+                         scatter.getDim(),
+                         dtypeEnum(tensorType(scatter.getInput())
+                                       .getElementType()),
+                         t(scatter.getResult()), axisGroup(scatter.getAxes())));
+        return success();
+      })
+      .Case([&](AllSliceOp slice) {
+        call(op, formatv("allSliceDim({0}, {1}, {2}, {3}, {4}, {5})",
+                         t(slice.getInput()), s(slice.getInput()),
+                         slice.getDim(), elementBytes(slice.getInput()),
+                         t(slice.getResult()), axisGroup(slice.getAxes())));
+        return success();
+      })
       .Default([&](Operation *) {
         return op->emitOpError()
                << "is not supported by the cpu target yet";
@@ -848,18 +909,40 @@ FailureOr<EmittedProgram> Emitter::run() {
       return func.emitError() << "argument '" << name << "' has element type "
                               << tensorType(arg).getElementType()
                               << ", which the cpu target does not support";
+    // Split tensors: the table holds the local block's shape and the
+    // sharding; the embedded initial value is the whole tensor.
+    std::string sharding = "nullptr";
+    RankedTensorType globalType = tensorType(arg);
+    if (auto attr = func.getArgAttrOfType<ShardingAttr>(
+            i, CleaveDialect::kShardingAttrName);
+        attr && mesh && !attr.isFullyReplicated()) {
+      std::string text;
+      SmallVector<int64_t> shape(globalType.getShape());
+      for (int64_t d = 0; d < globalType.getRank(); ++d) {
+        SmallVector<StringAttr> axes = attr.getDimAxes(d);
+        shape[d] *= mesh.getGroupSize(axes);
+        std::string dim = axes.empty() ? "_" : "";
+        for (StringAttr axis : axes)
+          dim += (dim.empty() ? "" : ",") + axis.getValue().str();
+        if (axes.size() > 1)
+          dim = "{" + dim + "}";
+        text += (d ? "," : "") + dim;
+      }
+      sharding = "\"[" + text + "]\"";
+      globalType = RankedTensorType::get(shape, globalType.getElementType());
+    }
     int64_t offset = -1;
     bool zeros = func.getArgAttr(i, CleaveDialect::kInitAttrName) != nullptr;
     if ((role == "Param" || role == "State") && !zeros) {
       offset = program.embeddedBytes;
-      int64_t bytes = tensorBytes(arg.getType());
+      int64_t bytes = tensorBytes(globalType);
       program.embedded.push_back({name.str(), offset, bytes});
       program.embeddedBytes += (bytes + 63) / 64 * 64;
     }
     if (role == "Param" || role == "State")
       program.persistentBytes += tensorBytes(arg.getType());
-    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}},\n", name,
-                       dtype, shapeLiteral(arg), role, offset);
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}, {5}},\n",
+                       name, dtype, shapeLiteral(arg), role, offset, sharding);
     std::string var = uniqueName(name);
     names[arg] = var;
     body << formatv("  auto *{0} = static_cast<{1} *>(ctx.tensors[{2}]);\n",
@@ -914,6 +997,23 @@ FailureOr<EmittedProgram> Emitter::run() {
                       target.getValue());
   }
 
+  std::string meshText;
+  if (mesh) {
+    std::string names, sizes;
+    for (auto [name, size] :
+         llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
+      names += (names.empty() ? "\"" : ", \"") + name.getValue().str() + "\"";
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(size);
+    }
+    meshText = formatv("  // The device mesh: run under mpirun -np {0}.\n"
+                       "  static const char *const kMeshAxes[] = {{{1}};\n"
+                       "  static const int64_t kMeshSizes[] = {{{2}};\n"
+                       "  program.mesh = MeshSpec{{{3}, kMeshAxes, "
+                       "kMeshSizes};\n",
+                       mesh.getNumRanks(), names, sizes,
+                       mesh.getAxisNames().size())
+                   .str();
+  }
   program.arenaBytes = plan.arenaBytes;
   program.modelOffset = program.embeddedBytes;
   llvm::raw_string_ostream os(program.source);
@@ -925,6 +1025,7 @@ FailureOr<EmittedProgram> Emitter::run() {
      << "// Scratch memory (static plan): " << plan.arenaBytes
      << " bytes; parameters and state: " << program.persistentBytes
      << " bytes.\n\n"
+     << "#include \"runtime/CollectiveKernels.h\"\n"
      << "#include \"runtime/Elementwise.h\"\n"
      << "#include \"runtime/ElementwiseBodies.h\"\n"
      << "#include \"runtime/Kernels.h\"\n"
@@ -951,6 +1052,7 @@ FailureOr<EmittedProgram> Emitter::run() {
      << ", trainStep, /*training=*/" << (haveLoss ? "true" : "false")
      << ", /*model=*/cleave_initial_values + " << program.modelOffset << ", "
      << options.modelBytes << "};\n"
+     << meshText
      << "  return runProgram(program, argc, argv);\n}\n";
   return program;
 }

@@ -7,9 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Checkpoint.h"
+#include "runtime/Collectives.h"
 #include "runtime/Export.h"
 #include "runtime/Npy.h"
 #include "runtime/Program.h"
+#include "runtime/Sharding.h"
 
 #include <chrono>
 #include <cstdio>
@@ -74,7 +76,8 @@ namespace {
 struct Options {
   std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
       exportOnnx;
-  bool synthetic = false, quiet = false, resume = false, shuffle = false;
+  bool synthetic = false, quiet = false, resume = false, shuffle = false,
+       printComm = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
 };
@@ -85,7 +88,7 @@ const char *kUsage =
     "          [--resume]] [--dump-params DIR] [--dump-outputs DIR]\n"
     "          [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
-    "          [--quiet]\n"
+    "          [--quiet] [--print-comm]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping around\n"
@@ -107,7 +110,11 @@ const char *kUsage =
     "  --dump-outputs DIR write the last step's graph outputs as\n"
     "                     DIR/<name>.npy\n"
     "  --seed S           seed of the dropout masks (default 1234)\n"
-    "  --quiet            no progress lines on stderr\n";
+    "  --quiet            no progress lines on stderr\n"
+    "  --print-comm       print the bytes each rank sent per step, by\n"
+    "                     collective kind\n"
+    "A distributed program runs under mpirun with as many ranks as its\n"
+    "mesh has; rank 0 logs, dumps, exports and writes checkpoints.\n";
 
 /// The program's name in messages (argv[0]'s base name).
 std::string programName = "train";
@@ -172,6 +179,8 @@ Options parseOptions(int argc, char **argv) {
       options.seed = static_cast<uint64_t>(takeInt(0));
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--print-comm") {
+      options.printComm = true;
     } else if (arg == "--export-onnx") {
       options.exportOnnx = takeValue();
     } else if (arg == "--dump-outputs") {
@@ -327,8 +336,110 @@ private:
 
 } // namespace
 
+namespace {
+
+/// The global view of a distributed program's tensors: the table with
+/// global shapes, for everything that reads or writes whole tensors
+/// (initial values, data, --init, checkpoints, dumps, export).
+struct GlobalTensors {
+  std::vector<TensorSpec> specs;
+  std::vector<TensorSharding> shardings;
+  std::vector<int> coords;
+  Program program;
+  bool distributed;
+
+  explicit GlobalTensors(const Program &local) : program(local) {
+    distributed = local.mesh.numAxes > 0;
+    if (distributed)
+      coords = meshCoordsOf(local.mesh, worldRank());
+    for (int i = 0; i < local.numTensors; ++i) {
+      TensorSpec spec = local.tensors[i];
+      TensorSharding sharding;
+      std::string error;
+      if (!parseSharding(spec.sharding, local.mesh, spec.shape.rank, sharding,
+                         error))
+        fail(error + " (tensor '" + spec.name + "'); recompile the program");
+      spec.shape = globalShape(spec.shape, sharding, local.mesh);
+      specs.push_back(spec);
+      shardings.push_back(sharding);
+    }
+    program.tensors = specs.data();
+  }
+
+  bool isSplit(int i) const {
+    return distributed && !shardings[i].isReplicated();
+  }
+  /// Copies this rank's block of tensor `i` out of `global` (or back).
+  void toLocal(int i, const char *global, void *local) const {
+    copyBlock(const_cast<char *>(global), specs[i].shape,
+              static_cast<char *>(local), localShape(i), shardings[i],
+              program.mesh, coords.data(),
+              dtypeSize(specs[i].dtype), /*toLocal=*/true);
+  }
+  Shape localShape(int i) const {
+    Shape shape = specs[i].shape;
+    for (int d = 0; d < shape.rank; ++d)
+      for (int a = 0; a < shardings[i].dims[d].count; ++a)
+        shape.dims[d] /= program.mesh.axisSizes[shardings[i].dims[d].axes[a]];
+    return shape;
+  }
+};
+
+/// Every rank learns whether all ranks succeeded, so that an error on one
+/// (rank 0 writing a file, say) ends all of them instead of leaving the
+/// others waiting in a collective.
+bool allSucceeded(bool ok, const GlobalTensors &global) {
+  if (!global.distributed)
+    return ok;
+  AxisGroup world{};
+  for (int a = 0; a < global.program.mesh.numAxes; ++a)
+    world.axes[world.count++] = static_cast<int8_t>(a);
+  int64_t failures = ok ? 0 : 1;
+  allReduceSum(&failures, 1, DType::I64, world);
+  return failures == 0;
+}
+
+} // namespace
+
+namespace {
+
+/// --print-comm: rank 0 prints, for every rank, the bytes it sent per step
+/// by collective kind (the counts are the same every step).
+void printCommunication(const CommCounters &counters, int64_t steps,
+                        const GlobalTensors &global) {
+  std::vector<int64_t> mine(kNumCollectiveKinds);
+  for (int k = 0; k < kNumCollectiveKinds; ++k)
+    mine[k] = steps ? counters.bytesSent[k] / steps : 0;
+  int ranks = global.distributed ? worldSize() : 1;
+  std::vector<int64_t> all(mine);
+  if (global.distributed) {
+    AxisGroup world{};
+    for (int a = 0; a < global.program.mesh.numAxes; ++a)
+      world.axes[world.count++] = static_cast<int8_t>(a);
+    all.resize(kNumCollectiveKinds * ranks);
+    allGather(mine.data(), all.data(), kNumCollectiveKinds * sizeof(int64_t),
+              world);
+    if (!isMeshRoot())
+      return;
+  }
+  std::printf("bytes sent per step:\n");
+  for (int r = 0; r < ranks; ++r) {
+    std::printf("  rank %d:", r);
+    for (int k = 0; k < kNumCollectiveKinds; ++k)
+      std::printf(" %s=%lld", collectiveKindName(static_cast<CollectiveKind>(k)),
+                  static_cast<long long>(all[r * kNumCollectiveKinds + k]));
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+}
+
+} // namespace
+
 int runProgram(const Program &program, int argc, char **argv) {
+  initMesh(program.mesh, argc, argv);
   Options options = parseOptions(argc, argv);
+  GlobalTensors global(program);
+  bool root = !global.distributed || isMeshRoot();
 
   std::vector<Buffer> buffers;
   std::vector<void *> pointers;
@@ -340,16 +451,22 @@ int runProgram(const Program &program, int argc, char **argv) {
     buffers.push_back(allocate(bytes));
     pointers.push_back(buffers.back().get());
     if (spec.role == Role::Input) {
-      inputs.push_back(loadInput(spec, options));
-      batch = spec.shape.rank ? spec.shape.dims[0] : 1;
+      inputs.push_back(loadInput(global.specs[i], options));
+      batch = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
     } else if (spec.role == Role::Param || spec.role == Role::State) {
       persistentBytes += bytes;
       if (spec.initOffset >= 0) {
-        if (spec.initOffset + bytes > program.initialBytes)
+        if (spec.initOffset +
+                global.specs[i].shape.numElements() * dtypeSize(spec.dtype) >
+            program.initialBytes)
           fail("the initial value of '" + std::string(spec.name) +
                "' lies outside the embedded data; recompile the program");
-        std::memcpy(buffers.back().get(),
-                    program.initialValues + spec.initOffset, bytes);
+        if (global.isSplit(i))
+          global.toLocal(i, program.initialValues + spec.initOffset,
+                         buffers.back().get());
+        else
+          std::memcpy(buffers.back().get(),
+                      program.initialValues + spec.initOffset, bytes);
       }
     }
   }
@@ -370,26 +487,64 @@ int runProgram(const Program &program, int argc, char **argv) {
   }
   Buffer arena = allocate(program.arenaBytes);
 
+  // Whole tensors for reading and writing files: split tensors are loaded
+  // whole and cut into blocks, or gathered from every rank before rank 0
+  // writes them.
+  std::vector<Buffer> wholeBuffers;
+  std::vector<void *> whole(pointers);
+  if (global.distributed)
+    for (int i = 0; i < program.numTensors; ++i)
+      if (global.isSplit(i)) {
+        wholeBuffers.push_back(allocate(global.specs[i].shape.numElements() *
+                                        dtypeSize(program.tensors[i].dtype)));
+        whole[i] = wholeBuffers.back().get();
+      }
+  auto scatterWhole = [&]() {
+    for (int i = 0; i < program.numTensors; ++i)
+      if (global.isSplit(i))
+        global.toLocal(i, static_cast<char *>(whole[i]), pointers[i]);
+  };
+  auto gatherWhole = [&]() {
+    for (int i = 0; i < program.numTensors; ++i)
+      if (global.isSplit(i))
+        gatherGlobal(static_cast<char *>(pointers[i]), program.tensors[i].shape,
+                     global.shardings[i], program.mesh,
+                     dtypeSize(program.tensors[i].dtype),
+                     static_cast<char *>(whole[i]));
+  };
+  // Rank 0 writes; every rank learns whether that worked.
+  auto writeOnRoot = [&](auto write) {
+    std::string error;
+    gatherWhole();
+    bool ok = !root || write(error);
+    if (!allSucceeded(ok, global))
+      fail(error.empty() ? "rank 0 could not write its output" : error);
+  };
+  const Program &io = global.program;
+
   std::string error;
-  if (!options.init.empty() &&
-      !loadTensors(options.init, program, pointers.data(), false, error))
-    fail(error);
+  if (!options.init.empty()) {
+    if (!loadTensors(options.init, io, whole.data(), false, error))
+      fail(error);
+    scatterWhole();
+  }
   int64_t firstStep = 0;
   if (options.resume) {
     std::string path;
     if (!findLatestCheckpoint(options.checkpointDir, path, firstStep, error) ||
-        !loadTensors(path, program, pointers.data(), true, error))
+        !loadTensors(path, io, whole.data(), true, error))
       fail(error);
-    if (!options.quiet)
+    scatterWhole();
+    if (!options.quiet && root)
       std::fprintf(stderr, "resuming from '%s' after step %lld\n",
                    path.c_str(), static_cast<long long>(firstStep));
   }
 
   std::FILE *log = nullptr;
-  if (!options.log.empty() &&
+  if (root && !options.log.empty() &&
       !(log = std::fopen(options.log.c_str(), options.resume ? "a" : "w")))
     fail("cannot write the log '" + options.log + "': " + std::strerror(errno));
-  if (!options.quiet)
+  if (!options.quiet && root)
     std::fprintf(stderr,
                  "%s: %lld steps, batch %lld, parameters and state %.1f MiB, "
                  "scratch %.1f MiB\n",
@@ -401,9 +556,18 @@ int runProgram(const Program &program, int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   int64_t every = std::max<int64_t>(1, options.steps / 20);
   SampleOrder order(dataset ? dataset->samples : 1, options);
+  CommCounters stepComm{};
+  std::vector<char> wholeBatch;
   for (int64_t step = firstStep; step < options.steps; ++step) {
     for (InputData &input : inputs) {
-      char *dest = static_cast<char *>(pointers[input.spec - program.tensors]);
+      int index = input.spec - global.specs.data();
+      char *dest = static_cast<char *>(pointers[index]);
+      // A split input is assembled whole, then this rank keeps its block.
+      if (global.isSplit(index)) {
+        wholeBatch.resize(input.spec->shape.numElements() *
+                          dtypeSize(input.spec->dtype));
+        dest = wholeBatch.data();
+      }
       int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
       for (int64_t j = 0; j < rows; ++j) {
         int64_t sample = input.samples == rows ? j
@@ -412,16 +576,24 @@ int runProgram(const Program &program, int argc, char **argv) {
                     input.array.data.data() + sample * input.sampleBytes,
                     input.sampleBytes);
       }
+      if (global.isSplit(index))
+        global.toLocal(index, wholeBatch.data(), pointers[index]);
     }
     for (int i = 0; i < program.numTensors; ++i)
       if (program.tensors[i].role == Role::Step)
         *static_cast<int64_t *>(pointers[i]) = step;
     context.step = step;
+    CommCounters before = commCounters();
     program.step(context);
+    for (int k = 0; k < kNumCollectiveKinds; ++k) {
+      stepComm.bytesSent[k] += commCounters().bytesSent[k] - before.bytesSent[k];
+      stepComm.calls[k] += commCounters().calls[k] - before.calls[k];
+    }
     if (log && program.training)
       std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
                    static_cast<long long>(step), context.loss);
-    if (!options.quiet && ((step + 1) % every == 0 || step + 1 == options.steps)) {
+    if (!options.quiet && root &&
+        ((step + 1) % every == 0 || step + 1 == options.steps)) {
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
@@ -439,25 +611,32 @@ int runProgram(const Program &program, int argc, char **argv) {
     bool last = step + 1 == options.steps;
     if (!options.checkpointDir.empty() &&
         (last || (options.checkpointEvery &&
-                  (step + 1) % options.checkpointEvery == 0)) &&
-        !saveCheckpoint(options.checkpointDir, step + 1, program,
-                        pointers.data(), error))
-      fail(error);
+                  (step + 1) % options.checkpointEvery == 0)))
+      writeOnRoot([&](std::string &error) {
+        return saveCheckpoint(options.checkpointDir, step + 1, io,
+                              whole.data(), error);
+      });
   }
   if (log)
     std::fclose(log);
 
-  if (!options.dumpParams.empty() &&
-      !writeTensors(options.dumpParams, program, pointers.data(),
-                    /*outputs=*/false, error))
-    fail(error);
-  if (!options.exportOnnx.empty() &&
-      !exportOnnx(options.exportOnnx, program, pointers.data(), error))
-    fail(error);
-  if (!options.dumpOutputs.empty() &&
-      !writeTensors(options.dumpOutputs, program, pointers.data(),
-                    /*outputs=*/true, error))
-    fail(error);
+  if (!options.dumpParams.empty())
+    writeOnRoot([&](std::string &error) {
+      return writeTensors(options.dumpParams, io, whole.data(),
+                          /*outputs=*/false, error);
+    });
+  if (!options.exportOnnx.empty())
+    writeOnRoot([&](std::string &error) {
+      return exportOnnx(options.exportOnnx, io, whole.data(), error);
+    });
+  if (!options.dumpOutputs.empty())
+    writeOnRoot([&](std::string &error) {
+      return writeTensors(options.dumpOutputs, io, whole.data(),
+                          /*outputs=*/true, error);
+    });
+  if (options.printComm)
+    printCommunication(stepComm, options.steps - firstStep, global);
+  finalizeMesh();
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #ifndef CLEAVE_RUNTIME_PROGRAM_H
 #define CLEAVE_RUNTIME_PROGRAM_H
 
+#include "runtime/Mesh.h"
 #include "runtime/Shape.h"
 
 #include <cstdint>
@@ -45,7 +46,11 @@ struct TensorSpec {
   Shape shape;
   Role role;
   /// Byte offset of the initial value in Program::initialValues; -1: zeros.
+  /// Split tensors' initial values are global; each rank keeps its block.
   int64_t initOffset;
+  /// How a distributed program splits the tensor ("[dp,_]"; `shape` is
+  /// the local block); null for whole tensors.
+  const char *sharding = nullptr;
 };
 
 /// What the step function sees: one pointer per TensorSpec (in table
@@ -75,6 +80,8 @@ struct Program {
   /// --export-onnx writes back with the trained initializers.
   const char *onnxModel;
   int64_t onnxModelBytes;
+  /// The device mesh of a distributed program (no axes: one process).
+  MeshSpec mesh = {0, nullptr, nullptr};
 };
 
 /// Runs the training loop; returns the process exit code.

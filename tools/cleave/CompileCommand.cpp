@@ -34,6 +34,9 @@
 #ifndef CLEAVE_RUNTIME_LIBRARY
 #define CLEAVE_RUNTIME_LIBRARY "libCleaveRuntime.a"
 #endif
+#ifndef CLEAVE_MPI_LIBRARIES
+#define CLEAVE_MPI_LIBRARIES "-lmpi"
+#endif
 
 namespace cleave::driver {
 
@@ -450,8 +453,12 @@ int CompileCommand::compileBinary(const std::string &source,
   llvm::SmallVector<llvm::StringRef> args{
       *compiler,     "-std=c++17",   "-O2",          "-march=native",
       "-fopenmp",    includeFlag,    sourcePath,     CLEAVE_RUNTIME_LIBRARY,
-      "-lonnx_proto", "-lprotobuf",  "-lopenblas",   "-o",
-      output_};
+      "-lonnx_proto", "-lprotobuf",  "-lopenblas",   "-pthread"};
+  llvm::SmallVector<llvm::StringRef> mpiLibraries;
+  llvm::StringRef(CLEAVE_MPI_LIBRARIES).split(mpiLibraries, '|', -1, false);
+  llvm::append_range(args, mpiLibraries);
+  args.push_back("-o");
+  args.push_back(output_);
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, {}, 0, 0,
                                      &error);

@@ -1,0 +1,96 @@
+//===- CollectiveKernels.cpp - collectives on tensor dimensions ------------===//
+
+#include "runtime/CollectiveKernels.h"
+
+#include "runtime/Collectives.h"
+
+#include <cstring>
+#include <vector>
+
+namespace cleave::rt {
+
+void allReduceBucket(const void *const *inputs, void *const *outputs,
+                     const int64_t *counts, int numTensors, DType type,
+                     AxisGroup group) {
+  int64_t size = dtypeSize(type), total = 0;
+  for (int i = 0; i < numTensors; ++i)
+    total += counts[i];
+  if (numTensors == 1) {
+    if (outputs[0] != inputs[0])
+      std::memcpy(outputs[0], inputs[0], counts[0] * size);
+    allReduceSum(outputs[0], counts[0], type, group);
+    return;
+  }
+  std::vector<char> staging(total * size);
+  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(staging.data() + offset * size, inputs[i], counts[i] * size);
+  allReduceSum(staging.data(), total, type, group);
+  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(outputs[i], staging.data() + offset * size, counts[i] * size);
+}
+
+namespace {
+
+/// A tensor seen as [outer, n, inner] around dimension `dim`.
+struct Around {
+  int64_t outer, n, inner;
+  Around(const Shape &shape, int dim)
+      : outer(shape.product(0, dim)), n(shape[dim]),
+        inner(shape.product(dim + 1, shape.rank)) {}
+};
+
+} // namespace
+
+void allGatherDim(const void *in, const Shape &inShape, int dim,
+                  int64_t elementBytes, void *out, AxisGroup group) {
+  int g = groupSize(group);
+  Around a(inShape, dim);
+  int64_t blockBytes = inShape.numElements() * elementBytes;
+  if (a.outer == 1) {
+    allGather(in, out, blockBytes, group);
+    return;
+  }
+  // Blocks arrive rank-major; interleave them along `dim`.
+  std::vector<char> blocks(blockBytes * g);
+  allGather(in, blocks.data(), blockBytes, group);
+  int64_t rowBytes = a.n * a.inner * elementBytes;
+  for (int r = 0; r < g; ++r)
+    for (int64_t o = 0; o < a.outer; ++o)
+      std::memcpy(static_cast<char *>(out) + (o * g + r) * rowBytes,
+                  blocks.data() + r * blockBytes + o * rowBytes, rowBytes);
+}
+
+void reduceScatterDim(const void *in, const Shape &inShape, int dim,
+                      DType type, void *out, AxisGroup group) {
+  int g = groupSize(group);
+  int64_t size = dtypeSize(type);
+  Around a(inShape, dim);
+  int64_t localN = a.n / g;
+  int64_t perRank = a.outer * localN * a.inner;
+  if (a.outer == 1) {
+    reduceScatterSum(in, out, perRank, type, group);
+    return;
+  }
+  // Make each rank's block contiguous, rank-major.
+  std::vector<char> blocks(perRank * g * size);
+  int64_t rowBytes = localN * a.inner * size;
+  for (int r = 0; r < g; ++r)
+    for (int64_t o = 0; o < a.outer; ++o)
+      std::memcpy(blocks.data() + (r * a.outer + o) * rowBytes,
+                  static_cast<const char *>(in) + (o * g + r) * rowBytes,
+                  rowBytes);
+  reduceScatterSum(blocks.data(), out, perRank, type, group);
+}
+
+void allSliceDim(const void *in, const Shape &inShape, int dim,
+                 int64_t elementBytes, void *out, AxisGroup group) {
+  int g = groupSize(group), r = groupRank(group);
+  Around a(inShape, dim);
+  int64_t rowBytes = a.n / g * a.inner * elementBytes;
+  for (int64_t o = 0; o < a.outer; ++o)
+    std::memcpy(static_cast<char *>(out) + o * rowBytes,
+                static_cast<const char *>(in) + (o * g + r) * rowBytes,
+                rowBytes);
+}
+
+} // namespace cleave::rt

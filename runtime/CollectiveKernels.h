@@ -1,0 +1,40 @@
+//===- CollectiveKernels.h - collectives on tensor dimensions ---*- C++ -*-===//
+//
+// Part of the Cleave runtime: what a partitioned step calls for the
+// cleave.all_reduce / all_gather / reduce_scatter / all_slice ops. They
+// move blocks along any dimension by rearranging around the contiguous
+// collectives of runtime/Collectives.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_COLLECTIVEKERNELS_H
+#define CLEAVE_RUNTIME_COLLECTIVEKERNELS_H
+
+#include "runtime/Mesh.h"
+#include "runtime/Program.h"
+#include "runtime/Shape.h"
+
+namespace cleave::rt {
+
+/// Sums `count` tensors over `group`: tensor i is `inputs[i]` (counts[i]
+/// elements) and its sum lands in `outputs[i]`. The tensors travel as one
+/// bucket.
+void allReduceBucket(const void *const *inputs, void *const *outputs,
+                     const int64_t *counts, int numTensors, DType type,
+                     AxisGroup group);
+
+/// out = the concatenation along `dim` of the group's `in` blocks.
+void allGatherDim(const void *in, const Shape &inShape, int dim,
+                  int64_t elementBytes, void *out, AxisGroup group);
+
+/// out = this rank's block along `dim` of the group's sum of `in`.
+void reduceScatterDim(const void *in, const Shape &inShape, int dim,
+                      DType type, void *out, AxisGroup group);
+
+/// out = this rank's block along `dim` of `in` (no communication).
+void allSliceDim(const void *in, const Shape &inShape, int dim,
+                 int64_t elementBytes, void *out, AxisGroup group);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_COLLECTIVEKERNELS_H

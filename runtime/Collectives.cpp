@@ -1,0 +1,529 @@
+//===- Collectives.cpp - ring collectives on a communication thread -------===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Collectives.h"
+#include "runtime/CommVolume.h"
+#include "runtime/MeshDetail.h"
+
+#include <algorithm>
+#include <cassert>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cleave::rt {
+namespace {
+
+/// The received half of a reduce step arrives in pieces of this size, two in
+/// flight: each piece is added while it is still in cache, and the next one
+/// is on its way meanwhile (bench/README.md has the measurements).
+constexpr int64_t kReducePieceBytes = 256 << 10;
+/// A broadcast chain forwards each piece of this size as soon as it has it.
+constexpr int64_t kChainPieceBytes = 1 << 20;
+/// MPI counts are ints: longer messages go as several.
+constexpr int64_t kMaxMessageBytes = 1 << 30;
+
+//===----------------------------------------------------------------------===//
+// Running collectives one at a time, in start order
+//===----------------------------------------------------------------------===//
+
+/// Collectives waiting for the communication thread, run first in, first
+/// out. Heap-allocated and never destroyed while the thread lives, so that a
+/// program exiting without finalizeMesh does not destroy a mutex in use.
+struct CommQueue {
+  std::mutex mutex;
+  /// Signals the thread: a task was queued, or it is time to stop.
+  std::condition_variable workQueued;
+  /// Signals the waiters: a task completed.
+  std::condition_variable workDone;
+  std::deque<std::function<void()>> tasks;
+  /// Tasks queued and completed so far; a queued task's handle is its
+  /// number.
+  int64_t queued = 0;
+  int64_t completed = 0;
+  /// Whether a task runs, on either thread: MPI sees one caller at a time.
+  bool running = false;
+  bool stopping = false;
+  std::thread thread;
+};
+
+/// Non-null between startCommThread and stopCommThread. Without a mesh
+/// there is no thread and collectives run on the caller's.
+CommQueue *commQueue = nullptr;
+
+/// Written by whichever thread runs the collectives, one at a time; read
+/// after waiting for them (which orders the accesses through the queue's
+/// mutex).
+CommCounters counters;
+
+void commThreadMain(CommQueue &queue) {
+  std::unique_lock<std::mutex> lock(queue.mutex);
+  for (;;) {
+    // Sleeps while idle: ranks may outnumber cores.
+    queue.workQueued.wait(lock, [&] {
+      return queue.stopping || (!queue.tasks.empty() && !queue.running);
+    });
+    if (queue.tasks.empty())
+      return;
+    std::function<void()> task = std::move(queue.tasks.front());
+    queue.tasks.pop_front();
+    queue.running = true;
+    lock.unlock();
+    task();
+    lock.lock();
+    queue.running = false;
+    ++queue.completed;
+    queue.workDone.notify_all();
+  }
+}
+
+/// Queues `task` on the communication thread, or runs it at once without
+/// one (handle 0, already complete).
+CollectiveHandle submit(std::function<void()> task) {
+  if (!commQueue) {
+    task();
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(commQueue->mutex);
+  commQueue->tasks.push_back(std::move(task));
+  commQueue->workQueued.notify_one();
+  return ++commQueue->queued;
+}
+
+/// Runs a blocking collective. With nothing queued or running it runs on
+/// the calling thread: handing it to the communication thread and waking
+/// up again would add two thread switches, some 20 us, to every small
+/// collective (bench/README.md).
+void runBlocking(std::function<void()> task) {
+  if (!commQueue) {
+    task();
+    return;
+  }
+  std::unique_lock<std::mutex> lock(commQueue->mutex);
+  if (!commQueue->tasks.empty() || commQueue->running) {
+    lock.unlock();
+    waitCollective(submit(std::move(task)));
+    return;
+  }
+  commQueue->running = true;
+  lock.unlock();
+  task();
+  lock.lock();
+  commQueue->running = false;
+  // The thread waits for `running` to clear before it takes a task queued
+  // meanwhile (by another thread).
+  commQueue->workQueued.notify_one();
+}
+
+void waitAll() {
+  if (!commQueue)
+    return;
+  std::unique_lock<std::mutex> lock(commQueue->mutex);
+  commQueue->workDone.wait(
+      lock, [] { return commQueue->completed == commQueue->queued; });
+}
+
+//===----------------------------------------------------------------------===//
+// Messages
+//===----------------------------------------------------------------------===//
+
+/// A group as the algorithms see it: its communicator (null for a group of
+/// one), size and this rank's place in it.
+struct Group {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = 1;
+  int rank = 0;
+
+  explicit Group(AxisGroup axes)
+      : size(groupSize(axes)), rank(groupRank(axes)) {
+    if (size > 1)
+      comm = detail::groupComm(axes);
+  }
+  int left() const { return (rank + size - 1) % size; }
+  int right() const { return (rank + 1) % size; }
+  /// A rank offset taken modulo the size, into [0, size).
+  int wrap(int offsetRank) const { return (offsetRank % size + size) % size; }
+};
+
+/// memcpy, for buffers that may be null when empty.
+void copyBytes(void *dst, const void *src, int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(dst, src, bytes);
+}
+
+/// Every collective has its own calls; point-to-point messages between two
+/// ranks of one communicator match in order, so a single tag serves all.
+constexpr int kTag = 0;
+
+/// Posts the sends of `bytes` at `data` to `peer` as messages of at most
+/// pieceBytes, and counts them. The receiver posts the same pieces.
+void postSends(const Group &group, int peer, const void *data, int64_t bytes,
+               int64_t pieceBytes, CollectiveKind kind,
+               std::vector<MPI_Request> &requests) {
+  counters.bytesSent[static_cast<int>(kind)] += bytes;
+  const char *at = static_cast<const char *>(data);
+  for (int64_t offset = 0; offset < bytes; offset += pieceBytes) {
+    requests.emplace_back();
+    MPI_Isend(at + offset,
+              static_cast<int>(std::min(pieceBytes, bytes - offset)), MPI_BYTE,
+              peer, kTag, group.comm, &requests.back());
+  }
+}
+
+void postRecvs(const Group &group, int peer, void *data, int64_t bytes,
+               int64_t pieceBytes, std::vector<MPI_Request> &requests) {
+  char *at = static_cast<char *>(data);
+  for (int64_t offset = 0; offset < bytes; offset += pieceBytes) {
+    requests.emplace_back();
+    MPI_Irecv(at + offset,
+              static_cast<int>(std::min(pieceBytes, bytes - offset)), MPI_BYTE,
+              peer, kTag, group.comm, &requests.back());
+  }
+}
+
+/// Waits for and clears `requests`. Makes no MPI call when there are none:
+/// a trivial group's collective runs without MPI (even without a mesh).
+void waitRequests(std::vector<MPI_Request> &requests) {
+  if (requests.empty())
+    return;
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+              MPI_STATUSES_IGNORE);
+  requests.clear();
+}
+
+/// One copy step of a ring: sends to the right neighbour while receiving
+/// from the left one.
+void copyStep(const Group &group, const void *send, int64_t sendBytes,
+              void *recv, int64_t recvBytes, CollectiveKind kind) {
+  std::vector<MPI_Request> requests;
+  postRecvs(group, group.left(), recv, recvBytes, kMaxMessageBytes, requests);
+  postSends(group, group.right(), send, sendBytes, kMaxMessageBytes, kind,
+            requests);
+  waitRequests(requests);
+}
+
+//===----------------------------------------------------------------------===//
+// Reduction
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void addTyped(void *dst, const void *a, const void *b, int64_t count) {
+  T *d = static_cast<T *>(dst);
+  const T *x = static_cast<const T *>(a);
+  const T *y = static_cast<const T *>(b);
+  for (int64_t i = 0; i < count; ++i)
+    d[i] = x[i] + y[i];
+}
+
+/// dst = a + b elementwise; dst may be a.
+void add(void *dst, const void *a, const void *b, int64_t count, DType type) {
+  switch (type) {
+  case DType::F32:
+    return addTyped<float>(dst, a, b, count);
+  case DType::F64:
+    return addTyped<double>(dst, a, b, count);
+  case DType::I64:
+    return addTyped<int64_t>(dst, a, b, count);
+  case DType::I32:
+    return addTyped<int32_t>(dst, a, b, count);
+  case DType::Bool:
+    break;
+  }
+  assert(false && "no sum of this element type");
+}
+
+/// One reduce step of a ring: sends sendCount elements at `send` to the
+/// right neighbour while receiving `count` partial sums from the left one,
+/// and stores dst = received + own. The received data lands in two
+/// piece-sized slots, alternately.
+void reduceStep(const Group &group, const void *send, int64_t sendCount,
+                void *dst, const void *own, int64_t count, DType type,
+                CollectiveKind kind) {
+  static std::vector<char> slots(2 * kReducePieceBytes);
+  int64_t elementBytes = dtypeSize(type);
+  int64_t pieceCount = kReducePieceBytes / elementBytes;
+  int64_t numPieces = (count + pieceCount - 1) / pieceCount;
+  auto pieceSize = [&](int64_t piece) {
+    return std::min(pieceCount, count - piece * pieceCount);
+  };
+  auto slot = [&](int64_t piece) {
+    return slots.data() + piece % 2 * kReducePieceBytes;
+  };
+  MPI_Request recvs[2];
+  auto postRecv = [&](int64_t piece) {
+    MPI_Irecv(slot(piece), static_cast<int>(pieceSize(piece) * elementBytes),
+              MPI_BYTE, group.left(), kTag, group.comm, &recvs[piece % 2]);
+  };
+
+  std::vector<MPI_Request> sends;
+  for (int64_t piece = 0; piece < std::min<int64_t>(2, numPieces); ++piece)
+    postRecv(piece);
+  postSends(group, group.right(), send, sendCount * elementBytes,
+            pieceCount * elementBytes, kind, sends);
+  for (int64_t piece = 0; piece < numPieces; ++piece) {
+    MPI_Wait(&recvs[piece % 2], MPI_STATUS_IGNORE);
+    int64_t offset = piece * pieceCount * elementBytes;
+    add(static_cast<char *>(dst) + offset,
+        static_cast<const char *>(own) + offset, slot(piece), pieceSize(piece),
+        type);
+    if (piece + 2 < numPieces)
+      postRecv(piece + 2);
+  }
+  waitRequests(sends);
+}
+
+//===----------------------------------------------------------------------===//
+// The algorithms, run on the communication thread
+//===----------------------------------------------------------------------===//
+
+void countCall(CollectiveKind kind) {
+  ++counters.calls[static_cast<int>(kind)];
+}
+
+/// Reduce-scatter then all-gather around the ring, over chunk c =
+/// [ringChunkBegin(c), ringChunkBegin(c + 1)). After the first phase rank r
+/// holds the full sum of chunk r + 1, reduced once, which the second phase
+/// copies: every rank ends with the same bits.
+void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
+  countCall(CollectiveKind::AllReduce);
+  Group group(axes);
+  int g = group.size;
+  if (g == 1)
+    return;
+  char *bytes = static_cast<char *>(data);
+  int64_t elementBytes = dtypeSize(type);
+  auto chunk = [&](int c) {
+    return bytes + ringChunkBegin(count, g, c) * elementBytes;
+  };
+  auto chunkCount = [&](int c) { return ringChunkSize(count, g, c); };
+  for (int step = 0; step < g - 1; ++step) {
+    int send = group.wrap(group.rank - step);
+    int recv = group.wrap(group.rank - step - 1);
+    reduceStep(group, chunk(send), chunkCount(send), chunk(recv), chunk(recv),
+               chunkCount(recv), type, CollectiveKind::AllReduce);
+  }
+  for (int step = 0; step < g - 1; ++step) {
+    int send = group.wrap(group.rank + 1 - step);
+    int recv = group.wrap(group.rank - step);
+    copyStep(group, chunk(send), chunkCount(send) * elementBytes, chunk(recv),
+             chunkCount(recv) * elementBytes, CollectiveKind::AllReduce);
+  }
+}
+
+void runAllGather(const void *in, void *out, int64_t bytesPerRank,
+                  AxisGroup axes) {
+  countCall(CollectiveKind::AllGather);
+  Group group(axes);
+  char *blocks = static_cast<char *>(out);
+  copyBytes(blocks + group.rank * bytesPerRank, in, bytesPerRank);
+  for (int step = 0; step < group.size - 1; ++step) {
+    int send = group.wrap(group.rank - step);
+    int recv = group.wrap(group.rank - step - 1);
+    copyStep(group, blocks + send * bytesPerRank, bytesPerRank,
+             blocks + recv * bytesPerRank, bytesPerRank,
+             CollectiveKind::AllGather);
+  }
+}
+
+/// At step s rank r passes on its partial sum of block r - s - 1 and adds
+/// its own block r - s - 2 to the partial sum from the left; after g - 1
+/// steps that block is r itself, complete.
+void runReduceScatter(const void *in, void *out, int64_t countPerRank,
+                      DType type, AxisGroup axes) {
+  countCall(CollectiveKind::ReduceScatter);
+  Group group(axes);
+  int g = group.size;
+  int64_t blockBytes = countPerRank * dtypeSize(type);
+  const char *blocks = static_cast<const char *>(in);
+  if (g == 1) {
+    copyBytes(out, in, blockBytes);
+    return;
+  }
+  // Two partial sums: the one being sent and the one being received.
+  static std::vector<char> partials;
+  if (static_cast<int64_t>(partials.size()) < 2 * blockBytes)
+    partials.resize(2 * blockBytes);
+  const char *send = blocks + group.wrap(group.rank - 1) * blockBytes;
+  for (int step = 0; step < g - 1; ++step) {
+    char *dst = step == g - 2 ? static_cast<char *>(out)
+                              : partials.data() + step % 2 * blockBytes;
+    const char *own = blocks + group.wrap(group.rank - step - 2) * blockBytes;
+    reduceStep(group, send, countPerRank, dst, own, countPerRank, type,
+               CollectiveKind::ReduceScatter);
+    send = dst;
+  }
+}
+
+/// A chain from the root around the ring, in pieces, so that all links
+/// carry data at once.
+void runBroadcast(void *data, int64_t bytes, int root, AxisGroup axes) {
+  countCall(CollectiveKind::Broadcast);
+  Group group(axes);
+  if (group.size == 1)
+    return;
+  int position = group.wrap(group.rank - root);
+  bool receives = position > 0;
+  bool sends = position < group.size - 1;
+  char *at = static_cast<char *>(data);
+  std::vector<MPI_Request> recvs, forwards;
+  if (receives)
+    postRecvs(group, group.left(), data, bytes, kChainPieceBytes, recvs);
+  for (int64_t offset = 0, piece = 0; offset < bytes;
+       offset += kChainPieceBytes, ++piece) {
+    if (receives)
+      MPI_Wait(&recvs[piece], MPI_STATUS_IGNORE);
+    if (sends)
+      postSends(group, group.right(), at + offset,
+                std::min(kChainPieceBytes, bytes - offset), kChainPieceBytes,
+                CollectiveKind::Broadcast, forwards);
+  }
+  waitRequests(forwards);
+}
+
+/// Every pair exchanges its blocks directly; all messages are posted at
+/// once and MPI orders them.
+void runAllToAll(const void *in, void *out, int64_t bytesPerRank,
+                 AxisGroup axes) {
+  countCall(CollectiveKind::AllToAll);
+  Group group(axes);
+  const char *from = static_cast<const char *>(in);
+  char *to = static_cast<char *>(out);
+  copyBytes(to + group.rank * bytesPerRank, from + group.rank * bytesPerRank,
+            bytesPerRank);
+  std::vector<MPI_Request> requests;
+  for (int shift = 1; shift < group.size; ++shift) {
+    int source = group.wrap(group.rank - shift);
+    int dest = group.wrap(group.rank + shift);
+    postRecvs(group, source, to + source * bytesPerRank, bytesPerRank,
+              kMaxMessageBytes, requests);
+    postSends(group, dest, from + dest * bytesPerRank, bytesPerRank,
+              kMaxMessageBytes, CollectiveKind::AllToAll, requests);
+  }
+  waitRequests(requests);
+}
+
+void runSendRecv(const void *in, void *out, int64_t bytes, int sendTo,
+                 int recvFrom, AxisGroup axes) {
+  countCall(CollectiveKind::SendRecv);
+  Group group(axes);
+  assert(sendTo >= kNoPeer && sendTo < group.size && recvFrom >= kNoPeer &&
+         recvFrom < group.size && "peer outside the group");
+  assert((sendTo == group.rank) == (recvFrom == group.rank) &&
+         "a rank sends to itself exactly when it receives from itself");
+  if (sendTo == group.rank) {
+    copyBytes(out, in, bytes);
+    return;
+  }
+  std::vector<MPI_Request> requests;
+  if (recvFrom != kNoPeer)
+    postRecvs(group, recvFrom, out, bytes, kMaxMessageBytes, requests);
+  if (sendTo != kNoPeer)
+    postSends(group, sendTo, in, bytes, kMaxMessageBytes,
+              CollectiveKind::SendRecv, requests);
+  waitRequests(requests);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The public functions
+//===----------------------------------------------------------------------===//
+
+const char *collectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::Broadcast:
+    return "broadcast";
+  case CollectiveKind::SendRecv:
+    return "send_recv";
+  }
+  return "?";
+}
+
+CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
+                                   AxisGroup group) {
+  return submit([=] { runAllReduce(data, count, type, group); });
+}
+
+void waitCollective(CollectiveHandle handle) {
+  if (!commQueue)
+    return;
+  std::unique_lock<std::mutex> lock(commQueue->mutex);
+  commQueue->workDone.wait(lock,
+                           [&] { return commQueue->completed >= handle; });
+}
+
+void allReduceSum(void *data, int64_t count, DType type, AxisGroup group) {
+  runBlocking([=] { runAllReduce(data, count, type, group); });
+}
+
+void allGather(const void *in, void *out, int64_t bytesPerRank,
+               AxisGroup group) {
+  runBlocking([=] { runAllGather(in, out, bytesPerRank, group); });
+}
+
+void reduceScatterSum(const void *in, void *out, int64_t countPerRank,
+                      DType type, AxisGroup group) {
+  runBlocking([=] { runReduceScatter(in, out, countPerRank, type, group); });
+}
+
+void broadcast(void *data, int64_t bytes, int rootGroupRank, AxisGroup group) {
+  runBlocking([=] { runBroadcast(data, bytes, rootGroupRank, group); });
+}
+
+void allToAll(const void *in, void *out, int64_t bytesPerRank,
+              AxisGroup group) {
+  runBlocking([=] { runAllToAll(in, out, bytesPerRank, group); });
+}
+
+void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
+              int recvFrom, AxisGroup group) {
+  runBlocking([=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
+}
+
+const CommCounters &commCounters() {
+  waitAll();
+  return counters;
+}
+
+void resetCommCounters() {
+  waitAll();
+  counters = CommCounters();
+}
+
+namespace detail {
+
+void startCommThread() {
+  assert(!commQueue && "the communication thread runs already");
+  commQueue = new CommQueue;
+  commQueue->thread = std::thread(commThreadMain, std::ref(*commQueue));
+}
+
+void stopCommThread() {
+  assert(commQueue && "no communication thread");
+  {
+    std::lock_guard<std::mutex> lock(commQueue->mutex);
+    commQueue->stopping = true;
+    commQueue->workQueued.notify_one();
+  }
+  commQueue->thread.join();
+  delete commQueue;
+  commQueue = nullptr;
+}
+
+} // namespace detail
+} // namespace cleave::rt

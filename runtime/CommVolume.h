@@ -1,0 +1,81 @@
+//===- CommVolume.h - bytes each rank sends per collective ------*- C++ -*-===//
+//
+// Part of the Cleave runtime: plain C++, header-only and free of MPI, so that
+// the compiler can predict a program's communication volume. Each function
+// gives exactly the bytes one rank of a group hands to MPI sends in the
+// corresponding collective of Collectives.h; the runtime counts the real
+// send sizes (commCounters) and the collectives test checks that the two
+// agree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_COMMVOLUME_H
+#define CLEAVE_RUNTIME_COMMVOLUME_H
+
+#include <cstdint>
+
+namespace cleave::rt {
+
+/// The first element of chunk `chunk` when a ring all-reduce cuts `count`
+/// elements into `groupSize` chunks. The boundaries round down, so chunks
+/// differ by at most one element and some are empty when count < groupSize.
+inline int64_t ringChunkBegin(int64_t count, int groupSize, int chunk) {
+  return count * chunk / groupSize;
+}
+
+inline int64_t ringChunkSize(int64_t count, int groupSize, int chunk) {
+  return ringChunkBegin(count, groupSize, chunk + 1) -
+         ringChunkBegin(count, groupSize, chunk);
+}
+
+/// Ring all-reduce: the reduce-scatter phase sends every chunk but
+/// (rank + 1) % g, the all-gather phase every chunk but (rank + 2) % g.
+inline int64_t allReduceBytesSent(int64_t count, int64_t elementBytes,
+                                  int groupSize, int groupRank) {
+  if (groupSize <= 1)
+    return 0;
+  int g = groupSize;
+  return (2 * count - ringChunkSize(count, g, (groupRank + 1) % g) -
+          ringChunkSize(count, g, (groupRank + 2) % g)) *
+         elementBytes;
+}
+
+/// Ring all-gather: g - 1 steps, one block each.
+inline int64_t allGatherBytesSent(int64_t bytesPerRank, int groupSize,
+                                  int groupRank) {
+  return (groupSize - 1) * bytesPerRank;
+}
+
+/// Ring reduce-scatter: g - 1 steps, one partial block each.
+inline int64_t reduceScatterBytesSent(int64_t countPerRank,
+                                      int64_t elementBytes, int groupSize,
+                                      int groupRank) {
+  return (groupSize - 1) * countPerRank * elementBytes;
+}
+
+/// Chain broadcast from the root around the ring: every rank but the last
+/// one of the chain, the root's left neighbour, forwards the data once.
+inline int64_t broadcastBytesSent(int64_t bytes, int rootGroupRank,
+                                  int groupSize, int groupRank) {
+  if (groupSize <= 1 ||
+      (groupRank - rootGroupRank + groupSize) % groupSize == groupSize - 1)
+    return 0;
+  return bytes;
+}
+
+/// Pairwise all-to-all: one block to each other rank.
+inline int64_t allToAllBytesSent(int64_t bytesPerRank, int groupSize,
+                                 int groupRank) {
+  return (groupSize - 1) * bytesPerRank;
+}
+
+/// A send to another rank of the group; sending to oneself is a local copy
+/// and no send at all (`sendTo` -1) sends nothing.
+inline int64_t sendRecvBytesSent(int64_t bytes, int sendTo, int groupSize,
+                                 int groupRank) {
+  return sendTo >= 0 && sendTo != groupRank ? bytes : 0;
+}
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_COMMVOLUME_H

@@ -1,0 +1,54 @@
+//===- Sharding.h - local blocks of split tensors ---------------*- C++ -*-===//
+//
+// Part of the Cleave runtime. A generated program describes each tensor of
+// a distributed step by its local shape and its sharding text ("[dp,_]":
+// per dimension '_', an axis or {a,b}, as in the compiler's hints). These
+// helpers find a rank's block of the global tensor, cut it out of a global
+// buffer (initial values, data batches, loaded checkpoints) and assemble the
+// global tensor from every rank's block (dumps, checkpoints, export).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_SHARDING_H
+#define CLEAVE_RUNTIME_SHARDING_H
+
+#include "runtime/Mesh.h"
+#include "runtime/Shape.h"
+
+#include <string>
+#include <vector>
+
+namespace cleave::rt {
+
+/// Per dimension, the ordered mesh axes it is split over.
+struct TensorSharding {
+  AxisGroup dims[kMaxRank] = {};
+  bool isReplicated() const;
+};
+
+/// Parses `text` (null or "" means replicated) against the mesh axes.
+bool parseSharding(const char *text, const MeshSpec &mesh, int rank,
+                   TensorSharding &sharding, std::string &error);
+
+/// The global shape of a tensor whose local shape is `local`.
+Shape globalShape(const Shape &local, const TensorSharding &sharding,
+                  const MeshSpec &mesh);
+
+/// Copies between a global buffer and the local block of the rank with
+/// mesh coordinates `coords` (toLocal: global -> local).
+void copyBlock(char *global, const Shape &global_shape, char *local,
+               const Shape &local_shape, const TensorSharding &sharding,
+               const MeshSpec &mesh, const int *coords, int64_t elementBytes,
+               bool toLocal);
+
+/// The row-major mesh coordinates of world rank `rank`.
+std::vector<int> meshCoordsOf(const MeshSpec &mesh, int rank);
+
+/// Every rank gets the global tensor assembled from all ranks' blocks.
+void gatherGlobal(const char *local, const Shape &localShape,
+                  const TensorSharding &sharding, const MeshSpec &mesh,
+                  int64_t elementBytes, char *global);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_SHARDING_H
