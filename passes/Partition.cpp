@@ -59,7 +59,11 @@ private:
   /// `value` with the sharding `required`, converted by collectives placed
   /// before `user` (gathers and slices) or right after `value` is computed
   /// (reductions of partial sums, so that they can start early).
-  Value convert(Value value, ShardingAttr required, Operation *user);
+  /// With `reuse`, a conversion made for an earlier user is shared;
+  /// explicit reshards pass false so each gathers its own short-lived copy
+  /// (ZeRO-3 gathers parameters per use).
+  Value convert(Value value, ShardingAttr required, Operation *user,
+                bool reuse = true);
   RankedTensorType localType(RankedTensorType type,
                              ArrayRef<AxisList> dims) const;
 
@@ -79,9 +83,9 @@ RankedTensorType Partitioner::localType(RankedTensorType type,
 }
 
 Value Partitioner::convert(Value value, ShardingAttr required,
-                           Operation *user) {
+                           Operation *user, bool reuse) {
   auto key = std::make_pair(value, Attribute(required));
-  if (auto it = converted.find(key); it != converted.end())
+  if (auto it = converted.find(key); reuse && it != converted.end())
     return it->second;
   MLIRContext *context = value.getContext();
   Placement current = placements.lookup(value);
@@ -189,7 +193,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       reshard.replaceAllUsesWith(
-          convert(reshard.getInput(), reshard.getSharding(), &op));
+          convert(reshard.getInput(), reshard.getSharding(), &op,
+                  /*reuse=*/false));
       reshard.erase();
       continue;
     }

@@ -43,6 +43,8 @@ struct Tie {
   SmallVector<Value> values;
   SmallVector<SmallVector<int64_t>> dimFactors;
   SmallVector<int64_t> factorSizes;
+  /// How many of `values` are operands (the rest are results).
+  size_t numOperands = 0;
 };
 
 Tie tieFromRule(Operation *op, const OpShardingRule &rule) {
@@ -52,6 +54,7 @@ Tie tieFromRule(Operation *op, const OpShardingRule &rule) {
   llvm::append_range(tie.dimFactors, rule.operandFactors);
   llvm::append_range(tie.dimFactors, rule.resultFactors);
   tie.factorSizes = rule.factorSizes;
+  tie.numOperands = op->getNumOperands();
   return tie;
 }
 
@@ -80,6 +83,9 @@ public:
 
   LogicalResult seed(func::FuncOp func);
   void run(func::FuncOp func);
+  /// Splits `gemm(a, b, c)` whose contraction is split into a gemm and
+  /// an add, so that `c` is added once to the reduced sum.
+  void splitBiasOffContractions(func::FuncOp func);
   void materialize(func::FuncOp func, bool report);
 
 private:
@@ -162,7 +168,15 @@ bool Propagator::propagate(const Tie &tie) {
   for (int64_t f = 0; f < static_cast<int64_t>(best.size()); ++f)
     if (best[f])
       order.push_back(f);
+  // Contracting factors (on no result) first, as getFactorAxes does.
+  SmallVector<bool> onResult(best.size(), tie.numOperands == 0);
+  for (size_t v = tie.numOperands; v < tie.values.size(); ++v)
+    for (int64_t f : tie.dimFactors[v])
+      if (f >= 0)
+        onResult[f] = true;
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
+    if (onResult[a] != onResult[b])
+      return !onResult[a];
     return best[a]->priority < best[b]->priority;
   });
   llvm::SmallDenseSet<StringAttr> claimed;
@@ -218,6 +232,51 @@ void Propagator::run(func::FuncOp func) {
   }
 }
 
+void Propagator::splitBiasOffContractions(func::FuncOp func) {
+  for (auto gemm : llvm::make_early_inc_range(func.getOps<GemmOp>())) {
+    if (!gemm.getC())
+      continue;
+    std::optional<OpShardingRule> rule = getShardingRule(gemm);
+    SmallVector<ShardingAttr> operands, results;
+    for (Value v : gemm->getOperands())
+      operands.push_back(shardingOf(v));
+    results.push_back(shardingOf(gemm.getResult()));
+    SmallVector<AxisList> factorAxes =
+        getFactorAxes(*rule, operands, results);
+    // The contracting factor is the one on no result.
+    bool contractionSplit = false;
+    for (auto [f, axes] : llvm::enumerate(factorAxes))
+      if (!axes.empty() &&
+          !llvm::is_contained(rule->resultFactors[0], static_cast<int64_t>(f)))
+        contractionSplit = true;
+    if (!contractionSplit)
+      continue;
+    // Every rank would add C to its partial sum: add it once, after the
+    // sums are reduced.
+    OpBuilder b(gemm);
+    Location loc = gemm.getLoc();
+    Value c = gemm.getC();
+    auto cType = cast<RankedTensorType>(c.getType());
+    if (gemm.getBeta().convertToFloat() != 1.0f) {
+      auto scalar = RankedTensorType::get({}, cType.getElementType());
+      Value beta = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(scalar, gemm.getBetaAttr()));
+      c = MulOp::create(b, loc, cType, c, beta);
+      state[c] = stateOf(gemm.getC());
+    }
+    auto product = GemmOp::create(
+        b, loc, gemm.getType(), gemm.getA(), gemm.getB(), Value(),
+        gemm.getAlphaAttr(), b.getF32FloatAttr(0.0f), gemm.getTransAAttr(),
+        gemm.getTransBAttr());
+    auto sum = AddOp::create(b, loc, gemm.getType(), product, c);
+    state[product] = stateOf(gemm.getResult());
+    state[sum] = stateOf(gemm.getResult());
+    gemm.replaceAllUsesWith(sum.getResult());
+    state.erase(gemm.getResult());
+    gemm.erase();
+  }
+}
+
 ShardingAttr Propagator::shardingOf(Value value) {
   SmallVector<SmallVector<StringAttr>> dims;
   for (const std::optional<DimAssignment> &dim : stateOf(value))
@@ -233,25 +292,24 @@ void Propagator::materialize(func::FuncOp func, bool report) {
                     shardingOf(arg));
     func.removeArgAttr(arg.getArgNumber(), kPriorityAttrName);
   }
-  auto setResultShardings = [&](Operation *op) {
-    SmallVector<Attribute> shardings;
-    for (Value result : op->getResults())
-      shardings.push_back(shardingOf(result));
-    op->setAttr(CleaveDialect::kShardingAttrName,
-                ArrayAttr::get(context, shardings));
-  };
+  // What each value really is: an op produces the sharding its rule
+  // gives (a dimension its rule maps to no factor comes out whole), which
+  // may differ from what propagation wished for the value.
+  llvm::DenseMap<Value, ShardingAttr> produced;
+  for (BlockArgument arg : func.getArguments())
+    produced[arg] = shardingOf(arg);
   // Feeds `op`'s operand through a reshard when its sharding differs.
   auto reshardOperand = [&](Operation *op, unsigned index,
                             ShardingAttr required) {
     Value operand = op->getOperand(index);
-    ShardingAttr actual = shardingOf(operand);
+    ShardingAttr actual = produced.lookup(operand);
     if (actual.getDims() == required.getDims())
       return;
     OpBuilder b(op);
-    auto reshard =
-        ReshardOp::create(b, op->getLoc(), operand, required);
+    auto reshard = ReshardOp::create(b, op->getLoc(), operand, required);
     reshard->setAttr(CleaveDialect::kShardingAttrName,
                      ArrayAttr::get(context, {required}));
+    produced[reshard] = required;
     op->setOperand(index, reshard);
     if (report)
       op->emitRemark("resharding ")
@@ -260,18 +318,35 @@ void Propagator::materialize(func::FuncOp func, bool report) {
   Operation *terminator = func.getBody().front().getTerminator();
   for (Operation &op :
        llvm::make_early_inc_range(func.getBody().front().without_terminator())) {
-    setResultShardings(&op);
-    if (isa<ReshardOp>(op))
+    SmallVector<Attribute> resultAttrs;
+    if (auto reshard = dyn_cast<ReshardOp>(op)) {
+      produced[reshard] = reshard.getSharding();
+      op.setAttr(CleaveDialect::kShardingAttrName,
+                 ArrayAttr::get(context, {reshard.getSharding()}));
       continue;
+    }
     std::optional<OpShardingRule> rule = getShardingRule(&op);
-    SmallVector<ShardingAttr> operands, results;
+    SmallVector<ShardingAttr> operands, wished;
     for (Value v : op.getOperands())
-      operands.push_back(shardingOf(v));
+      operands.push_back(produced.lookup(v));
     for (Value v : op.getResults())
-      results.push_back(shardingOf(v));
+      wished.push_back(shardingOf(v));
     SmallVector<AxisList> factorAxes;
     if (rule)
-      factorAxes = getFactorAxes(*rule, operands, results);
+      factorAxes = getFactorAxes(*rule, operands, wished);
+    for (auto [index, result] : llvm::enumerate(op.getResults())) {
+      SmallVector<SmallVector<StringAttr>> dims;
+      int64_t rank = cast<ShapedType>(result.getType()).getRank();
+      for (int64_t dim = 0; dim < rank; ++dim) {
+        int64_t f = rule ? rule->resultFactors[index][dim] : -1;
+        dims.push_back(f >= 0 ? SmallVector<StringAttr>(factorAxes[f])
+                              : SmallVector<StringAttr>());
+      }
+      produced[result] = ShardingAttr::get(context, dims, {}, {});
+      resultAttrs.push_back(produced[result]);
+    }
+    op.setAttr(CleaveDialect::kShardingAttrName,
+               ArrayAttr::get(context, resultAttrs));
     for (unsigned i = 0; i < op.getNumOperands(); ++i)
       reshardOperand(&op, i,
                      rule ? getRequiredOperandSharding(context, *rule, i,
@@ -313,6 +388,7 @@ struct PropagateShardingPass
       if (failed(propagator.seed(func)))
         return signalPassFailure();
       propagator.run(func);
+      propagator.splitBiasOffContractions(func);
       propagator.materialize(func, report);
     }
   }

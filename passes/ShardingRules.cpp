@@ -554,6 +554,20 @@ SmallVector<AxisList> mlir::cleave::getFactorAxes(
     for (auto [dim, f] : llvm::enumerate(factors))
       if (f >= 0 && !onResult[f] && axes[f].empty())
         axes[f] = AxisList(operands[index].getDimAxes(dim));
+  // An axis splits at most one factor: later claims lose (the operand is
+  // then resharded).
+  // Contracting factors claim first: a value split along a dimension the
+  // op sums over makes a partial result (reduced later, possibly by a
+  // reduce_scatter) rather than a gathered operand.
+  llvm::SmallDenseSet<StringAttr> claimed;
+  for (bool results : {false, true})
+    for (auto [f, list] : llvm::enumerate(axes)) {
+      if (onResult[f] != results)
+        continue;
+      if (llvm::any_of(list, [&](StringAttr a) { return claimed.count(a); }))
+        list.clear();
+      claimed.insert(list.begin(), list.end());
+    }
   return axes;
 }
 
