@@ -75,7 +75,7 @@ namespace {
 
 struct Options {
   std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
-      exportOnnx;
+      exportOnnx, dumpLocal;
   bool synthetic = false, quiet = false, resume = false, shuffle = false,
        printComm = false;
   int64_t steps = 1, checkpointEvery = 0;
@@ -88,7 +88,7 @@ const char *kUsage =
     "          [--resume]] [--dump-params DIR] [--dump-outputs DIR]\n"
     "          [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
-    "          [--quiet] [--print-comm]\n"
+    "          [--quiet] [--print-comm] [--dump-local DIR]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping around\n"
@@ -111,6 +111,8 @@ const char *kUsage =
     "                     DIR/<name>.npy\n"
     "  --seed S           seed of the dropout masks (default 1234)\n"
     "  --quiet            no progress lines on stderr\n"
+    "  --dump-local DIR   write each rank's own blocks of the parameters and\n"
+    "                     states as DIR/rank<R>/<name>.npy\n"
     "  --print-comm       print the bytes each rank sent per step, by\n"
     "                     collective kind\n"
     "A distributed program runs under mpirun with as many ranks as its\n"
@@ -179,6 +181,8 @@ Options parseOptions(int argc, char **argv) {
       options.seed = static_cast<uint64_t>(takeInt(0));
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--dump-local") {
+      options.dumpLocal = takeValue();
     } else if (arg == "--print-comm") {
       options.printComm = true;
     } else if (arg == "--export-onnx") {
@@ -634,6 +638,16 @@ int runProgram(const Program &program, int argc, char **argv) {
       return writeTensors(options.dumpOutputs, io, whole.data(),
                           /*outputs=*/true, error);
     });
+  if (!options.dumpLocal.empty()) {
+    std::string dir = options.dumpLocal + "/rank" +
+                      std::to_string(global.distributed ? worldRank() : 0);
+    mkdir(options.dumpLocal.c_str(), 0777);
+    std::string error;
+    if (!allSucceeded(writeTensors(dir, program, pointers.data(),
+                                   /*outputs=*/false, error),
+                      global))
+      fail(error.empty() ? "another rank could not write --dump-local" : error);
+  }
   if (options.printComm)
     printCommunication(stepComm, options.steps - firstStep, global);
   finalizeMesh();

@@ -11,6 +11,7 @@
 
 #include "codegen/CpuEmitter.h"
 #include "dialects/cleave/CleaveOps.h"
+#include "passes/CommunicationPlan.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -420,7 +421,11 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
   partitionOptions.reduceScatterGradients =
       distribution_.strategy != Strategy::Zero1;
   partition.addPass(createPartitionPass(partitionOptions));
-  return failed(partition.run(module)) ? 1 : 0;
+  if (failed(partition.run(module)))
+    return 1;
+  if (distribution_.printComm)
+    printBytesSent(predictBytesSent(step), llvm::outs());
+  return 0;
 }
 
 /// Compiles the generated source with the host C++ compiler against the

@@ -44,6 +44,10 @@ struct DistributionFlags {
                       cl::desc("Print the sharding of every parameter and "
                                "value, and every reshard, then go on"),
                       cl::sub(sub)),
+        printComm("print-comm",
+                  cl::desc("Print the bytes each rank will send per step, "
+                           "by collective kind"),
+                  cl::sub(sub)),
         bucketMb("bucket-mb",
                  cl::desc("Largest gradient all-reduce bucket in MiB"),
                  cl::init(25.0), cl::sub(sub)) {}
@@ -52,7 +56,7 @@ struct DistributionFlags {
   cl::list<std::string> shard;
   cl::opt<std::string> shardFile;
   cl::opt<mlir::cleave::Strategy> strategy;
-  cl::opt<bool> printSharding;
+  cl::opt<bool> printSharding, printComm;
   cl::opt<double> bucketMb;
 };
 

@@ -1,0 +1,95 @@
+//===- CommunicationPlan.cpp - bytes each rank sends per step -------------===//
+
+#include "passes/CommunicationPlan.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "runtime/CommVolume.h"
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+enum Kind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
+constexpr const char *kKindNames[] = {"all_reduce", "all_gather",
+                                      "reduce_scatter", "all_to_all",
+                                      "broadcast", "send_recv"};
+
+int64_t elementBytes(Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  return element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+}
+
+int64_t bytesOf(Value value) {
+  return cast<ShapedType>(value.getType()).getNumElements() *
+         elementBytes(value.getType());
+}
+
+/// A rank's size and index in the group over `axes` (major to minor).
+std::pair<int, int> groupOf(MeshAttr mesh, ArrayAttr axes,
+                            ArrayRef<int64_t> coords) {
+  int64_t size = 1, index = 0;
+  for (StringAttr axis : axes.getAsRange<StringAttr>()) {
+    int64_t a = mesh.getAxisIndex(axis.getValue());
+    size *= mesh.getAxisSizes()[a];
+    index = index * mesh.getAxisSizes()[a] + coords[a];
+  }
+  return {static_cast<int>(size), static_cast<int>(index)};
+}
+
+} // namespace
+
+std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func) {
+  MeshAttr mesh = getModuleMesh(func);
+  std::vector<BytesByKind> bytes(mesh.getNumRanks(), BytesByKind{});
+  for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
+    SmallVector<int64_t> coords(mesh.getAxisSizes().size());
+    for (int64_t a = coords.size() - 1, rest = rank; a >= 0; --a) {
+      coords[a] = rest % mesh.getAxisSizes()[a];
+      rest /= mesh.getAxisSizes()[a];
+    }
+    BytesByKind &mine = bytes[rank];
+    func.walk([&](Operation *op) {
+      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+        // A bucket travels as one reduction of all its elements.
+        auto [size, index] = groupOf(mesh, allReduce.getAxes(), coords);
+        int64_t count = 0;
+        for (Value input : allReduce.getInputs())
+          count += cast<ShapedType>(input.getType()).getNumElements();
+        mine[AllReduce] += ::cleave::rt::allReduceBytesSent(
+            count, elementBytes(allReduce.getInputs()[0].getType()), size,
+            index);
+      } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+        auto [size, index] = groupOf(mesh, gather.getAxes(), coords);
+        mine[AllGather] +=
+            ::cleave::rt::allGatherBytesSent(bytesOf(gather.getInput()), size, index);
+      } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+        auto [size, index] = groupOf(mesh, scatter.getAxes(), coords);
+        mine[ReduceScatter] += ::cleave::rt::reduceScatterBytesSent(
+            cast<ShapedType>(scatter.getType()).getNumElements(),
+            elementBytes(scatter.getType()), size, index);
+      } else if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
+        auto [size, index] = groupOf(mesh, allToAll.getAxes(), coords);
+        mine[AllToAll] += ::cleave::rt::allToAllBytesSent(
+            bytesOf(allToAll.getInput()) / size, size, index);
+      } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+        auto [size, index] = groupOf(mesh, broadcast.getAxes(), coords);
+        mine[Broadcast] += ::cleave::rt::broadcastBytesSent(
+            bytesOf(broadcast.getInput()), broadcast.getRoot(), size, index);
+      }
+    });
+  }
+  return bytes;
+}
+
+void mlir::cleave::printBytesSent(ArrayRef<BytesByKind> bytes,
+                                  llvm::raw_ostream &os) {
+  os << "bytes sent per step:\n";
+  for (auto [rank, kinds] : llvm::enumerate(bytes)) {
+    os << "  rank " << rank << ":";
+    for (auto [kind, count] : llvm::enumerate(kinds))
+      os << " " << kKindNames[kind] << "=" << count;
+    os << "\n";
+  }
+}

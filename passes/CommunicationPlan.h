@@ -1,0 +1,33 @@
+//===- CommunicationPlan.h - bytes each rank sends per step -----*- C++ -*-===//
+//
+// Predicts, from a partitioned program, how many bytes every rank sends per
+// training step for each kind of collective. The formulas are those of the
+// runtime's collectives (runtime/CommVolume.h), so `cleave compile
+// --print-comm` and the program's `--print-comm` counters must agree to the
+// byte.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PASSES_COMMUNICATIONPLAN_H
+#define CLEAVE_PASSES_COMMUNICATIONPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <vector>
+
+namespace mlir::cleave {
+
+/// Bytes per collective kind, in the order of rt::CollectiveKind.
+using BytesByKind = std::array<int64_t, 6>;
+
+/// One entry per world rank (the module must have a mesh).
+std::vector<BytesByKind> predictBytesSent(func::FuncOp func);
+
+/// Prints the prediction in the format of the program's --print-comm.
+void printBytesSent(ArrayRef<BytesByKind> bytes, llvm::raw_ostream &os);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_PASSES_COMMUNICATIONPLAN_H
