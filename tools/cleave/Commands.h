@@ -22,6 +22,9 @@ public:
 std::unique_ptr<Command> makeImportCommand();
 /// `cleave compile MODEL -o train`: builds a training program.
 std::unique_ptr<Command> makeCompileCommand();
+/// `cleave annotate MODEL --shard ... -o OUT`: stores sharding hints in the
+/// model.
+std::unique_ptr<Command> makeAnnotateCommand();
 
 /// Installs a diagnostic handler that prints `FILE: error: message` (plus
 /// notes) to stderr, and returns whether any error was reported.

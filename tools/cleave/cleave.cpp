@@ -1,6 +1,6 @@
 //===- cleave.cpp - the cleave compiler driver ----------------------------===//
 //
-// `cleave <command> [options]`. Commands so far: import, compile.
+// `cleave <command> [options]`. Commands: import, compile, annotate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +83,7 @@ int main(int argc, char **argv) {
   std::vector<std::unique_ptr<cleave::driver::Command>> commands;
   commands.push_back(cleave::driver::makeImportCommand());
   commands.push_back(cleave::driver::makeCompileCommand());
+  commands.push_back(cleave::driver::makeAnnotateCommand());
   if (!llvm::cl::ParseCommandLineOptions(
           argc, argv,
           "Cleave: compiles an ONNX training graph into a distributed "
