@@ -3,6 +3,7 @@
 #include "passes/ShardingHints.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "passes/TransformerBlocks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -232,21 +233,41 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
   std::vector<ShardingHint> hints;
   if (strategy == Strategy::None)
     return hints;
+  bool megatron = strategy == Strategy::Megatron;
   int64_t dpIndex = mesh.getAxisIndex("dp");
-  if (dpIndex < 0)
+  if (dpIndex < 0 && !megatron)
     return fail("--strategy needs a mesh axis named 'dp' (for example --mesh "
                 "dp=4)");
-  int64_t dp = mesh.getAxisSizes()[dpIndex];
+  if (megatron && mesh.getAxisIndex("tp") < 0)
+    return fail("--strategy megatron needs a mesh axis named 'tp' (for "
+                "example --mesh dp=2,tp=2)");
+  int64_t dp = dpIndex >= 0 ? mesh.getAxisSizes()[dpIndex] : 1;
   std::string origin = "--strategy";
-  auto hintFor = [&](StringRef name, int64_t rank, int64_t splitDim) {
+  auto hintFor = [&](StringRef name, int64_t rank, int64_t splitDim,
+                     StringRef axis = "dp") {
     ShardingHint hint;
     hint.pattern = escapeGlob(name);
     hint.dims.resize(rank);
-    if (splitDim >= 0)
-      hint.dims[splitDim] = {"dp"};
+    if (splitDim >= 0 && !(axis == "dp" && dpIndex < 0))
+      hint.dims[splitDim] = {axis.str()};
     hint.origin = origin;
     hints.push_back(std::move(hint));
   };
+  llvm::DenseMap<BlockArgument, std::pair<int64_t, StringRef>> tensorParallel;
+  if (megatron) {
+    TensorParallelPlan plan = findTensorParallelLayers(func);
+    if (plan.rowParallel.empty())
+      return fail("--strategy megatron found no transformer MLP or attention "
+                  "block (a linear layer feeding another through elementwise "
+                  "ops or attention heads); give --shard hints instead");
+    for (const LinearLayer &layer : plan.columnParallel) {
+      tensorParallel[layer.weight] = {layer.outputDim, "tp"};
+      if (layer.bias)
+        tensorParallel[layer.bias] = {0, "tp"};
+    }
+    for (const LinearLayer &layer : plan.rowParallel)
+      tensorParallel[layer.weight] = {1 - layer.outputDim, "tp"};
+  }
   // ZeRO splits each tensor along its first dimension that divides.
   auto zeroDim = [&](BlockArgument arg) -> int64_t {
     auto shape = cast<ShapedType>(arg.getType()).getShape();
@@ -261,7 +282,11 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
                                    CleaveDialect::kInputAttrName) != nullptr;
     bool isParam = func.getArgAttr(arg.getArgNumber(),
                                    CleaveDialect::kParamAttrName) != nullptr;
-    if (isInput) {
+    if (auto it = tensorParallel.find(arg); it != tensorParallel.end()) {
+      hintFor(name, rank, it->second.first, it->second.second);
+    } else if (megatron && isOptimizerState(name)) {
+      // States follow their parameter through the optimizer op.
+    } else if (isInput) {
       if (rank == 0 || cast<ShapedType>(arg.getType()).getDimSize(0) % dp)
         return fail("--strategy splits the batch over dp=" + Twine(dp) +
                     ", but input '" + name + "' has " +

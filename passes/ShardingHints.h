@@ -56,9 +56,12 @@ llvm::Expected<std::vector<ShardingHint>> parseHintLines(StringRef text,
                                                          StringRef origin);
 
 /// The distribution strategies `--strategy` offers.
-enum class Strategy { None, DataParallel, Zero1, Zero2, Zero3 };
+enum class Strategy { None, DataParallel, Zero1, Zero2, Zero3, Megatron };
 
-/// Hints a strategy implies for `func` on `mesh` (it needs an axis `dp`).
+/// Hints a strategy implies for `func` on `mesh`: the batch split over the
+/// axis `dp` (required, except for Megatron where it is optional), and for
+/// Megatron the transformer's linear layer pairs split over the axis `tp`
+/// (column- then row-parallel, see TransformerBlocks.h).
 /// ZeRO-3 also makes parameters whole before every compute use (reshards
 /// the partitioner turns into all-gathers).
 llvm::Expected<std::vector<ShardingHint>>

@@ -27,7 +27,7 @@ struct DistributionFlags {
                   cl::desc("YAML or JSON file of sharding hints"),
                   cl::value_desc("FILE"), cl::sub(sub)),
         strategy(
-            "strategy", cl::desc("Distribution preset (needs a 'dp' axis)"),
+            "strategy", cl::desc("Distribution preset"),
             cl::values(
                 clEnumValN(mlir::cleave::Strategy::None, "none",
                            "only the given hints"),
@@ -38,7 +38,10 @@ struct DistributionFlags {
                 clEnumValN(mlir::cleave::Strategy::Zero2, "zero2",
                            "zero1 + gradients reduce-scattered"),
                 clEnumValN(mlir::cleave::Strategy::Zero3, "zero3",
-                           "zero2 + parameters split, gathered per use")),
+                           "zero2 + parameters split, gathered per use"),
+                clEnumValN(mlir::cleave::Strategy::Megatron, "megatron",
+                           "transformer MLP/attention layers column- then "
+                           "row-parallel over 'tp', batch over 'dp'")),
             cl::init(mlir::cleave::Strategy::None), cl::sub(sub)),
         printSharding("print-sharding",
                       cl::desc("Print the sharding of every parameter and "

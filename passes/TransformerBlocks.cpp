@@ -1,0 +1,135 @@
+//===- TransformerBlocks.cpp - finding Megatron-style layer pairs ----------===//
+
+#include "passes/TransformerBlocks.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// A linear layer in the forward pass: its weight, input and output.
+struct FoundLinear {
+  LinearLayer layer;
+  Value input;
+  Value output;
+};
+
+bool isParam(func::FuncOp func, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  return arg && func.getArgAttr(arg.getArgNumber(),
+                                CleaveDialect::kParamAttrName);
+}
+
+/// The linear layer `op` computes, if it multiplies activations by a 2-d
+/// parameter (PyTorch's Linear: Gemm with trans_b, or MatMul with the
+/// transposed weight).
+std::optional<FoundLinear> matchLinear(func::FuncOp func, Operation *op) {
+  FoundLinear found;
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    if (!isParam(func, gemm.getB()) || gemm.getTransA())
+      return std::nullopt;
+    found.layer = {cast<BlockArgument>(gemm.getB()), gemm.getTransB() ? 0 : 1,
+                   BlockArgument()};
+    if (gemm.getC() && isParam(func, gemm.getC()))
+      found.layer.bias = cast<BlockArgument>(gemm.getC());
+    found.input = gemm.getA();
+    found.output = gemm.getResult();
+    return found;
+  }
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!matmul || matmul.getRhs().getType().getRank() != 2)
+    return std::nullopt;
+  Value rhs = matmul.getRhs();
+  if (auto transpose = rhs.getDefiningOp<TransposeOp>();
+      transpose && isParam(func, transpose.getInput()))
+    found.layer = {cast<BlockArgument>(transpose.getInput()), 0,
+                   BlockArgument()};
+  else if (isParam(func, rhs))
+    found.layer = {cast<BlockArgument>(rhs), 1, BlockArgument()};
+  else
+    return std::nullopt;
+  found.input = matmul.getLhs();
+  found.output = matmul.getResult();
+  // A following add of a 1-d parameter is the bias.
+  if (found.output.hasOneUse())
+    if (auto add = dyn_cast<AddOp>(*found.output.user_begin()))
+      for (Value operand : add->getOperands())
+        if (operand != found.output && isParam(func, operand) &&
+            cast<ShapedType>(operand.getType()).getRank() == 1) {
+          found.layer.bias = cast<BlockArgument>(operand);
+          found.output = add.getResult();
+        }
+  return found;
+}
+
+} // namespace
+
+TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
+  // The forward pass: ops before the first gradient op (autodiff appends
+  // the backward pass after the forward ops).
+  SmallVector<FoundLinear> linears;
+  llvm::DenseMap<Value, size_t> byOutput;
+  llvm::DenseSet<Value> seenWeights;
+  for (Operation &op : func.getBody().front()) {
+    std::optional<FoundLinear> found = matchLinear(func, &op);
+    // A weight used twice (tied, or its gradient's matmul) is not a
+    // forward layer we can split on its own.
+    if (!found || !seenWeights.insert(found->layer.weight).second)
+      continue;
+    byOutput[found->output] = linears.size();
+    linears.push_back(*found);
+  }
+
+  TensorParallelPlan plan;
+  llvm::DenseSet<size_t> assigned;
+  for (auto [index, second] : llvm::enumerate(linears)) {
+    // Walk back from the layer's input to the linear outputs it comes from.
+    SmallVector<Value> worklist{second.input};
+    llvm::DenseSet<Value> visited;
+    llvm::SetVector<size_t> sources;
+    bool crossesHeads = false, splitsFused = false, blocked = false;
+    while (!worklist.empty() && !blocked) {
+      Value value = worklist.pop_back_val();
+      if (!visited.insert(value).second)
+        continue;
+      if (auto it = byOutput.find(value); it != byOutput.end()) {
+        sources.insert(it->second);
+        continue;
+      }
+      Operation *def = value.getDefiningOp();
+      if (!def || isa<ConstantOp>(def))
+        continue;
+      if (isa<MatmulOp>(def)) {
+        crossesHeads = true;
+      } else if (isa<SplitOp>(def)) {
+        splitsFused = true;
+      } else if (!def->hasTrait<cleave::OpTrait::Broadcasting>() &&
+                 !def->hasTrait<mlir::OpTrait::Elementwise>() &&
+                 !isa<ReshapeOp, TransposeOp, SoftmaxOp, SliceOp>(def)) {
+        blocked = true;
+        break;
+      }
+      // Parameters along the way (a bias, a scale) are not activations.
+      for (Value operand : def->getOperands())
+        if (!isParam(func, operand))
+          worklist.push_back(operand);
+    }
+    if (blocked || sources.size() != 1 || assigned.count(index))
+      continue;
+    size_t first = sources.front();
+    if (assigned.count(first))
+      continue;
+    plan.rowParallel.push_back(second.layer);
+    assigned.insert(index);
+    if (!crossesHeads || !splitsFused) {
+      plan.columnParallel.push_back(linears[first].layer);
+      assigned.insert(first);
+    }
+  }
+  return plan;
+}

@@ -1,0 +1,40 @@
+//===- TransformerBlocks.h - finding Megatron-style layer pairs -*- C++ -*-===//
+//
+// Recognises, in a training step, the pairs of linear layers that Megatron-LM
+// splits over a tensor-parallel axis: a column-parallel layer (output
+// features split) whose output reaches, through elementwise ops only, a
+// row-parallel layer (input features split): a transformer's MLP block. An
+// attention block, where the path also crosses matmuls between activations
+// (the heads), makes its output projection row-parallel; its input
+// projection is column-parallel too unless a split of fused q/k/v lies on
+// the path (a block split of fused q/k/v would not keep heads together), in
+// which case it stays whole and the heads split after it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PASSES_TRANSFORMERBLOCKS_H
+#define CLEAVE_PASSES_TRANSFORMERBLOCKS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::cleave {
+
+/// A linear layer: `weight` (an argument) multiplies the activations.
+struct LinearLayer {
+  BlockArgument weight;
+  /// The weight dimension that holds the output features.
+  int64_t outputDim;
+  /// The bias argument added to the product, if any.
+  BlockArgument bias;
+};
+
+struct TensorParallelPlan {
+  SmallVector<LinearLayer> columnParallel;
+  SmallVector<LinearLayer> rowParallel;
+};
+
+TensorParallelPlan findTensorParallelLayers(func::FuncOp func);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_PASSES_TRANSFORMERBLOCKS_H
