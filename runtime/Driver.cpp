@@ -77,7 +77,7 @@ struct Options {
   std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
       exportOnnx, dumpLocal;
   bool synthetic = false, quiet = false, resume = false, shuffle = false,
-       printComm = false;
+       printComm = false, printMemory = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
 };
@@ -88,7 +88,7 @@ const char *kUsage =
     "          [--resume]] [--dump-params DIR] [--dump-outputs DIR]\n"
     "          [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
-    "          [--quiet] [--print-comm] [--dump-local DIR]\n"
+    "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping around\n"
@@ -113,6 +113,8 @@ const char *kUsage =
     "  --quiet            no progress lines on stderr\n"
     "  --dump-local DIR   write each rank's own blocks of the parameters and\n"
     "                     states as DIR/rank<R>/<name>.npy\n"
+    "  --print-memory     print each rank's bytes of parameters and state\n"
+    "                     and of scratch (activations, gradients)\n"
     "  --print-comm       print the bytes each rank sent per step, by\n"
     "                     collective kind\n"
     "A distributed program runs under mpirun with as many ranks as its\n"
@@ -183,6 +185,8 @@ Options parseOptions(int argc, char **argv) {
       options.quiet = true;
     } else if (arg == "--dump-local") {
       options.dumpLocal = takeValue();
+    } else if (arg == "--print-memory") {
+      options.printMemory = true;
     } else if (arg == "--print-comm") {
       options.printComm = true;
     } else if (arg == "--export-onnx") {
@@ -437,6 +441,30 @@ void printCommunication(const CommCounters &counters, int64_t steps,
   std::fflush(stdout);
 }
 
+/// --print-memory: rank 0 prints every rank's persistent and scratch bytes.
+void printMemory(int64_t persistentBytes, int64_t scratchBytes,
+                 const GlobalTensors &global) {
+  std::vector<int64_t> mine = {persistentBytes, scratchBytes};
+  std::vector<int64_t> all(mine);
+  int ranks = global.distributed ? worldSize() : 1;
+  if (global.distributed) {
+    AxisGroup world{};
+    for (int a = 0; a < global.program.mesh.numAxes; ++a)
+      world.axes[world.count++] = static_cast<int8_t>(a);
+    all.resize(2 * ranks);
+    allGather(mine.data(), all.data(), 2 * sizeof(int64_t), world);
+    if (!isMeshRoot())
+      return;
+  }
+  std::printf("memory per rank:\n");
+  for (int r = 0; r < ranks; ++r)
+    std::printf("  rank %d: parameters and state %lld bytes, scratch %lld "
+                "bytes\n",
+                r, static_cast<long long>(all[2 * r]),
+                static_cast<long long>(all[2 * r + 1]));
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int runProgram(const Program &program, int argc, char **argv) {
@@ -648,6 +676,8 @@ int runProgram(const Program &program, int argc, char **argv) {
                       global))
       fail(error.empty() ? "another rank could not write --dump-local" : error);
   }
+  if (options.printMemory)
+    printMemory(persistentBytes, program.arenaBytes, global);
   if (options.printComm)
     printCommunication(stepComm, options.steps - firstStep, global);
   finalizeMesh();
