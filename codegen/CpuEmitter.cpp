@@ -177,6 +177,12 @@ public:
 
 private:
   LogicalResult emitOp(Operation *op);
+  /// Waits for the started collectives whose results `op` reads.
+  void finishCollectivesUsedBy(Operation *op) {
+    for (const std::string &bucket : pendingWaits.lookup(op))
+      body << "  finishAllReduceBucket(" << bucket << ");\n";
+    pendingWaits.erase(op);
+  }
   LogicalResult emitConstant(ConstantOp op);
   /// Groups chains of fusible elementwise ops whose intermediate values have
   /// one use each (the next op of the chain) into one loop.
@@ -242,6 +248,8 @@ private:
   /// Fused chains by their last op; ops folded into a later op's loop.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> fusedGroups;
   llvm::DenseSet<Operation *> fusedAway;
+  /// Started all-reduce buckets, by the op that first reads them.
+  llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
 };
 
 void Emitter::planFusion(Block &block) {
@@ -359,6 +367,7 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
 }
 
 LogicalResult Emitter::emitOp(Operation *op) {
+  finishCollectivesUsedBy(op);
   if (auto constant = dyn_cast<ConstantOp>(op))
     return emitConstant(constant);
   if (fusedAway.contains(op))
@@ -834,16 +843,25 @@ LogicalResult Emitter::emitOp(Operation *op) {
           outs += (outs.empty() ? "" : ", ") + t(out);
           counts += (counts.empty() ? "" : ", ") + n(in);
         }
-        std::string name = uniqueName(base + "_bucket");
+        // Started here, finished before the first use of a result, so
+        // the exchange overlaps the ops in between (the rest of the
+        // backward pass, for gradient buckets).
+        std::string name = uniqueName(base + "_comm");
         body << formatv("  {{\n    const void *{0}_in[] = {{{1}};\n"
                         "    void *{0}_out[] = {{{2}};\n"
                         "    const int64_t {0}_count[] = {{{3}};\n",
                         name, ins, outs, counts);
-        call(op, formatv("  allReduceBucket({0}_in, {0}_out, {0}_count, {1}, "
-                         "{2}, {3})",
+        call(op, formatv("  {0} = startAllReduceBucket({0}_in, {0}_out, "
+                         "{0}_count, {1}, {2}, {3})",
                          name, allReduce.getInputs().size(),
                          dtypeEnum(element), axisGroup(allReduce.getAxes())));
         body << "  }\n";
+        globals << "static int64_t " << name << ";\n";
+        Operation *firstUse = nullptr;
+        for (Operation *user : op->getUsers())
+          if (!firstUse || user->isBeforeInBlock(firstUse))
+            firstUse = user;
+        pendingWaits[firstUse].push_back(name);
         return success();
       })
       .Case([&](AllGatherOp gather) {
@@ -956,6 +974,7 @@ FailureOr<EmittedProgram> Emitter::run() {
   // Results: the loss is reported; updates land in their tensors; graph
   // outputs are copied to output tensors (for --dump-outputs).
   auto ret = cast<func::ReturnOp>(block.getTerminator());
+  finishCollectivesUsedBy(ret);
   bool haveLoss = false;
   int numTensors = block.getNumArguments();
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {

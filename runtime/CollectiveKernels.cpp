@@ -5,6 +5,7 @@
 #include "runtime/Collectives.h"
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace cleave::rt {
@@ -27,6 +28,55 @@ void allReduceBucket(const void *const *inputs, void *const *outputs,
   allReduceSum(staging.data(), total, type, group);
   for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
     std::memcpy(outputs[i], staging.data() + offset * size, counts[i] * size);
+}
+
+namespace {
+
+/// A bucket in flight: the packed tensors and where they go back to.
+struct PendingBucket {
+  CollectiveHandle handle;
+  std::vector<char> staging;
+  std::vector<void *> outputs;
+  std::vector<int64_t> counts;
+  int64_t elementBytes;
+};
+std::map<int64_t, PendingBucket> pendingBuckets;
+int64_t nextBucket = 0;
+
+} // namespace
+
+int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
+                             const int64_t *counts, int numTensors, DType type,
+                             AxisGroup group) {
+  PendingBucket pending;
+  pending.elementBytes = dtypeSize(type);
+  int64_t total = 0;
+  for (int i = 0; i < numTensors; ++i) {
+    total += counts[i];
+    pending.outputs.push_back(outputs[i]);
+    pending.counts.push_back(counts[i]);
+  }
+  pending.staging.resize(total * pending.elementBytes);
+  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(pending.staging.data() + offset * pending.elementBytes,
+                inputs[i], counts[i] * pending.elementBytes);
+  pending.handle =
+      startAllReduceSum(pending.staging.data(), total, type, group);
+  int64_t id = nextBucket++;
+  pendingBuckets.emplace(id, std::move(pending));
+  return id;
+}
+
+void finishAllReduceBucket(int64_t bucket) {
+  auto it = pendingBuckets.find(bucket);
+  PendingBucket &pending = it->second;
+  waitCollective(pending.handle);
+  for (size_t i = 0, offset = 0; i < pending.outputs.size();
+       offset += pending.counts[i++])
+    std::memcpy(pending.outputs[i],
+                pending.staging.data() + offset * pending.elementBytes,
+                pending.counts[i] * pending.elementBytes);
+  pendingBuckets.erase(it);
 }
 
 namespace {

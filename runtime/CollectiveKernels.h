@@ -23,6 +23,14 @@ void allReduceBucket(const void *const *inputs, void *const *outputs,
                      const int64_t *counts, int numTensors, DType type,
                      AxisGroup group);
 
+/// The same, started on the communication thread so that compute goes on
+/// meanwhile: the inputs are read now, the outputs are written by
+/// finishAllReduceBucket, which the step calls before their first use.
+int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
+                             const int64_t *counts, int numTensors, DType type,
+                             AxisGroup group);
+void finishAllReduceBucket(int64_t bucket);
+
 /// out = the concatenation along `dim` of the group's `in` blocks.
 void allGatherDim(const void *in, const Shape &inShape, int dim,
                   int64_t elementBytes, void *out, AxisGroup group);
