@@ -24,19 +24,20 @@ using namespace mlir::cleave;
 
 namespace {
 
-Value scalarConstant(OpBuilder &b, Location loc, float value) {
-  auto type = RankedTensorType::get({}, b.getF32Type());
+Value scalarConstant(OpBuilder &b, Location loc, FloatType element,
+                     double value) {
+  auto type = RankedTensorType::get({}, element);
   return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
 }
 
 /// The number of labels that count: all of them without an ignore_index,
-/// otherwise those that differ from it (as an f32 partial-sum-able value).
+/// otherwise those that differ from it (a sum, so it can be partial).
 Value countLabels(OpBuilder &b, Location loc, Value labels,
-                  std::optional<int64_t> ignoreIndex) {
+                  std::optional<int64_t> ignoreIndex, FloatType element) {
   auto labelType = cast<RankedTensorType>(labels.getType());
   if (!ignoreIndex)
-    return scalarConstant(b, loc, labelType.getNumElements());
+    return scalarConstant(b, loc, element, labelType.getNumElements());
   auto ignored = ConstantOp::create(
       b, loc,
       DenseElementsAttr::get(
@@ -44,13 +45,13 @@ Value countLabels(OpBuilder &b, Location loc, Value labels,
           b.getIntegerAttr(labelType.getElementType(), *ignoreIndex)));
   auto maskType = RankedTensorType::get(labelType.getShape(), b.getI1Type());
   Value isIgnored = EqualOp::create(b, loc, maskType, labels, ignored);
-  auto countType = RankedTensorType::get(labelType.getShape(), b.getF32Type());
+  auto countType = RankedTensorType::get(labelType.getShape(), element);
   Value counts = WhereOp::create(b, loc, countType, isIgnored,
-                                 scalarConstant(b, loc, 0.0f),
-                                 scalarConstant(b, loc, 1.0f));
+                                 scalarConstant(b, loc, element, 0.0),
+                                 scalarConstant(b, loc, element, 1.0));
   SmallVector<int64_t> axes(labelType.getRank());
   std::iota(axes.begin(), axes.end(), 0);
-  return ReduceSumOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()),
+  return ReduceSumOp::create(b, loc, RankedTensorType::get({}, element),
                              counts, b.getDenseI64ArrayAttr(axes),
                              b.getBoolAttr(false));
 }
@@ -82,13 +83,20 @@ struct DecomposeMeansPass
     OpBuilder b(op);
     b.setInsertionPointAfter(op);
     op.setReduction(LossReduction::Sum);
-    Value count = countLabels(b, op.getLoc(), labels, op.getIgnoreIndex());
+    auto element = cast<FloatType>(
+        cast<ShapedType>(loss.getType()).getElementType());
+    Value count =
+        countLabels(b, op.getLoc(), labels, op.getIgnoreIndex(), element);
     auto mean = DivOp::create(b, op.getLoc(), loss.getType(), loss, count);
     loss.replaceAllUsesExcept(mean, mean);
   }
 
+  /// Integer means round, so they stay means (and unsplit).
   void rewriteReduceMean(ReduceMeanOp op) {
     auto inputType = op.getInput().getType();
+    auto element = dyn_cast<FloatType>(inputType.getElementType());
+    if (!element)
+      return;
     int64_t count = 1;
     for (int64_t axis : op.getAxes())
       count *= inputType.getDimSize(axis);
@@ -96,7 +104,8 @@ struct DecomposeMeansPass
     auto sum = ReduceSumOp::create(b, op.getLoc(), op.getType(), op.getInput(),
                                    op.getAxesAttr(), op.getKeepdimsAttr());
     auto mean = MulOp::create(b, op.getLoc(), op.getType(), sum,
-                              scalarConstant(b, op.getLoc(), 1.0f / count));
+                              scalarConstant(b, op.getLoc(), element,
+                                             1.0 / count));
     op.replaceAllUsesWith(mean.getResult());
     op.erase();
   }

@@ -185,6 +185,10 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       return func.emitError("argument ")
              << arg.getArgNumber()
              << " has no sharding; run cleave-propagate-sharding first";
+    if (std::optional<std::string> problem =
+            sharding.checkAgainst(mesh, cast<ShapedType>(arg.getType())))
+      return func.emitError("argument ")
+             << arg.getArgNumber() << " has an invalid sharding: " << *problem;
     Placement placement = placementOf(sharding);
     arg.setType(localType(cast<RankedTensorType>(arg.getType()),
                           placement.dims));
@@ -199,11 +203,15 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       continue;
     }
     if (isa<func::ReturnOp>(op)) {
-      for (unsigned i = 0; i < op.getNumOperands(); ++i)
-        op.setOperand(i, convert(op.getOperand(i),
-                                 func.getResultAttrOfType<ShardingAttr>(
-                                     i, CleaveDialect::kShardingAttrName),
-                                 &op));
+      for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+        auto sharding = func.getResultAttrOfType<ShardingAttr>(
+            i, CleaveDialect::kShardingAttrName);
+        if (!sharding)
+          return func.emitError("result ")
+                 << i << " has no sharding; run cleave-propagate-sharding "
+                         "first";
+        op.setOperand(i, convert(op.getOperand(i), sharding, &op));
+      }
       continue;
     }
     auto shardings =
@@ -285,6 +293,8 @@ void bucketAllReduces(func::FuncOp func, int64_t bucketBytes) {
                    ((type.getElementTypeBitWidth() + 7) / 8);
     bool fits = !bucket.empty() &&
                 bucket.front().getAxes() == allReduce.getAxes() &&
+                cast<ShapedType>(bucket.front().getInputs()[0].getType())
+                        .getElementType() == type.getElementType() &&
                 bytes + size <= bucketBytes &&
                 llvm::none_of(bucket, [&](AllReduceOp member) {
                   return usedBefore(member, allReduce);

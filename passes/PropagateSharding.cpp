@@ -100,6 +100,8 @@ private:
 
   MeshAttr mesh;
   llvm::DenseMap<Value, ValueState> state;
+  /// Axes a value must stay whole over (a sharding's `replicated`).
+  llvm::DenseMap<Value, AxisList> forbidden;
   SmallVector<Tie> updateTies;
 };
 
@@ -113,6 +115,12 @@ LogicalResult Propagator::seed(func::FuncOp func) {
             sharding.checkAgainst(mesh, cast<ShapedType>(arg.getType())))
       return func.emitError("the sharding of ")
              << describe(arg) << " does not fit: " << *problem;
+    if (!sharding.getPartial().empty())
+      return func.emitError("the sharding of ")
+             << describe(arg)
+             << " has 'partial': arguments are whole values, not sums";
+    if (!sharding.getReplicated().empty())
+      forbidden[arg] = AxisList(sharding.getReplicatedAxes());
     auto priority = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
                                                        kPriorityAttrName);
     ValueState &dims = stateOf(arg);
@@ -198,8 +206,11 @@ bool Propagator::propagate(const Tie &tie) {
       std::optional<DimAssignment> &current = dims[dim];
       if (current && current->priority <= best[f]->priority)
         continue;
-      // A value cannot be split twice over one axis.
-      bool clash = false;
+      // A value cannot be split twice over one axis, nor over an axis it
+      // must stay whole over.
+      bool clash = llvm::any_of(best[f]->axes, [&](StringAttr axis) {
+        return llvm::is_contained(forbidden.lookup(value), axis);
+      });
       for (auto [other, assignment] : llvm::enumerate(dims))
         if (other != dim && assignment)
           for (StringAttr axis : best[f]->axes)
@@ -288,8 +299,14 @@ ShardingAttr Propagator::shardingOf(Value value) {
 void Propagator::materialize(func::FuncOp func, bool report) {
   MLIRContext *context = func.getContext();
   for (BlockArgument arg : func.getArguments()) {
+    ShardingAttr sharding = shardingOf(arg);
+    if (auto it = forbidden.find(arg); it != forbidden.end())
+      sharding = ShardingAttr::get(context, sharding.getDims(),
+                                   ArrayAttr::get(context, SmallVector<Attribute>(
+                                       it->second.begin(), it->second.end())),
+                                   sharding.getPartial());
     func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
-                    shardingOf(arg));
+                    sharding);
     func.removeArgAttr(arg.getArgNumber(), kPriorityAttrName);
   }
   // What each value really is: an op produces the sharding its rule
@@ -342,7 +359,10 @@ void Propagator::materialize(func::FuncOp func, bool report) {
         dims.push_back(f >= 0 ? SmallVector<StringAttr>(factorAxes[f])
                               : SmallVector<StringAttr>());
       }
-      produced[result] = ShardingAttr::get(context, dims, {}, {});
+      AxisList partial;
+      if (rule)
+        partial = getResultPartialAxes(*rule, index, factorAxes);
+      produced[result] = ShardingAttr::get(context, dims, {}, partial);
       resultAttrs.push_back(produced[result]);
     }
     op.setAttr(CleaveDialect::kShardingAttrName,

@@ -299,8 +299,13 @@ OpShardingRule convRule(Operation *op, ArrayRef<ConvRole> operands,
   };
   int64_t n = builder.factor(std::max(firstOf(ConvRole::Input, 0),
                                       firstOf(ConvRole::Output, 0)));
-  int64_t o = builder.factor(std::max(firstOf(ConvRole::Weight, 0),
-                                      firstOf(ConvRole::Output, 1)));
+  // With groups, a block of output channels reads another block of input
+  // channels than the same block of a local convolution would: channels
+  // stay whole.
+  int64_t o = group == 1 ? builder.factor(std::max(
+                               firstOf(ConvRole::Weight, 0),
+                               firstOf(ConvRole::Output, 1)))
+                         : -1;
   int64_t c = group == 1 ? builder.factor(std::max(
                                firstOf(ConvRole::Input, 1),
                                firstOf(ConvRole::Weight, 1)))

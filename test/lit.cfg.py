@@ -29,9 +29,15 @@ config.substitutions.append(
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
 config.substitutions.append(("%reference", os.path.join(config.test_source_root, "reference")))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
+# `%mpirun -np N cmd...`: as root (containers need the flag), with more
+# ranks than cores, a time limit that turns a deadlocked ring into a
+# failure, and one OpenMP thread per rank.
+config.substitutions.append(
+    ("%mpirun", "env OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --timeout 600"))
 
 llvm_config.add_tool_substitutions(
     [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),
      ToolSubst("cleave-unit-tests", unresolved="fatal"),
-     ToolSubst("cleave-runtime-tests", unresolved="fatal")],
+     ToolSubst("cleave-runtime-tests", unresolved="fatal"),
+     ToolSubst("cleave-collectives-test", unresolved="fatal")],
     [config.cleave_tools_dir])

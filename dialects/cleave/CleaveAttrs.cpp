@@ -59,8 +59,9 @@ void MeshAttr::print(AsmPrinter &printer) const {
   printer << "<";
   llvm::interleaveComma(llvm::zip(getAxisNames(), getAxisSizes()), printer,
                         [&](auto axis) {
-                          printer << std::get<0>(axis).getValue() << " = "
-                                  << std::get<1>(axis);
+                          printer.printKeywordOrString(
+                              std::get<0>(axis).getValue());
+                          printer << " = " << std::get<1>(axis);
                         });
   printer << ">";
 }
@@ -138,7 +139,9 @@ ParseResult parseAxisList(AsmParser &parser, SmallVectorImpl<StringAttr> &axes) 
 void printAxisList(AsmPrinter &printer, ArrayAttr axes) {
   printer << "[";
   llvm::interleaveComma(axes.getAsRange<StringAttr>(), printer,
-                        [&](StringAttr axis) { printer << axis.getValue(); });
+                        [&](StringAttr axis) {
+                          printer.printKeywordOrString(axis.getValue());
+                        });
   printer << "]";
 }
 

@@ -100,6 +100,11 @@ LogicalResult ReshardOp::verify() {
   if (std::optional<std::string> problem =
           getSharding().checkAgainst(mesh, getInput().getType()))
     return emitOpError("has an invalid sharding: ") << *problem;
+  // Turning a whole value into partial sums would need all but one rank to
+  // zero it; nothing needs that, so it is not a reshard.
+  if (!getSharding().getPartial().empty())
+    return emitOpError("cannot produce partial sums (its sharding has "
+                       "'partial')");
   return success();
 }
 
@@ -155,8 +160,9 @@ LogicalResult BroadcastOp::verify() {
   if (failed(mesh))
     return failure();
   int64_t size = groupSize(*mesh, getAxes());
-  if (getRoot() < 0 || getRoot() >= size)
-    return emitOpError("root ") << getRoot() << " is not a rank of a group of "
+  int64_t root = getRootAttr().getInt();
+  if (root < 0 || root >= size)
+    return emitOpError("root ") << root << " is not a rank of a group of "
                                 << size;
   return success();
 }
