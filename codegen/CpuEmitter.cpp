@@ -929,7 +929,7 @@ FailureOr<EmittedProgram> Emitter::run() {
                               << ", which the cpu target does not support";
     // Split tensors: the table holds the local block's shape and the
     // sharding; the embedded initial value is the whole tensor.
-    std::string sharding = "nullptr";
+    std::string sharding;
     RankedTensorType globalType = tensorType(arg);
     if (auto attr = func.getArgAttrOfType<ShardingAttr>(
             i, CleaveDialect::kShardingAttrName);
@@ -959,8 +959,9 @@ FailureOr<EmittedProgram> Emitter::run() {
     }
     if (role == "Param" || role == "State")
       program.persistentBytes += tensorBytes(arg.getType());
-    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}, {5}},\n",
-                       name, dtype, shapeLiteral(arg), role, offset, sharding);
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}{5}},\n",
+                       name, dtype, shapeLiteral(arg), role, offset,
+                       sharding.empty() ? "" : ", " + sharding);
     std::string var = uniqueName(name);
     names[arg] = var;
     body << formatv("  auto *{0} = static_cast<{1} *>(ctx.tensors[{2}]);\n",

@@ -153,7 +153,8 @@ mlir::cleave::readHintsFile(StringRef path) {
                 "': " + buffer.getError().message());
   HintsFile file;
   std::string diagnostics;
-  llvm::yaml::Input input((*buffer)->getBuffer(), nullptr,
+  // The buffer's name (the path) locates errors in messages.
+  llvm::yaml::Input input((*buffer)->getMemBufferRef(), nullptr,
                           [](const llvm::SMDiagnostic &diag, void *context) {
                             llvm::raw_string_ostream os(
                                 *static_cast<std::string *>(context));

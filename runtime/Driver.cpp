@@ -470,6 +470,15 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 int runProgram(const Program &program, int argc, char **argv) {
   initMesh(program.mesh, argc, argv);
   Options options = parseOptions(argc, argv);
+  // A one-rank program started as several ranks would train several
+  // independent copies; Open MPI tells each process how many there are.
+  if (program.mesh.numAxes == 0)
+    if (const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+        size && std::atoi(size) > 1)
+      fail("this program was compiled for one rank but mpirun started " +
+           std::string(size) +
+           "; recompile with --mesh (for example --mesh dp=" + size +
+           " --strategy dp) to train on several");
   GlobalTensors global(program);
   bool root = !global.distributed || isMeshRoot();
 

@@ -145,8 +145,11 @@ void initMesh(const MeshSpec &spec, int &argc, char **&argv) {
   if (meshRanks != mesh.worldSize)
     exitAllRanks(program,
                  "this program was compiled for the mesh " + meshText + " (" +
-                     plural(meshRanks, "rank") + ") but mpirun started " +
-                     plural(mesh.worldSize, "rank") +
+                     plural(meshRanks, "rank") + ") but " +
+                     (mesh.worldSize == 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")
+                          ? std::string("it runs alone (not under mpirun)")
+                          : "mpirun started " +
+                                plural(mesh.worldSize, "rank")) +
                      "; run it with 'mpirun -np " + std::to_string(meshRanks) +
                      "' or recompile with a --mesh of " +
                      plural(mesh.worldSize, "rank"));

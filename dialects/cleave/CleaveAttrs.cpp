@@ -266,15 +266,22 @@ ShardingAttr::checkAgainst(MeshAttr mesh, ShapedType type) const {
   auto checkKnown = [&](ArrayAttr axes) {
     for (StringAttr axis : axes.getAsRange<StringAttr>())
       if (mesh.getAxisIndex(axis.getValue()) < 0) {
-        os << "mesh axis '" << axis.getValue() << "' is not an axis of the mesh "
-           << mesh;
+        os << "mesh axis '" << axis.getValue() << "' is not an axis of the mesh (";
+        llvm::interleave(
+            llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()), os,
+            [&](auto a) {
+              os << std::get<0>(a).getValue() << "=" << std::get<1>(a);
+            },
+            ",");
+        os << ")";
         return false;
       }
     return true;
   };
   if (static_cast<int64_t>(getDims().size()) != type.getRank()) {
-    os << "the sharding has " << getDims().size()
-       << " dimensions but the tensor has rank " << type.getRank();
+    os << "the sharding lists " << getDims().size()
+       << (getDims().size() == 1 ? " dimension" : " dimensions")
+       << " but the tensor has rank " << type.getRank();
     return message;
   }
   if (!checkKnown(getReplicated()) || !checkKnown(getPartial()))

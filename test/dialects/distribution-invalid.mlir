@@ -272,7 +272,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
 
 module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
   func.func @reshard_rank(%x: tensor<8x4xf32>) {
-    // expected-error @+1 {{'cleave.reshard' op has an invalid sharding: the sharding has 1 dimensions but the tensor has rank 2}}
+    // expected-error @+1 {{'cleave.reshard' op has an invalid sharding: the sharding lists 1 dimension but the tensor has rank 2}}
     %0 = cleave.reshard %x to <[[dp]]> : tensor<8x4xf32>
     return
   }
@@ -282,7 +282,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
 
 module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
   func.func @reshard_unknown_axis(%x: tensor<8x4xf32>) {
-    // expected-error @+1 {{'cleave.reshard' op has an invalid sharding: mesh axis 'pp' is not an axis of the mesh #cleave.mesh<dp = 2, tp = 2>}}
+    // expected-error @+1 {{'cleave.reshard' op has an invalid sharding: mesh axis 'pp' is not an axis of the mesh (dp=2,tp=2)}}
     %0 = cleave.reshard %x to <[[pp], []]> : tensor<8x4xf32>
     return
   }
@@ -292,7 +292,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
 
 module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
   func.func @reshard_unknown_partial_axis(%x: tensor<8x4xf32>) {
-    // expected-error @+1 {{'cleave.reshard' op has an invalid sharding: mesh axis 'pp' is not an axis of the mesh #cleave.mesh<dp = 2, tp = 2>}}
+    // expected-error @+1 {{'cleave.reshard' op has an invalid sharding: mesh axis 'pp' is not an axis of the mesh (dp=2,tp=2)}}
     %0 = cleave.reshard %x to <[[], []], partial = [pp]> : tensor<8x4xf32>
     return
   }

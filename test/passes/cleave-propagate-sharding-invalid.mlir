@@ -11,7 +11,7 @@ module {
 // -----
 
 module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
-  // expected-error @+1 {{the sharding of 'x' does not fit: the sharding has 1 dimensions but the tensor has rank 2}}
+  // expected-error @+1 {{the sharding of 'x' does not fit: the sharding lists 1 dimension but the tensor has rank 2}}
   func.func @rank_mismatch(%x: tensor<8x4xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[dp]]>})
       -> tensor<8x4xf32> {
     return %x : tensor<8x4xf32>
@@ -21,7 +21,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
 // -----
 
 module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
-  // expected-error @+1 {{the sharding of 'w' does not fit: mesh axis 'tp' is not an axis of the mesh #cleave.mesh<dp = 2>}}
+  // expected-error @+1 {{the sharding of 'w' does not fit: mesh axis 'tp' is not an axis of the mesh (dp=2)}}
   func.func @unknown_axis(%w: tensor<8x4xf32> {cleave.param = "w", cleave.sharding = #cleave.sharding<[[], [tp]]>})
       -> tensor<8x4xf32> {
     return %w : tensor<8x4xf32>
@@ -31,7 +31,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
 // -----
 
 module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
-  // expected-error @+1 {{the sharding of 'w.momentum_buffer' does not fit: mesh axis 'tp' is not an axis of the mesh #cleave.mesh<dp = 2>}}
+  // expected-error @+1 {{the sharding of 'w.momentum_buffer' does not fit: mesh axis 'tp' is not an axis of the mesh (dp=2)}}
   func.func @unknown_replicated_axis(%m: tensor<8x4xf32> {cleave.state = "w.momentum_buffer", cleave.sharding = #cleave.sharding<[[dp], []], replicated = [tp]>})
       -> tensor<8x4xf32> {
     return %m : tensor<8x4xf32>

@@ -201,7 +201,10 @@ void printShardings(mlir::func::FuncOp func, llvm::raw_ostream &os) {
   os << "sharding of '" << func.getSymName() << "' on "
      << mlir::cleave::getModuleMesh(func) << ":\n";
   for (mlir::BlockArgument arg : func.getArguments()) {
-    llvm::StringRef name = "?";
+    llvm::StringRef name =
+        func.getArgAttr(arg.getArgNumber(), CleaveDialect::kStepAttrName)
+            ? "step"
+            : "?";
     for (llvm::StringRef attr :
          {CleaveDialect::kParamAttrName, CleaveDialect::kInputAttrName,
           CleaveDialect::kStateAttrName})
@@ -245,6 +248,11 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                     "compile MODEL.onnx [options] -o train\n";
     return 1;
   }
+  if (llvm::sys::fs::is_directory(output_)) {
+    llvm::errs() << "cleave compile: error: the output '" << output_
+                 << "' is a directory; give a file name with -o\n";
+    return 1;
+  }
   llvm::Expected<mlir::cleave::ApplyOptimizerPassOptions> optimizer =
       training_.optimizerOptions();
   if (!optimizer) {
@@ -262,6 +270,10 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     return 1;
 
   mlir::cleave::MeshAttr mesh;
+  if (distribution_.mesh.empty() &&
+      artifacts.metadata.count(mlir::cleave::kHintsMetadataKey))
+    llvm::errs() << "cleave compile: note: the model holds sharding hints; "
+                    "they apply with --mesh\n";
   if (!distribution_.mesh.empty()) {
     auto parsed = mlir::cleave::parseMesh(&context, distribution_.mesh);
     if (!parsed) {
