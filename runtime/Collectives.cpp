@@ -117,9 +117,11 @@ void runBlocking(std::function<void()> task) {
   task();
   lock.lock();
   commQueue->running = false;
-  // The thread waits for `running` to clear before it takes a task queued
-  // meanwhile (by another thread).
-  commQueue->workQueued.notify_one();
+  // A task queued meanwhile (from another thread) waited for `running` to
+  // clear. Otherwise the thread sleeps on: waking it for nothing would cost
+  // a context switch per collective.
+  if (!commQueue->tasks.empty())
+    commQueue->workQueued.notify_one();
 }
 
 void waitAll() {
@@ -158,8 +160,8 @@ void copyBytes(void *dst, const void *src, int64_t bytes) {
     std::memcpy(dst, src, bytes);
 }
 
-/// Every collective has its own calls; point-to-point messages between two
-/// ranks of one communicator match in order, so a single tag serves all.
+/// Collectives run one at a time and the messages between two ranks of a
+/// communicator match in the order they were sent, so one tag serves all.
 constexpr int kTag = 0;
 
 /// Posts the sends of `bytes` at `data` to `peer` as messages of at most
@@ -280,7 +282,7 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
 }
 
 //===----------------------------------------------------------------------===//
-// The algorithms, run on the communication thread
+// The algorithms, run one at a time on either thread
 //===----------------------------------------------------------------------===//
 
 void countCall(CollectiveKind kind) {
