@@ -73,7 +73,12 @@ def ddp_worker(rank, ranks, name, batch, steps, port, queue):
     model, args, _ = global_inputs(name, batch)
     local = batch // ranks
     args = tuple(a[rank * local:(rank + 1) * local] for a in args)
-    model = torch.nn.parallel.DistributedDataParallel(model)
+    # gloo cannot broadcast bool buffers (the GPT's causal mask); they are
+    # the same on every rank anyway.
+    ddp = torch.nn.parallel.DistributedDataParallel
+    ddp._set_params_and_buffers_to_ignore_for_model(
+        model, [n for n, b in model.named_buffers() if b.dtype == torch.bool])
+    model = ddp(model)
     opt = torch.optim.SGD(model.parameters(), lr=bench.LR)
     warm = max(1, steps // 5)
     for step in range(warm + steps):

@@ -39,8 +39,9 @@ struct MeshState {
 
 MeshState mesh;
 
-/// Checks what only a compiler bug could break: axes in range, none twice.
-bool isValidGroup(AxisGroup group) {
+/// Checks what only a compiler bug could break: axes in range, none twice
+/// (for asserts only).
+[[maybe_unused]] bool isValidGroup(AxisGroup group) {
   if (group.count < 0 || group.count > mesh.numAxes)
     return false;
   unsigned seen = 0;
