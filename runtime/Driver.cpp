@@ -399,11 +399,8 @@ struct GlobalTensors {
 bool allSucceeded(bool ok, const GlobalTensors &global) {
   if (!global.distributed)
     return ok;
-  AxisGroup world{};
-  for (int a = 0; a < global.program.mesh.numAxes; ++a)
-    world.axes[world.count++] = static_cast<int8_t>(a);
   int64_t failures = ok ? 0 : 1;
-  allReduceSum(&failures, 1, DType::I64, world);
+  allReduceSum(&failures, 1, DType::I64, allAxes(global.program.mesh));
   return failures == 0;
 }
 
@@ -421,12 +418,9 @@ void printCommunication(const CommCounters &counters, int64_t steps,
   int ranks = global.distributed ? worldSize() : 1;
   std::vector<int64_t> all(mine);
   if (global.distributed) {
-    AxisGroup world{};
-    for (int a = 0; a < global.program.mesh.numAxes; ++a)
-      world.axes[world.count++] = static_cast<int8_t>(a);
     all.resize(kNumCollectiveKinds * ranks);
     allGather(mine.data(), all.data(), kNumCollectiveKinds * sizeof(int64_t),
-              world);
+              allAxes(global.program.mesh));
     if (!isMeshRoot())
       return;
   }
@@ -448,11 +442,9 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
   std::vector<int64_t> all(mine);
   int ranks = global.distributed ? worldSize() : 1;
   if (global.distributed) {
-    AxisGroup world{};
-    for (int a = 0; a < global.program.mesh.numAxes; ++a)
-      world.axes[world.count++] = static_cast<int8_t>(a);
     all.resize(2 * ranks);
-    allGather(mine.data(), all.data(), 2 * sizeof(int64_t), world);
+    allGather(mine.data(), all.data(), 2 * sizeof(int64_t),
+              allAxes(global.program.mesh));
     if (!isMeshRoot())
       return;
   }

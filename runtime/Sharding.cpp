@@ -103,6 +103,13 @@ Shape globalShape(const Shape &local, const TensorSharding &sharding,
   return global;
 }
 
+AxisGroup allAxes(const MeshSpec &mesh) {
+  AxisGroup world{};
+  for (int a = 0; a < mesh.numAxes; ++a)
+    world.axes[world.count++] = static_cast<int8_t>(a);
+  return world;
+}
+
 std::vector<int> meshCoordsOf(const MeshSpec &mesh, int rank) {
   std::vector<int> coords(mesh.numAxes);
   for (int a = mesh.numAxes - 1; a >= 0; --a) {
@@ -155,11 +162,8 @@ void gatherGlobal(const char *local, const Shape &localShape,
     std::memcpy(global, local, localBytes);
     return;
   }
-  AxisGroup world{};
-  for (int a = 0; a < mesh.numAxes; ++a)
-    world.axes[world.count++] = static_cast<int8_t>(a);
   std::vector<char> blocks(localBytes * worldSize());
-  allGather(local, blocks.data(), localBytes, world);
+  allGather(local, blocks.data(), localBytes, allAxes(mesh));
   for (int r = 0; r < worldSize(); ++r) {
     std::vector<int> coords = meshCoordsOf(mesh, r);
     copyBlock(global, global_shape, blocks.data() + r * localBytes, localShape,

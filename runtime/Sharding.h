@@ -41,6 +41,10 @@ void copyBlock(char *global, const Shape &global_shape, char *local,
                const MeshSpec &mesh, const int *coords, int64_t elementBytes,
                bool toLocal);
 
+/// The group of every rank: all mesh axes in order (group rank = world
+/// rank).
+AxisGroup allAxes(const MeshSpec &mesh);
+
 /// The row-major mesh coordinates of world rank `rank`.
 std::vector<int> meshCoordsOf(const MeshSpec &mesh, int rank);
 
