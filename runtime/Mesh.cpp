@@ -143,17 +143,21 @@ void initMesh(const MeshSpec &spec, int &argc, char **&argv) {
                 std::to_string(spec.axisSizes[axis]);
     meshRanks *= spec.axisSizes[axis];
   }
-  if (meshRanks != mesh.worldSize)
-    exitAllRanks(program,
-                 "this program was compiled for the mesh " + meshText + " (" +
-                     plural(meshRanks, "rank") + ") but " +
-                     (mesh.worldSize == 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")
-                          ? std::string("it runs alone (not under mpirun)")
-                          : "mpirun started " +
-                                plural(mesh.worldSize, "rank")) +
-                     "; run it with 'mpirun -np " + std::to_string(meshRanks) +
-                     "' or recompile with a --mesh of " +
-                     plural(mesh.worldSize, "rank"));
+  if (meshRanks != mesh.worldSize) {
+    // Open MPI sets OMPI_COMM_WORLD_SIZE in every process mpirun starts;
+    // without it the program was run on its own (only the message differs).
+    bool underMpirun = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+    std::string started =
+        mesh.worldSize == 1 && !underMpirun
+            ? std::string("it runs alone (not under mpirun)")
+            : "mpirun started " + plural(mesh.worldSize, "rank");
+    exitAllRanks(program, "this program was compiled for the mesh " +
+                              meshText + " (" + plural(meshRanks, "rank") +
+                              ") but " + started + "; run it with 'mpirun -np " +
+                              std::to_string(meshRanks) +
+                              "' or recompile with a --mesh of " +
+                              plural(mesh.worldSize, "rank"));
+  }
 
   mesh.numAxes = spec.numAxes;
   int rest = mesh.worldRank;
