@@ -34,10 +34,13 @@ def Cleave_ReshardOp : Cleave_Op<"reshard", [Pure,
     two shardings of one value conflict, and partitioning lowers it to
     collectives (`all_reduce`, `all_gather`, `reduce_scatter`, `all_slice`).
 
+    The sharding is written without its `#cleave.sharding` prefix (the
+    prefixed form would take the op's `: type` as the attribute's type).
+
     Example:
 
     ```mlir
-    %r = cleave.reshard %x to #cleave.sharding<[[dp], []]> : tensor<8x4xf32>
+    %r = cleave.reshard %x to <[[dp], []]> : tensor<8x4xf32>
     ```
 
     **Constraints:**
