@@ -303,6 +303,28 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
     return;
   char *bytes = static_cast<char *>(data);
   int64_t elementBytes = dtypeSize(type);
+  if (count == 0)
+    return;
+  if (usesRecursiveDoubling(count * elementBytes, g)) {
+    // Exchange the whole buffer with the partner that differs in one bit,
+    // then add. Both partners add the same two values (in swapped order,
+    // which float addition does not notice), so all ranks end identical.
+    static std::vector<char> incoming;
+    incoming.resize(count * elementBytes);
+    for (int mask = 1; mask < g; mask <<= 1) {
+      int peer = group.rank ^ mask;
+      std::vector<MPI_Request> sends;
+      MPI_Request recv;
+      MPI_Irecv(incoming.data(), static_cast<int>(count * elementBytes),
+                MPI_BYTE, peer, kTag, group.comm, &recv);
+      postSends(group, peer, bytes, count * elementBytes, count * elementBytes,
+                CollectiveKind::AllReduce, sends);
+      MPI_Wait(&recv, MPI_STATUS_IGNORE);
+      waitRequests(sends);
+      add(bytes, bytes, incoming.data(), count, type);
+    }
+    return;
+  }
   auto chunk = [&](int c) {
     return bytes + ringChunkBegin(count, g, c) * elementBytes;
   };
