@@ -354,9 +354,11 @@ struct GlobalTensors {
   std::vector<TensorSharding> shardings;
   std::vector<int> coords;
   Program program;
+  const TensorSpec *localTensors;
   bool distributed;
 
-  explicit GlobalTensors(const Program &local) : program(local) {
+  explicit GlobalTensors(const Program &local)
+      : program(local), localTensors(local.tensors) {
     distributed = local.mesh.numAxes > 0;
     if (distributed)
       coords = meshCoordsOf(local.mesh, worldRank());
@@ -384,13 +386,8 @@ struct GlobalTensors {
               program.mesh, coords.data(),
               dtypeSize(specs[i].dtype), /*toLocal=*/true);
   }
-  Shape localShape(int i) const {
-    Shape shape = specs[i].shape;
-    for (int d = 0; d < shape.rank; ++d)
-      for (int a = 0; a < shardings[i].dims[d].count; ++a)
-        shape.dims[d] /= program.mesh.axisSizes[shardings[i].dims[d].axes[a]];
-    return shape;
-  }
+  /// The block's shape: the generated table's own.
+  const Shape &localShape(int i) const { return localTensors[i].shape; }
 };
 
 /// Every rank learns whether all ranks succeeded, so that an error on one
