@@ -10,15 +10,12 @@
 #ifndef CLEAVE_RUNTIME_ELEMENTWISEBODIES_H
 #define CLEAVE_RUNTIME_ELEMENTWISEBODIES_H
 
+#include "runtime/HostDevice.h"
+
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define CLEAVE_HD __host__ __device__
-#else
-#define CLEAVE_HD
-#endif
 
 namespace cleave::body {
 

@@ -11,14 +11,12 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_H
 #define CLEAVE_RUNTIME_KERNELS_H
 
+#include "runtime/KernelTypes.h"
 #include "runtime/Shape.h"
 
 #include <cstdint>
 
 namespace cleave::rt {
-
-enum class Reduction { None = 0, Sum = 1, Mean = 2 };
-enum class ReduceKind { Sum, Mean, Max };
 
 //===----------------------------------------------------------------------===//
 // Linear algebra (OpenBLAS)

@@ -8,6 +8,8 @@
 #ifndef CLEAVE_RUNTIME_SHAPE_H
 #define CLEAVE_RUNTIME_SHAPE_H
 
+#include "runtime/HostDevice.h"
+
 #include <cstdint>
 #include <initializer_list>
 
@@ -25,15 +27,15 @@ struct Shape {
     for (int64_t d : list)
       dims[rank++] = d;
   }
-  int64_t operator[](int i) const { return dims[i]; }
-  int64_t numElements() const {
+  CLEAVE_HD int64_t operator[](int i) const { return dims[i]; }
+  CLEAVE_HD int64_t numElements() const {
     int64_t n = 1;
     for (int i = 0; i < rank; ++i)
       n *= dims[i];
     return n;
   }
   /// Product of dims [begin, end).
-  int64_t product(int begin, int end) const {
+  CLEAVE_HD int64_t product(int begin, int end) const {
     int64_t n = 1;
     for (int i = begin; i < end; ++i)
       n *= dims[i];

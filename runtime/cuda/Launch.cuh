@@ -1,0 +1,44 @@
+//===- Launch.cuh - run a work-item functor over an index range -*- CUDA -*-===//
+//
+// Part of the Cleave runtime's cuda backend. Every cuda kernel of the
+// runtime is a functor of the *Bodies.h headers, `CLEAVE_HD void
+// operator()(int64_t i) const` doing work item i, launched here over
+// [0, n). runOnHost (SharedBodiesTest) calls the same functor in a plain
+// loop, which is how the cpu checks the math the GPU runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_CUDA_LAUNCH_CUH
+#define CLEAVE_RUNTIME_CUDA_LAUNCH_CUH
+
+#include "runtime/cuda/CudaSupport.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace cleave::rt::cuda {
+
+constexpr int kThreadsPerBlock = 256;
+
+/// Grid-stride loop: any n with a bounded grid.
+template <typename F> __global__ void forEachIndex(int64_t n, F f) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < n; i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    f(i);
+}
+
+/// Enqueues f(i) for i in [0, n) on the compute stream.
+template <typename F> void launch(int64_t n, const F &f) {
+  if (n <= 0)
+    return;
+  int64_t blocks = std::min<int64_t>((n + kThreadsPerBlock - 1) /
+                                         kThreadsPerBlock,
+                                     int64_t(1) << 16);
+  forEachIndex<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0,
+                 computeStream()>>>(n, f);
+  CLEAVE_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace cleave::rt::cuda
+
+#endif // CLEAVE_RUNTIME_CUDA_LAUNCH_CUH
