@@ -526,6 +526,11 @@ const CommCounters &commCounters() {
   return counters;
 }
 
+void recordCollective(CollectiveKind kind, int64_t bytesSent) {
+  ++counters.calls[static_cast<int>(kind)];
+  counters.bytesSent[static_cast<int>(kind)] += bytesSent;
+}
+
 void resetCommCounters() {
   waitAll();
   counters = CommCounters();

@@ -81,6 +81,9 @@ struct CommCounters {
 };
 /// Waits for every started collective, then returns the counters.
 const CommCounters &commCounters();
+/// Counts one collective that another backend (NCCL, on the cuda target)
+/// ran, with the bytes this rank sent in it.
+void recordCollective(CollectiveKind kind, int64_t bytesSent);
 /// Waits for every started collective, then zeroes the counters.
 void resetCommCounters();
 

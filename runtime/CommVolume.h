@@ -41,21 +41,28 @@ inline bool usesRecursiveDoubling(int64_t bytes, int groupSize) {
 
 /// Ring all-reduce: the reduce-scatter phase sends every chunk but
 /// (rank + 1) % g, the all-gather phase every chunk but (rank + 2) % g.
-/// Small ones (usesRecursiveDoubling) send the whole buffer log2 g times.
-inline int64_t allReduceBytesSent(int64_t count, int64_t elementBytes,
-                                  int groupSize, int groupRank) {
+/// (NCCL's ring, on the cuda target, moves the same volume.)
+inline int64_t ringAllReduceBytesSent(int64_t count, int64_t elementBytes,
+                                      int groupSize, int groupRank) {
   if (groupSize <= 1)
     return 0;
-  if (usesRecursiveDoubling(count * elementBytes, groupSize)) {
+  int g = groupSize;
+  return (2 * count - ringChunkSize(count, g, (groupRank + 1) % g) -
+          ringChunkSize(count, g, (groupRank + 2) % g)) *
+         elementBytes;
+}
+
+/// What the cpu runtime's all-reduce sends: the ring's volume, except that
+/// small ones (usesRecursiveDoubling) send the whole buffer log2 g times.
+inline int64_t allReduceBytesSent(int64_t count, int64_t elementBytes,
+                                  int groupSize, int groupRank) {
+  if (groupSize > 1 && usesRecursiveDoubling(count * elementBytes, groupSize)) {
     int64_t rounds = 0;
     for (int mask = 1; mask < groupSize; mask <<= 1)
       ++rounds;
     return rounds * count * elementBytes;
   }
-  int g = groupSize;
-  return (2 * count - ringChunkSize(count, g, (groupRank + 1) % g) -
-          ringChunkSize(count, g, (groupRank + 2) % g)) *
-         elementBytes;
+  return ringAllReduceBytesSent(count, elementBytes, groupSize, groupRank);
 }
 
 /// Ring all-gather: g - 1 steps, one block each.

@@ -13,11 +13,13 @@
 #include "runtime/Program.h"
 #include "runtime/Sharding.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
@@ -221,10 +223,7 @@ Options parseOptions(int argc, char **argv) {
   return options;
 }
 
-struct AlignedFree {
-  void operator()(void *p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<char, AlignedFree>;
+using Buffer = std::unique_ptr<char, std::function<void(void *)>>;
 
 Buffer allocate(int64_t bytes) {
   size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
@@ -232,8 +231,23 @@ Buffer allocate(int64_t bytes) {
   if (!p)
     fail("cannot allocate " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, size ? size : 64);
-  return Buffer(static_cast<char *>(p));
+  return Buffer(static_cast<char *>(p), [](void *p) { std::free(p); });
 }
+
+/// Page-locked host memory from the device, which copies it to the device
+/// without staging.
+Buffer allocatePinned(const DeviceHooks &device, int64_t bytes) {
+  char *p = static_cast<char *>(device.allocateHost(bytes ? bytes : 64));
+  std::memset(p, 0, bytes);
+  return Buffer(p, device.freeHost);
+}
+
+int64_t tensorBytes(const TensorSpec &spec) {
+  return spec.shape.numElements() * dtypeSize(spec.dtype);
+}
+
+/// Device tensors start on 256-byte boundaries, as cudaMalloc's do.
+int64_t alignUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 std::string shapeText(const int64_t *dims, int rank) {
   std::string text = "[";
@@ -470,15 +484,24 @@ int runProgram(const Program &program, int argc, char **argv) {
            " --strategy dp) to train on several");
   GlobalTensors global(program);
   bool root = !global.distributed || isMeshRoot();
+  const DeviceHooks *device = program.device;
+  if (device) {
+    std::string error;
+    if (!allSucceeded(device->start(error), global))
+      fail(error.empty() ? "another rank has no GPU it can use" : error);
+  }
 
   std::vector<Buffer> buffers;
+  // The host copy of every tensor, which files and logs read and write.
   std::vector<void *> pointers;
   std::vector<InputData> inputs;
   int64_t batch = 0, persistentBytes = 0;
   for (int i = 0; i < program.numTensors; ++i) {
     const TensorSpec &spec = program.tensors[i];
     int64_t bytes = spec.shape.numElements() * dtypeSize(spec.dtype);
-    buffers.push_back(allocate(bytes));
+    buffers.push_back(device && spec.role == Role::Input
+                          ? allocatePinned(*device, bytes)
+                          : allocate(bytes));
     pointers.push_back(buffers.back().get());
     if (spec.role == Role::Input) {
       inputs.push_back(loadInput(global.specs[i], options));
@@ -515,7 +538,45 @@ int runProgram(const Program &program, int argc, char **argv) {
            std::to_string(input.samples) + ")");
     dataset = &input;
   }
-  Buffer arena = allocate(program.arenaBytes);
+  // What the step reads and writes: the host copies (cpu target), or one
+  // device block holding every tensor and the arena.
+  std::vector<void *> stepPointers(pointers);
+  Buffer hostArena;
+  char *arena = nullptr;
+  if (device) {
+    std::vector<int64_t> offsets;
+    int64_t total = 0;
+    for (int i = 0; i < program.numTensors; ++i) {
+      offsets.push_back(total);
+      total += alignUp(tensorBytes(program.tensors[i]));
+    }
+    std::string error;
+    char *block =
+        device->reserve(total + program.arenaBytes, persistentBytes,
+                        program.arenaBytes, !options.quiet && root, error);
+    if (!allSucceeded(block != nullptr, global))
+      fail(error.empty() ? "another rank's GPU has too little memory" : error);
+    for (int i = 0; i < program.numTensors; ++i)
+      stepPointers[i] = block + offsets[i];
+    arena = block + total;
+  } else {
+    hostArena = allocate(program.arenaBytes);
+    arena = hostArena.get();
+  }
+  // Copies the tensors of the given roles between the host and the device.
+  auto transfer = [&](bool toDevice, std::initializer_list<Role> roles) {
+    if (!device)
+      return;
+    for (int i = 0; i < program.numTensors; ++i)
+      if (std::find(roles.begin(), roles.end(), program.tensors[i].role) !=
+          roles.end()) {
+        int64_t bytes = tensorBytes(program.tensors[i]);
+        if (toDevice)
+          device->upload(stepPointers[i], pointers[i], bytes);
+        else
+          device->download(pointers[i], stepPointers[i], bytes);
+      }
+  };
 
   // Whole tensors for reading and writing files: split tensors are loaded
   // whole and cut into blocks, or gathered from every rank before rank 0
@@ -545,6 +606,7 @@ int runProgram(const Program &program, int argc, char **argv) {
   // Rank 0 writes; every rank learns whether that worked.
   auto writeOnRoot = [&](auto write) {
     std::string error;
+    transfer(/*toDevice=*/false, {Role::Param, Role::State, Role::Output});
     gatherWhole();
     bool ok = !root || write(error);
     if (!allSucceeded(ok, global))
@@ -582,7 +644,8 @@ int runProgram(const Program &program, int argc, char **argv) {
                  static_cast<long long>(batch), persistentBytes / 1048576.0,
                  program.arenaBytes / 1048576.0);
 
-  StepContext context{pointers.data(), arena.get(), 0, options.seed, 0.0f};
+  transfer(/*toDevice=*/true, {Role::Param, Role::State});
+  StepContext context{stepPointers.data(), arena, 0, options.seed, 0.0f};
   auto start = std::chrono::steady_clock::now();
   int64_t every = std::max<int64_t>(1, options.steps / 20);
   SampleOrder order(dataset ? dataset->samples : 1, options);
@@ -612,6 +675,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     for (int i = 0; i < program.numTensors; ++i)
       if (program.tensors[i].role == Role::Step)
         *static_cast<int64_t *>(pointers[i]) = step;
+    transfer(/*toDevice=*/true, {Role::Input, Role::Step});
     context.step = step;
     CommCounters before = commCounters();
     program.step(context);
@@ -668,6 +732,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     std::string dir = options.dumpLocal + "/rank" +
                       std::to_string(global.distributed ? worldRank() : 0);
     mkdir(options.dumpLocal.c_str(), 0777);
+    transfer(/*toDevice=*/false, {Role::Param, Role::State, Role::Output});
     std::string error;
     if (!allSucceeded(writeTensors(dir, program, pointers.data(),
                                    /*outputs=*/false, error),
@@ -678,6 +743,8 @@ int runProgram(const Program &program, int argc, char **argv) {
     printMemory(persistentBytes, program.arenaBytes, global);
   if (options.printComm)
     printCommunication(stepComm, options.steps - firstStep, global);
+  if (device)
+    device->stop();
   finalizeMesh();
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "runtime/Shape.h"
 
 #include <cstdint>
+#include <string>
 
 namespace cleave::rt {
 
@@ -64,6 +65,30 @@ struct StepContext {
   float loss;
 };
 
+/// How the driver reaches the memory of a program whose step runs on an
+/// accelerator (the cuda target, runtime/cuda/CudaDevice.cu). The driver
+/// keeps a host copy of every tensor for files and logs; the step sees only
+/// device memory.
+struct DeviceHooks {
+  /// Chooses this process's device once the mesh is up; false, and why in
+  /// `error`, when there is none it can use.
+  bool (*start)(std::string &error);
+  /// One block of device memory for every tensor and the scratch arena,
+  /// reported first when `report`; null, and why (what is needed, what is
+  /// free) in `error`, when it does not fit.
+  char *(*reserve)(int64_t bytes, int64_t persistentBytes,
+                   int64_t scratchBytes, bool report, std::string &error);
+  /// Page-locked host memory for the input batches (copied asynchronously).
+  void *(*allocateHost)(int64_t bytes);
+  void (*freeHost)(void *host);
+  /// Host to device, ordered before the next step's kernels.
+  void (*upload)(void *device, const void *host, int64_t bytes);
+  /// Device to host, after the step's kernels; returns when done.
+  void (*download)(void *host, const void *device, int64_t bytes);
+  /// Releases the device before the mesh shuts down.
+  void (*stop)();
+};
+
 struct Program {
   /// The ONNX model the program was compiled from.
   const char *model;
@@ -82,6 +107,8 @@ struct Program {
   int64_t onnxModelBytes;
   /// The device mesh of a distributed program (no axes: one process).
   MeshSpec mesh = {0, nullptr, nullptr};
+  /// Null: the step runs on the host (cpu target).
+  const DeviceHooks *device = nullptr;
 };
 
 /// Runs the training loop; returns the process exit code.

@@ -244,13 +244,16 @@ void onnxAdagradUpdate(const float *x, const float *g, const float *h,
 
 /// dst[0, n) = src[0, n), device to device, on the compute stream.
 template <typename T> void copyN(const T *src, int64_t n, T *dst);
-/// dst[0, n) = value.
-template <typename T> void fillN(T *dst, int64_t n, T value);
+/// dst[0, n) = value (an inference-mode dropout's mask).
+void fillN(bool *dst, int64_t n, bool value);
 /// Waits for the compute stream and returns *src (the loss; a learning
 /// rate or step counter of an ONNX training optimizer).
 template <typename T> T readScalar(const T *src);
 /// *dst = value (a learning-rate factor computed on the host).
 void writeScalar(float *dst, float value);
+/// Waits until the step's kernels are done (the end of every step, so that
+/// the driver may refill the pinned input buffers).
+void synchronize();
 
 } // namespace cleave::rt::cuda
 

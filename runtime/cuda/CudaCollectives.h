@@ -1,0 +1,42 @@
+//===- CudaCollectives.h - collectives on device tensors (NCCL) --*- C++ -*-===//
+//
+// Part of the Cleave runtime's cuda backend: the functions of
+// CollectiveKernels.h with the same arguments and meaning, on device
+// memory, over NCCL. Every collective runs on the communication stream,
+// ordered against the compute stream by events, so one communicator is
+// only ever used from one stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_CUDA_CUDACOLLECTIVES_H
+#define CLEAVE_RUNTIME_CUDA_CUDACOLLECTIVES_H
+
+#include "runtime/Mesh.h"
+#include "runtime/Program.h"
+#include "runtime/Shape.h"
+
+#include <cstdint>
+
+namespace cleave::rt::cuda {
+
+/// Starts summing a bucket of tensors over `group` on the communication
+/// stream, after the kernels enqueued so far; the compute stream goes on.
+int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
+                             const int64_t *counts, int numTensors, DType type,
+                             AxisGroup group);
+/// Makes the compute stream wait for the bucket (not the host).
+void finishAllReduceBucket(int64_t bucket);
+
+void allGatherDim(const void *in, const Shape &inShape, int dim,
+                  int64_t elementBytes, void *out, AxisGroup group);
+void reduceScatterDim(const void *in, const Shape &inShape, int dim,
+                      DType type, void *out, AxisGroup group);
+void allSliceDim(const void *in, const Shape &inShape, int dim,
+                 int64_t elementBytes, void *out, AxisGroup group);
+
+/// Frees the NCCL communicators (CudaDevice.cu, when the program ends).
+void destroyCommunicators();
+
+} // namespace cleave::rt::cuda
+
+#endif // CLEAVE_RUNTIME_CUDA_CUDACOLLECTIVES_H

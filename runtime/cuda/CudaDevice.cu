@@ -1,0 +1,229 @@
+//===- CudaDevice.cu - this process's GPU, its streams and memory ---------===//
+//
+// Part of the Cleave runtime's cuda backend. Chooses one GPU per rank by
+// node-local rank, owns the compute and communication streams and the
+// cuBLAS handle, reserves the one block of device memory the compiler's
+// plan asks for, and moves tensors between the host copies the driver keeps
+// and the device (the DeviceHooks of Program.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaCollectives.h"
+#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/CudaSupport.h"
+#include "runtime/cuda/Launch.cuh"
+
+#include "runtime/Program.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace cleave::rt::cuda {
+
+namespace {
+
+struct DeviceState {
+  int device = -1;
+  cudaStream_t compute = nullptr;
+  cudaStream_t comm = nullptr;
+  cublasHandle_t cublas = nullptr;
+  char *block = nullptr;
+};
+DeviceState state;
+
+std::string mib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+  return text;
+}
+
+/// This process's rank among the processes on its node, and their number
+/// (0 of 1 for a program run without mpirun).
+void nodeLocalRank(int &rank, int &size) {
+  rank = 0;
+  size = 1;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    return;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                      &node);
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+}
+
+bool start(std::string &error) {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    // Without a GPU (or its driver) the runtime reports "driver version is
+    // insufficient" or "no CUDA-capable device": say what that means here.
+    error = std::string("no usable CUDA GPU on this machine (CUDA says: ") +
+            (status != cudaSuccess ? cudaGetErrorString(status)
+                                   : "no devices") +
+            "); this program was compiled with --target cuda: run it on a "
+            "machine with an NVIDIA GPU and driver, or recompile without "
+            "--target cuda to train on the cpu";
+    return false;
+  }
+  int local = 0, localSize = 1;
+  nodeLocalRank(local, localSize);
+  if (localSize > count) {
+    error = std::to_string(localSize) +
+            " ranks run on this node but it has " + std::to_string(count) +
+            " GPU" + (count == 1 ? "" : "s") +
+            "; start at most one rank per GPU (mpirun --map-by ppr:" +
+            std::to_string(count) + ":node)";
+    return false;
+  }
+  state.device = local;
+  CLEAVE_CUDA_CHECK(cudaSetDevice(state.device));
+  CLEAVE_CUDA_CHECK(
+      cudaStreamCreateWithFlags(&state.compute, cudaStreamNonBlocking));
+  CLEAVE_CUDA_CHECK(
+      cudaStreamCreateWithFlags(&state.comm, cudaStreamNonBlocking));
+  CLEAVE_CUBLAS_CHECK(cublasCreate(&state.cublas));
+  CLEAVE_CUBLAS_CHECK(cublasSetStream(state.cublas, state.compute));
+  return true;
+}
+
+char *reserve(int64_t bytes, int64_t persistentBytes, int64_t scratchBytes,
+              bool report, std::string &error) {
+  size_t freeBytes = 0, totalBytes = 0;
+  CLEAVE_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  cudaDeviceProp properties;
+  CLEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, state.device));
+  std::string what = mib(bytes) + " of device memory (parameters and state " +
+                     mib(persistentBytes) + ", scratch " + mib(scratchBytes) +
+                     ", inputs and gradients the rest)";
+  if (report)
+    std::fprintf(stderr, "GPU %d (%s): needs %s; %s free of %s\n",
+                 state.device, properties.name, what.c_str(),
+                 mib(freeBytes).c_str(), mib(totalBytes).c_str());
+  if (static_cast<size_t>(bytes) > freeBytes) {
+    error = "the step needs " + what + " but GPU " +
+            std::to_string(state.device) + " (" + properties.name +
+            ") has " + mib(freeBytes) +
+            " free; shard the model over more GPUs (--mesh with "
+            "--strategy zero3 or megatron) or use a smaller batch";
+    return nullptr;
+  }
+  void *block = nullptr;
+  if (cudaMalloc(&block, bytes ? bytes : 256) != cudaSuccess) {
+    error = "cudaMalloc of " + what + " failed on GPU " +
+            std::to_string(state.device);
+    return nullptr;
+  }
+  CLEAVE_CUDA_CHECK(cudaMemset(block, 0, bytes));
+  state.block = static_cast<char *>(block);
+  return state.block;
+}
+
+void *allocateHost(int64_t bytes) {
+  void *host = nullptr;
+  CLEAVE_CUDA_CHECK(cudaMallocHost(&host, bytes));
+  return host;
+}
+
+void freeHost(void *host) { CLEAVE_CUDA_CHECK(cudaFreeHost(host)); }
+
+void upload(void *device, const void *host, int64_t bytes) {
+  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes,
+                                    cudaMemcpyHostToDevice, state.compute));
+}
+
+void download(void *host, const void *device, int64_t bytes) {
+  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes,
+                                    cudaMemcpyDeviceToHost, state.compute));
+  CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
+}
+
+void stop() {
+  CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
+  CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.comm));
+  destroyCommunicators();
+  CLEAVE_CUBLAS_CHECK(cublasDestroy(state.cublas));
+  CLEAVE_CUDA_CHECK(cudaFree(state.block));
+  CLEAVE_CUDA_CHECK(cudaStreamDestroy(state.compute));
+  CLEAVE_CUDA_CHECK(cudaStreamDestroy(state.comm));
+  state = DeviceState();
+}
+
+/// *dst = value: one work item, so that writing a scalar never waits.
+struct SetScalar {
+  float *dst;
+  float value;
+  __device__ void operator()(int64_t) const { *dst = value; }
+};
+
+} // namespace
+
+cudaStream_t computeStream() { return state.compute; }
+cudaStream_t commStream() { return state.comm; }
+cublasHandle_t cublasHandle() { return state.cublas; }
+
+void cudaFailure(const char *call, const char *file, int line,
+                 const char *error) {
+  std::fprintf(stderr,
+               "error: %s failed on GPU %d: %s (%s:%d); this is a fault of "
+               "the GPU, its driver or cleave, not of the model or data\n",
+               call, state.device, error, file, line);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+DeviceScratch::DeviceScratch(int64_t bytes) {
+  if (bytes > 0)
+    CLEAVE_CUDA_CHECK(cudaMallocAsync(&data_, bytes, state.compute));
+}
+
+DeviceScratch::~DeviceScratch() {
+  if (data_)
+    CLEAVE_CUDA_CHECK(cudaFreeAsync(data_, state.compute));
+}
+
+const DeviceHooks &cudaDeviceHooks() {
+  static const DeviceHooks hooks{start,   reserve,  allocateHost, freeHost,
+                                 upload,  download, stop};
+  return hooks;
+}
+
+template <typename T> void copyN(const T *src, int64_t n, T *dst) {
+  if (n > 0 && src != dst)
+    CLEAVE_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T),
+                                      cudaMemcpyDeviceToDevice, state.compute));
+}
+
+void fillN(bool *dst, int64_t n, bool value) {
+  if (n > 0)
+    CLEAVE_CUDA_CHECK(cudaMemsetAsync(dst, value ? 1 : 0, n, state.compute));
+}
+
+template <typename T> T readScalar(const T *src) {
+  T value{};
+  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(&value, src, sizeof(T),
+                                    cudaMemcpyDeviceToHost, state.compute));
+  CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
+  return value;
+}
+
+void writeScalar(float *dst, float value) { launch(1, SetScalar{dst, value}); }
+
+void synchronize() { CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute)); }
+
+#define CLEAVE_INSTANTIATE(T)                                                  \
+  template void copyN<T>(const T *, int64_t, T *);                             \
+  template T readScalar<T>(const T *);
+CLEAVE_INSTANTIATE(float)
+CLEAVE_INSTANTIATE(double)
+CLEAVE_INSTANTIATE(int64_t)
+CLEAVE_INSTANTIATE(int32_t)
+CLEAVE_INSTANTIATE(bool)
+#undef CLEAVE_INSTANTIATE
+
+} // namespace cleave::rt::cuda
