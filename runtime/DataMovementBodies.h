@@ -107,8 +107,7 @@ struct StridedIndex {
   }
 
   /// Reads `inShape` so that result dim i is input dim perm[i].
-  static StridedIndex transpose(const rt::Shape &inShape,
-                                const int64_t *perm) {
+  static StridedIndex transpose(const rt::Shape &inShape, const int64_t *perm) {
     int64_t inStrides[rt::kMaxRank];
     rowMajorStrides(inShape, inStrides);
     StridedIndex s;
@@ -124,8 +123,7 @@ struct StridedIndex {
   /// Element offsets + idx * strides of `inShape` for idx in `outShape`
   /// (cleave.slice; strides may be negative).
   static StridedIndex slice(const rt::Shape &inShape, const int64_t *offsets,
-                            const int64_t *strides,
-                            const rt::Shape &outShape) {
+                            const int64_t *strides, const rt::Shape &outShape) {
     int64_t inStrides[rt::kMaxRank];
     rowMajorStrides(inShape, inStrides);
     StridedIndex s;
@@ -206,8 +204,8 @@ template <typename T> struct RowBlockCopy {
 
   /// The copy of input `index` of concat(inputs, shapes, count, axis, out).
   static RowBlockCopy concatPiece(const T *const *inputs,
-                                  const rt::Shape *shapes, int count,
-                                  int axis, int index, T *out) {
+                                  const rt::Shape *shapes, int count, int axis,
+                                  int index, T *out) {
     const rt::Shape &first = shapes[0];
     axis = normalizeAxis(axis, first.rank);
     int64_t inner = first.product(axis + 1, first.rank);
@@ -217,9 +215,14 @@ template <typename T> struct RowBlockCopy {
         start = rowSize;
       rowSize += shapes[i].dims[axis] * inner;
     }
-    int64_t chunk = shapes[index].dims[axis] * inner;
-    return {inputs[index], out + start, first.product(0, axis), chunk, chunk,
-            rowSize};
+    RowBlockCopy copy;
+    copy.src = inputs[index];
+    copy.dst = out + start;
+    copy.rows = first.product(0, axis);
+    copy.rowLength = shapes[index].dims[axis] * inner;
+    copy.srcPitch = copy.rowLength;
+    copy.dstPitch = rowSize;
+    return copy;
   }
 
   /// The copy into output `index` of split(in, inShape, axis, sizes, ...).
@@ -231,9 +234,14 @@ template <typename T> struct RowBlockCopy {
     int64_t start = 0;
     for (int i = 0; i < index; ++i)
       start += sizes[i] * inner;
-    int64_t chunk = sizes[index] * inner;
-    return {in + start, out, inShape.product(0, axis), chunk,
-            inShape.dims[axis] * inner, chunk};
+    RowBlockCopy copy;
+    copy.src = in + start;
+    copy.dst = out;
+    copy.rows = inShape.product(0, axis);
+    copy.rowLength = sizes[index] * inner;
+    copy.srcPitch = inShape.dims[axis] * inner;
+    copy.dstPitch = copy.rowLength;
+    return copy;
   }
 };
 

@@ -56,6 +56,7 @@ cmake_args=(
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
   -DCMAKE_C_COMPILER_LAUNCHER=ccache
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
 )
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   cmake -S "$root" -B "$build_dir" "${cmake_args[@]}"

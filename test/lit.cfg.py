@@ -35,9 +35,23 @@ config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data
 config.substitutions.append(
     ("%mpirun", "env OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --timeout 600"))
 
+# Tests that build cuda-target programs need the CUDA toolkit (nvcc); where
+# it is missing lit reports them UNSUPPORTED, not passed.
+if config.cleave_have_cuda == "ON":
+    config.available_features.add("nvcc")
+# A machine with a working NVIDIA GPU (no-gpu.test checks the message a
+# program gives without one).
+import shutil
+import subprocess
+if shutil.which("nvidia-smi") and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-gpu")
+
 llvm_config.add_tool_substitutions(
     [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),
      ToolSubst("cleave-unit-tests", unresolved="fatal"),
      ToolSubst("cleave-runtime-tests", unresolved="fatal"),
-     ToolSubst("cleave-collectives-test", unresolved="fatal")],
+     ToolSubst("cleave-collectives-test", unresolved="fatal"),
+     ToolSubst("cleave-shared-bodies-tests", unresolved="fatal"),
+     ToolSubst("cleave-shared-bodies-tests-nvcc", unresolved="ignore")],
     [config.cleave_tools_dir])

@@ -12,6 +12,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace cleave::rt {
@@ -64,6 +65,14 @@ public:
 private:
   void *data_ = nullptr;
 };
+
+/// The device address of a __device__ array (a generated program's
+/// constants).
+template <typename T, size_t N> const T *deviceAddress(const T (&symbol)[N]) {
+  void *address = nullptr;
+  CLEAVE_CUDA_CHECK(cudaGetSymbolAddress(&address, symbol));
+  return static_cast<const T *>(address);
+}
 
 /// What the driver (Driver.cpp) calls to run the step on this process's GPU.
 const DeviceHooks &cudaDeviceHooks();

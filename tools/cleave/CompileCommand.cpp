@@ -8,8 +8,9 @@
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/DistributionFlags.h"
 #include "tools/cleave/ImportFlags.h"
+#include "tools/cleave/TargetFlags.h"
 
-#include "codegen/CpuEmitter.h"
+#include "codegen/ProgramEmitter.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/CommunicationPlan.h"
 #include "passes/Passes.h"
@@ -21,6 +22,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -37,6 +39,20 @@
 #endif
 #ifndef CLEAVE_MPI_LIBRARIES
 #define CLEAVE_MPI_LIBRARIES "-lmpi"
+#endif
+// The cuda target's compiler and runtime; empty when this cleave was built
+// without the CUDA toolkit.
+#ifndef CLEAVE_NVCC
+#define CLEAVE_NVCC ""
+#endif
+#ifndef CLEAVE_CUDA_HOST_CXX
+#define CLEAVE_CUDA_HOST_CXX "g++"
+#endif
+#ifndef CLEAVE_CUDA_RUNTIME_LIBRARY
+#define CLEAVE_CUDA_RUNTIME_LIBRARY ""
+#endif
+#ifndef CLEAVE_CUDA_LIBRARY_DIR
+#define CLEAVE_CUDA_LIBRARY_DIR ""
 #endif
 
 namespace cleave::driver {
@@ -159,7 +175,7 @@ class CompileCommand : public Command {
 public:
   CompileCommand()
       : sub_("compile", "Compile an ONNX model into a training program"),
-        import_(sub_), training_(sub_), distribution_(sub_),
+        import_(sub_), training_(sub_), distribution_(sub_), target_(sub_),
         output_("o", cl::desc("Output file (default: train)"),
                 cl::value_desc("file"), cl::init("train"), cl::sub(sub_)),
         emit_("emit", cl::desc("What to produce"),
@@ -170,8 +186,9 @@ public:
                                     "the training program")),
               cl::init(Emit::Binary), cl::sub(sub_)),
         keepSource_("keep-source",
-                    cl::desc("Keep the generated C++ next to the binary "
-                             "(<output>.cpp)"),
+                    cl::desc("Keep the generated source next to the binary "
+                             "(<output>.cpp, or <output>.cu for --target "
+                             "cuda)"),
                     cl::sub(sub_)) {}
 
   cl::SubCommand &subCommand() override { return sub_; }
@@ -179,6 +196,10 @@ public:
 
 private:
   int compileBinary(const std::string &source, llvm::StringRef blobPath);
+  /// The compiler and its arguments for the generated source at
+  /// `sourcePath`, or 1 after reporting why there is none.
+  int compilerCommand(llvm::StringRef sourcePath, std::string &compiler,
+                      std::vector<std::string> &args);
   /// Splits the training step over the mesh: hints, propagation,
   /// partitioning. Returns an exit code (0: done).
   int distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
@@ -189,6 +210,7 @@ private:
   ImportFlags import_;
   TrainingFlags training_;
   DistributionFlags distribution_;
+  TargetFlags target_;
   cl::opt<std::string> output_;
   cl::opt<Emit> emit_;
   cl::opt<bool> keepSource_;
@@ -260,6 +282,12 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                  << llvm::toString(optimizer.takeError()) << "\n";
     return 1;
   }
+  if (target_.target == mlir::cleave::Target::Cuda)
+    if (auto archs = target_.cudaArchitectures(); !archs) {
+      llvm::errs() << "cleave compile: error: "
+                   << llvm::toString(archs.takeError()) << "\n";
+      return 1;
+    }
   mlir::cleave::ImportOptions options;
   if (!import_.toOptions(options))
     return 1;
@@ -343,11 +371,12 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     return 1;
   }
   llvm::FileRemover removeBlob(blobPath);
-  mlir::cleave::CpuEmitOptions emitOptions{
-      std::string(blobPath), llvm::sys::path::filename(import_.model).str(),
+  mlir::cleave::EmitOptions emitOptions{
+      target_.target, std::string(blobPath),
+      llvm::sys::path::filename(import_.model).str(),
       static_cast<int64_t>(artifacts.originalModel.size())};
   mlir::FailureOr<mlir::cleave::EmittedProgram> program =
-      mlir::cleave::emitCpuProgram(step, emitOptions);
+      mlir::cleave::emitProgram(step, emitOptions);
   if (failed(program))
     return 1;
   if (emit_ == Emit::Source)
@@ -440,17 +469,76 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
   return 0;
 }
 
-/// Compiles the generated source with the host C++ compiler against the
-/// runtime library.
+int CompileCommand::compilerCommand(llvm::StringRef sourcePath,
+                                    std::string &compiler,
+                                    std::vector<std::string> &args) {
+  bool cuda = target_.target == mlir::cleave::Target::Cuda;
+  llvm::StringRef name = cuda ? CLEAVE_NVCC : CLEAVE_HOST_CXX;
+  if (cuda && name.empty()) {
+    llvm::errs() << "cleave compile: error: this cleave was built without the "
+                    "CUDA toolkit, so it cannot build --target cuda programs; "
+                    "rebuild it where nvcc is installed, or use --emit=source "
+                    "and compile the .cu yourself\n";
+    return 1;
+  }
+  auto found = llvm::sys::findProgramByName(name);
+  if (!found) {
+    llvm::errs() << "cleave compile: error: the " << (cuda ? "CUDA" : "C++")
+                 << " compiler '" << name << "' was not found\n";
+    return 1;
+  }
+  compiler = *found;
+  args = {compiler, "-std=c++17", std::string("-I") + CLEAVE_SOURCE_DIR,
+          sourcePath.str()};
+  if (cuda) {
+    // nvcc needs g++ as its host compiler (it rejects clang 22). Kernels for
+    // each architecture, and PTX of the newest for GPUs after it.
+    llvm::append_range(args, std::vector<std::string>{
+                                 "-O3", "--extended-lambda",
+                                 "-ccbin", CLEAVE_CUDA_HOST_CXX});
+    std::vector<unsigned> archs = cantFail(target_.cudaArchitectures());
+    for (unsigned arch : archs)
+      args.push_back(llvm::formatv("-gencode=arch=compute_{0},code=sm_{0}",
+                                   arch));
+    args.push_back(llvm::formatv("-gencode=arch=compute_{0},code=compute_{0}",
+                                 *llvm::max_element(archs)));
+    llvm::append_range(args, std::vector<std::string>{
+                                 CLEAVE_CUDA_RUNTIME_LIBRARY,
+                                 CLEAVE_RUNTIME_LIBRARY,
+                                 std::string("-L") + CLEAVE_CUDA_LIBRARY_DIR,
+                                 std::string("-Xlinker=-rpath,") +
+                                     CLEAVE_CUDA_LIBRARY_DIR,
+                                 "-lcublas", "-lnccl"});
+  } else {
+    llvm::append_range(args, std::vector<std::string>{
+                                 "-O2", "-march=native", "-fopenmp",
+                                 CLEAVE_RUNTIME_LIBRARY, "-lopenblas",
+                                 "-pthread"});
+  }
+  llvm::append_range(args,
+                     std::vector<std::string>{"-lonnx_proto", "-lprotobuf"});
+  llvm::SmallVector<llvm::StringRef> mpiLibraries;
+  llvm::StringRef(CLEAVE_MPI_LIBRARIES).split(mpiLibraries, '|', -1, false);
+  for (llvm::StringRef library : mpiLibraries)
+    args.push_back(library.str());
+  args.push_back("-o");
+  args.push_back(output_);
+  return 0;
+}
+
+/// Compiles the generated source against the runtime: with the host C++
+/// compiler for the cpu target, with nvcc for the cuda target.
 int CompileCommand::compileBinary(const std::string &source,
                                   llvm::StringRef blobPath) {
+  const char *extension =
+      target_.target == mlir::cleave::Target::Cuda ? "cu" : "cpp";
   llvm::SmallString<256> sourcePath;
   std::optional<llvm::FileRemover> removeSource;
   if (keepSource_) {
-    sourcePath = output_ + ".cpp";
+    sourcePath = output_ + "." + extension;
   } else {
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "cleave-step", "cpp", sourcePath)) {
+            "cleave-step", extension, sourcePath)) {
       llvm::errs() << "cleave compile: error: cannot create a temporary "
                       "file: "
                    << ec.message() << "\n";
@@ -460,24 +548,13 @@ int CompileCommand::compileBinary(const std::string &source,
   }
   if (int rc = writeFile(sourcePath, source))
     return rc;
-  auto compiler = llvm::sys::findProgramByName(CLEAVE_HOST_CXX);
-  if (!compiler) {
-    llvm::errs() << "cleave compile: error: the C++ compiler '"
-                 << CLEAVE_HOST_CXX << "' was not found\n";
-    return 1;
-  }
-  std::string includeFlag = std::string("-I") + CLEAVE_SOURCE_DIR;
-  llvm::SmallVector<llvm::StringRef> args{
-      *compiler,     "-std=c++17",   "-O2",          "-march=native",
-      "-fopenmp",    includeFlag,    sourcePath,     CLEAVE_RUNTIME_LIBRARY,
-      "-lonnx_proto", "-lprotobuf",  "-lopenblas",   "-pthread"};
-  llvm::SmallVector<llvm::StringRef> mpiLibraries;
-  llvm::StringRef(CLEAVE_MPI_LIBRARIES).split(mpiLibraries, '|', -1, false);
-  llvm::append_range(args, mpiLibraries);
-  args.push_back("-o");
-  args.push_back(output_);
+  std::string compiler;
+  std::vector<std::string> args;
+  if (int rc = compilerCommand(sourcePath, compiler, args))
+    return rc;
+  llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string error;
-  int rc = llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, {}, 0, 0,
+  int rc = llvm::sys::ExecuteAndWait(compiler, argRefs, std::nullopt, {}, 0, 0,
                                      &error);
   if (rc != 0) {
     llvm::errs() << "cleave compile: error: compiling the generated program "

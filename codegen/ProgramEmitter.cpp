@@ -1,13 +1,16 @@
-//===- CpuEmitter.cpp - training step to C++ for the cpu target -----------===//
+//===- ProgramEmitter.cpp - training step to C++ or CUDA C++ --------------===//
 //
 // One runtime call per op, in program order, on buffers laid out by the
 // memory plan. Buffers are named after the ONNX node (or tensor) they come
 // from, and every call carries its node name in a comment, so the source
-// reads like the model.
+// reads like the model. The cuda target's runtime has the cpu target's
+// functions and arguments (runtime/cuda/CudaKernels.h), so both targets
+// share this emitter; they differ where the host touches tensor memory
+// (constants, copies, scalars) and in fused loops, which become kernels.
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuEmitter.h"
+#include "codegen/ProgramEmitter.h"
 #include "codegen/MemoryPlan.h"
 
 #include "dialects/cleave/CleaveOps.h"
@@ -142,7 +145,7 @@ bool isFusible(Operation *op) {
 
 class Emitter {
 public:
-  Emitter(func::FuncOp func, const CpuEmitOptions &options)
+  Emitter(func::FuncOp func, const EmitOptions &options)
       : func(func), options(options) {
     planFusion(func.getBody().front());
     llvm::DenseMap<Operation *, Operation *> executedAt;
@@ -164,7 +167,10 @@ public:
           "lrScheduleFactor", "mapUnary", "mapBinary", "mapTernary", "body",
           "ctx", "std", "cleave", "Shape", "DType", "Role", "Schedule",
           "Reduction", "ReduceKind", "main", "program", "kTensors",
-          "trainStep", "auto", "bool", "break", "case", "char", "class",
+          "trainStep", "launch", "copyN", "fillN", "readScalar",
+          "writeScalar", "deviceAddress", "synchronize", "cuda",
+          "startAllReduceBucket", "finishAllReduceBucket", "allGatherDim",
+          "reduceScatterDim", "allSliceDim", "auto", "bool", "break", "case", "char", "class",
           "const", "default", "delete", "do", "double", "else", "enum",
           "float", "for", "if", "int", "long", "new", "operator", "private",
           "public", "return", "short", "signed", "sizeof", "static",
@@ -235,8 +241,19 @@ private:
     body << "\n";
   }
 
+  /// "cpu" or "cuda", for messages.
+  const char *targetName() const { return cuda ? "cuda" : "cpu"; }
+  /// The function copying n elements between tensors of the target.
+  const char *copyFunction() const { return cuda ? "copyN" : "std::copy_n"; }
+  /// The host expression reading element 0 of `value` (the loss, a
+  /// learning rate, a step counter): on the GPU, a copy that waits.
+  std::string scalar(Value value) {
+    return cuda ? "readScalar(" + ref(value) + ")" : ref(value) + "[0]";
+  }
+
   func::FuncOp func;
-  const CpuEmitOptions &options;
+  const EmitOptions &options;
+  bool cuda = options.target == Target::Cuda;
   /// The mesh of a distributed program, else null.
   MeshAttr mesh = getModuleMesh(func);
   MemoryPlan plan;
@@ -288,9 +305,14 @@ void Emitter::emitFusedGroup(Operation *tail) {
   for (Operation *op : chain)
     body << " " << nodeName(op->getLoc());
   body << "\n";
-  body << formatv("#pragma omp parallel for schedule(static) if ({0} > 32768)\n",
-                  count);
-  body << formatv("  for (int64_t i = 0; i < {0}; ++i) {{\n", count);
+  // One kernel on the GPU (the pointers captured by value), one parallel
+  // loop on the host.
+  if (cuda)
+    body << formatv("  launch({0}, [=] __device__(int64_t i) {{\n", count);
+  else
+    body << formatv("#pragma omp parallel for schedule(static) if ({0} > "
+                    "32768)\n  for (int64_t i = 0; i < {0}; ++i) {{\n",
+                    count);
   llvm::DenseMap<Value, std::string> local;
   for (auto [index, op] : llvm::enumerate(chain)) {
     std::string args;
@@ -312,7 +334,7 @@ void Emitter::emitFusedGroup(Operation *tail) {
       body << formatv("    const auto {0} = {1};\n", name, call);
     }
   }
-  body << "  }\n";
+  body << (cuda ? "  });\n" : "  }\n");
 }
 
 void Emitter::declare(Value value, StringRef base) {
@@ -330,21 +352,28 @@ void Emitter::declare(Value value, StringRef base) {
 LogicalResult Emitter::emitConstant(ConstantOp op) {
   auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!attr)
-    return op.emitOpError("has a non-dense value the cpu target cannot emit");
+    return op.emitOpError("has a non-dense value the ")
+           << targetName() << " target cannot emit";
   std::string base = nodeName(op.getLoc());
   std::string name = "k" + uniqueName(base.empty() ? "constant" : base);
   std::string type = elementType(op.getResult());
   int64_t count = attr.getNumElements();
-  globals << formatv("// {0}\nstatic const {1} {2}[{3}] = {{", base, type, name,
-                     count);
+  // Device code reads a constant from device memory: a __device__ array
+  // whose address the step looks up.
+  globals << formatv("// {0}\n{1} {2} {3}{4}[{5}] = {{", base,
+                     cuda ? "__device__ const" : "static const", type, name,
+                     cuda ? "_data" : "", count);
+  if (cuda)
+    body << formatv("  const {0} *{1} = deviceAddress({1}_data);\n", type,
+                    name);
   Type element = attr.getElementType();
   if (attr.isSplat() && count > 1) {
     bool zero = isa<FloatType>(element)
                     ? attr.getSplatValue<APFloat>().isZero()
                     : attr.getSplatValue<APInt>().isZero();
     if (!zero)
-      return op.emitOpError("is a large non-zero splat, which the cpu "
-                            "target does not emit yet");
+      return op.emitOpError("is a large non-zero splat, which the ")
+             << targetName() << " target does not emit yet";
   } else if (isa<FloatType>(element)) {
     llvm::interleaveComma(attr.getValues<APFloat>(), globals,
                           [&](const APFloat &v) {
@@ -718,9 +747,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](DropoutOp dropout) -> LogicalResult {
         if (!dropout.getTraining()) {
-          call(op, formatv("std::copy_n({0}, {1}, {2})", t(dropout.getInput()),
-                           n(dropout.getInput()), t(dropout.getOutput())));
-          call(op, formatv("std::fill_n({0}, {1}, true)", t(dropout.getMask()),
+          call(op, formatv("{0}({1}, {2}, {3})", copyFunction(),
+                           t(dropout.getInput()), n(dropout.getInput()),
+                           t(dropout.getOutput())));
+          call(op, formatv("{0}({1}, {2}, true)",
+                           cuda ? "fillN" : "std::fill_n", t(dropout.getMask()),
                            n(dropout.getMask())));
           return success();
         }
@@ -736,8 +767,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](LrScheduleOp schedule) {
         StringRef kind = schedule.getSchedule();
-        call(op, formatv("{0}[0] = lrScheduleFactor(Schedule::{1}, {2}, {3}, "
-                         "{4}f, ctx.step)",
+        call(op, formatv(cuda ? "writeScalar({0}, lrScheduleFactor("
+                                "Schedule::{1}, {2}, {3}, {4}f, ctx.step))"
+                              : "{0}[0] = lrScheduleFactor(Schedule::{1}, "
+                                "{2}, {3}, {4}f, ctx.step)",
                          t(schedule.getFactor()),
                          kind == "cosine"   ? "Cosine"
                          : kind == "linear" ? "Linear"
@@ -775,13 +808,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](MomentumOp momentum) {
         size_t count = momentum.getParams().size();
         for (size_t i = 0; i < count; ++i)
-          call(op, formatv("onnxMomentumUpdate({0}, {1}, {2}, {3}, {4}[0], "
-                           "static_cast<int64_t>({5}[0]), {6}f, {7}f, {8}f, "
+          call(op, formatv("onnxMomentumUpdate({0}, {1}, {2}, {3}, {4}, "
+                           "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
                            "{9}, {10}, {11})",
                            t(momentum.getParams()[i]), t(momentum.getGrads()[i]),
                            t(momentum.getVelocities()[i]),
-                           n(momentum.getParams()[i]), t(momentum.getLr()),
-                           t(momentum.getStep()),
+                           n(momentum.getParams()[i]), scalar(momentum.getLr()),
+                           scalar(momentum.getStep()),
                            floatLiteral(momentum.getAlpha().convertToFloat()),
                            floatLiteral(momentum.getBeta().convertToFloat()),
                            floatLiteral(
@@ -794,14 +827,14 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](AdamOp adam) {
         size_t count = adam.getParams().size();
         for (size_t i = 0; i < count; ++i)
-          call(op, formatv("onnxAdamUpdate({0}, {1}, {2}, {3}, {4}, {5}[0], "
-                           "static_cast<int64_t>({6}[0]), {7}f, {8}f, {9}f, "
+          call(op, formatv("onnxAdamUpdate({0}, {1}, {2}, {3}, {4}, {5}, "
+                           "static_cast<int64_t>({6}), {7}f, {8}f, {9}f, "
                            "{10}f, {11}f, {12}, {13}, {14})",
                            t(adam.getParams()[i]), t(adam.getGrads()[i]),
                            t(adam.getFirstMoments()[i]),
                            t(adam.getSecondMoments()[i]),
-                           n(adam.getParams()[i]), t(adam.getLr()),
-                           t(adam.getStep()),
+                           n(adam.getParams()[i]), scalar(adam.getLr()),
+                           scalar(adam.getStep()),
                            floatLiteral(adam.getAlpha().convertToFloat()),
                            floatLiteral(adam.getBeta().convertToFloat()),
                            floatLiteral(adam.getEpsilon().convertToFloat()),
@@ -817,13 +850,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](AdagradOp adagrad) {
         size_t count = adagrad.getParams().size();
         for (size_t i = 0; i < count; ++i)
-          call(op, formatv("onnxAdagradUpdate({0}, {1}, {2}, {3}, {4}[0], "
-                           "static_cast<int64_t>({5}[0]), {6}f, {7}f, {8}f, "
+          call(op, formatv("onnxAdagradUpdate({0}, {1}, {2}, {3}, {4}, "
+                           "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
                            "{9}, {10})",
                            t(adagrad.getParams()[i]), t(adagrad.getGrads()[i]),
                            t(adagrad.getAccumulators()[i]),
-                           n(adagrad.getParams()[i]), t(adagrad.getLr()),
-                           t(adagrad.getStep()),
+                           n(adagrad.getParams()[i]), scalar(adagrad.getLr()),
+                           scalar(adagrad.getStep()),
                            floatLiteral(adagrad.getDecayFactor().convertToFloat()),
                            floatLiteral(adagrad.getEpsilon().convertToFloat()),
                            floatLiteral(
@@ -889,7 +922,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Default([&](Operation *) {
         return op->emitOpError()
-               << "is not supported by the cpu target yet";
+               << "is not supported by the " << targetName() << " target yet";
       });
 }
 
@@ -926,7 +959,8 @@ FailureOr<EmittedProgram> Emitter::run() {
     if (dtype.empty())
       return func.emitError() << "argument '" << name << "' has element type "
                               << tensorType(arg).getElementType()
-                              << ", which the cpu target does not support";
+                              << ", which the "
+                              << targetName() << " target does not support";
     // Split tensors: the table holds the local block's shape and the
     // sharding; the embedded initial value is the whole tensor.
     std::string sharding;
@@ -980,7 +1014,8 @@ FailureOr<EmittedProgram> Emitter::run() {
   int numTensors = block.getNumArguments();
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     if (func.getResultAttr(i, CleaveDialect::kLossAttrName)) {
-      body << formatv("  ctx.loss = static_cast<float>({0}[0]);\n", ref(value));
+      body << formatv("  ctx.loss = static_cast<float>({0});\n",
+                      scalar(value));
       haveLoss = true;
     }
     if (auto output = func.getResultAttrOfType<StringAttr>(
@@ -990,13 +1025,14 @@ FailureOr<EmittedProgram> Emitter::run() {
         return func.emitError() << "output '" << output.getValue()
                                 << "' has element type "
                                 << tensorType(value).getElementType()
-                                << ", which the cpu target does not support";
+                                << ", which the "
+                              << targetName() << " target does not support";
       tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::Output, -1},\n",
                          output.getValue(), dtype, shapeLiteral(value));
-      body << formatv("  std::copy_n({0}, {1}, static_cast<{2} *>(ctx.tensors[{3}]));"
-                      "  // output {4}\n",
-                      ref(value), numElements(value), elementType(value),
-                      numTensors++, output.getValue());
+      body << formatv("  {0}({1}, {2}, static_cast<{3} *>(ctx.tensors[{4}]));"
+                      "  // output {5}\n",
+                      copyFunction(), ref(value), numElements(value),
+                      elementType(value), numTensors++, output.getValue());
     }
     auto target =
         func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kUpdateAttrName);
@@ -1012,8 +1048,8 @@ FailureOr<EmittedProgram> Emitter::run() {
       return func.emitError() << "result #" << i << " updates '"
                               << target.getValue() << "', which is no argument";
     if (plan.root(value) != arg)
-      body << formatv("  std::copy_n({0}, {1}, {2});  // update {3}\n",
-                      ref(value), numElements(value), ref(arg),
+      body << formatv("  {0}({1}, {2}, {3});  // update {4}\n",
+                      copyFunction(), ref(value), numElements(value), ref(arg),
                       target.getValue());
   }
 
@@ -1040,19 +1076,28 @@ FailureOr<EmittedProgram> Emitter::run() {
   os << "// Generated by cleave from " << options.modelName
      << ". Do not edit: recompile the model instead.\n"
      << "//\n// The " << (haveLoss ? "training" : "inference") << " step of @"
-     << func.getSymName()
-     << ": one runtime call per op, each commented with its ONNX node.\n"
+     << func.getSymName() << " for the " << targetName()
+     << " target: one runtime call per op, each commented with its ONNX "
+        "node.\n"
      << "// Scratch memory (static plan): " << plan.arenaBytes
      << " bytes; parameters and state: " << program.persistentBytes
-     << " bytes.\n\n"
-     << "#include \"runtime/CollectiveKernels.h\"\n"
-     << "#include \"runtime/Elementwise.h\"\n"
-     << "#include \"runtime/ElementwiseBodies.h\"\n"
-     << "#include \"runtime/Kernels.h\"\n"
+     << " bytes.\n\n";
+  if (cuda)
+    os << "#include \"runtime/cuda/CudaCollectives.h\"\n"
+       << "#include \"runtime/cuda/CudaElementwise.cuh\"\n"
+       << "#include \"runtime/cuda/CudaKernels.h\"\n"
+       << "#include \"runtime/cuda/CudaSupport.h\"\n";
+  else
+    os << "#include \"runtime/CollectiveKernels.h\"\n"
+       << "#include \"runtime/Elementwise.h\"\n"
+       << "#include \"runtime/Kernels.h\"\n";
+  os << "#include \"runtime/ElementwiseBodies.h\"\n"
      << "#include \"runtime/Program.h\"\n"
      << "#include \"runtime/Schedule.h\"\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n\n"
-     << "using namespace cleave::rt;\nnamespace body = cleave::body;\n\n"
+     << "using namespace cleave::rt;\n"
+     << (cuda ? "using namespace cleave::rt::cuda;\n" : "")
+     << "namespace body = cleave::body;\n\n"
      << "// The initial parameter values, then the ONNX model, embedded at "
         "link time.\n"
      << "extern \"C\" const char cleave_initial_values[];\n"
@@ -1064,7 +1109,7 @@ FailureOr<EmittedProgram> Emitter::run() {
      << "static const TensorSpec kTensors[] = {\n"
      << table << "};\n\n"
      << "static void trainStep(StepContext &ctx) {\n"
-     << bodyText << "}\n\n"
+     << bodyText << (cuda ? "  synchronize();\n" : "") << "}\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  Program program{\"" << options.modelName << "\", kTensors, "
      << numTensors << ", " << plan.arenaBytes
@@ -1073,14 +1118,15 @@ FailureOr<EmittedProgram> Emitter::run() {
      << ", /*model=*/cleave_initial_values + " << program.modelOffset << ", "
      << options.modelBytes << "};\n"
      << meshText
+     << (cuda ? "  program.device = &cudaDeviceHooks();\n" : "")
      << "  return runProgram(program, argc, argv);\n}\n";
   return program;
 }
 
 } // namespace
 
-FailureOr<EmittedProgram> emitCpuProgram(func::FuncOp func,
-                                         const CpuEmitOptions &options) {
+FailureOr<EmittedProgram> emitProgram(func::FuncOp func,
+                                      const EmitOptions &options) {
   return Emitter(func, options).run();
 }
 

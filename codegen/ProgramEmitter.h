@@ -1,7 +1,7 @@
-//===- CpuEmitter.h - training step to C++ for the cpu target ---*- C++ -*-===//
+//===- ProgramEmitter.h - training step to C++ or CUDA C++ ------*- C++ -*-===//
 
-#ifndef CLEAVE_CODEGEN_CPUEMITTER_H
-#define CLEAVE_CODEGEN_CPUEMITTER_H
+#ifndef CLEAVE_CODEGEN_PROGRAMEMITTER_H
+#define CLEAVE_CODEGEN_PROGRAMEMITTER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -32,7 +32,12 @@ struct EmittedProgram {
   int64_t persistentBytes = 0;
 };
 
-struct CpuEmitOptions {
+/// What the program runs on: the host (C++ against runtime/Kernels.h) or
+/// an NVIDIA GPU (CUDA C++ against runtime/cuda/).
+enum class Target { Cpu, Cuda };
+
+struct EmitOptions {
+  Target target = Target::Cpu;
   /// Path of the file holding the initial-values blob, for `.incbin`.
   std::string blobPath;
   /// The model file named in the program's messages.
@@ -43,12 +48,13 @@ struct CpuEmitOptions {
 };
 
 /// Emits `func` (a complete training step: cleave-autodiff and
-/// cleave-apply-optimizer ran) as one C++ source that calls the runtime.
-/// Emits an error at the offending op and fails for ops the emitter does
-/// not know.
-FailureOr<EmittedProgram> emitCpuProgram(func::FuncOp func,
-                                         const CpuEmitOptions &options);
+/// cleave-apply-optimizer ran) as one source that calls the runtime: C++
+/// for the cpu target, CUDA C++ for the cuda target, the same calls in the
+/// same order with the same names on both. Emits an error at the
+/// offending op and fails for ops the emitter does not know.
+FailureOr<EmittedProgram> emitProgram(func::FuncOp func,
+                                      const EmitOptions &options);
 
 } // namespace mlir::cleave
 
-#endif // CLEAVE_CODEGEN_CPUEMITTER_H
+#endif // CLEAVE_CODEGEN_PROGRAMEMITTER_H

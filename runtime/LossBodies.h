@@ -1,0 +1,310 @@
+//===- LossBodies.h - loss, dropout and optimizer work items ----*- C++ -*-===//
+//
+// Part of the Cleave runtime. The work items of the cuda target's training
+// kernels (cuda/KernelsLoss.cu, cuda/KernelsTraining.cu; run on the host by
+// the shared-body tests): the losses, as the cpu kernels compute them
+// (KernelsLoss.cpp), and dropout and the optimizer steps, which wrap the
+// per-element bodies of ElementwiseBodies.h and Rng.h with the tensors they
+// walk.
+//
+// Labels are not range-checked here. The cpu target reports a label outside
+// [0, C) and exits; a work item on a GPU has no way to stop the program, so
+// such a sample is treated as if it were ignored: it contributes no loss,
+// no weight to 'mean' and no gradient. Unlike the cpu target, the cuda
+// target leaves such labels unchecked.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_LOSSBODIES_H
+#define CLEAVE_RUNTIME_LOSSBODIES_H
+
+#include "runtime/ElementwiseBodies.h"
+#include "runtime/HostDevice.h"
+#include "runtime/KernelTypes.h"
+#include "runtime/Rng.h"
+#include "runtime/Shape.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace cleave::body {
+
+//===----------------------------------------------------------------------===//
+// Losses (scores [N, C, d...], labels [N, d...], weights [C] or null)
+//===----------------------------------------------------------------------===//
+
+/// The [N, C, d...] scores of a loss seen as samples (N * d... of them) by
+/// classes.
+struct LossView {
+  int64_t n = 0;
+  int64_t classes = 0;
+  int64_t spatial = 0;
+
+  LossView() = default;
+  explicit LossView(const rt::Shape &shape)
+      : n(shape.dims[0]), classes(shape.dims[1]),
+        spatial(shape.product(2, shape.rank)) {}
+
+  CLEAVE_HD int64_t samples() const { return n * spatial; }
+  CLEAVE_HD int64_t elements() const { return n * classes * spatial; }
+  /// Flat index of class c of sample i.
+  CLEAVE_HD int64_t at(int64_t i, int64_t c) const {
+    return (i / spatial * classes + c) * spatial + i % spatial;
+  }
+  /// The sample and the class of flat element k.
+  CLEAVE_HD int64_t sampleOf(int64_t k) const {
+    return k / (classes * spatial) * spatial + k % spatial;
+  }
+  CLEAVE_HD int64_t classOf(int64_t k) const { return k / spatial % classes; }
+};
+
+/// The labels of a loss with what weighs them: weights[label] (1 without
+/// weights), 0 for the ignore index, and 0 for a label out of range (see
+/// the file comment).
+template <typename I> struct SampleWeights {
+  const I *labels;
+  const float *weights;
+  int64_t classes;
+  bool hasIgnoreIndex;
+  int64_t ignoreIndex;
+
+  CLEAVE_HD int64_t label(int64_t i) const {
+    return static_cast<int64_t>(labels[i]);
+  }
+  CLEAVE_HD float weight(int64_t i) const {
+    int64_t l = label(i);
+    if (hasIgnoreIndex && l == ignoreIndex)
+      return 0.0f;
+    if (l < 0 || l >= classes)
+      return 0.0f;
+    return weights ? weights[l] : 1.0f;
+  }
+};
+
+/// -weight * logProb[label] per sample, reduced. With Reduction::None it is
+/// launched over the samples, item i writing loss[i]; otherwise as one item
+/// that sums all samples in order and writes loss[0] (sum, or sum over the
+/// sum of weights for mean).
+template <typename I> struct NllForward {
+  const float *logProb;
+  float *loss;
+  SampleWeights<I> sw;
+  LossView view;
+  rt::Reduction reduction;
+
+  int64_t items() const {
+    return reduction == rt::Reduction::None ? view.samples() : 1;
+  }
+
+  CLEAVE_HD float sampleLoss(int64_t i, float w) const {
+    return w != 0.0f ? -w * logProb[view.at(i, sw.label(i))] : 0.0f;
+  }
+
+  CLEAVE_HD void operator()(int64_t item) const {
+    if (reduction == rt::Reduction::None) {
+      loss[item] = sampleLoss(item, sw.weight(item));
+      return;
+    }
+    double sum = 0.0, weightSum = 0.0;
+    for (int64_t i = 0; i < view.samples(); ++i) {
+      float w = sw.weight(i);
+      sum += sampleLoss(i, w);
+      weightSum += w;
+    }
+    loss[0] = static_cast<float>(
+        reduction == rt::Reduction::Sum ? sum : sum / weightSum);
+  }
+};
+
+/// One item for Reduction::Mean gradients: *scale = dLoss[0] / (sum of the
+/// sample weights), which every element of the gradient then reads.
+template <typename I> struct LossMeanScale {
+  const float *dLoss;
+  float *scale;
+  SampleWeights<I> sw;
+  int64_t samples;
+
+  CLEAVE_HD void operator()(int64_t) const {
+    double weightSum = 0.0;
+    for (int64_t i = 0; i < samples; ++i)
+      weightSum += sw.weight(i);
+    *scale = static_cast<float>(dLoss[0] / weightSum);
+  }
+};
+
+/// The upstream gradient of sample i's unreduced loss: dLoss[i] for None,
+/// dLoss[0] for Sum, LossMeanScale's *meanScale for Mean.
+CLEAVE_HD inline float sampleGradScale(const float *dLoss,
+                                       const float *meanScale,
+                                       rt::Reduction reduction, int64_t i) {
+  if (reduction == rt::Reduction::None)
+    return dLoss[i];
+  if (reduction == rt::Reduction::Sum)
+    return dLoss[0];
+  return *meanScale;
+}
+
+/// One element of dScores of softmaxCrossEntropy:
+/// w * scale * (softmax(x)_c - [c == label]), 0 for a sample of weight 0.
+template <typename I> struct SoftmaxCrossEntropyGradElement {
+  const float *dLoss;
+  const float *meanScale;
+  const float *logProb;
+  float *dScores;
+  SampleWeights<I> sw;
+  LossView view;
+  rt::Reduction reduction;
+
+  CLEAVE_HD void operator()(int64_t k) const {
+    int64_t i = view.sampleOf(k);
+    float w = sw.weight(i);
+    if (w == 0.0f) {
+      dScores[k] = 0.0f;
+      return;
+    }
+    float g = w * sampleGradScale(dLoss, meanScale, reduction, i);
+    float target = view.classOf(k) == sw.label(i) ? 1.0f : 0.0f;
+    dScores[k] = g * (std::exp(logProb[k]) - target);
+  }
+};
+
+/// One element of dInput of nllLoss: -w * scale at the sample's label, 0
+/// elsewhere.
+template <typename I> struct NllLossGradElement {
+  const float *dLoss;
+  const float *meanScale;
+  float *dInput;
+  SampleWeights<I> sw;
+  LossView view;
+  rt::Reduction reduction;
+
+  CLEAVE_HD void operator()(int64_t k) const {
+    int64_t i = view.sampleOf(k);
+    float w = sw.weight(i);
+    dInput[k] = w != 0.0f && view.classOf(k) == sw.label(i)
+                    ? -w * sampleGradScale(dLoss, meanScale, reduction, i)
+                    : 0.0f;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Dropout and optimizer steps, one item per element
+//===----------------------------------------------------------------------===//
+
+/// Training-mode dropout of element i: kept iff its counter-based uniform
+/// (Rng.h) is >= ratio, then scaled by 1 / (1 - ratio); mask may be null.
+struct DropoutElement {
+  const float *x;
+  float *y;
+  bool *mask;
+  uint64_t key;
+  float ratio;
+  /// 1 - ratio in float and a true division, as the Python reference does.
+  float keepProb;
+
+  static DropoutElement make(const float *x, float ratio, uint64_t seed,
+                             int64_t node, int64_t step, float *y, bool *mask) {
+    return {x, y, mask, rt::dropoutKey(seed, node, step), ratio, 1.0f - ratio};
+  }
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    bool keep = rt::dropoutUniformFromKey(key, i) >= ratio;
+    y[i] = keep ? x[i] / keepProb : 0.0f;
+    if (mask)
+      mask[i] = keep;
+  }
+};
+
+/// torch.optim.SGD on element i, in place. The momentum buffer is used only
+/// when momentum != 0 and it is given, as the cpu kernel decides.
+struct SgdElement {
+  SgdStep step;
+  float *param;
+  const float *grad;
+  float *buffer;
+  bool hasMomentum;
+
+  /// `step` counts from 0; the buffer starts as the gradient at step 0.
+  static SgdElement make(float *param, const float *grad, float *buffer,
+                         float lr, float momentum, float dampening,
+                         bool nesterov, float weightDecay, int64_t step) {
+    SgdStep body{lr,          momentum, dampening,
+                 weightDecay, nesterov, /*firstStep=*/step == 0};
+    return {body, param, grad, buffer, momentum != 0.0f && buffer};
+  }
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    float p = param[i], g = grad[i];
+    bool hasDecay = step.weightDecay != 0.0f;
+    if (hasMomentum) {
+      float &buf = buffer[i];
+      param[i] = hasDecay ? step.apply<true, true>(p, g, buf)
+                          : step.apply<true, false>(p, g, buf);
+    } else {
+      float unused = 0.0f;
+      param[i] = hasDecay ? step.apply<false, true>(p, g, unused)
+                          : step.apply<false, false>(p, g, unused);
+    }
+  }
+};
+
+/// torch.optim.AdamW on element i, in place.
+struct AdamwElement {
+  AdamwStep step;
+  float *param;
+  const float *grad;
+  float *expAvg;
+  float *expAvgSq;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    param[i] = step(param[i], grad[i], expAvg[i], expAvgSq[i]);
+  }
+};
+
+/// The ONNX training Momentum operator on element i, out of place.
+struct OnnxMomentumElement {
+  OnnxMomentumStep step;
+  const float *x;
+  const float *g;
+  const float *v;
+  float *newX;
+  float *newV;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    newX[i] = step(x[i], g[i], v[i], newV[i]);
+  }
+};
+
+/// The ONNX training Adam operator on element i, out of place.
+struct OnnxAdamElement {
+  OnnxAdamStep step;
+  const float *x;
+  const float *g;
+  const float *v;
+  const float *h;
+  float *newX;
+  float *newV;
+  float *newH;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    newX[i] = step(x[i], g[i], v[i], h[i], newV[i], newH[i]);
+  }
+};
+
+/// The ONNX training Adagrad operator on element i, out of place.
+struct OnnxAdagradElement {
+  OnnxAdagradStep step;
+  const float *x;
+  const float *g;
+  const float *h;
+  float *newX;
+  float *newH;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    newX[i] = step(x[i], g[i], h[i], newH[i]);
+  }
+};
+
+} // namespace cleave::body
+
+#endif // CLEAVE_RUNTIME_LOSSBODIES_H

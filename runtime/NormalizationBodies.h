@@ -1,0 +1,399 @@
+//===- NormalizationBodies.h - softmax and norm work items ------*- C++ -*-===//
+//
+// Part of the Cleave runtime. The work items of the cuda target's softmax,
+// layer-norm and batch-norm kernels (launched by cuda/KernelsNormalization.cu,
+// run on the host by the shared-body tests). Each item does what one
+// iteration of the cpu kernel's outer loop does (KernelsNormalization.cpp),
+// in the same order and with the same double accumulators, so that both
+// targets agree to rounding: a line of a softmax, a row of a layer norm, a
+// channel of a batch norm. Column sums are their own items, each summing
+// its column over all rows in order, so that no atomics (and no run-to-run
+// differences) are needed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_NORMALIZATIONBODIES_H
+#define CLEAVE_RUNTIME_NORMALIZATIONBODIES_H
+
+#include "runtime/HostDevice.h"
+#include "runtime/Shape.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace cleave::body {
+
+//===----------------------------------------------------------------------===//
+// Softmax along an axis
+//===----------------------------------------------------------------------===//
+
+/// A tensor seen as [outer, d, inner] around one axis. Its lines along the
+/// axis (outer * inner of them, d elements `inner` apart) are the work items
+/// of the softmax kernels.
+struct AxisView {
+  int64_t outer = 1;
+  int64_t d = 1;
+  int64_t inner = 1;
+
+  AxisView() = default;
+  /// `axis` may be negative (counted from the end), as the kernels take it.
+  AxisView(const rt::Shape &shape, int axis) {
+    if (axis < 0)
+      axis += shape.rank;
+    outer = shape.product(0, axis);
+    d = shape.dims[axis];
+    inner = shape.product(axis + 1, shape.rank);
+  }
+
+  CLEAVE_HD int64_t lines() const { return outer * inner; }
+  /// Flat index of the first element of line `line`.
+  CLEAVE_HD int64_t start(int64_t line) const {
+    return line / inner * d * inner + line % inner;
+  }
+};
+
+/// Softmax (or log-softmax) of one line: y = exp(x - max) / sum, or
+/// (x - max) - log(sum), with the sum in double.
+struct SoftmaxLine {
+  const float *x;
+  float *y;
+  AxisView view;
+  bool log;
+
+  CLEAVE_HD void operator()(int64_t line) const {
+    const float *xl = x + view.start(line);
+    float *yl = y + view.start(line);
+    int64_t step = view.inner;
+    // Written as std::max(maxVal, v) is, so that NaNs are skipped alike.
+    float maxVal = -HUGE_VALF;
+    for (int64_t i = 0; i < view.d; ++i)
+      maxVal = maxVal < xl[i * step] ? xl[i * step] : maxVal;
+    double sum = 0.0;
+    for (int64_t i = 0; i < view.d; ++i) {
+      float e = std::exp(xl[i * step] - maxVal);
+      sum += e;
+      if (!log)
+        yl[i * step] = e;
+    }
+    if (log) {
+      // (x - max) - log(sum): folding max into the shift first would round
+      // at the magnitude of x.
+      float logSum = static_cast<float>(std::log(sum));
+      for (int64_t i = 0; i < view.d; ++i)
+        yl[i * step] = (xl[i * step] - maxVal) - logSum;
+    } else {
+      float scale = static_cast<float>(1.0 / sum);
+      for (int64_t i = 0; i < view.d; ++i)
+        yl[i * step] *= scale;
+    }
+  }
+};
+
+/// dx of one line from y = softmax(x) and dy: y * (dy - sum(dy * y)), or for
+/// log-softmax dy - exp(y) * sum(dy).
+struct SoftmaxGradLine {
+  const float *y;
+  const float *dy;
+  float *dx;
+  AxisView view;
+  bool log;
+
+  CLEAVE_HD void operator()(int64_t line) const {
+    int64_t base = view.start(line), step = view.inner;
+    double sum = 0.0;
+    for (int64_t i = 0; i < view.d; ++i) {
+      int64_t k = base + i * step;
+      sum += log ? dy[k] : dy[k] * y[k];
+    }
+    float s = static_cast<float>(sum);
+    for (int64_t i = 0; i < view.d; ++i) {
+      int64_t k = base + i * step;
+      dx[k] = log ? dy[k] - std::exp(y[k]) * s : y[k] * (dy[k] - s);
+    }
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Layer normalization over the trailing dims
+//===----------------------------------------------------------------------===//
+
+/// A tensor seen as [rows, d], normalized over d (dims [axis, rank)).
+struct RowView {
+  int64_t rows = 0;
+  int64_t d = 0;
+
+  RowView() = default;
+  RowView(const rt::Shape &shape, int axis) {
+    if (axis < 0)
+      axis += shape.rank;
+    rows = shape.product(0, axis);
+    d = shape.product(axis, shape.rank);
+  }
+};
+
+/// One row of ONNX LayerNormalization: y = (x - mean) * invStd * scale
+/// (+ bias, which may be null); mean and invStd (each may be null) get the
+/// row's statistics. The variance is biased, as ONNX and torch use.
+struct LayerNormRow {
+  const float *x;
+  const float *scale;
+  const float *bias;
+  float *y;
+  float *mean;
+  float *invStd;
+  int64_t d;
+  float epsilon;
+
+  CLEAVE_HD void operator()(int64_t r) const {
+    const float *xr = x + r * d;
+    float *yr = y + r * d;
+    double sum = 0.0;
+    for (int64_t i = 0; i < d; ++i)
+      sum += xr[i];
+    double mu = sum / d;
+    double sq = 0.0;
+    for (int64_t i = 0; i < d; ++i) {
+      double c = xr[i] - mu;
+      sq += c * c;
+    }
+    float rstd = static_cast<float>(1.0 / std::sqrt(sq / d + epsilon));
+    float m = static_cast<float>(mu);
+    for (int64_t i = 0; i < d; ++i) {
+      float v = (xr[i] - m) * rstd * scale[i];
+      yr[i] = bias ? v + bias[i] : v;
+    }
+    if (mean)
+      mean[r] = m;
+    if (invStd)
+      invStd[r] = rstd;
+  }
+};
+
+/// dx of one row of layerNorm: invStd * (g - mean(g) - xhat * mean(g *
+/// xhat)) with g = dy * scale and xhat the normalized x.
+struct LayerNormGradRow {
+  const float *dy;
+  const float *x;
+  const float *scale;
+  const float *mean;
+  const float *invStd;
+  float *dx;
+  int64_t d;
+
+  CLEAVE_HD void operator()(int64_t r) const {
+    const float *xr = x + r * d;
+    const float *dyr = dy + r * d;
+    float *dxr = dx + r * d;
+    float m = mean[r], rstd = invStd[r];
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t i = 0; i < d; ++i) {
+      float xhat = (xr[i] - m) * rstd;
+      float g = dyr[i] * scale[i];
+      sumG += g;
+      sumGX += static_cast<double>(g) * xhat;
+    }
+    float meanG = static_cast<float>(sumG / d);
+    float meanGX = static_cast<float>(sumGX / d);
+    for (int64_t i = 0; i < d; ++i) {
+      float xhat = (xr[i] - m) * rstd;
+      dxr[i] = rstd * (dyr[i] * scale[i] - meanG - xhat * meanGX);
+    }
+  }
+};
+
+/// dScale and dBias (which may be null) of one column of layerNorm, summed
+/// over all rows in row order: sum(dy * xhat) and sum(dy).
+struct LayerNormGradColumn {
+  const float *dy;
+  const float *x;
+  const float *mean;
+  const float *invStd;
+  float *dScale;
+  float *dBias;
+  RowView view;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    double s = 0.0, b = 0.0;
+    for (int64_t r = 0; r < view.rows; ++r) {
+      int64_t k = r * view.d + i;
+      float xhat = (x[k] - mean[r]) * invStd[r];
+      s += static_cast<double>(dy[k]) * xhat;
+      b += dy[k];
+    }
+    dScale[i] = static_cast<float>(s);
+    if (dBias)
+      dBias[i] = static_cast<float>(b);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Batch normalization over dim 1
+//===----------------------------------------------------------------------===//
+
+/// A tensor [N, C, ...] seen as [n, channels, s].
+struct ChannelView {
+  int64_t n = 0;
+  int64_t channels = 0;
+  int64_t s = 0;
+
+  ChannelView() = default;
+  explicit ChannelView(const rt::Shape &shape)
+      : n(shape.dims[0]), channels(shape.dims[1]),
+        s(shape.product(2, shape.rank)) {}
+
+  CLEAVE_HD int64_t elements() const { return n * channels * s; }
+  /// The channel of flat element e.
+  CLEAVE_HD int64_t channelOf(int64_t e) const { return e / s % channels; }
+
+  /// Biased mean and variance of channel c, in double, two passes.
+  CLEAVE_HD void stats(const float *x, int64_t c, double &mean,
+                       double &var) const {
+    double sum = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+      const float *p = x + (b * channels + c) * s;
+      for (int64_t i = 0; i < s; ++i)
+        sum += p[i];
+    }
+    int64_t count = n * s;
+    mean = sum / count;
+    double sq = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+      const float *p = x + (b * channels + c) * s;
+      for (int64_t i = 0; i < s; ++i) {
+        double dv = p[i] - mean;
+        sq += dv * dv;
+      }
+    }
+    var = sq / count;
+  }
+};
+
+/// Phase 1 of batchNorm, one item per channel: the channel's statistics
+/// (the batch's in training mode with a non-empty batch, else the running
+/// ones), the new running statistics (either output may be null), and the
+/// affine map y = x * a + b of phase 2 in coef[2c], coef[2c + 1].
+struct BatchNormChannel {
+  const float *x;
+  const float *scale;
+  const float *bias;
+  const float *runningMean;
+  const float *runningVar;
+  float *newRunningMean;
+  float *newRunningVar;
+  float *coef;
+  ChannelView view;
+  float epsilon;
+  float momentum;
+  bool training;
+
+  CLEAVE_HD void operator()(int64_t c) const {
+    float m, var;
+    if (training && view.n * view.s > 0) {
+      double dm, dv;
+      view.stats(x, c, dm, dv);
+      m = static_cast<float>(dm);
+      var = static_cast<float>(dv);
+      if (newRunningMean)
+        newRunningMean[c] = momentum * runningMean[c] + (1.0f - momentum) * m;
+      if (newRunningVar)
+        newRunningVar[c] = momentum * runningVar[c] + (1.0f - momentum) * var;
+    } else {
+      m = runningMean[c];
+      var = runningVar[c];
+      if (newRunningMean)
+        newRunningMean[c] = runningMean[c];
+      if (newRunningVar)
+        newRunningVar[c] = runningVar[c];
+    }
+    float rstd = 1.0f / std::sqrt(var + epsilon);
+    float a = scale[c] * rstd;
+    coef[2 * c] = a;
+    coef[2 * c + 1] = bias[c] - m * a;
+  }
+};
+
+/// Phase 2 of batchNorm, one item per element: y = x * a + b of its channel.
+/// Separate from phase 1 so that the writes of y are spread over all
+/// threads rather than one per channel.
+struct BatchNormApply {
+  const float *x;
+  const float *coef;
+  float *y;
+  ChannelView view;
+
+  CLEAVE_HD void operator()(int64_t e) const {
+    int64_t c = view.channelOf(e);
+    y[e] = x[e] * coef[2 * c] + coef[2 * c + 1];
+  }
+};
+
+/// Values per channel that BatchNormGradChannel hands to BatchNormGradApply.
+constexpr int kBatchNormGradCoefs = 5;
+
+/// Phase 1 of batchNormGrad, one item per channel: recomputes the batch
+/// statistics, writes dScale = sum(dy * xhat) and dBias = sum(dy) (dBias may
+/// be null), and leaves mean, invStd, scale * invStd, mean(dy) and
+/// mean(dy * xhat) in coef[kBatchNormGradCoefs * c ...] for phase 2.
+struct BatchNormGradChannel {
+  const float *dy;
+  const float *x;
+  const float *scale;
+  float *dScale;
+  float *dBias;
+  float *coef;
+  ChannelView view;
+  float epsilon;
+
+  CLEAVE_HD void operator()(int64_t c) const {
+    int64_t count = view.n * view.s;
+    if (count == 0) {
+      // No elements, so phase 2 has no items: only the sums are due.
+      dScale[c] = 0.0f;
+      if (dBias)
+        dBias[c] = 0.0f;
+      return;
+    }
+    double dm, dv;
+    view.stats(x, c, dm, dv);
+    float m = static_cast<float>(dm);
+    float rstd = static_cast<float>(1.0 / std::sqrt(dv + epsilon));
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    for (int64_t b = 0; b < view.n; ++b) {
+      const float *xp = x + (b * view.channels + c) * view.s;
+      const float *dyp = dy + (b * view.channels + c) * view.s;
+      for (int64_t i = 0; i < view.s; ++i) {
+        sumDy += dyp[i];
+        sumDyXhat += static_cast<double>(dyp[i]) * ((xp[i] - m) * rstd);
+      }
+    }
+    dScale[c] = static_cast<float>(sumDyXhat);
+    if (dBias)
+      dBias[c] = static_cast<float>(sumDy);
+    float *k = coef + kBatchNormGradCoefs * c;
+    k[0] = m;
+    k[1] = rstd;
+    k[2] = scale[c] * rstd;
+    k[3] = static_cast<float>(sumDy / count);
+    k[4] = static_cast<float>(sumDyXhat / count);
+  }
+};
+
+/// Phase 2 of batchNormGrad, one item per element:
+/// dx = scale * invStd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+struct BatchNormGradApply {
+  const float *dy;
+  const float *x;
+  const float *coef;
+  float *dx;
+  ChannelView view;
+
+  CLEAVE_HD void operator()(int64_t e) const {
+    const float *k = coef + kBatchNormGradCoefs * view.channelOf(e);
+    float xhat = (x[e] - k[0]) * k[1];
+    dx[e] = k[2] * (dy[e] - k[3] - xhat * k[4]);
+  }
+};
+
+} // namespace cleave::body
+
+#endif // CLEAVE_RUNTIME_NORMALIZATIONBODIES_H

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The GPU checks of the cuda target, for a machine with NVIDIA GPUs (the
+# project's own machines have none, so CI only compiles and links the cuda
+# target). Run from a built tree (scripts/setup.sh, with nvcc installed):
+#
+#   test/gpu/run-gpu-checks.sh [BUILD_DIR]      # default: build
+#
+# For the MLP (SGD + momentum), the CNN (SGD + momentum, BatchNorm, Dropout)
+# and the tiny GPT (AdamW) it trains 6 steps with PyTorch (the reference),
+# with the cpu target on one rank, and with the cuda target on one GPU and,
+# given 4 GPUs, on a dp=2,tp=2 mesh under mpirun (2 GPUs: dp=2). Each cuda
+# run is checked the way test/distributed checks the cpu target: losses
+# against PyTorch (compare.py) and against the single-rank cpu run
+# (compare_runs.py), gathered parameters and optimizer state included, every
+# replicated tensor bitwise identical on all ranks.
+#
+# Prints one PASS or FAIL line per run and exits 1 if any failed. Keep the
+# work directory it prints when reporting a failure.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+cleave="$build/bin/cleave"
+python=/usr/bin/python3
+reference="$root/test/reference"
+work="$(mktemp -d /tmp/cleave-gpu-checks.XXXXXX)"
+gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')"
+if [[ "$gpus" -lt 1 ]]; then
+  echo "error: no NVIDIA GPU found (nvidia-smi -L lists none)" >&2
+  exit 1
+fi
+mpirun=(mpirun --oversubscribe --timeout 600)
+[[ $(id -u) -eq 0 ]] && mpirun+=(--allow-run-as-root)
+echo "cleave GPU checks: $gpus GPU(s), work directory $work"
+nvidia-smi -L
+
+failures=0
+# check NAME COMMAND...: runs a check, prints PASS/FAIL with its log.
+check() {
+  local name="$1"; shift
+  if "$@" > "$work/$name.log" 2>&1; then
+    echo "PASS $name"
+  else
+    echo "FAIL $name (log: $work/$name.log)"
+    failures=$((failures + 1))
+  fi
+}
+
+# run_model MODEL TORCH_FLAGS COMPILE_FLAGS MESH_STRATEGY [COMPARE_FLAGS...]
+run_model() {
+  local model="$1" torch_flags="$2" compile_flags="$3" strategy="$4"
+  shift 4
+  local dir="$work/$model"
+  mkdir -p "$dir"
+  # shellcheck disable=SC2086
+  check "$model-reference" $python "$reference/torch_train.py" \
+    --model "$model" $torch_flags --steps 6 --out "$dir"
+  local compile=("$cleave" compile "$dir/model.onnx" $compile_flags)
+  local train=(--data "$dir/data" --steps 6 --quiet)
+  check "$model-cpu-compile" "${compile[@]}" -o "$dir/cpu"
+  check "$model-cpu-run" "$dir/cpu" "${train[@]}" --log "$dir/cpu.jsonl" \
+    --dump-params "$dir/cpu.params"
+  check "$model-cuda-compile" "${compile[@]}" --target cuda -o "$dir/cuda"
+  check "$model-cuda-run" "$dir/cuda" "${train[@]}" --log "$dir/cuda.jsonl" \
+    --dump-params "$dir/cuda.params"
+  check "$model-cuda-vs-torch" $python "$reference/compare.py" \
+    --reference "$dir/reference" --losses "$dir/cuda.jsonl" \
+    --params "$dir/cuda.params"
+  check "$model-cuda-vs-cpu" $python "$reference/compare_runs.py" \
+    --losses "$dir/cuda.jsonl" --reference-losses "$dir/cpu.jsonl" \
+    --params "$dir/cuda.params" --reference-params "$dir/cpu.params" "$@"
+
+  local mesh ranks
+  if [[ "$gpus" -ge 4 ]]; then
+    mesh="dp=2,tp=2"; ranks=4
+  elif [[ "$gpus" -ge 2 ]]; then
+    mesh="dp=2"; strategy=dp; ranks=2
+  else
+    echo "SKIP $model-cuda-mesh (needs 2 or more GPUs)"
+    return
+  fi
+  local name="$model-cuda-$ranks-ranks"
+  check "$name-compile" "${compile[@]}" --target cuda --mesh "$mesh" \
+    --strategy "$strategy" -o "$dir/mesh"
+  check "$name-run" "${mpirun[@]}" -np "$ranks" "$dir/mesh" "${train[@]}" \
+    --log "$dir/mesh.jsonl" --dump-params "$dir/mesh.params" \
+    --dump-local "$dir/mesh.local"
+  check "$name-vs-torch" $python "$reference/compare.py" \
+    --reference "$dir/reference" --losses "$dir/mesh.jsonl" \
+    --params "$dir/mesh.params"
+  check "$name-vs-cpu" $python "$reference/compare_runs.py" \
+    --losses "$dir/mesh.jsonl" --reference-losses "$dir/cpu.jsonl" \
+    --params "$dir/mesh.params" --reference-params "$dir/cpu.params" \
+    --local "$dir/mesh.local" "$@"
+}
+
+run_model mlp "--optimizer sgd --lr 0.05 --momentum 0.9 --batch 8" \
+  "--input-shape batch=8 --optimizer sgd --lr 0.05 --momentum 0.9" megatron
+run_model cnn "--optimizer sgd --lr 0.05 --momentum 0.9 --batch 8" \
+  "--optimizer sgd --lr 0.05 --momentum 0.9" dp --param-atol 1e-7
+run_model gpt "--optimizer adamw --lr 0.01 --eps 1e-6 --batch 4" \
+  "--optimizer adamw --lr 0.01 --eps 1e-6" megatron
+
+if [[ "$failures" -gt 0 ]]; then
+  echo "FAILED: $failures check(s); logs in $work"
+  exit 1
+fi
+echo "PASSED: every check; logs in $work"
