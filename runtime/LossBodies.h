@@ -1,11 +1,8 @@
-//===- LossBodies.h - loss, dropout and optimizer work items ----*- C++ -*-===//
+//===- LossBodies.h - loss work items ---------------------------*- C++ -*-===//
 //
-// Part of the Cleave runtime. The work items of the cuda target's training
-// kernels (cuda/KernelsLoss.cu, cuda/KernelsTraining.cu; run on the host by
-// the shared-body tests): the losses, as the cpu kernels compute them
-// (KernelsLoss.cpp), and dropout and the optimizer steps, which wrap the
-// per-element bodies of ElementwiseBodies.h and Rng.h with the tensors they
-// walk.
+// Part of the Cleave runtime. The work items of the cuda target's loss
+// kernels (cuda/KernelsLoss.cu; run on the host by the shared-body tests),
+// computing the losses as the cpu kernels do (KernelsLoss.cpp).
 //
 // Labels are not range-checked here. The cpu target reports a label outside
 // [0, C) and exits; a work item on a GPU has no way to stop the program, so
@@ -18,10 +15,8 @@
 #ifndef CLEAVE_RUNTIME_LOSSBODIES_H
 #define CLEAVE_RUNTIME_LOSSBODIES_H
 
-#include "runtime/ElementwiseBodies.h"
 #include "runtime/HostDevice.h"
 #include "runtime/KernelTypes.h"
-#include "runtime/Rng.h"
 #include "runtime/Shape.h"
 
 #include <cmath>
@@ -184,124 +179,6 @@ template <typename I> struct NllLossGradElement {
     dInput[k] = w != 0.0f && view.classOf(k) == sw.label(i)
                     ? -w * sampleGradScale(dLoss, meanScale, reduction, i)
                     : 0.0f;
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Dropout and optimizer steps, one item per element
-//===----------------------------------------------------------------------===//
-
-/// Training-mode dropout of element i: kept iff its counter-based uniform
-/// (Rng.h) is >= ratio, then scaled by 1 / (1 - ratio); mask may be null.
-struct DropoutElement {
-  const float *x;
-  float *y;
-  bool *mask;
-  uint64_t key;
-  float ratio;
-  /// 1 - ratio in float and a true division, as the Python reference does.
-  float keepProb;
-
-  static DropoutElement make(const float *x, float ratio, uint64_t seed,
-                             int64_t node, int64_t step, float *y, bool *mask) {
-    return {x, y, mask, rt::dropoutKey(seed, node, step), ratio, 1.0f - ratio};
-  }
-
-  CLEAVE_HD void operator()(int64_t i) const {
-    bool keep = rt::dropoutUniformFromKey(key, i) >= ratio;
-    y[i] = keep ? x[i] / keepProb : 0.0f;
-    if (mask)
-      mask[i] = keep;
-  }
-};
-
-/// torch.optim.SGD on element i, in place. The momentum buffer is used only
-/// when momentum != 0 and it is given, as the cpu kernel decides.
-struct SgdElement {
-  SgdStep step;
-  float *param;
-  const float *grad;
-  float *buffer;
-  bool hasMomentum;
-
-  /// `step` counts from 0; the buffer starts as the gradient at step 0.
-  static SgdElement make(float *param, const float *grad, float *buffer,
-                         float lr, float momentum, float dampening,
-                         bool nesterov, float weightDecay, int64_t step) {
-    SgdStep body{lr,          momentum, dampening,
-                 weightDecay, nesterov, /*firstStep=*/step == 0};
-    return {body, param, grad, buffer, momentum != 0.0f && buffer};
-  }
-
-  CLEAVE_HD void operator()(int64_t i) const {
-    float p = param[i], g = grad[i];
-    bool hasDecay = step.weightDecay != 0.0f;
-    if (hasMomentum) {
-      float &buf = buffer[i];
-      param[i] = hasDecay ? step.apply<true, true>(p, g, buf)
-                          : step.apply<true, false>(p, g, buf);
-    } else {
-      float unused = 0.0f;
-      param[i] = hasDecay ? step.apply<false, true>(p, g, unused)
-                          : step.apply<false, false>(p, g, unused);
-    }
-  }
-};
-
-/// torch.optim.AdamW on element i, in place.
-struct AdamwElement {
-  AdamwStep step;
-  float *param;
-  const float *grad;
-  float *expAvg;
-  float *expAvgSq;
-
-  CLEAVE_HD void operator()(int64_t i) const {
-    param[i] = step(param[i], grad[i], expAvg[i], expAvgSq[i]);
-  }
-};
-
-/// The ONNX training Momentum operator on element i, out of place.
-struct OnnxMomentumElement {
-  OnnxMomentumStep step;
-  const float *x;
-  const float *g;
-  const float *v;
-  float *newX;
-  float *newV;
-
-  CLEAVE_HD void operator()(int64_t i) const {
-    newX[i] = step(x[i], g[i], v[i], newV[i]);
-  }
-};
-
-/// The ONNX training Adam operator on element i, out of place.
-struct OnnxAdamElement {
-  OnnxAdamStep step;
-  const float *x;
-  const float *g;
-  const float *v;
-  const float *h;
-  float *newX;
-  float *newV;
-  float *newH;
-
-  CLEAVE_HD void operator()(int64_t i) const {
-    newX[i] = step(x[i], g[i], v[i], h[i], newV[i], newH[i]);
-  }
-};
-
-/// The ONNX training Adagrad operator on element i, out of place.
-struct OnnxAdagradElement {
-  OnnxAdagradStep step;
-  const float *x;
-  const float *g;
-  const float *h;
-  float *newX;
-  float *newH;
-
-  CLEAVE_HD void operator()(int64_t i) const {
-    newX[i] = step(x[i], g[i], h[i], newH[i]);
   }
 };
 

@@ -58,6 +58,11 @@ cmake_args=(
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
 )
+# The CUDA toolkit, where installed (not from Debian: /usr/local/cuda), adds
+# the cuda target; nvcc need not be on PATH.
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  cmake_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+fi
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   cmake -S "$root" -B "$build_dir" "${cmake_args[@]}"
 fi

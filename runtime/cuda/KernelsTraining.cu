@@ -3,7 +3,7 @@
 // Part of the Cleave runtime's cuda backend. The per-element math is the
 // cpu target's (SgdStep, AdamwStep, the Onnx*Step bodies of
 // ElementwiseBodies.h and the dropout mask of Rng.h), wrapped with the
-// tensors by the work items of LossBodies.h, so that both targets train
+// tensors by the work items of TrainingBodies.h, so that both targets train
 // identically.
 //
 //===----------------------------------------------------------------------===//
@@ -11,7 +11,7 @@
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/Launch.cuh"
 
-#include "runtime/LossBodies.h"
+#include "runtime/TrainingBodies.h"
 
 namespace cleave::rt::cuda {
 

@@ -1,7 +1,7 @@
 //===- RowBodiesTest.cpp - row, reduction and training work items ---------===//
 //
-// Runs the work items of NormalizationBodies.h, ReductionBodies.h and
-// LossBodies.h on the host, as the cuda kernels launch them (phase after
+// Runs the work items of NormalizationBodies.h, ReductionBodies.h,
+// LossBodies.h and TrainingBodies.h on the host, as the cuda kernels launch them (phase after
 // phase), and compares the results with the cpu target's kernels on small
 // random inputs. The items repeat the cpu loops' arithmetic in the same
 // order, so the two agree to rounding; the tolerance, 1e-5 relative plus
@@ -14,6 +14,7 @@
 #include "runtime/LossBodies.h"
 #include "runtime/NormalizationBodies.h"
 #include "runtime/ReductionBodies.h"
+#include "runtime/TrainingBodies.h"
 
 #include "test/unit/runtime/RuntimeTestUtil.h"
 #include "test/unit/shared-bodies/RunOnHost.h"
