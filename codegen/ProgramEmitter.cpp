@@ -308,7 +308,8 @@ void Emitter::emitFusedGroup(Operation *tail) {
   // One kernel on the GPU (the pointers captured by value), one parallel
   // loop on the host.
   if (cuda)
-    body << formatv("  launch({0}, [=] __device__(int64_t i) {{\n", count);
+    body << formatv("  launch({0}, [=] __host__ __device__(int64_t i) {{\n",
+                    count);
   else
     body << formatv("#pragma omp parallel for schedule(static) if ({0} > "
                     "32768)\n  for (int64_t i = 0; i < {0}; ++i) {{\n",

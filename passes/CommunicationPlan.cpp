@@ -40,7 +40,8 @@ std::pair<int, int> groupOf(MeshAttr mesh, ArrayAttr axes,
 
 } // namespace
 
-std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func) {
+std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
+                                                        bool ringOnly) {
   MeshAttr mesh = getModuleMesh(func);
   std::vector<BytesByKind> bytes(mesh.getNumRanks(), BytesByKind{});
   for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
@@ -57,9 +58,12 @@ std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func) {
         int64_t count = 0;
         for (Value input : allReduce.getInputs())
           count += cast<ShapedType>(input.getType()).getNumElements();
-        mine[AllReduce] += ::cleave::rt::allReduceBytesSent(
-            count, elementBytes(allReduce.getInputs()[0].getType()), size,
-            index);
+        int64_t bytes = elementBytes(allReduce.getInputs()[0].getType());
+        mine[AllReduce] +=
+            ringOnly ? ::cleave::rt::ringAllReduceBytesSent(count, bytes, size,
+                                                            index)
+                     : ::cleave::rt::allReduceBytesSent(count, bytes, size,
+                                                        index);
       } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
         auto [size, index] = groupOf(mesh, gather.getAxes(), coords);
         mine[AllGather] +=

@@ -22,8 +22,11 @@ namespace mlir::cleave {
 /// Bytes per collective kind, in the order of rt::CollectiveKind.
 using BytesByKind = std::array<int64_t, 6>;
 
-/// One entry per world rank (the module must have a mesh).
-std::vector<BytesByKind> predictBytesSent(func::FuncOp func);
+/// One entry per world rank (the module must have a mesh). `ringOnly`:
+/// every all-reduce is a ring (NCCL, on the cuda target), none recursive
+/// doubling.
+std::vector<BytesByKind> predictBytesSent(func::FuncOp func,
+                                          bool ringOnly = false);
 
 /// Prints the prediction in the format of the program's --print-comm.
 void printBytesSent(ArrayRef<BytesByKind> bytes, llvm::raw_ostream &os);

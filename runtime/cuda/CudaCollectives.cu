@@ -19,6 +19,7 @@
 
 #include <nccl.h>
 
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -45,6 +46,12 @@ ncclComm_t communicator(AxisGroup group) {
   if (groupRank(group) == 0)
     CLEAVE_NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, detail::groupComm(group));
+#ifdef CLEAVE_CUDA_HOST_EMULATION
+  // The host emulation's NCCL runs over this group's MPI communicator.
+  MPI_Comm groupComm = detail::groupComm(group);
+  static_assert(sizeof groupComm <= sizeof id, "an MPI_Comm fits an id");
+  std::memcpy(&id, &groupComm, sizeof groupComm);
+#endif
   ncclComm_t comm;
   CLEAVE_NCCL_CHECK(
       ncclCommInitRank(&comm, groupSize(group), id, groupRank(group)));

@@ -13,6 +13,7 @@
 #include "runtime/cuda/CudaSupport.h"
 #include "runtime/cuda/Launch.cuh"
 
+#include "runtime/HostDevice.h"
 #include "runtime/Program.h"
 
 #include <mpi.h>
@@ -158,7 +159,7 @@ void stop() {
 struct SetScalar {
   float *dst;
   float value;
-  __device__ void operator()(int64_t) const { *dst = value; }
+  CLEAVE_HD void operator()(int64_t) const { *dst = value; }
 };
 
 } // namespace

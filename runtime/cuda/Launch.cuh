@@ -3,8 +3,9 @@
 // Part of the Cleave runtime's cuda backend. Every cuda kernel of the
 // runtime is a functor of the *Bodies.h headers, `CLEAVE_HD void
 // operator()(int64_t i) const` doing work item i, launched here over
-// [0, n). runOnHost (SharedBodiesTest) calls the same functor in a plain
-// loop, which is how the cpu checks the math the GPU runs.
+// [0, n). runOnHost (the shared-body tests) calls the same functor in a
+// plain loop, which is how the cpu checks the math the GPU runs; so does
+// launch itself in the host emulation (CudaHostEmulation.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,13 @@ template <typename F> __global__ void forEachIndex(int64_t n, F f) {
     f(i);
 }
 
+#ifdef CLEAVE_CUDA_HOST_EMULATION
+/// The host emulation runs the work items in order, at once.
+template <typename F> void launch(int64_t n, const F &f) {
+  for (int64_t i = 0; i < n; ++i)
+    f(i);
+}
+#else
 /// Enqueues f(i) for i in [0, n) on the compute stream.
 template <typename F> void launch(int64_t n, const F &f) {
   if (n <= 0)
@@ -38,6 +46,7 @@ template <typename F> void launch(int64_t n, const F &f) {
                  computeStream()>>>(n, f);
   CLEAVE_CUDA_CHECK(cudaGetLastError());
 }
+#endif
 
 } // namespace cleave::rt::cuda
 

@@ -51,6 +51,9 @@
 #ifndef CLEAVE_CUDA_RUNTIME_LIBRARY
 #define CLEAVE_CUDA_RUNTIME_LIBRARY ""
 #endif
+#ifndef CLEAVE_CUDA_EMULATED_RUNTIME_LIBRARY
+#define CLEAVE_CUDA_EMULATED_RUNTIME_LIBRARY ""
+#endif
 #ifndef CLEAVE_CUDA_LIBRARY_DIR
 #define CLEAVE_CUDA_LIBRARY_DIR ""
 #endif
@@ -465,7 +468,8 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
   if (failed(partition.run(module)))
     return 1;
   if (distribution_.printComm)
-    printBytesSent(predictBytesSent(step), llvm::outs());
+    printBytesSent(predictBytesSent(step, target_.target == Target::Cuda),
+                   llvm::outs());
   return 0;
 }
 
@@ -492,23 +496,37 @@ int CompileCommand::compilerCommand(llvm::StringRef sourcePath,
           sourcePath.str()};
   if (cuda) {
     // nvcc needs g++ as its host compiler (it rejects clang 22). Kernels for
-    // each architecture, and PTX of the newest for GPUs after it.
+    // each architecture, and PTX of the newest for GPUs after it. The
+    // generated code's harmless warnings (an unused step counter) are not
+    // the user's business.
     llvm::append_range(args, std::vector<std::string>{
-                                 "-O3", "--extended-lambda",
+                                 "-O3", "--extended-lambda", "-w",
                                  "-ccbin", CLEAVE_CUDA_HOST_CXX});
-    std::vector<unsigned> archs = cantFail(target_.cudaArchitectures());
-    for (unsigned arch : archs)
-      args.push_back(llvm::formatv("-gencode=arch=compute_{0},code=sm_{0}",
-                                   arch));
-    args.push_back(llvm::formatv("-gencode=arch=compute_{0},code=compute_{0}",
-                                 *llvm::max_element(archs)));
-    llvm::append_range(args, std::vector<std::string>{
+    if (target_.cudaHostEmulation) {
+      // Work items on the host, CUDA/cuBLAS/NCCL from the emulation; the
+      // device code is never run, so PTX suffices.
+      llvm::append_range(args, std::vector<std::string>{
+                                   "-DCLEAVE_CUDA_HOST_EMULATION",
+                                   "-cudart", "none",
+                                   "-gencode=arch=compute_80,code=compute_80",
+                                   CLEAVE_CUDA_EMULATED_RUNTIME_LIBRARY,
+                                   CLEAVE_RUNTIME_LIBRARY, "-lopenblas"});
+    } else {
+      std::vector<unsigned> archs = cantFail(target_.cudaArchitectures());
+      for (unsigned arch : archs)
+        args.push_back(llvm::formatv(
+            "-gencode=arch=compute_{0},code=sm_{0}", arch));
+      args.push_back(llvm::formatv(
+          "-gencode=arch=compute_{0},code=compute_{0}",
+          *llvm::max_element(archs)));
+      llvm::append_range(args, std::vector<std::string>{
                                  CLEAVE_CUDA_RUNTIME_LIBRARY,
                                  CLEAVE_RUNTIME_LIBRARY,
                                  std::string("-L") + CLEAVE_CUDA_LIBRARY_DIR,
                                  std::string("-Xlinker=-rpath,") +
                                      CLEAVE_CUDA_LIBRARY_DIR,
-                                 "-lcublas", "-lnccl"});
+                                   "-lcublas", "-lnccl"});
+    }
   } else {
     llvm::append_range(args, std::vector<std::string>{
                                  "-O2", "-march=native", "-fopenmp",

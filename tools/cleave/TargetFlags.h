@@ -30,7 +30,14 @@ struct TargetFlags {
         cudaArch("cuda-arch",
                  cl::desc("GPU architectures the cuda target is compiled "
                           "for (compute capability x10, ';' or ','-separated)"),
-                 cl::value_desc("ARCHS"), cl::init("80;90"), cl::sub(sub)) {}
+                 cl::value_desc("ARCHS"), cl::init("80;90"), cl::sub(sub)),
+        cudaHostEmulation(
+            "cuda-host-emulation",
+            cl::desc("Testing: build the cuda program against the host "
+                     "emulation of CUDA, cuBLAS and NCCL "
+                     "(runtime/cuda/CudaHostEmulation.cpp), so that it runs "
+                     "without a GPU"),
+            cl::Hidden, cl::sub(sub)) {}
 
   /// The architectures of --cuda-arch, or an error naming the bad entry.
   llvm::Expected<std::vector<unsigned>> cudaArchitectures() const {
@@ -61,6 +68,7 @@ struct TargetFlags {
 
   cl::opt<mlir::cleave::Target> target;
   cl::opt<std::string> cudaArch;
+  cl::opt<bool> cudaHostEmulation;
 };
 
 } // namespace cleave::driver
