@@ -31,6 +31,8 @@ struct DeviceState {
   cudaStream_t compute = nullptr;
   cudaStream_t comm = nullptr;
   cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t cublasLt = nullptr;
+  cudnnHandle_t cudnn = nullptr;
   char *block = nullptr;
 };
 DeviceState state;
@@ -90,6 +92,9 @@ bool start(std::string &error) {
       cudaStreamCreateWithFlags(&state.comm, cudaStreamNonBlocking));
   CLEAVE_CUBLAS_CHECK(cublasCreate(&state.cublas));
   CLEAVE_CUBLAS_CHECK(cublasSetStream(state.cublas, state.compute));
+  CLEAVE_CUBLAS_CHECK(cublasLtCreate(&state.cublasLt));
+  CLEAVE_CUDNN_CHECK(cudnnCreate(&state.cudnn));
+  CLEAVE_CUDNN_CHECK(cudnnSetStream(state.cudnn, state.compute));
   return true;
 }
 
@@ -149,6 +154,8 @@ void stop() {
   CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.comm));
   destroyCommunicators();
   CLEAVE_CUBLAS_CHECK(cublasDestroy(state.cublas));
+  CLEAVE_CUBLAS_CHECK(cublasLtDestroy(state.cublasLt));
+  CLEAVE_CUDNN_CHECK(cudnnDestroy(state.cudnn));
   CLEAVE_CUDA_CHECK(cudaFree(state.block));
   CLEAVE_CUDA_CHECK(cudaStreamDestroy(state.compute));
   CLEAVE_CUDA_CHECK(cudaStreamDestroy(state.comm));
@@ -167,6 +174,8 @@ struct SetScalar {
 cudaStream_t computeStream() { return state.compute; }
 cudaStream_t commStream() { return state.comm; }
 cublasHandle_t cublasHandle() { return state.cublas; }
+cublasLtHandle_t cublasLtHandle() { return state.cublasLt; }
+cudnnHandle_t cudnnHandle() { return state.cudnn; }
 
 void cudaFailure(const char *call, const char *file, int line,
                  const char *error) {

@@ -9,7 +9,9 @@
 #ifndef CLEAVE_RUNTIME_CUDA_CUDASUPPORT_H
 #define CLEAVE_RUNTIME_CUDA_CUDASUPPORT_H
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cudnn.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -28,6 +30,11 @@ cudaStream_t computeStream();
 cudaStream_t commStream();
 /// The cuBLAS handle, bound to the compute stream.
 cublasHandle_t cublasHandle();
+/// The cuBLASLt handle (GEMMs with fused epilogues; takes the stream per
+/// call).
+cublasLtHandle_t cublasLtHandle();
+/// The cuDNN handle, bound to the compute stream.
+cudnnHandle_t cudnnHandle();
 
 /// A CUDA call failed: names the call and the error, exits with status 1.
 /// A failure here is a fault of the machine or of cleave, not of the
@@ -49,6 +56,14 @@ cublasHandle_t cublasHandle();
     if (cleaveStatus_ != CUBLAS_STATUS_SUCCESS)                                \
       ::cleave::rt::cuda::cudaFailure(#call, __FILE__, __LINE__,               \
                                       cublasGetStatusString(cleaveStatus_));   \
+  } while (0)
+
+#define CLEAVE_CUDNN_CHECK(call)                                               \
+  do {                                                                         \
+    cudnnStatus_t cleaveStatus_ = (call);                                      \
+    if (cleaveStatus_ != CUDNN_STATUS_SUCCESS)                                 \
+      ::cleave::rt::cuda::cudaFailure(#call, __FILE__, __LINE__,               \
+                                      cudnnGetErrorString(cleaveStatus_));     \
   } while (0)
 
 /// Temporary device memory in stream order on the compute stream (im2col

@@ -525,7 +525,8 @@ int CompileCommand::compilerCommand(llvm::StringRef sourcePath,
                                  std::string("-L") + CLEAVE_CUDA_LIBRARY_DIR,
                                  std::string("-Xlinker=-rpath,") +
                                      CLEAVE_CUDA_LIBRARY_DIR,
-                                   "-lcublas", "-lnccl"});
+                                   "-lcublas", "-lcublasLt", "-lcudnn",
+                                   "-lnccl"});
     }
   } else {
     llvm::append_range(args, std::vector<std::string>{
