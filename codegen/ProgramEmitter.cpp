@@ -170,7 +170,7 @@ public:
           "trainStep", "launch", "copyN", "fillN", "readScalar",
           "writeScalar", "deviceAddress", "synchronize", "cuda",
           "startAllReduceBucket", "finishAllReduceBucket", "allGatherDim",
-          "reduceScatterDim", "allSliceDim", "auto", "bool", "break", "case", "char", "class",
+          "reduceScatterDim", "allSliceDim", "writeAxisIndex", "auto", "bool", "break", "case", "char", "class",
           "const", "default", "delete", "do", "double", "else", "enum",
           "float", "for", "if", "int", "long", "new", "operator", "private",
           "public", "return", "short", "signed", "sizeof", "static",
@@ -912,6 +912,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
                          dtypeEnum(tensorType(scatter.getInput())
                                        .getElementType()),
                          t(scatter.getResult()), axisGroup(scatter.getAxes())));
+        return success();
+      })
+      .Case([&](AxisIndexOp index) {
+        call(op, formatv("writeAxisIndex({0}, {1})", t(index.getResult()),
+                         axisGroup(index.getAxes())));
         return success();
       })
       .Case([&](AllSliceOp slice) {

@@ -48,6 +48,78 @@ ArrayAttr axesAttr(MLIRContext *context, ArrayRef<StringAttr> axes) {
                         SmallVector<Attribute>(axes.begin(), axes.end()));
 }
 
+/// Makes `op`, a gather from a table (or the scatter-add of its gradient
+/// into one) whose gathered dim is split over `axes`, work on this rank's
+/// rows [r * rows, (r + 1) * rows), r its index over `axes`: indices are
+/// shifted to local rows, those outside look up row 0, and what they
+/// produce is zeroed (the gather's result is then this rank's share of a
+/// partial sum) or, for the gradient, not added. Negative indices count
+/// from the end of the whole table, as ONNX says.
+void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
+                         MeshAttr mesh) {
+  bool forward = isa<GatherOp>(op);
+  int64_t axis = forward ? cast<GatherOp>(op).getAxis()
+                         : cast<GatherGradOp>(op).getAxis();
+  auto table = cast<RankedTensorType>(forward ? op->getOperand(0).getType()
+                                              : op->getResult(0).getType());
+  if (axis < 0)
+    axis += table.getRank();
+  int64_t rows = table.getDimSize(axis);
+  int64_t allRows = rows * mesh.getGroupSize(axes);
+  Value indices = op->getOperand(1);
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  Type index = indexType.getElementType();
+  auto boolType = RankedTensorType::get(indexType.getShape(),
+                                        IntegerType::get(op->getContext(), 1));
+
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto scalar = [&](Type element, Attribute value) -> Value {
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+  };
+  auto integer = [&](int64_t value) {
+    return scalar(index, b.getIntegerAttr(index, value));
+  };
+  Value rank = AxisIndexOp::create(b, loc,
+                                   RankedTensorType::get({}, b.getI64Type()),
+                                   axesAttr(op->getContext(), axes));
+  if (index != b.getI64Type())
+    rank = CastOp::create(b, loc, RankedTensorType::get({}, index), rank);
+  Value offset = MulOp::create(b, loc, rank.getType(), rank, integer(rows));
+  Value negative = LessOp::create(b, loc, boolType, indices, integer(0));
+  Value wrapped = WhereOp::create(
+      b, loc, indexType, negative,
+      AddOp::create(b, loc, indexType, indices, integer(allRows)), indices);
+  Value local = SubOp::create(b, loc, indexType, wrapped, offset);
+  // Below the block goes above it, so that one compare finds both.
+  Value below = LessOp::create(b, loc, boolType, local, integer(0));
+  Value moved =
+      WhereOp::create(b, loc, indexType, below, integer(rows), local);
+  Value valid = LessOp::create(b, loc, boolType, moved, integer(rows));
+  Value safe = WhereOp::create(b, loc, indexType, valid, moved, integer(0));
+  op->setOperand(1, safe);
+
+  // `valid` broadcast over the table's other dims.
+  SmallVector<int64_t> maskShape(axis, 1);
+  llvm::append_range(maskShape, indexType.getShape());
+  maskShape.append(table.getRank() - axis - 1, 1);
+  Value mask = ReshapeOp::create(
+      b, loc, RankedTensorType::get(maskShape, b.getI1Type()), valid);
+  Value values = forward ? op->getResult(0) : op->getOperand(0);
+  auto valuesType = cast<RankedTensorType>(values.getType());
+  Value zero = scalar(valuesType.getElementType(),
+                      b.getZeroAttr(valuesType.getElementType()));
+  if (!forward) {
+    op->setOperand(0,
+                   WhereOp::create(b, loc, valuesType, mask, values, zero));
+    return;
+  }
+  b.setInsertionPointAfter(op);
+  auto masked = WhereOp::create(b, loc, valuesType, mask, values, zero);
+  values.replaceAllUsesExcept(masked, masked);
+}
+
 class Partitioner {
 public:
   Partitioner(MeshAttr mesh, bool reduceScatterGradients)
@@ -194,6 +266,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
                           placement.dims));
     placements[arg] = placement;
   }
+  // Gathers from tables split along the gathered dim, and the axes.
+  SmallVector<std::pair<Operation *, AxisList>> splitGathers;
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       reshard.replaceAllUsesWith(
@@ -238,6 +312,19 @@ LogicalResult Partitioner::run(func::FuncOp func) {
                      context, operandShardings[i].getDims().size());
       op.setOperand(i, convert(op.getOperand(i), required, &op));
     }
+    if (rule && isa<GatherOp, GatherGradOp>(op)) {
+      int64_t axis = isa<GatherOp>(op) ? cast<GatherOp>(op).getAxis()
+                                       : cast<GatherGradOp>(op).getAxis();
+      auto table = cast<ShapedType>(isa<GatherOp>(op)
+                                        ? op.getOperand(0).getType()
+                                        : op.getResult(0).getType());
+      if (axis < 0)
+        axis += table.getRank();
+      int64_t factor = isa<GatherOp>(op) ? rule->operandFactors[0][axis]
+                                         : rule->resultFactors[0][axis];
+      if (!factorAxes[factor].empty())
+        splitGathers.emplace_back(&op, factorAxes[factor]);
+    }
     for (auto [index, result] : llvm::enumerate(op.getResults())) {
       Placement placement = placementOf(resultShardings[index]);
       if (rule)
@@ -248,6 +335,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     }
     op.removeAttr(CleaveDialect::kShardingAttrName);
   }
+  // Local shapes are known now; the new ops need no sharding.
+  for (auto &[op, axes] : splitGathers)
+    localizeSplitGather(op, axes, mesh);
   func.setType(FunctionType::get(context, body.getArgumentTypes(),
                                  body.getTerminator()->getOperandTypes()));
   return success();

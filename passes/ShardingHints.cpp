@@ -268,6 +268,22 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
     }
     for (const LinearLayer &layer : plan.rowParallel)
       tensorParallel[layer.weight] = {1 - layer.outputDim, "tp"};
+    // Split by vocabulary where the vocabulary divides: embedding rows
+    // (each rank looks up its rows, and the lookups are summed) and the
+    // head's output features (the logits are gathered for the loss).
+    int64_t tp = mesh.getAxisSizes()[mesh.getAxisIndex("tp")];
+    auto divides = [&](BlockArgument arg, int64_t dim) {
+      return cast<ShapedType>(arg.getType()).getDimSize(dim) % tp == 0;
+    };
+    for (BlockArgument table : plan.vocabularyTables)
+      if (divides(table, 0))
+        tensorParallel[table] = {0, "tp"};
+    if (plan.head && !tensorParallel.count(plan.head->weight) &&
+        divides(plan.head->weight, plan.head->outputDim)) {
+      tensorParallel[plan.head->weight] = {plan.head->outputDim, "tp"};
+      if (plan.head->bias)
+        tensorParallel[plan.head->bias] = {0, "tp"};
+    }
   }
   // ZeRO splits each tensor along its first dimension that divides.
   auto zeroDim = [&](BlockArgument arg) -> int64_t {

@@ -234,7 +234,10 @@ OpShardingRule reshapeRule(ReshapeOp op) {
 }
 
 /// Gather: data dims other than `axis` pass through, the indices' dims
-/// become the result's middle dims.
+/// become the result's middle dims. The gathered dim is a factor of the data
+/// only: split (a vocabulary-parallel embedding), every rank looks up the
+/// rows it holds and zeros the others, and the result is a partial sum
+/// (the partitioner builds that lookup, see Partition.cpp).
 OpShardingRule gatherRule(GatherOp op) {
   RuleBuilder builder(op);
   ArrayRef<int64_t> data = op.getData().getType().getShape(),
@@ -243,6 +246,7 @@ OpShardingRule gatherRule(GatherOp op) {
   int64_t resultDim = 0;
   for (int64_t dim = 0; dim < static_cast<int64_t>(data.size()); ++dim) {
     if (dim == axis) {
+      builder.operand(0, dim, builder.factor(data[dim]));
       for (auto [indexDim, size] : llvm::enumerate(indices)) {
         int64_t f = builder.factor(size);
         builder.operand(1, indexDim, f);
@@ -258,6 +262,8 @@ OpShardingRule gatherRule(GatherOp op) {
 }
 
 /// The scatter-add of a gather's gradient: the index dims are summed over.
+/// The scattered dim is a factor of the result only: split, every rank adds
+/// the rows it holds.
 OpShardingRule gatherGradRule(GatherGradOp op) {
   RuleBuilder builder(op);
   ArrayRef<int64_t> data = op.getDataGrad().getType().getShape(),
@@ -266,6 +272,7 @@ OpShardingRule gatherGradRule(GatherGradOp op) {
   int64_t gradDim = 0;
   for (int64_t dim = 0; dim < static_cast<int64_t>(data.size()); ++dim) {
     if (dim == axis) {
+      builder.result(0, dim, builder.factor(data[dim]));
       for (auto [indexDim, size] : llvm::enumerate(indices)) {
         int64_t f = builder.factor(size);
         builder.operand(1, indexDim, f);

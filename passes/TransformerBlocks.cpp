@@ -86,6 +86,30 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
   }
 
   TensorParallelPlan plan;
+  // Embeddings: the tables token ids (graph inputs) index.
+  for (Operation &op : func.getBody().front())
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      auto ids = dyn_cast<BlockArgument>(gather.getIndices());
+      if (gather.getAxis() == 0 && isParam(func, gather.getData()) &&
+          gather.getData().getType().getRank() == 2 && ids &&
+          func.getArgAttr(ids.getArgNumber(), CleaveDialect::kInputAttrName) &&
+          !llvm::is_contained(plan.vocabularyTables, gather.getData()))
+        plan.vocabularyTables.push_back(cast<BlockArgument>(gather.getData()));
+    }
+  // The head: the linear layer whose output, reshaped, is a loss's scores.
+  for (const FoundLinear &linear : linears) {
+    SmallVector<Value> worklist{linear.output};
+    while (!worklist.empty() && !plan.head) {
+      Value value = worklist.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        if (isa<SoftmaxCrossEntropyOp, NllLossOp>(user) &&
+            user->getOperand(0) == value)
+          plan.head = linear.layer;
+        else if (isa<ReshapeOp>(user))
+          worklist.push_back(user->getResult(0));
+      }
+    }
+  }
   llvm::DenseSet<size_t> assigned;
   for (auto [index, second] : llvm::enumerate(linears)) {
     // Walk back from the layer's input to the linear outputs it comes from.

@@ -10,12 +10,18 @@
 // the path (a block split of fused q/k/v would not keep heads together), in
 // which case it stays whole and the heads split after it.
 //
+// It also finds what Megatron splits over the vocabulary: the embedding
+// tables that token ids index, and the output head, the linear layer whose
+// output is the loss's scores.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_PASSES_TRANSFORMERBLOCKS_H
 #define CLEAVE_PASSES_TRANSFORMERBLOCKS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <optional>
 
 namespace mlir::cleave {
 
@@ -31,6 +37,11 @@ struct LinearLayer {
 struct TensorParallelPlan {
   SmallVector<LinearLayer> columnParallel;
   SmallVector<LinearLayer> rowParallel;
+  /// Embedding tables ([vocabulary, features] parameters gathered along
+  /// dim 0 by graph inputs): split by rows.
+  SmallVector<BlockArgument> vocabularyTables;
+  /// The output head (a column-parallel split is a split by vocabulary).
+  std::optional<LinearLayer> head;
 };
 
 TensorParallelPlan findTensorParallelLayers(func::FuncOp func);

@@ -143,4 +143,6 @@ void allSliceDim(const void *in, const Shape &inShape, int dim,
                 rowBytes);
 }
 
+void writeAxisIndex(int64_t *out, AxisGroup group) { *out = groupRank(group); }
+
 } // namespace cleave::rt

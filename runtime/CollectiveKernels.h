@@ -43,6 +43,9 @@ void reduceScatterDim(const void *in, const Shape &inShape, int dim,
 void allSliceDim(const void *in, const Shape &inShape, int dim,
                  int64_t elementBytes, void *out, AxisGroup group);
 
+/// *out = this rank's index in `group` (cleave.axis_index).
+void writeAxisIndex(int64_t *out, AxisGroup group);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_COLLECTIVEKERNELS_H

@@ -123,6 +123,8 @@ LogicalResult AllReduceOp::verify() {
 }
 
 LogicalResult AllGatherOp::verify() { return verifyGathering(*this); }
+
+LogicalResult AxisIndexOp::verify() { return verifyAxes(*this, getAxes()); }
 LogicalResult ReduceScatterOp::verify() { return verifyScattering(*this); }
 LogicalResult AllSliceOp::verify() { return verifyScattering(*this); }
 

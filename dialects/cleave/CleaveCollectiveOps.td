@@ -180,6 +180,30 @@ def Cleave_AllToAllOp : Cleave_CollectiveOp<"all_to_all"> {
                        "type($result)";
 }
 
+def Cleave_AxisIndexOp : Cleave_Op<"axis_index", [Pure]> {
+  let summary = "this rank's index in a group of ranks";
+  let description = [{
+    The running rank's index in its group over `axes` (row-major over the
+    axes in the order given; the index `all_gather` places its block at),
+    as a rank-0 `i64` tensor. The partitioner uses it where a rank's share
+    of the work depends on its place: a gather from a table whose rows are
+    split over ranks looks up only the rows this rank holds.
+
+    Example:
+
+    ```mlir
+    %r = cleave.axis_index over ["tp"] : tensor<i64>
+    ```
+
+    **Constraints:**
+    - `axes` are distinct axes of the mesh.
+  }];
+  let arguments = (ins StrArrayAttr:$axes);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "`over` $axes attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cleave_BroadcastOp : Cleave_CollectiveOp<"broadcast",
     [AllTypesMatch<["input", "result"]>]> {
   let summary = "copies one rank's tensor to its group";

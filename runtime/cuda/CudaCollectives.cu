@@ -239,6 +239,13 @@ void allSliceDim(const void *in, const Shape &inShape, int dim,
       computeStream()));
 }
 
+void writeAxisIndex(int64_t *out, AxisGroup group) {
+  // A pageable source: the copy has read it by the time the call returns.
+  int64_t index = groupRank(group);
+  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(out, &index, sizeof index,
+                                    cudaMemcpyHostToDevice, computeStream()));
+}
+
 void destroyCommunicators() {
   for (auto &[key, comm] : communicators)
     CLEAVE_NCCL_CHECK(ncclCommDestroy(comm));

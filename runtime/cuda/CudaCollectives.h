@@ -34,6 +34,10 @@ void reduceScatterDim(const void *in, const Shape &inShape, int dim,
 void allSliceDim(const void *in, const Shape &inShape, int dim,
                  int64_t elementBytes, void *out, AxisGroup group);
 
+/// *out = this rank's index in `group` (cleave.axis_index), on the compute
+/// stream.
+void writeAxisIndex(int64_t *out, AxisGroup group);
+
 /// Frees the NCCL communicators (CudaDevice.cu, when the program ends).
 void destroyCommunicators();
 

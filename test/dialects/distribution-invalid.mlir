@@ -327,3 +327,23 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
     return
   }
 }
+
+// -----
+
+module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
+  func.func @axis_index_unknown_axis() {
+    // expected-error @+1 {{'cleave.axis_index' op names axis 'tp', which the mesh #cleave.mesh<dp = 2> does not have}}
+    %0 = cleave.axis_index over ["tp"] : tensor<i64>
+    return
+  }
+}
+
+// -----
+
+module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
+  func.func @axis_index_type() {
+    // expected-error @+1 {{'cleave.axis_index' op result #0 must be 0D tensor of 64-bit signless integer values}}
+    %0 = cleave.axis_index over ["dp"] : tensor<2xi64>
+    return
+  }
+}

@@ -88,6 +88,16 @@ func.func @gather_scatter_slice(%x: tensor<8x6xf32>)
   return %0, %1, %2, %3 : tensor<16x6xf32>, tensor<32x6xf32>, tensor<8x3xf32>, tensor<2x6xf32>
 }
 
+// CHECK-LABEL: func.func @axis_index
+func.func @axis_index() -> (tensor<i64>, tensor<i64>) {
+  // CHECK: %[[TP:.*]] = cleave.axis_index over ["tp"] : tensor<i64>
+  // CHECK: %[[BOTH:.*]] = cleave.axis_index over ["tp", "dp"] : tensor<i64>
+  // CHECK: return %[[TP]], %[[BOTH]]
+  %0 = cleave.axis_index over ["tp"] : tensor<i64>
+  %1 = cleave.axis_index over ["tp", "dp"] : tensor<i64>
+  return %0, %1 : tensor<i64>, tensor<i64>
+}
+
 // CHECK-LABEL: func.func @all_to_all_and_broadcast
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[I:[^:]+]]: tensor<3xi64>)
 func.func @all_to_all_and_broadcast(%x: tensor<4x8xf32>, %i: tensor<3xi64>)

@@ -279,3 +279,56 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
     return %1, %3, %5 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
   }
 }
+
+// -----
+
+// A vocabulary-parallel embedding: the table's rows are split over tp. Each
+// rank shifts the ids into its block of rows (4 of 8, from its axis_index),
+// looks up only those inside it and zeroes the rest, so the lookups are
+// partial sums over tp (all-reduced); the gradient is scatter-added by each
+// rank into its own rows only, from the masked output gradient. Negative
+// ids wrap around the whole table first (ONNX).
+// CHECK-LABEL: func.func @vocab_parallel_embedding
+// CHECK-SAME: %[[IDS:[^:]+]]: tensor<2x3xi32> {cleave.input = "ids"
+// CHECK-SAME: %[[TABLE:[^:]+]]: tensor<4x4xf32> {cleave.param = "wte", cleave.sharding = #cleave.sharding<{{\[\[}}tp], []]>}
+// CHECK-SAME: %[[DY:[^:]+]]: tensor<2x3x4xf32> {cleave.input = "dy"
+// CHECK: %[[R:.*]] = cleave.axis_index over ["tp"] : tensor<i64>
+// CHECK: %[[R32:.*]] = cleave.cast %[[R]] : tensor<i64> to tensor<i32>
+// CHECK: %[[ROWS:.*]] = cleave.constant dense<4> : tensor<i32>
+// CHECK: %[[OFFSET:.*]] = cleave.mul %[[R32]], %[[ROWS]]
+// CHECK: %[[ALL:.*]] = cleave.constant dense<8> : tensor<i32>
+// CHECK: %[[WRAPPED:.*]] = cleave.add %[[IDS]], %[[ALL]]
+// CHECK: %[[IDX:.*]] = cleave.where %{{.*}}, %[[WRAPPED]], %[[IDS]]
+// CHECK: %[[LOCAL:.*]] = cleave.sub %[[IDX]], %[[OFFSET]]
+// CHECK: %[[BELOW:.*]] = cleave.less %[[LOCAL]]
+// CHECK: %[[MOVED:.*]] = cleave.where %[[BELOW]], %{{.*}}, %[[LOCAL]]
+// CHECK: %[[VALID:.*]] = cleave.less %[[MOVED]]
+// CHECK: %[[SAFE:.*]] = cleave.where %[[VALID]], %[[MOVED]]
+// CHECK: %[[MASK:.*]] = cleave.reshape %[[VALID]] : tensor<2x3xi1> -> tensor<2x3x1xi1>
+// CHECK: %[[ROWSGOT:.*]] = cleave.gather %[[TABLE]], %[[SAFE]] {axis = 0 : i64} : (tensor<4x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+// CHECK: %[[MINE:.*]] = cleave.where %[[MASK]], %[[ROWSGOT]], %{{.*}} : (tensor<2x3x1xi1>, tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+// CHECK: %[[EMB:.*]] = cleave.all_reduce %[[MINE]] over ["tp"] : tensor<2x3x4xf32>
+// CHECK: cleave.axis_index over ["tp"]
+// CHECK: %[[GLOCAL:.*]] = cleave.sub
+// CHECK: %[[GBELOW:.*]] = cleave.less %[[GLOCAL]]
+// CHECK: %[[GMOVED:.*]] = cleave.where %[[GBELOW]], %{{.*}}, %[[GLOCAL]]
+// CHECK: %[[GVALID:.*]] = cleave.less %[[GMOVED]]
+// CHECK: %[[GSAFE:.*]] = cleave.where %[[GVALID]], %[[GMOVED]]
+// CHECK: %[[GMASK:.*]] = cleave.reshape %[[GVALID]]
+// CHECK: %[[DYMINE:.*]] = cleave.where %[[GMASK]], %[[DY]], %{{.*}}
+// CHECK: %[[GRAD:.*]] = cleave.gather_grad %[[DYMINE]], %[[GSAFE]] {axis = 0 : i64} : (tensor<2x3x4xf32>, tensor<2x3xi32>) -> tensor<4x4xf32>
+// CHECK: %[[NEW:.*]] = cleave.sub %[[TABLE]], %[[GRAD]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK: %[[WHOLE:.*]] = cleave.all_gather %[[NEW]] over ["tp"] dim 0
+// CHECK: return %[[EMB]], %[[WHOLE]]
+
+module attributes {cleave.mesh = #cleave.mesh<tp = 2>} {
+  func.func @vocab_parallel_embedding(%ids: tensor<2x3xi32> {cleave.input = "ids"},
+                                      %table: tensor<8x4xf32> {cleave.param = "wte", cleave.sharding = #cleave.sharding<[[tp], []]>},
+                                      %dy: tensor<2x3x4xf32> {cleave.input = "dy"})
+      -> (tensor<2x3x4xf32>, tensor<8x4xf32>) {
+    %0 = cleave.gather %table, %ids {axis = 0 : i64} : (tensor<8x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+    %1 = cleave.gather_grad %dy, %ids {axis = 0 : i64} : (tensor<2x3x4xf32>, tensor<2x3xi32>) -> tensor<8x4xf32>
+    %2 = cleave.sub %table, %1 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %0, %2 : tensor<2x3x4xf32>, tensor<8x4xf32>
+  }
+}

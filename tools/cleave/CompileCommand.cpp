@@ -465,6 +465,10 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
   partitionOptions.reduceScatterGradients =
       distribution_.strategy != Strategy::Zero1;
   partition.addPass(createPartitionPass(partitionOptions));
+  // Partitioning builds per-rank index arithmetic (vocabulary-split
+  // gathers) once per op; identical pieces merge. Collectives are never
+  // merged (they have side effects).
+  partition.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   if (failed(partition.run(module)))
     return 1;
   if (distribution_.printComm)
