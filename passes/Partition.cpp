@@ -120,6 +120,144 @@ void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
   values.replaceAllUsesExcept(masked, masked);
 }
 
+/// Helpers for the per-rank arithmetic built after partitioning.
+struct LocalBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  RankedTensorType type(ArrayRef<int64_t> shape, Type element) {
+    return RankedTensorType::get(shape, element);
+  }
+  Value scalar(Type element, Attribute value) {
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type({}, element), value));
+  }
+  Value reduce(Value input, bool max, bool keepdims) {
+    auto in = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape{in.getDimSize(0)};
+    if (keepdims)
+      shape.push_back(1);
+    auto result = type(shape, in.getElementType());
+    auto axes = b.getDenseI64ArrayAttr({1});
+    if (max)
+      return ReduceMaxOp::create(b, loc, result, input, axes,
+                                 b.getBoolAttr(keepdims));
+    return ReduceSumOp::create(b, loc, result, input, axes,
+                               b.getBoolAttr(keepdims));
+  }
+  /// [N, classes] booleans: whether column c is the label's, for this
+  /// rank's block of `classes` classes (labels elsewhere match nothing).
+  Value labelColumns(Value labels, int64_t classes, ArrayAttr axes) {
+    auto labelType = cast<RankedTensorType>(labels.getType());
+    Type index = labelType.getElementType();
+    int64_t n = labelType.getDimSize(0);
+    Value rank = AxisIndexOp::create(b, loc, type({}, b.getI64Type()), axes);
+    if (index != b.getI64Type())
+      rank = CastOp::create(b, loc, type({}, index), rank);
+    Value offset = MulOp::create(b, loc, rank.getType(), rank,
+                                 scalar(index, b.getIntegerAttr(index, classes)));
+    Value local = ReshapeOp::create(
+        b, loc, type({n, 1}, index),
+        SubOp::create(b, loc, labelType, labels, offset));
+    SmallVector<APInt> iota;
+    for (int64_t c = 0; c < classes; ++c)
+      iota.push_back(APInt(index.getIntOrFloatBitWidth(), c));
+    Value columns = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type({1, classes}, index), iota));
+    return EqualOp::create(b, loc, type({n, classes}, b.getI1Type()), columns,
+                           local);
+  }
+  /// `value` with the samples whose label is `ignoreIndex` zeroed
+  /// (`value` is [N] or [N, C]).
+  Value dropIgnored(Value value, Value labels, IntegerAttr ignoreIndex) {
+    if (!ignoreIndex)
+      return value;
+    auto labelType = cast<RankedTensorType>(labels.getType());
+    auto valueType = cast<RankedTensorType>(value.getType());
+    int64_t n = labelType.getDimSize(0);
+    Value ignored = EqualOp::create(
+        b, loc, type({n}, b.getI1Type()), labels,
+        scalar(labelType.getElementType(),
+               b.getIntegerAttr(labelType.getElementType(),
+                                ignoreIndex.getInt())));
+    if (valueType.getRank() == 2)
+      ignored = ReshapeOp::create(b, loc, type({n, 1}, b.getI1Type()), ignored);
+    Type element = valueType.getElementType();
+    return WhereOp::create(b, loc, valueType, ignored,
+                           scalar(element, b.getZeroAttr(element)), value);
+  }
+};
+
+/// Softmax cross entropy of [N, C] scores split by class over `axes` (the
+/// vocabulary-parallel loss of Megatron): the row maxima are all-gathered
+/// (a few numbers per sample) for a common shift, the sums of exponentials
+/// and the label's log-probability are all-reduced; log_prob stays this
+/// rank's block. The loss is then whole on every rank.
+void localizeSplitCrossEntropy(SoftmaxCrossEntropyOp op, ArrayAttr axes,
+                               MeshAttr mesh) {
+  OpBuilder b(op);
+  LocalBuilder l{b, op.getLoc()};
+  Location loc = op.getLoc();
+  Value scores = op.getScores();
+  auto scoresType = cast<RankedTensorType>(scores.getType());
+  Type element = scoresType.getElementType();
+  int64_t n = scoresType.getDimSize(0), classes = scoresType.getDimSize(1);
+  int64_t group =
+      mesh.getGroupSize(llvm::to_vector(axes.getAsRange<StringAttr>()));
+  Value rowMax = l.reduce(scores, /*max=*/true, /*keepdims=*/true);
+  Value allMax = AllGatherOp::create(b, loc, l.type({n, group}, element),
+                                     rowMax, axes, 1);
+  Value shift = l.reduce(allMax, /*max=*/true, /*keepdims=*/true);
+  Value shifted = SubOp::create(b, loc, scoresType, scores, shift);
+  Value sum = l.reduce(ExpOp::create(b, loc, scoresType, shifted),
+                       /*max=*/false, /*keepdims=*/true);
+  sum = AllReduceOp::create(b, loc, ValueRange{sum}, axes).getResult(0);
+  Value logProb = SubOp::create(b, loc, scoresType, shifted,
+                                LogOp::create(b, loc, sum.getType(), sum));
+  Value mine = WhereOp::create(
+      b, loc, scoresType, l.labelColumns(op.getLabels(), classes, axes),
+      logProb, l.scalar(element, b.getZeroAttr(element)));
+  Value picked = l.reduce(mine, /*max=*/false, /*keepdims=*/false);
+  picked = AllReduceOp::create(b, loc, ValueRange{picked}, axes).getResult(0);
+  Value perSample = l.dropIgnored(
+      NegOp::create(b, loc, picked.getType(), picked), op.getLabels(),
+      op.getIgnoreIndexAttr());
+  Value loss = perSample;
+  if (op.getReduction() == LossReduction::Sum)
+    loss = ReduceSumOp::create(b, loc, l.type({}, element), perSample,
+                               b.getDenseI64ArrayAttr({0}),
+                               b.getBoolAttr(false));
+  op.getLoss().replaceAllUsesWith(loss);
+  op.getLogProb().replaceAllUsesWith(logProb);
+  op.erase();
+}
+
+/// The gradient of a class-split softmax cross entropy: (softmax - one-hot
+/// of the label) times the loss gradient, all local to this rank's block.
+void localizeSplitCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
+                                   ArrayAttr axes) {
+  OpBuilder b(op);
+  LocalBuilder l{b, op.getLoc()};
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getLogProb().getType());
+  Type element = type.getElementType();
+  int64_t n = type.getDimSize(0), classes = type.getDimSize(1);
+  Value oneHot = WhereOp::create(
+      b, loc, type, l.labelColumns(op.getLabels(), classes, axes),
+      l.scalar(element, b.getFloatAttr(element, 1.0)),
+      l.scalar(element, b.getZeroAttr(element)));
+  Value grad = SubOp::create(b, loc, type,
+                             ExpOp::create(b, loc, type, op.getLogProb()),
+                             oneHot);
+  Value scale = op.getLossGrad();
+  if (op.getReduction() == LossReduction::None)
+    scale = ReshapeOp::create(b, loc, l.type({n, 1}, element), scale);
+  grad = MulOp::create(b, loc, type, grad, scale);
+  grad = l.dropIgnored(grad, op.getLabels(), op.getIgnoreIndexAttr());
+  op.getScoresGrad().replaceAllUsesWith(grad);
+  op.erase();
+}
+
 class Partitioner {
 public:
   Partitioner(MeshAttr mesh, bool reduceScatterGradients)
@@ -266,8 +404,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
                           placement.dims));
     placements[arg] = placement;
   }
-  // Gathers from tables split along the gathered dim, and the axes.
-  SmallVector<std::pair<Operation *, AxisList>> splitGathers;
+  // Gathers from tables split along the gathered dim, and cross entropies
+  // of scores split by class, with the axes.
+  SmallVector<std::pair<Operation *, AxisList>> splitGathers, splitLosses;
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       reshard.replaceAllUsesWith(
@@ -325,10 +464,27 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       if (!factorAxes[factor].empty())
         splitGathers.emplace_back(&op, factorAxes[factor]);
     }
+    // The class axes of a class-split loss, which its rewrite reduces.
+    AxisList classAxes;
+    if (rule && isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op) &&
+        cast<ShapedType>(op.getOperand(isa<SoftmaxCrossEntropyOp>(op) ? 0 : 1)
+                             .getType())
+                .getRank() == 2) {
+      int64_t factor =
+          rule->operandFactors[isa<SoftmaxCrossEntropyOp>(op) ? 0 : 1][1];
+      if (factor >= 0 && !factorAxes[factor].empty()) {
+        splitLosses.emplace_back(&op, factorAxes[factor]);
+        classAxes = factorAxes[factor];
+      }
+    }
     for (auto [index, result] : llvm::enumerate(op.getResults())) {
       Placement placement = placementOf(resultShardings[index]);
-      if (rule)
+      if (rule) {
         placement.partial = getResultPartialAxes(*rule, index, factorAxes);
+        llvm::erase_if(placement.partial, [&](StringAttr axis) {
+          return llvm::is_contained(classAxes, axis);
+        });
+      }
       result.setType(localType(cast<RankedTensorType>(result.getType()),
                                placement.dims));
       placements[result] = placement;
@@ -338,6 +494,13 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   // Local shapes are known now; the new ops need no sharding.
   for (auto &[op, axes] : splitGathers)
     localizeSplitGather(op, axes, mesh);
+  for (auto &[op, axes] : splitLosses) {
+    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
+      localizeSplitCrossEntropy(loss, axesAttr(context, axes), mesh);
+    else
+      localizeSplitCrossEntropyGrad(cast<SoftmaxCrossEntropyGradOp>(op),
+                                    axesAttr(context, axes));
+  }
   func.setType(FunctionType::get(context, body.getArgumentTypes(),
                                  body.getTerminator()->getOperandTypes()));
   return success();

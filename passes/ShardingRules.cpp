@@ -353,7 +353,8 @@ OpShardingRule convRule(Operation *op, ArrayRef<ConvRole> operands,
 /// the global count, so it keeps them replicated (the decompose-means pass
 /// turns means into sums before this matters).
 OpShardingRule lossRule(Operation *op, LossReduction reduction,
-                        ArrayRef<int64_t> scoresShape) {
+                        ArrayRef<int64_t> scoresShape,
+                        bool splitClasses = false) {
   RuleBuilder builder(op);
   if (reduction == LossReduction::Mean)
     return builder.take();
@@ -388,7 +389,28 @@ OpShardingRule lossRule(Operation *op, LossReduction reduction,
     mapScoresLike(shapeOf(op->getResult(i)), set);
     mapSampleLike(shapeOf(op->getResult(i)), set);
   }
+  if (splitClasses) {
+    // Vocabulary-parallel cross entropy: the partitioner computes the
+    // softmax's normalizer and the label's score with collectives
+    // (Partition.cpp), so scores, log-probabilities and their gradients
+    // may be split by class.
+    int64_t classes = builder.factor(scoresShape[1]);
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (shapeOf(op->getOperand(i)) == scoresShape)
+        builder.operand(i, 1, classes);
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      if (shapeOf(op->getResult(i)) == scoresShape)
+        builder.result(i, 1, classes);
+  }
   return builder.take();
+}
+
+/// Whether the partitioner can split a softmax cross entropy by class:
+/// [N, C] scores, no class weights, a sum or no reduction (a mean was
+/// decomposed into a sum before, where it matters).
+template <typename OpTy> bool canSplitClasses(OpTy op, ShapedType scores) {
+  return scores.getRank() == 2 && !op.getWeights() &&
+         op.getReduction() != LossReduction::Mean;
 }
 
 /// LayerNorm and its gradient: dims before `axis` pass through (mean and
@@ -481,13 +503,19 @@ std::optional<OpShardingRule> mlir::cleave::getShardingRule(Operation *op) {
                              op.getAxis() < 0 ? op.getAxis() + rank
                                               : op.getAxis());
       })
-      .Case<SoftmaxCrossEntropyOp, NllLossOp>([](auto op) {
+      .Case([](SoftmaxCrossEntropyOp op) {
         return lossRule(op, op.getReduction(),
-                        cast<ShapedType>(op->getOperand(0).getType()).getShape());
+                        op.getScores().getType().getShape(),
+                        canSplitClasses(op, op.getScores().getType()));
+      })
+      .Case([](NllLossOp op) {
+        return lossRule(op, op.getReduction(),
+                        op.getInput().getType().getShape());
       })
       .Case([](SoftmaxCrossEntropyGradOp op) {
         return lossRule(op, op.getReduction(),
-                        op.getLogProb().getType().getShape());
+                        op.getLogProb().getType().getShape(),
+                        canSplitClasses(op, op.getLogProb().getType()));
       })
       .Case([](NllLossGradOp op) {
         return lossRule(op, op.getReduction(),

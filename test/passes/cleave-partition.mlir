@@ -332,3 +332,59 @@ module attributes {cleave.mesh = #cleave.mesh<tp = 2>} {
     return %0, %2 : tensor<2x3x4xf32>, tensor<8x4xf32>
   }
 }
+
+// -----
+
+// A vocabulary-parallel cross entropy: the head's weight split by rows
+// makes the logits split by class over tp, and the loss works on the
+// blocks: the row maxima are all-gathered for a common shift, the sums of
+// exponentials and the label's log-probability (a one-hot of the label
+// shifted into this rank's classes) all-reduced; samples with the
+// ignore_index label count 0. The gradient, softmax - one-hot, is local;
+// only the returned gradient is gathered.
+// CHECK-LABEL: func.func @vocab_parallel_cross_entropy
+// CHECK-SAME: %[[Y:[^:]+]]: tensor<3xi64> {cleave.input = "y"
+// CHECK: %[[S:.*]] = cleave.gemm {{.*}} -> tensor<3x4xf32>
+// CHECK: %[[MAX:.*]] = cleave.reduce_max %[[S]] {axes = array<i64: 1>, keepdims = true} : tensor<3x4xf32> -> tensor<3x1xf32>
+// CHECK: %[[MAXES:.*]] = cleave.all_gather %[[MAX]] over ["tp"] dim 1 : tensor<3x1xf32> -> tensor<3x2xf32>
+// CHECK: %[[SHIFT:.*]] = cleave.reduce_max %[[MAXES]]
+// CHECK: %[[SHIFTED:.*]] = cleave.sub %[[S]], %[[SHIFT]]
+// CHECK: %[[E:.*]] = cleave.exp %[[SHIFTED]]
+// CHECK: %[[SUM:.*]] = cleave.reduce_sum %[[E]]
+// CHECK: %[[SUMS:.*]] = cleave.all_reduce %[[SUM]] over ["tp"] : tensor<3x1xf32>
+// CHECK: %[[LOGSUM:.*]] = cleave.log %[[SUMS]]
+// CHECK: %[[LP:.*]] = cleave.sub %[[SHIFTED]], %[[LOGSUM]] : (tensor<3x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+// CHECK: %[[R:.*]] = cleave.axis_index over ["tp"] : tensor<i64>
+// CHECK: %[[LOCAL:.*]] = cleave.sub %[[Y]]
+// CHECK: %[[COLUMN:.*]] = cleave.reshape %[[LOCAL]] : tensor<3xi64> -> tensor<3x1xi64>
+// CHECK: %[[CLASSES:.*]] = cleave.constant dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>
+// CHECK: %[[HIT:.*]] = cleave.equal %[[CLASSES]], %[[COLUMN]] : (tensor<1x4xi64>, tensor<3x1xi64>) -> tensor<3x4xi1>
+// CHECK: %[[MINE:.*]] = cleave.where %[[HIT]], %[[LP]]
+// CHECK: %[[PICK:.*]] = cleave.reduce_sum %[[MINE]] {axes = array<i64: 1>, keepdims = false}
+// CHECK: %[[PICKED:.*]] = cleave.all_reduce %[[PICK]] over ["tp"] : tensor<3xf32>
+// CHECK: %[[NLL:.*]] = cleave.neg %[[PICKED]]
+// CHECK: %[[IGNORED:.*]] = cleave.equal %[[Y]], %{{.*}} : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
+// CHECK: %[[COUNTED:.*]] = cleave.where %[[IGNORED]], %{{.*}}, %[[NLL]]
+// CHECK: %[[LOSS:.*]] = cleave.reduce_sum %[[COUNTED]] {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
+// CHECK: %[[P:.*]] = cleave.exp %[[LP]]
+// CHECK: %[[G:.*]] = cleave.sub %[[P]], %{{.*}} : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+// CHECK: cleave.mul %[[G]]
+// CHECK: %[[DS:.*]] = cleave.where {{.*}} -> tensor<3x4xf32>
+// CHECK: %[[WHOLE:.*]] = cleave.all_gather %[[DS]] over ["tp"] dim 1 : tensor<3x4xf32> -> tensor<3x8xf32>
+// CHECK: return %[[LOSS]], %[[WHOLE]]
+
+module attributes {cleave.mesh = #cleave.mesh<tp = 2>} {
+  func.func @vocab_parallel_cross_entropy(%h: tensor<3x4xf32> {cleave.input = "h"},
+                                          %y: tensor<3xi64> {cleave.input = "y"},
+                                          %w: tensor<8x4xf32> {cleave.param = "head", cleave.sharding = #cleave.sharding<[[tp], []]>},
+                                          %g: tensor<f32> {cleave.input = "g"})
+      -> (tensor<f32>, tensor<3x8xf32>) {
+    %s = cleave.gemm %h, %w {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true}
+        : (tensor<3x4xf32>, tensor<8x4xf32>) -> tensor<3x8xf32>
+    %loss, %lp = cleave.softmax_cross_entropy %s, %y {reduction = #cleave.reduction<sum>, ignore_index = -1 : i64}
+        : (tensor<3x8xf32>, tensor<3xi64>) -> (tensor<f32>, tensor<3x8xf32>)
+    %ds = cleave.softmax_cross_entropy_grad %g, %lp, %y {reduction = #cleave.reduction<sum>, ignore_index = -1 : i64}
+        : (tensor<f32>, tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x8xf32>
+    return %loss, %ds : tensor<f32>, tensor<3x8xf32>
+  }
+}
