@@ -167,7 +167,7 @@ public:
           "lrScheduleFactor", "mapUnary", "mapBinary", "mapTernary", "body",
           "ctx", "std", "cleave", "Shape", "DType", "Role", "Schedule",
           "Reduction", "ReduceKind", "main", "program", "kTensors",
-          "trainStep", "launch", "copyN", "fillN", "readScalar",
+          "trainStep", "launch", "copyN", "fillN", "readScalar", "gemmBias",
           "writeScalar", "deviceAddress", "synchronize", "cuda",
           "startAllReduceBucket", "finishAllReduceBucket", "allGatherDim",
           "reduceScatterDim", "allSliceDim", "writeAxisIndex", "auto", "bool", "break", "case", "char", "class",
@@ -463,7 +463,28 @@ LogicalResult Emitter::emitOp(Operation *op) {
         ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
         int64_t k = gemm.getTransA() ? a[0] : a[1];
         float beta = gemm.getBeta().convertToFloat();
-        if (Value c = gemm.getC())
+        Value c = gemm.getC();
+        // On the cuda target a bias row ([N] or [1, N]) added with beta 1 is
+        // cuBLASLt's bias epilogue: one kernel instead of broadcastTo and
+        // gemm. No ReLU/GELU epilogue: the activation's gradient reads the
+        // Gemm's output, which a fused activation would overwrite (see
+        // gemmBias in runtime/cuda/KernelsLinalg.cu).
+        if (cuda && c && beta == 1.0f) {
+          ArrayRef<int64_t> cShape = tensorType(c).getShape();
+          bool biasRow = (cShape.size() == 1 || cShape.size() == 2) &&
+                         cShape.back() == r[1] &&
+                         (cShape.size() == 1 || cShape[0] == 1);
+          if (biasRow) {
+            call(op, formatv("gemmBias({0}, {1}, {2}, {3}, {4}, {5}f, {6}, "
+                             "{7}, {8}, {9})",
+                             gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,
+                             floatLiteral(gemm.getAlpha().convertToFloat()),
+                             t(gemm.getA()), t(gemm.getB()), t(c),
+                             t(gemm.getResult())));
+            return success();
+          }
+        }
+        if (c)
           call(op, formatv("broadcastTo({0}, {1}, {2}, {3})", t(c), s(c),
                            t(gemm.getResult()), s(gemm.getResult())));
         else

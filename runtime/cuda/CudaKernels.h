@@ -23,6 +23,18 @@ namespace cleave::rt::cuda {
 #include "runtime/KernelApi.inc"
 
 //===----------------------------------------------------------------------===//
+// Kernels of the cuda target only
+//===----------------------------------------------------------------------===//
+
+/// c = alpha * op(a) op(b) + bias, with bias (n elements) added to every
+/// row of the [m, n] result: a Gemm whose C is a bias row and beta 1, in
+/// one cuBLASLt call with the bias epilogue instead of broadcastTo + gemm.
+/// Shapes and transposes as in gemm().
+void gemmBias(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              float alpha, const float *a, const float *b, const float *bias,
+              float *c);
+
+//===----------------------------------------------------------------------===//
 // Host-side helpers of generated programs
 //===----------------------------------------------------------------------===//
 

@@ -8,6 +8,11 @@
 // the sizes as they are. alpha and beta are host values (the handle's
 // default pointer mode).
 //
+// gemmBias is the same mapping on cuBLASLt, whose bias epilogue adds a
+// vector along the rows of the column-major D: D is our C^T, [N, M], so its
+// rows are our N columns, and the bias is broadcast over our M rows as a
+// Gemm's [N] bias row is.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaKernels.h"
@@ -16,8 +21,136 @@
 #include "runtime/DataMovementBodies.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <tuple>
 
 namespace cleave::rt::cuda {
+
+namespace {
+
+/// The most cuBLASLt may use as workspace for a bias GEMM. Each call
+/// allocates only what its algorithm reports needing (none, for most
+/// shapes), in stream order.
+constexpr uint64_t kMaxLtWorkspaceBytes = uint64_t(4) << 20;
+
+/// The alignment of `pointer`, as cuBLASLt's heuristic wants to know it: the
+/// largest power of two dividing the address, from 4 (a float) to the 256
+/// bytes of a cudaMalloc (tensors in the scratch arena are only 64-byte
+/// aligned).
+uint32_t alignmentOf(const void *pointer) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  uint32_t alignment = 256;
+  while (alignment > 4 && address % alignment != 0)
+    alignment /= 2;
+  return alignment;
+}
+
+/// One bias GEMM problem planned for cuBLASLt: its descriptors, initialized
+/// in place (so nothing to destroy), and the algorithm the heuristic chose.
+/// Planned once per shape, transposes and operand alignments, so that the
+/// heuristic's search (host work) is not repeated every step; the bias
+/// pointer is the only attribute set per call.
+struct BiasGemmPlan {
+  cublasLtMatmulDescOpaque_t operation;
+  cublasLtMatrixLayoutOpaque_t aLayout, bLayout, dLayout;
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceBytes = 0;
+};
+
+/// The plan of c = alpha * op(a) op(b) + bias (gemmBias's arguments), made
+/// on first use. In cuBLASLt's column-major terms its A is our b, its B our
+/// a, and its D (= C, not read as beta is 0) our c as [n, m].
+BiasGemmPlan &biasGemmPlan(bool transA, bool transB, int64_t m, int64_t n,
+                           int64_t k, const float *a, const float *b,
+                           const float *bias, const float *c) {
+  // Plans live as long as the process; a std::map's nodes never move, so
+  // the descriptors stay where they were initialized.
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, uint32_t,
+                         uint32_t, uint32_t, uint32_t>;
+  static std::map<Key, BiasGemmPlan> plans;
+  auto [it, inserted] =
+      plans.try_emplace(Key(transA, transB, m, n, k, alignmentOf(a),
+                            alignmentOf(b), alignmentOf(c), alignmentOf(bias)));
+  BiasGemmPlan &plan = it->second;
+  if (!inserted)
+    return plan;
+
+  cublasLtMatmulDesc_t operation = &plan.operation;
+  // FP32 operands, accumulation and scaling; CUBLAS_COMPUTE_32F is plain
+  // FP32 arithmetic (TF32 tensor cores would be CUBLAS_COMPUTE_32F_FAST_TF32),
+  // as the unfused gemm and the cpu target compute.
+  CLEAVE_CUBLAS_CHECK(
+      cublasLtMatmulDescInit(operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      operation, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      operation, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  // The heuristic reads the bias pointer's alignment from the descriptor.
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+
+  // Layouts as stored (before op), column-major: our row-major [r, c] is
+  // the column-major [c, r] with leading dimension c.
+  CLEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.aLayout, CUDA_R_32F,
+                                               transB ? k : n, transB ? n : k,
+                                               transB ? k : n));
+  CLEAVE_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.bLayout, CUDA_R_32F,
+                                               transA ? m : k, transA ? k : m,
+                                               transA ? m : k));
+  CLEAVE_CUBLAS_CHECK(
+      cublasLtMatrixLayoutInit(&plan.dLayout, CUDA_R_32F, n, m, n));
+
+  cublasLtMatmulPreferenceOpaque_t preference;
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(&preference));
+  uint64_t maxWorkspace = kMaxLtWorkspaceBytes;
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      &preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace,
+      sizeof maxWorkspace));
+  // cuBLASLt assumes 256-byte aligned matrices unless told otherwise.
+  uint32_t alignA = alignmentOf(b), alignB = alignmentOf(a),
+           alignD = alignmentOf(c);
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
+      sizeof alignA));
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
+      sizeof alignB));
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD,
+      sizeof alignD));
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD,
+      sizeof alignD));
+
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      cublasLtHandle(), operation, &plan.aLayout, &plan.bLayout, &plan.dLayout,
+      &plan.dLayout, &preference, 1, &result, &found);
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0 ||
+      result.state != CUBLAS_STATUS_SUCCESS) {
+    char message[256];
+    std::snprintf(message, sizeof message,
+                  "no cuBLASLt algorithm for the FP32 GEMM with a bias "
+                  "epilogue [%lld x %lld] x [%lld x %lld] (%s)",
+                  static_cast<long long>(m), static_cast<long long>(k),
+                  static_cast<long long>(k), static_cast<long long>(n),
+                  cublasGetStatusString(
+                      status != CUBLAS_STATUS_SUCCESS ? status : result.state));
+    cudaFailure("cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, message);
+  }
+  plan.algo = result.algo;
+  plan.workspaceBytes = result.workspaceSize;
+  return plan;
+}
+
+} // namespace
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, const float *b, float beta, float *c) {
@@ -38,6 +171,34 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                      transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                                      transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
                                      k, &alpha, b, ldb, a, lda, &beta, c, n));
+}
+
+// A fused ReLU or GELU epilogue is not used: the training graph reads the
+// Gemm's output again in the activation's gradient (Relu's grad compares
+// it with 0), so the pre-activation would have to stay; cuBLASLt's
+// RELU_AUX_BIAS/GELU_AUX_BIAS write it (or a ReLU bit mask) as an extra
+// output for the DRELU/DGELU backward epilogues, which is a rewrite of the
+// graph's gradients rather than of this call.
+void gemmBias(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              float alpha, const float *a, const float *b, const float *bias,
+              float *c) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    // No GEMM for cuBLASLt (as gemm() keeps k == 0 from cuBLAS): the
+    // product is 0, the result the bias.
+    broadcastTo(bias, Shape{n}, c, Shape{m, n});
+    return;
+  }
+  BiasGemmPlan &plan = biasGemmPlan(transA, transB, m, n, k, a, b, bias, c);
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      &plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  DeviceScratch workspace(static_cast<int64_t>(plan.workspaceBytes));
+  float beta = 0.0f;
+  CLEAVE_CUBLAS_CHECK(cublasLtMatmul(
+      cublasLtHandle(), &plan.operation, &alpha, b, &plan.aLayout, a,
+      &plan.bLayout, &beta, c, &plan.dLayout, c, &plan.dLayout, &plan.algo,
+      workspace.as<void>(), plan.workspaceBytes, computeStream()));
 }
 
 void matmul(const float *a, const Shape &aShape, const float *b,
