@@ -155,27 +155,113 @@ public:
     plan = planMemory(func, executedAt);
     // Names the generated code already uses: runtime functions and types,
     // and the C++ keywords an ONNX name could spell.
-    for (const char *name :
-         {"gemm", "matmul", "broadcastTo", "transpose", "concat", "split",
-          "slice", "sliceGrad", "gather", "gatherGrad", "reduce", "softmax",
-          "softmaxGrad", "layerNorm", "layerNormGrad", "batchNorm",
-          "batchNormGrad", "conv", "convGradInput", "convGradWeight",
-          "maxPool", "maxPoolGrad", "avgPool", "avgPoolGrad",
-          "softmaxCrossEntropy", "softmaxCrossEntropyGrad", "nllLoss",
-          "nllLossGrad", "dropout", "sgdUpdate", "adamwUpdate",
-          "onnxMomentumUpdate", "onnxAdamUpdate", "onnxAdagradUpdate",
-          "lrScheduleFactor", "mapUnary", "mapBinary", "mapTernary", "body",
-          "ctx", "std", "cleave", "Shape", "DType", "Role", "Schedule",
-          "Reduction", "ReduceKind", "main", "program", "kTensors",
-          "trainStep", "launch", "copyN", "fillN", "readScalar", "gemmBias",
-          "writeScalar", "deviceAddress", "synchronize", "cuda",
-          "startAllReduceBucket", "finishAllReduceBucket", "allGatherDim",
-          "reduceScatterDim", "allSliceDim", "writeAxisIndex", "auto", "bool", "break", "case", "char", "class",
-          "const", "default", "delete", "do", "double", "else", "enum",
-          "float", "for", "if", "int", "long", "new", "operator", "private",
-          "public", "return", "short", "signed", "sizeof", "static",
-          "struct", "switch", "template", "this", "union", "unsigned",
-          "void", "while", "asm", "namespace", "using", "true", "false"})
+    for (const char *name : {"gemm",
+                             "matmul",
+                             "broadcastTo",
+                             "transpose",
+                             "concat",
+                             "split",
+                             "slice",
+                             "sliceGrad",
+                             "gather",
+                             "gatherGrad",
+                             "reduce",
+                             "softmax",
+                             "softmaxGrad",
+                             "layerNorm",
+                             "layerNormGrad",
+                             "batchNorm",
+                             "batchNormGrad",
+                             "conv",
+                             "convGradInput",
+                             "convGradWeight",
+                             "maxPool",
+                             "maxPoolGrad",
+                             "avgPool",
+                             "avgPoolGrad",
+                             "softmaxCrossEntropy",
+                             "softmaxCrossEntropyGrad",
+                             "nllLoss",
+                             "nllLossGrad",
+                             "dropout",
+                             "sgdUpdate",
+                             "adamwUpdate",
+                             "onnxMomentumUpdate",
+                             "onnxAdamUpdate",
+                             "onnxAdagradUpdate",
+                             "lrScheduleFactor",
+                             "mapUnary",
+                             "mapBinary",
+                             "mapTernary",
+                             "body",
+                             "ctx",
+                             "std",
+                             "cleave",
+                             "Shape",
+                             "DType",
+                             "Role",
+                             "Schedule",
+                             "Reduction",
+                             "ReduceKind",
+                             "main",
+                             "program",
+                             "kTensors",
+                             "trainStep",
+                             "launch",
+                             "copyN",
+                             "fillN",
+                             "readScalar",
+                             "gemmBias",
+                             "writeScalar",
+                             "deviceAddress",
+                             "synchronize",
+                             "cuda",
+                             "startAllReduceBucket",
+                             "finishAllReduceBucket",
+                             "allGatherDim",
+                             "reduceScatterDim",
+                             "allSliceDim",
+                             "writeAxisIndex",
+                             "auto",
+                             "bool",
+                             "break",
+                             "case",
+                             "char",
+                             "class",
+                             "const",
+                             "default",
+                             "delete",
+                             "do",
+                             "double",
+                             "else",
+                             "enum",
+                             "float",
+                             "for",
+                             "if",
+                             "int",
+                             "long",
+                             "new",
+                             "operator",
+                             "private",
+                             "public",
+                             "return",
+                             "short",
+                             "signed",
+                             "sizeof",
+                             "static",
+                             "struct",
+                             "switch",
+                             "template",
+                             "this",
+                             "union",
+                             "unsigned",
+                             "void",
+                             "while",
+                             "asm",
+                             "namespace",
+                             "using",
+                             "true",
+                             "false"})
       usedNames.insert(name);
   }
 
@@ -229,8 +315,9 @@ private:
   /// A `const int64_t name[] = {...};` declaration; returns the name.
   std::string array(StringRef base, ArrayRef<int64_t> values) {
     std::string name = uniqueName(base);
-    body << formatv("  const int64_t {0}[] = {1};\n", name,
-                    listLiteral(values.empty() ? ArrayRef<int64_t>{0} : values));
+    body << formatv(
+        "  const int64_t {0}[] = {1};\n", name,
+        listLiteral(values.empty() ? ArrayRef<int64_t>{0} : values));
     return name;
   }
   void call(Operation *op, const std::string &text) {
@@ -369,9 +456,8 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
                     name);
   Type element = attr.getElementType();
   if (attr.isSplat() && count > 1) {
-    bool zero = isa<FloatType>(element)
-                    ? attr.getSplatValue<APFloat>().isZero()
-                    : attr.getSplatValue<APInt>().isZero();
+    bool zero = isa<FloatType>(element) ? attr.getSplatValue<APFloat>().isZero()
+                                        : attr.getSplatValue<APInt>().isZero();
     if (!zero)
       return op.emitOpError("is a large non-zero splat, which the ")
              << targetName() << " target does not emit yet";
@@ -406,9 +492,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (base.empty())
     base = op->getName().stripDialect().str();
   for (auto [i, result] : llvm::enumerate(op->getResults()))
-    declare(result, op->getNumResults() > 1
-                        ? base + "_" + std::to_string(i)
-                        : base);
+    declare(result,
+            op->getNumResults() > 1 ? base + "_" + std::to_string(i) : base);
   if (fusedGroups.count(op)) {
     emitFusedGroup(op);
     return success();
@@ -436,11 +521,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
   };
   auto nullable = [&](Value v) { return v ? t(v) : std::string("nullptr"); };
   auto reduction = [&](LossReduction r) {
-    return formatv("Reduction::{0}", stringifyLossReduction(r) == "none"
-                                         ? "None"
-                                         : stringifyLossReduction(r) == "sum"
-                                               ? "Sum"
-                                               : "Mean")
+    return formatv("Reduction::{0}",
+                   stringifyLossReduction(r) == "none"  ? "None"
+                   : stringifyLossReduction(r) == "sum" ? "Sum"
+                                                        : "Mean")
         .str();
   };
   auto learningRate = [&](APFloat lr, Value factor) {
@@ -489,18 +573,19 @@ LogicalResult Emitter::emitOp(Operation *op) {
                            t(gemm.getResult()), s(gemm.getResult())));
         else
           beta = 0;
-        call(op, formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8}f, {9})",
-                         gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,
-                         floatLiteral(gemm.getAlpha().convertToFloat()),
-                         t(gemm.getA()), t(gemm.getB()), floatLiteral(beta),
-                         t(gemm.getResult())));
+        call(op,
+             formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8}f, {9})",
+                     gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,
+                     floatLiteral(gemm.getAlpha().convertToFloat()),
+                     t(gemm.getA()), t(gemm.getB()), floatLiteral(beta),
+                     t(gemm.getResult())));
         return success();
       })
       .Case([&](MatmulOp matmul) {
-        call(op, formatv("matmul({0}, {1}, {2}, {3}, {4}, {5})",
-                         t(matmul.getLhs()), s(matmul.getLhs()),
-                         t(matmul.getRhs()), s(matmul.getRhs()),
-                         t(matmul.getResult()), s(matmul.getResult())));
+        call(op,
+             formatv("matmul({0}, {1}, {2}, {3}, {4}, {5})", t(matmul.getLhs()),
+                     s(matmul.getLhs()), t(matmul.getRhs()), s(matmul.getRhs()),
+                     t(matmul.getResult()), s(matmul.getResult())));
         return success();
       })
       .Case([&](SoftmaxOp softmax) {
@@ -523,12 +608,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LayerNormOp norm) {
-        call(op, formatv("layerNorm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8})",
-                         t(norm.getInput()), s(norm.getInput()), norm.getAxis(),
-                         t(norm.getScale()), nullable(norm.getBias()),
-                         floatLiteral(norm.getEpsilon().convertToFloat()),
-                         t(norm.getY()), t(norm.getMean()),
-                         t(norm.getInvStdDev())));
+        call(op,
+             formatv("layerNorm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8})",
+                     t(norm.getInput()), s(norm.getInput()), norm.getAxis(),
+                     t(norm.getScale()), nullable(norm.getBias()),
+                     floatLiteral(norm.getEpsilon().convertToFloat()),
+                     t(norm.getY()), t(norm.getMean()),
+                     t(norm.getInvStdDev())));
         return success();
       })
       .Case([&](LayerNormGradOp grad) {
@@ -542,25 +628,26 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](BatchNormOp norm) {
-        call(op, formatv("batchNorm({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
-                         "{8}, {9}, {10}, {11})",
-                         t(norm.getInput()), s(norm.getInput()),
-                         t(norm.getScale()), t(norm.getBias()),
-                         t(norm.getRunningMean()), t(norm.getRunningVar()),
-                         floatLiteral(norm.getEpsilon().convertToFloat()),
-                         floatLiteral(norm.getMomentum().convertToFloat()),
-                         norm.getTraining(), t(norm.getY()),
-                         t(norm.getNewRunningMean()),
-                         t(norm.getNewRunningVar())));
+        call(op,
+             formatv("batchNorm({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
+                     "{8}, {9}, {10}, {11})",
+                     t(norm.getInput()), s(norm.getInput()), t(norm.getScale()),
+                     t(norm.getBias()), t(norm.getRunningMean()),
+                     t(norm.getRunningVar()),
+                     floatLiteral(norm.getEpsilon().convertToFloat()),
+                     floatLiteral(norm.getMomentum().convertToFloat()),
+                     norm.getTraining(), t(norm.getY()),
+                     t(norm.getNewRunningMean()), t(norm.getNewRunningVar())));
         return success();
       })
       .Case([&](BatchNormGradOp grad) {
-        call(op, formatv("batchNormGrad({0}, {1}, {2}, {3}, {4}f, {5}, {6}, {7})",
-                         t(grad.getOutputGrad()), t(grad.getInput()),
-                         s(grad.getInput()), t(grad.getScale()),
-                         floatLiteral(grad.getEpsilon().convertToFloat()),
-                         t(grad.getInputGrad()), t(grad.getScaleGrad()),
-                         t(grad.getBiasGrad())));
+        call(op,
+             formatv("batchNormGrad({0}, {1}, {2}, {3}, {4}f, {5}, {6}, {7})",
+                     t(grad.getOutputGrad()), t(grad.getInput()),
+                     s(grad.getInput()), t(grad.getScale()),
+                     floatLiteral(grad.getEpsilon().convertToFloat()),
+                     t(grad.getInputGrad()), t(grad.getScaleGrad()),
+                     t(grad.getBiasGrad())));
         return success();
       })
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
@@ -575,9 +662,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
       })
       .Case([&](TransposeOp transpose) {
         std::string perm = window(transpose.getPermutation(), "perm");
-        call(op, formatv("transpose({0}, {1}, {2}, {3})",
-                         t(transpose.getInput()), s(transpose.getInput()), perm,
-                         t(transpose.getResult())));
+        call(op,
+             formatv("transpose({0}, {1}, {2}, {3})", t(transpose.getInput()),
+                     s(transpose.getInput()), perm, t(transpose.getResult())));
         return success();
       })
       .Case([&](BroadcastToOp broadcast) {
@@ -589,8 +676,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](ConcatOp concat) {
         std::string inputs = uniqueName(base + "_inputs");
         std::string shapes = uniqueName(base + "_shapes");
-        body << formatv("  const {0} *{1}[] = {{", elementType(concat.getResult()),
-                        inputs);
+        body << formatv("  const {0} *{1}[] = {{",
+                        elementType(concat.getResult()), inputs);
         llvm::interleaveComma(concat.getInputs(), body,
                               [&](Value v) { body << t(v); });
         body << formatv("};\n  const Shape {0}[] = {{", shapes);
@@ -605,7 +692,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](SplitOp split) {
         std::string outs = uniqueName(base + "_outputs");
         SmallVector<int64_t> sizes;
-        body << formatv("  {0} *{1}[] = {{", elementType(split.getInput()), outs);
+        body << formatv("  {0} *{1}[] = {{", elementType(split.getInput()),
+                        outs);
         llvm::interleaveComma(split.getResults(), body, [&](Value v) {
           body << t(v);
           sizes.push_back(tensorType(v).getDimSize(split.getAxis()));
@@ -628,10 +716,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
       .Case([&](SliceGradOp grad) {
         std::string offsets = window(grad.getOffsets(), "offsets");
         std::string strides = window(grad.getStrides(), "strides");
-        call(op, formatv("sliceGrad({0}, {1}, {2}, {3}, {4}, {5})",
-                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
-                         offsets, strides, t(grad.getInputGrad()),
-                         s(grad.getInputGrad())));
+        call(op,
+             formatv("sliceGrad({0}, {1}, {2}, {3}, {4}, {5})",
+                     t(grad.getOutputGrad()), s(grad.getOutputGrad()), offsets,
+                     strides, t(grad.getInputGrad()), s(grad.getInputGrad())));
         return success();
       })
       .Case([&](GatherOp gather) {
@@ -665,12 +753,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
         std::string strides = window(grad.getStrides(), "strides"),
                     pads = window(grad.getPads(), "pads"),
                     dilations = window(grad.getDilations(), "dilations");
-        call(op, formatv("convGradInput({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-                         "{8}, {9})",
-                         t(grad.getOutputGrad()), s(grad.getOutputGrad()),
-                         t(grad.getWeight()), s(grad.getWeight()), strides,
-                         pads, dilations, grad.getGroup(),
-                         t(grad.getInputGrad()), s(grad.getInputGrad())));
+        call(op,
+             formatv("convGradInput({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                     "{8}, {9})",
+                     t(grad.getOutputGrad()), s(grad.getOutputGrad()),
+                     t(grad.getWeight()), s(grad.getWeight()), strides, pads,
+                     dilations, grad.getGroup(), t(grad.getInputGrad()),
+                     s(grad.getInputGrad())));
         return success();
       })
       .Case([&](ConvGradWeightOp grad) {
@@ -772,34 +861,36 @@ LogicalResult Emitter::emitOp(Operation *op) {
           call(op, formatv("{0}({1}, {2}, {3})", copyFunction(),
                            t(dropout.getInput()), n(dropout.getInput()),
                            t(dropout.getOutput())));
-          call(op, formatv("{0}({1}, {2}, true)",
-                           cuda ? "fillN" : "std::fill_n", t(dropout.getMask()),
-                           n(dropout.getMask())));
+          call(op,
+               formatv("{0}({1}, {2}, true)", cuda ? "fillN" : "std::fill_n",
+                       t(dropout.getMask()), n(dropout.getMask())));
           return success();
         }
         // Masks are a pure function of (seed, dropout number, step, index),
         // the same in every run and on every target.
-        call(op, formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, "
-                         "{5})",
-                         t(dropout.getInput()), n(dropout.getInput()),
-                         floatLiteral(dropout.getRatio().convertToFloat()),
-                         dropoutCount++, t(dropout.getOutput()),
-                         t(dropout.getMask())));
+        call(op,
+             formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, "
+                     "{5})",
+                     t(dropout.getInput()), n(dropout.getInput()),
+                     floatLiteral(dropout.getRatio().convertToFloat()),
+                     dropoutCount++, t(dropout.getOutput()),
+                     t(dropout.getMask())));
         return success();
       })
       .Case([&](LrScheduleOp schedule) {
         StringRef kind = schedule.getSchedule();
-        call(op, formatv(cuda ? "writeScalar({0}, lrScheduleFactor("
-                                "Schedule::{1}, {2}, {3}, {4}f, ctx.step))"
-                              : "{0}[0] = lrScheduleFactor(Schedule::{1}, "
-                                "{2}, {3}, {4}f, ctx.step)",
-                         t(schedule.getFactor()),
-                         kind == "cosine"   ? "Cosine"
-                         : kind == "linear" ? "Linear"
-                                            : "Constant",
-                         schedule.getWarmupStepsAttr().getInt(),
-                         schedule.getTotalStepsAttr().getInt(),
-                         floatLiteral(schedule.getMinFactor().convertToFloat())));
+        call(op,
+             formatv(cuda ? "writeScalar({0}, lrScheduleFactor("
+                            "Schedule::{1}, {2}, {3}, {4}f, ctx.step))"
+                          : "{0}[0] = lrScheduleFactor(Schedule::{1}, "
+                            "{2}, {3}, {4}f, ctx.step)",
+                     t(schedule.getFactor()),
+                     kind == "cosine"   ? "Cosine"
+                     : kind == "linear" ? "Linear"
+                                        : "Constant",
+                     schedule.getWarmupStepsAttr().getInt(),
+                     schedule.getTotalStepsAttr().getInt(),
+                     floatLiteral(schedule.getMinFactor().convertToFloat())));
         return success();
       })
       .Case([&](SgdOp sgd) {
@@ -815,76 +906,75 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](AdamwOp adamw) {
-        call(op, formatv("adamwUpdate({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
-                         "{8}f, {9}f, ctx.step)",
-                         t(adamw.getParam()), t(adamw.getGrad()),
-                         t(adamw.getExpAvg()), t(adamw.getExpAvgSq()),
-                         n(adamw.getParam()),
-                         learningRate(adamw.getLr(), adamw.getLrFactor()),
-                         floatLiteral(adamw.getBeta1().convertToFloat()),
-                         floatLiteral(adamw.getBeta2().convertToFloat()),
-                         floatLiteral(adamw.getEps().convertToFloat()),
-                         floatLiteral(adamw.getWeightDecay().convertToFloat())));
+        call(op,
+             formatv("adamwUpdate({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
+                     "{8}f, {9}f, ctx.step)",
+                     t(adamw.getParam()), t(adamw.getGrad()),
+                     t(adamw.getExpAvg()), t(adamw.getExpAvgSq()),
+                     n(adamw.getParam()),
+                     learningRate(adamw.getLr(), adamw.getLrFactor()),
+                     floatLiteral(adamw.getBeta1().convertToFloat()),
+                     floatLiteral(adamw.getBeta2().convertToFloat()),
+                     floatLiteral(adamw.getEps().convertToFloat()),
+                     floatLiteral(adamw.getWeightDecay().convertToFloat())));
         return success();
       })
       .Case([&](MomentumOp momentum) {
         size_t count = momentum.getParams().size();
         for (size_t i = 0; i < count; ++i)
-          call(op, formatv("onnxMomentumUpdate({0}, {1}, {2}, {3}, {4}, "
-                           "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
-                           "{9}, {10}, {11})",
-                           t(momentum.getParams()[i]), t(momentum.getGrads()[i]),
-                           t(momentum.getVelocities()[i]),
-                           n(momentum.getParams()[i]), scalar(momentum.getLr()),
-                           scalar(momentum.getStep()),
-                           floatLiteral(momentum.getAlpha().convertToFloat()),
-                           floatLiteral(momentum.getBeta().convertToFloat()),
-                           floatLiteral(
-                               momentum.getNormCoefficient().convertToFloat()),
-                           momentum.getMode() == MomentumMode::Nesterov,
-                           t(momentum.getNewParams()[i]),
-                           t(momentum.getNewVelocities()[i])));
+          call(op,
+               formatv(
+                   "onnxMomentumUpdate({0}, {1}, {2}, {3}, {4}, "
+                   "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
+                   "{9}, {10}, {11})",
+                   t(momentum.getParams()[i]), t(momentum.getGrads()[i]),
+                   t(momentum.getVelocities()[i]), n(momentum.getParams()[i]),
+                   scalar(momentum.getLr()), scalar(momentum.getStep()),
+                   floatLiteral(momentum.getAlpha().convertToFloat()),
+                   floatLiteral(momentum.getBeta().convertToFloat()),
+                   floatLiteral(momentum.getNormCoefficient().convertToFloat()),
+                   momentum.getMode() == MomentumMode::Nesterov,
+                   t(momentum.getNewParams()[i]),
+                   t(momentum.getNewVelocities()[i])));
         return success();
       })
       .Case([&](AdamOp adam) {
         size_t count = adam.getParams().size();
         for (size_t i = 0; i < count; ++i)
-          call(op, formatv("onnxAdamUpdate({0}, {1}, {2}, {3}, {4}, {5}, "
-                           "static_cast<int64_t>({6}), {7}f, {8}f, {9}f, "
-                           "{10}f, {11}f, {12}, {13}, {14})",
-                           t(adam.getParams()[i]), t(adam.getGrads()[i]),
-                           t(adam.getFirstMoments()[i]),
-                           t(adam.getSecondMoments()[i]),
-                           n(adam.getParams()[i]), scalar(adam.getLr()),
-                           scalar(adam.getStep()),
-                           floatLiteral(adam.getAlpha().convertToFloat()),
-                           floatLiteral(adam.getBeta().convertToFloat()),
-                           floatLiteral(adam.getEpsilon().convertToFloat()),
-                           floatLiteral(
-                               adam.getNormCoefficient().convertToFloat()),
-                           floatLiteral(
-                               adam.getNormCoefficientPost().convertToFloat()),
-                           t(adam.getNewParams()[i]),
-                           t(adam.getNewFirstMoments()[i]),
-                           t(adam.getNewSecondMoments()[i])));
+          call(op,
+               formatv(
+                   "onnxAdamUpdate({0}, {1}, {2}, {3}, {4}, {5}, "
+                   "static_cast<int64_t>({6}), {7}f, {8}f, {9}f, "
+                   "{10}f, {11}f, {12}, {13}, {14})",
+                   t(adam.getParams()[i]), t(adam.getGrads()[i]),
+                   t(adam.getFirstMoments()[i]), t(adam.getSecondMoments()[i]),
+                   n(adam.getParams()[i]), scalar(adam.getLr()),
+                   scalar(adam.getStep()),
+                   floatLiteral(adam.getAlpha().convertToFloat()),
+                   floatLiteral(adam.getBeta().convertToFloat()),
+                   floatLiteral(adam.getEpsilon().convertToFloat()),
+                   floatLiteral(adam.getNormCoefficient().convertToFloat()),
+                   floatLiteral(adam.getNormCoefficientPost().convertToFloat()),
+                   t(adam.getNewParams()[i]), t(adam.getNewFirstMoments()[i]),
+                   t(adam.getNewSecondMoments()[i])));
         return success();
       })
       .Case([&](AdagradOp adagrad) {
         size_t count = adagrad.getParams().size();
         for (size_t i = 0; i < count; ++i)
-          call(op, formatv("onnxAdagradUpdate({0}, {1}, {2}, {3}, {4}, "
-                           "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
-                           "{9}, {10})",
-                           t(adagrad.getParams()[i]), t(adagrad.getGrads()[i]),
-                           t(adagrad.getAccumulators()[i]),
-                           n(adagrad.getParams()[i]), scalar(adagrad.getLr()),
-                           scalar(adagrad.getStep()),
-                           floatLiteral(adagrad.getDecayFactor().convertToFloat()),
-                           floatLiteral(adagrad.getEpsilon().convertToFloat()),
-                           floatLiteral(
-                               adagrad.getNormCoefficient().convertToFloat()),
-                           t(adagrad.getNewParams()[i]),
-                           t(adagrad.getNewAccumulators()[i])));
+          call(op,
+               formatv(
+                   "onnxAdagradUpdate({0}, {1}, {2}, {3}, {4}, "
+                   "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
+                   "{9}, {10})",
+                   t(adagrad.getParams()[i]), t(adagrad.getGrads()[i]),
+                   t(adagrad.getAccumulators()[i]), n(adagrad.getParams()[i]),
+                   scalar(adagrad.getLr()), scalar(adagrad.getStep()),
+                   floatLiteral(adagrad.getDecayFactor().convertToFloat()),
+                   floatLiteral(adagrad.getEpsilon().convertToFloat()),
+                   floatLiteral(adagrad.getNormCoefficient().convertToFloat()),
+                   t(adagrad.getNewParams()[i]),
+                   t(adagrad.getNewAccumulators()[i])));
         return success();
       })
       .Case([&](AllReduceOp allReduce) -> LogicalResult {
@@ -908,8 +998,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
                         name, ins, outs, counts);
         call(op, formatv("  {0} = startAllReduceBucket({0}_in, {0}_out, "
                          "{0}_count, {1}, {2}, {3})",
-                         name, allReduce.getInputs().size(),
-                         dtypeEnum(element), axisGroup(allReduce.getAxes())));
+                         name, allReduce.getInputs().size(), dtypeEnum(element),
+                         axisGroup(allReduce.getAxes())));
         body << "  }\n";
         globals << "static int64_t " << name << ";\n";
         Operation *firstUse = nullptr;
@@ -927,12 +1017,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](ReduceScatterOp scatter) {
-        call(op, formatv("reduceScatterDim({0}, {1}, {2}, {3}, {4}, {5})",
-                         t(scatter.getInput()), s(scatter.getInput()),
-                         scatter.getDim(),
-                         dtypeEnum(tensorType(scatter.getInput())
-                                       .getElementType()),
-                         t(scatter.getResult()), axisGroup(scatter.getAxes())));
+        call(op,
+             formatv("reduceScatterDim({0}, {1}, {2}, {3}, {4}, {5})",
+                     t(scatter.getInput()), s(scatter.getInput()),
+                     scatter.getDim(),
+                     dtypeEnum(tensorType(scatter.getInput()).getElementType()),
+                     t(scatter.getResult()), axisGroup(scatter.getAxes())));
         return success();
       })
       .Case([&](AxisIndexOp index) {
@@ -984,10 +1074,10 @@ FailureOr<EmittedProgram> Emitter::run() {
     std::string element = cType(tensorType(arg).getElementType());
     std::string dtype = dtypeEnum(tensorType(arg).getElementType());
     if (dtype.empty())
-      return func.emitError() << "argument '" << name << "' has element type "
-                              << tensorType(arg).getElementType()
-                              << ", which the "
-                              << targetName() << " target does not support";
+      return func.emitError()
+             << "argument '" << name << "' has element type "
+             << tensorType(arg).getElementType() << ", which the "
+             << targetName() << " target does not support";
     // Split tensors: the table holds the local block's shape and the
     // sharding; the embedded initial value is the whole tensor.
     std::string sharding;
@@ -1020,8 +1110,8 @@ FailureOr<EmittedProgram> Emitter::run() {
     }
     if (role == "Param" || role == "State")
       program.persistentBytes += tensorBytes(arg.getType());
-    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}{5}},\n",
-                       name, dtype, shapeLiteral(arg), role, offset,
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}{5}},\n", name,
+                       dtype, shapeLiteral(arg), role, offset,
                        sharding.empty() ? "" : ", " + sharding);
     std::string var = uniqueName(name);
     names[arg] = var;
@@ -1041,19 +1131,17 @@ FailureOr<EmittedProgram> Emitter::run() {
   int numTensors = block.getNumArguments();
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     if (func.getResultAttr(i, CleaveDialect::kLossAttrName)) {
-      body << formatv("  ctx.loss = static_cast<float>({0});\n",
-                      scalar(value));
+      body << formatv("  ctx.loss = static_cast<float>({0});\n", scalar(value));
       haveLoss = true;
     }
     if (auto output = func.getResultAttrOfType<StringAttr>(
             i, CleaveDialect::kOutputAttrName)) {
       std::string dtype = dtypeEnum(tensorType(value).getElementType());
       if (dtype.empty())
-        return func.emitError() << "output '" << output.getValue()
-                                << "' has element type "
-                                << tensorType(value).getElementType()
-                                << ", which the "
-                              << targetName() << " target does not support";
+        return func.emitError()
+               << "output '" << output.getValue() << "' has element type "
+               << tensorType(value).getElementType() << ", which the "
+               << targetName() << " target does not support";
       tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::Output, -1},\n",
                          output.getValue(), dtype, shapeLiteral(value));
       body << formatv("  {0}({1}, {2}, static_cast<{3} *>(ctx.tensors[{4}]));"
@@ -1075,8 +1163,8 @@ FailureOr<EmittedProgram> Emitter::run() {
       return func.emitError() << "result #" << i << " updates '"
                               << target.getValue() << "', which is no argument";
     if (plan.root(value) != arg)
-      body << formatv("  {0}({1}, {2}, {3});  // update {4}\n",
-                      copyFunction(), ref(value), numElements(value), ref(arg),
+      body << formatv("  {0}({1}, {2}, {3});  // update {4}\n", copyFunction(),
+                      ref(value), numElements(value), ref(arg),
                       target.getValue());
   }
 
@@ -1088,14 +1176,14 @@ FailureOr<EmittedProgram> Emitter::run() {
       names += (names.empty() ? "\"" : ", \"") + name.getValue().str() + "\"";
       sizes += (sizes.empty() ? "" : ", ") + std::to_string(size);
     }
-    meshText = formatv("  // The device mesh: run under mpirun -np {0}.\n"
-                       "  static const char *const kMeshAxes[] = {{{1}};\n"
-                       "  static const int64_t kMeshSizes[] = {{{2}};\n"
-                       "  program.mesh = MeshSpec{{{3}, kMeshAxes, "
-                       "kMeshSizes};\n",
-                       mesh.getNumRanks(), names, sizes,
-                       mesh.getAxisNames().size())
-                   .str();
+    meshText =
+        formatv("  // The device mesh: run under mpirun -np {0}.\n"
+                "  static const char *const kMeshAxes[] = {{{1}};\n"
+                "  static const int64_t kMeshSizes[] = {{{2}};\n"
+                "  program.mesh = MeshSpec{{{3}, kMeshAxes, "
+                "kMeshSizes};\n",
+                mesh.getNumRanks(), names, sizes, mesh.getAxisNames().size())
+            .str();
   }
   program.arenaBytes = plan.arenaBytes;
   program.modelOffset = program.embeddedBytes;
@@ -1139,13 +1227,11 @@ FailureOr<EmittedProgram> Emitter::run() {
      << bodyText << (cuda ? "  synchronize();\n" : "") << "}\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  Program program{\"" << options.modelName << "\", kTensors, "
-     << numTensors << ", " << plan.arenaBytes
-     << ", cleave_initial_values, " << program.embeddedBytes
-     << ", trainStep, /*training=*/" << (haveLoss ? "true" : "false")
-     << ", /*model=*/cleave_initial_values + " << program.modelOffset << ", "
-     << options.modelBytes << "};\n"
-     << meshText
-     << (cuda ? "  program.device = &cudaDeviceHooks();\n" : "")
+     << numTensors << ", " << plan.arenaBytes << ", cleave_initial_values, "
+     << program.embeddedBytes << ", trainStep, /*training=*/"
+     << (haveLoss ? "true" : "false") << ", /*model=*/cleave_initial_values + "
+     << program.modelOffset << ", " << options.modelBytes << "};\n"
+     << meshText << (cuda ? "  program.device = &cudaDeviceHooks();\n" : "")
      << "  return runProgram(program, argc, argv);\n}\n";
   return program;
 }

@@ -60,10 +60,10 @@ std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
           count += cast<ShapedType>(input.getType()).getNumElements();
         int64_t bytes = elementBytes(allReduce.getInputs()[0].getType());
         mine[AllReduce] +=
-            ringOnly ? ::cleave::rt::ringAllReduceBytesSent(count, bytes, size,
-                                                            index)
-                     : ::cleave::rt::allReduceBytesSent(count, bytes, size,
-                                                        index);
+            ringOnly
+                ? ::cleave::rt::ringAllReduceBytesSent(count, bytes, size,
+                                                       index)
+                : ::cleave::rt::allReduceBytesSent(count, bytes, size, index);
       } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
         auto [size, index] = groupOf(mesh, gather.getAxes(), coords);
         mine[AllGather] +=

@@ -58,8 +58,8 @@ ArrayAttr axesAttr(MLIRContext *context, ArrayRef<StringAttr> axes) {
 void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
                          MeshAttr mesh) {
   bool forward = isa<GatherOp>(op);
-  int64_t axis = forward ? cast<GatherOp>(op).getAxis()
-                         : cast<GatherGradOp>(op).getAxis();
+  int64_t axis =
+      forward ? cast<GatherOp>(op).getAxis() : cast<GatherGradOp>(op).getAxis();
   auto table = cast<RankedTensorType>(forward ? op->getOperand(0).getType()
                                               : op->getResult(0).getType());
   if (axis < 0)
@@ -81,9 +81,9 @@ void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
   auto integer = [&](int64_t value) {
     return scalar(index, b.getIntegerAttr(index, value));
   };
-  Value rank = AxisIndexOp::create(b, loc,
-                                   RankedTensorType::get({}, b.getI64Type()),
-                                   axesAttr(op->getContext(), axes));
+  Value rank =
+      AxisIndexOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
+                          axesAttr(op->getContext(), axes));
   if (index != b.getI64Type())
     rank = CastOp::create(b, loc, RankedTensorType::get({}, index), rank);
   Value offset = MulOp::create(b, loc, rank.getType(), rank, integer(rows));
@@ -94,8 +94,7 @@ void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
   Value local = SubOp::create(b, loc, indexType, wrapped, offset);
   // Below the block goes above it, so that one compare finds both.
   Value below = LessOp::create(b, loc, boolType, local, integer(0));
-  Value moved =
-      WhereOp::create(b, loc, indexType, below, integer(rows), local);
+  Value moved = WhereOp::create(b, loc, indexType, below, integer(rows), local);
   Value valid = LessOp::create(b, loc, boolType, moved, integer(rows));
   Value safe = WhereOp::create(b, loc, indexType, valid, moved, integer(0));
   op->setOperand(1, safe);
@@ -111,8 +110,7 @@ void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
   Value zero = scalar(valuesType.getElementType(),
                       b.getZeroAttr(valuesType.getElementType()));
   if (!forward) {
-    op->setOperand(0,
-                   WhereOp::create(b, loc, valuesType, mask, values, zero));
+    op->setOperand(0, WhereOp::create(b, loc, valuesType, mask, values, zero));
     return;
   }
   b.setInsertionPointAfter(op);
@@ -129,8 +127,8 @@ struct LocalBuilder {
     return RankedTensorType::get(shape, element);
   }
   Value scalar(Type element, Attribute value) {
-    return ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type({}, element), value));
+    return ConstantOp::create(b, loc,
+                              DenseElementsAttr::get(type({}, element), value));
   }
   Value reduce(Value input, bool max, bool keepdims) {
     auto in = cast<RankedTensorType>(input.getType());
@@ -154,11 +152,12 @@ struct LocalBuilder {
     Value rank = AxisIndexOp::create(b, loc, type({}, b.getI64Type()), axes);
     if (index != b.getI64Type())
       rank = CastOp::create(b, loc, type({}, index), rank);
-    Value offset = MulOp::create(b, loc, rank.getType(), rank,
-                                 scalar(index, b.getIntegerAttr(index, classes)));
-    Value local = ReshapeOp::create(
-        b, loc, type({n, 1}, index),
-        SubOp::create(b, loc, labelType, labels, offset));
+    Value offset =
+        MulOp::create(b, loc, rank.getType(), rank,
+                      scalar(index, b.getIntegerAttr(index, classes)));
+    Value local =
+        ReshapeOp::create(b, loc, type({n, 1}, index),
+                          SubOp::create(b, loc, labelType, labels, offset));
     SmallVector<APInt> iota;
     for (int64_t c = 0; c < classes; ++c)
       iota.push_back(APInt(index.getIntOrFloatBitWidth(), c));
@@ -175,11 +174,11 @@ struct LocalBuilder {
     auto labelType = cast<RankedTensorType>(labels.getType());
     auto valueType = cast<RankedTensorType>(value.getType());
     int64_t n = labelType.getDimSize(0);
-    Value ignored = EqualOp::create(
-        b, loc, type({n}, b.getI1Type()), labels,
-        scalar(labelType.getElementType(),
-               b.getIntegerAttr(labelType.getElementType(),
-                                ignoreIndex.getInt())));
+    Value ignored =
+        EqualOp::create(b, loc, type({n}, b.getI1Type()), labels,
+                        scalar(labelType.getElementType(),
+                               b.getIntegerAttr(labelType.getElementType(),
+                                                ignoreIndex.getInt())));
     if (valueType.getRank() == 2)
       ignored = ReshapeOp::create(b, loc, type({n, 1}, b.getI1Type()), ignored);
     Type element = valueType.getElementType();
@@ -205,8 +204,8 @@ void localizeSplitCrossEntropy(SoftmaxCrossEntropyOp op, ArrayAttr axes,
   int64_t group =
       mesh.getGroupSize(llvm::to_vector(axes.getAsRange<StringAttr>()));
   Value rowMax = l.reduce(scores, /*max=*/true, /*keepdims=*/true);
-  Value allMax = AllGatherOp::create(b, loc, l.type({n, group}, element),
-                                     rowMax, axes, 1);
+  Value allMax =
+      AllGatherOp::create(b, loc, l.type({n, group}, element), rowMax, axes, 1);
   Value shift = l.reduce(allMax, /*max=*/true, /*keepdims=*/true);
   Value shifted = SubOp::create(b, loc, scoresType, scores, shift);
   Value sum = l.reduce(ExpOp::create(b, loc, scoresType, shifted),
@@ -219,14 +218,14 @@ void localizeSplitCrossEntropy(SoftmaxCrossEntropyOp op, ArrayAttr axes,
       logProb, l.scalar(element, b.getZeroAttr(element)));
   Value picked = l.reduce(mine, /*max=*/false, /*keepdims=*/false);
   picked = AllReduceOp::create(b, loc, ValueRange{picked}, axes).getResult(0);
-  Value perSample = l.dropIgnored(
-      NegOp::create(b, loc, picked.getType(), picked), op.getLabels(),
-      op.getIgnoreIndexAttr());
+  Value perSample =
+      l.dropIgnored(NegOp::create(b, loc, picked.getType(), picked),
+                    op.getLabels(), op.getIgnoreIndexAttr());
   Value loss = perSample;
   if (op.getReduction() == LossReduction::Sum)
-    loss = ReduceSumOp::create(b, loc, l.type({}, element), perSample,
-                               b.getDenseI64ArrayAttr({0}),
-                               b.getBoolAttr(false));
+    loss =
+        ReduceSumOp::create(b, loc, l.type({}, element), perSample,
+                            b.getDenseI64ArrayAttr({0}), b.getBoolAttr(false));
   op.getLoss().replaceAllUsesWith(loss);
   op.getLogProb().replaceAllUsesWith(logProb);
   op.erase();
@@ -246,9 +245,8 @@ void localizeSplitCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
       b, loc, type, l.labelColumns(op.getLabels(), classes, axes),
       l.scalar(element, b.getFloatAttr(element, 1.0)),
       l.scalar(element, b.getZeroAttr(element)));
-  Value grad = SubOp::create(b, loc, type,
-                             ExpOp::create(b, loc, type, op.getLogProb()),
-                             oneHot);
+  Value grad = SubOp::create(
+      b, loc, type, ExpOp::create(b, loc, type, op.getLogProb()), oneHot);
   Value scale = op.getLossGrad();
   if (op.getReduction() == LossReduction::None)
     scale = ReshapeOp::create(b, loc, l.type({n, 1}, element), scale);
@@ -454,9 +452,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     if (rule && isa<GatherOp, GatherGradOp>(op)) {
       int64_t axis = isa<GatherOp>(op) ? cast<GatherOp>(op).getAxis()
                                        : cast<GatherGradOp>(op).getAxis();
-      auto table = cast<ShapedType>(isa<GatherOp>(op)
-                                        ? op.getOperand(0).getType()
-                                        : op.getResult(0).getType());
+      auto table =
+          cast<ShapedType>(isa<GatherOp>(op) ? op.getOperand(0).getType()
+                                             : op.getResult(0).getType());
       if (axis < 0)
         axis += table.getRank();
       int64_t factor = isa<GatherOp>(op) ? rule->operandFactors[0][axis]
@@ -467,8 +465,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     // The class axes of a class-split loss, which its rewrite reduces.
     AxisList classAxes;
     if (rule && isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op) &&
-        cast<ShapedType>(op.getOperand(isa<SoftmaxCrossEntropyOp>(op) ? 0 : 1)
-                             .getType())
+        cast<ShapedType>(
+            op.getOperand(isa<SoftmaxCrossEntropyOp>(op) ? 0 : 1).getType())
                 .getRank() == 2) {
       int64_t factor =
           rule->operandFactors[isa<SoftmaxCrossEntropyOp>(op) ? 0 : 1][1];

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <type_traits>
 
-
 namespace cleave::body {
 
 //===----------------------------------------------------------------------===//

@@ -76,8 +76,8 @@ struct DeviceHooks {
   /// One block of device memory for every tensor and the scratch arena,
   /// reported first when `report`; null, and why (what is needed, what is
   /// free) in `error`, when it does not fit.
-  char *(*reserve)(int64_t bytes, int64_t persistentBytes,
-                   int64_t scratchBytes, bool report, std::string &error);
+  char *(*reserve)(int64_t bytes, int64_t persistentBytes, int64_t scratchBytes,
+                   bool report, std::string &error);
   /// Page-locked host memory for the input batches (copied asynchronously).
   void *(*allocateHost)(int64_t bytes);
   void (*freeHost)(void *host);

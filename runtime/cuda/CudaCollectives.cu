@@ -114,17 +114,16 @@ int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
   int64_t total = 0;
   for (int i = 0; i < numTensors; ++i)
     total += counts[i];
-  recordCollective(CollectiveKind::AllReduce,
-                   ringAllReduceBytesSent(total, dtypeSize(type), g,
-                                          groupRank(group)));
+  recordCollective(
+      CollectiveKind::AllReduce,
+      ringAllReduceBytesSent(total, dtypeSize(type), g, groupRank(group)));
   order(computeStream(), commStream());
   if (g == 1) {
     for (int i = 0; i < numTensors; ++i)
       if (outputs[i] != inputs[i])
-        CLEAVE_CUDA_CHECK(cudaMemcpyAsync(outputs[i], inputs[i],
-                                          counts[i] * dtypeSize(type),
-                                          cudaMemcpyDeviceToDevice,
-                                          commStream()));
+        CLEAVE_CUDA_CHECK(
+            cudaMemcpyAsync(outputs[i], inputs[i], counts[i] * dtypeSize(type),
+                            cudaMemcpyDeviceToDevice, commStream()));
   } else {
     // One group call: NCCL fuses the bucket's tensors into one launch, so
     // no staging copy is needed.
@@ -188,8 +187,8 @@ void allGatherDim(const void *in, const Shape &inShape, int dim,
   });
 }
 
-void reduceScatterDim(const void *in, const Shape &inShape, int dim,
-                      DType type, void *out, AxisGroup group) {
+void reduceScatterDim(const void *in, const Shape &inShape, int dim, DType type,
+                      void *out, AxisGroup group) {
   int g = groupSize(group), r = groupRank(group);
   int64_t size = dtypeSize(type);
   Around a(inShape, dim);
@@ -222,8 +221,7 @@ void reduceScatterDim(const void *in, const Shape &inShape, int dim,
           static_cast<const char *>(in) + q * rowBytes, g * rowBytes, rowBytes,
           a.outer, cudaMemcpyDeviceToDevice, stream));
     CLEAVE_NCCL_CHECK(ncclReduceScatter(blocks.as<char>(), out, perRank,
-                                        ncclType(type), ncclSum, comm,
-                                        stream));
+                                        ncclType(type), ncclSum, comm, stream));
   });
 }
 
@@ -234,9 +232,8 @@ void allSliceDim(const void *in, const Shape &inShape, int dim,
   int64_t rowBytes = a.n / g * a.inner * elementBytes;
   // No communication: this rank's rows, on the compute stream.
   CLEAVE_CUDA_CHECK(cudaMemcpy2DAsync(
-      out, rowBytes, static_cast<const char *>(in) + r * rowBytes,
-      g * rowBytes, rowBytes, a.outer, cudaMemcpyDeviceToDevice,
-      computeStream()));
+      out, rowBytes, static_cast<const char *>(in) + r * rowBytes, g * rowBytes,
+      rowBytes, a.outer, cudaMemcpyDeviceToDevice, computeStream()));
 }
 
 void writeAxisIndex(int64_t *out, AxisGroup group) {

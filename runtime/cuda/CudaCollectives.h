@@ -1,4 +1,4 @@
-//===- CudaCollectives.h - collectives on device tensors (NCCL) --*- C++ -*-===//
+//===- CudaCollectives.h - collectives on device tensors --------*- C++ -*-===//
 //
 // Part of the Cleave runtime's cuda backend: the functions of
 // CollectiveKernels.h with the same arguments and meaning, on device
@@ -29,8 +29,8 @@ void finishAllReduceBucket(int64_t bucket);
 
 void allGatherDim(const void *in, const Shape &inShape, int dim,
                   int64_t elementBytes, void *out, AxisGroup group);
-void reduceScatterDim(const void *in, const Shape &inShape, int dim,
-                      DType type, void *out, AxisGroup group);
+void reduceScatterDim(const void *in, const Shape &inShape, int dim, DType type,
+                      void *out, AxisGroup group);
 void allSliceDim(const void *in, const Shape &inShape, int dim,
                  int64_t elementBytes, void *out, AxisGroup group);
 

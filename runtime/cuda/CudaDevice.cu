@@ -66,20 +66,19 @@ bool start(std::string &error) {
   if (status != cudaSuccess || count == 0) {
     // Without a GPU (or its driver) the runtime reports "driver version is
     // insufficient" or "no CUDA-capable device": say what that means here.
-    error = std::string("no usable CUDA GPU on this machine (CUDA says: ") +
-            (status != cudaSuccess ? cudaGetErrorString(status)
-                                   : "no devices") +
-            "); this program was compiled with --target cuda: run it on a "
-            "machine with an NVIDIA GPU and driver, or recompile without "
-            "--target cuda to train on the cpu";
+    error =
+        std::string("no usable CUDA GPU on this machine (CUDA says: ") +
+        (status != cudaSuccess ? cudaGetErrorString(status) : "no devices") +
+        "); this program was compiled with --target cuda: run it on a "
+        "machine with an NVIDIA GPU and driver, or recompile without "
+        "--target cuda to train on the cpu";
     return false;
   }
   int local = 0, localSize = 1;
   nodeLocalRank(local, localSize);
   if (localSize > count) {
-    error = std::to_string(localSize) +
-            " ranks run on this node but it has " + std::to_string(count) +
-            " GPU" + (count == 1 ? "" : "s") +
+    error = std::to_string(localSize) + " ranks run on this node but it has " +
+            std::to_string(count) + " GPU" + (count == 1 ? "" : "s") +
             "; start at most one rank per GPU (mpirun --map-by ppr:" +
             std::to_string(count) + ":node)";
     return false;
@@ -108,13 +107,13 @@ char *reserve(int64_t bytes, int64_t persistentBytes, int64_t scratchBytes,
                      mib(persistentBytes) + ", scratch " + mib(scratchBytes) +
                      ", inputs and gradients the rest)";
   if (report)
-    std::fprintf(stderr, "GPU %d (%s): needs %s; %s free of %s\n",
-                 state.device, properties.name, what.c_str(),
-                 mib(freeBytes).c_str(), mib(totalBytes).c_str());
+    std::fprintf(stderr, "GPU %d (%s): needs %s; %s free of %s\n", state.device,
+                 properties.name, what.c_str(), mib(freeBytes).c_str(),
+                 mib(totalBytes).c_str());
   if (static_cast<size_t>(bytes) > freeBytes) {
     error = "the step needs " + what + " but GPU " +
-            std::to_string(state.device) + " (" + properties.name +
-            ") has " + mib(freeBytes) +
+            std::to_string(state.device) + " (" + properties.name + ") has " +
+            mib(freeBytes) +
             " free; shard the model over more GPUs (--mesh with "
             "--strategy zero3 or megatron) or use a smaller batch";
     return nullptr;
@@ -139,13 +138,13 @@ void *allocateHost(int64_t bytes) {
 void freeHost(void *host) { CLEAVE_CUDA_CHECK(cudaFreeHost(host)); }
 
 void upload(void *device, const void *host, int64_t bytes) {
-  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes,
-                                    cudaMemcpyHostToDevice, state.compute));
+  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice,
+                                    state.compute));
 }
 
 void download(void *host, const void *device, int64_t bytes) {
-  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes,
-                                    cudaMemcpyDeviceToHost, state.compute));
+  CLEAVE_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost,
+                                    state.compute));
   CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
 }
 
@@ -198,8 +197,8 @@ DeviceScratch::~DeviceScratch() {
 }
 
 const DeviceHooks &cudaDeviceHooks() {
-  static const DeviceHooks hooks{start,   reserve,  allocateHost, freeHost,
-                                 upload,  download, stop};
+  static const DeviceHooks hooks{start,  reserve,  allocateHost, freeHost,
+                                 upload, download, stop};
   return hooks;
 }
 

@@ -1,4 +1,4 @@
-//===- CudaElementwise.cuh - broadcasting elementwise ops (cuda) -*- CUDA -*-===//
+//===- CudaElementwise.cuh - broadcasting elementwise ops ------*- CUDA -*-===//
 //
 // Part of the Cleave runtime's cuda backend: mapUnary, mapBinary and
 // mapTernary of Elementwise.h, with the same arguments, on device memory.

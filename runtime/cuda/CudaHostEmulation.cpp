@@ -155,16 +155,14 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 const char *cublasGetStatusString(cublasStatus_t status) {
-  return status == CUBLAS_STATUS_SUCCESS ? "success"
-                                         : "error (host emulation)";
+  return status == CUBLAS_STATUS_SUCCESS ? "success" : "error (host emulation)";
 }
 
 cublasStatus_t cublasSgemm_v2_64(cublasHandle_t, cublasOperation_t transa,
-                                 cublasOperation_t transb, int64_t m,
-                                 int64_t n, int64_t k, const float *alpha,
-                                 const float *a, int64_t lda, const float *b,
-                                 int64_t ldb, const float *beta, float *c,
-                                 int64_t ldc) {
+                                 cublasOperation_t transb, int64_t m, int64_t n,
+                                 int64_t k, const float *alpha, const float *a,
+                                 int64_t lda, const float *b, int64_t ldb,
+                                 const float *beta, float *c, int64_t ldc) {
   cblas_sgemm(CblasColMajor, transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
               transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k,
               *alpha, a, lda, b, ldb, *beta, c, ldc);
@@ -247,13 +245,12 @@ ncclResult_t ncclGroupEnd() { return ncclSuccess; }
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
                            cudaStream_t) {
-  MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count,
-                mpiType(type), MPI_SUM, comm->comm);
+  MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count, mpiType(type),
+                MPI_SUM, comm->comm);
   return ncclSuccess;
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclComm_t comm,
-                           cudaStream_t) {
+                           ncclDataType_t type, ncclComm_t comm, cudaStream_t) {
   MPI_Allgather(send, count, mpiType(type), recv, count, mpiType(type),
                 comm->comm);
   return ncclSuccess;

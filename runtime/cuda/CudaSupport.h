@@ -1,4 +1,4 @@
-//===- CudaSupport.h - streams, handles and errors of the cuda backend -*- C++ -*-===//
+//===- CudaSupport.h - streams, handles, errors (cuda backend) --*- C++ -*-===//
 //
 // Part of the Cleave runtime's cuda backend: what its kernels and
 // collectives share. CudaDevice.cu owns the objects (created once the
@@ -11,8 +11,8 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
-#include <cudnn.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-//===- Launch.cuh - run a work-item functor over an index range -*- CUDA -*-===//
+//===- Launch.cuh - work-item functors over an index range -----*- CUDA -*-===//
 //
 // Part of the Cleave runtime's cuda backend. Every cuda kernel of the
 // runtime is a functor of the *Bodies.h headers, `CLEAVE_HD void
@@ -39,9 +39,8 @@ template <typename F> void launch(int64_t n, const F &f) {
 template <typename F> void launch(int64_t n, const F &f) {
   if (n <= 0)
     return;
-  int64_t blocks = std::min<int64_t>((n + kThreadsPerBlock - 1) /
-                                         kThreadsPerBlock,
-                                     int64_t(1) << 16);
+  int64_t blocks = std::min<int64_t>(
+      (n + kThreadsPerBlock - 1) / kThreadsPerBlock, int64_t(1) << 16);
   forEachIndex<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0,
                  computeStream()>>>(n, f);
   CLEAVE_CUDA_CHECK(cudaGetLastError());

@@ -181,13 +181,13 @@ public:
         import_(sub_), training_(sub_), distribution_(sub_), target_(sub_),
         output_("o", cl::desc("Output file (default: train)"),
                 cl::value_desc("file"), cl::init("train"), cl::sub(sub_)),
-        emit_("emit", cl::desc("What to produce"),
-              cl::values(clEnumValN(Emit::Mlir, "mlir", "the training step IR"),
-                         clEnumValN(Emit::Source, "source",
-                                    "the generated C++ source"),
-                         clEnumValN(Emit::Binary, "binary",
-                                    "the training program")),
-              cl::init(Emit::Binary), cl::sub(sub_)),
+        emit_(
+            "emit", cl::desc("What to produce"),
+            cl::values(
+                clEnumValN(Emit::Mlir, "mlir", "the training step IR"),
+                clEnumValN(Emit::Source, "source", "the generated C++ source"),
+                clEnumValN(Emit::Binary, "binary", "the training program")),
+            cl::init(Emit::Binary), cl::sub(sub_)),
         keepSource_("keep-source",
                     cl::desc("Keep the generated source next to the binary "
                              "(<output>.cpp, or <output>.cu for --target "
@@ -503,40 +503,37 @@ int CompileCommand::compilerCommand(llvm::StringRef sourcePath,
     // each architecture, and PTX of the newest for GPUs after it. The
     // generated code's harmless warnings (an unused step counter) are not
     // the user's business.
-    llvm::append_range(args, std::vector<std::string>{
-                                 "-O3", "--extended-lambda", "-w",
-                                 "-ccbin", CLEAVE_CUDA_HOST_CXX});
+    llvm::append_range(
+        args, std::vector<std::string>{"-O3", "--extended-lambda", "-w",
+                                       "-ccbin", CLEAVE_CUDA_HOST_CXX});
     if (target_.cudaHostEmulation) {
       // Work items on the host, CUDA/cuBLAS/NCCL from the emulation; the
       // device code is never run, so PTX suffices.
-      llvm::append_range(args, std::vector<std::string>{
-                                   "-DCLEAVE_CUDA_HOST_EMULATION",
-                                   "-cudart", "none",
-                                   "-gencode=arch=compute_80,code=compute_80",
-                                   CLEAVE_CUDA_EMULATED_RUNTIME_LIBRARY,
-                                   CLEAVE_RUNTIME_LIBRARY, "-lopenblas"});
+      llvm::append_range(args,
+                         std::vector<std::string>{
+                             "-DCLEAVE_CUDA_HOST_EMULATION", "-cudart", "none",
+                             "-gencode=arch=compute_80,code=compute_80",
+                             CLEAVE_CUDA_EMULATED_RUNTIME_LIBRARY,
+                             CLEAVE_RUNTIME_LIBRARY, "-lopenblas"});
     } else {
       std::vector<unsigned> archs = cantFail(target_.cudaArchitectures());
       for (unsigned arch : archs)
-        args.push_back(llvm::formatv(
-            "-gencode=arch=compute_{0},code=sm_{0}", arch));
-      args.push_back(llvm::formatv(
-          "-gencode=arch=compute_{0},code=compute_{0}",
-          *llvm::max_element(archs)));
-      llvm::append_range(args, std::vector<std::string>{
-                                 CLEAVE_CUDA_RUNTIME_LIBRARY,
-                                 CLEAVE_RUNTIME_LIBRARY,
-                                 std::string("-L") + CLEAVE_CUDA_LIBRARY_DIR,
-                                 std::string("-Xlinker=-rpath,") +
-                                     CLEAVE_CUDA_LIBRARY_DIR,
-                                   "-lcublas", "-lcublasLt", "-lcudnn",
-                                   "-lnccl"});
+        args.push_back(
+            llvm::formatv("-gencode=arch=compute_{0},code=sm_{0}", arch));
+      args.push_back(llvm::formatv("-gencode=arch=compute_{0},code=compute_{0}",
+                                   *llvm::max_element(archs)));
+      llvm::append_range(
+          args, std::vector<std::string>{
+                    CLEAVE_CUDA_RUNTIME_LIBRARY, CLEAVE_RUNTIME_LIBRARY,
+                    std::string("-L") + CLEAVE_CUDA_LIBRARY_DIR,
+                    std::string("-Xlinker=-rpath,") + CLEAVE_CUDA_LIBRARY_DIR,
+                    "-lcublas", "-lcublasLt", "-lcudnn", "-lnccl"});
     }
   } else {
-    llvm::append_range(args, std::vector<std::string>{
-                                 "-O2", "-march=native", "-fopenmp",
-                                 CLEAVE_RUNTIME_LIBRARY, "-lopenblas",
-                                 "-pthread"});
+    llvm::append_range(
+        args, std::vector<std::string>{"-O2", "-march=native", "-fopenmp",
+                                       CLEAVE_RUNTIME_LIBRARY, "-lopenblas",
+                                       "-pthread"});
   }
   llvm::append_range(args,
                      std::vector<std::string>{"-lonnx_proto", "-lprotobuf"});

@@ -42,8 +42,8 @@ struct TargetFlags {
   /// The architectures of --cuda-arch, or an error naming the bad entry.
   llvm::Expected<std::vector<unsigned>> cudaArchitectures() const {
     // What nvcc 13 compiles for (Turing and newer).
-    static const unsigned kKnown[] = {75, 80, 86, 87, 88, 89, 90,
-                                      100, 103, 110, 120, 121};
+    static const unsigned kKnown[] = {75, 80,  86,  87,  88,  89,
+                                      90, 100, 103, 110, 120, 121};
     std::vector<unsigned> archs;
     llvm::SmallVector<llvm::StringRef> items;
     for (llvm::StringRef part : llvm::split(cudaArch, ';'))

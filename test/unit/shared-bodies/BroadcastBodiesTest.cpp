@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/shared-bodies/RunOnHost.h"
 #include "test/unit/runtime/RuntimeTestUtil.h"
+#include "test/unit/shared-bodies/RunOnHost.h"
 
 #include "runtime/BroadcastBodies.h"
 #include "runtime/Elementwise.h"

@@ -1,4 +1,4 @@
-//===- RunOnHost.h - the cuda kernels' work items, run on the cpu -*- C++ -*-===//
+//===- RunOnHost.h - the cuda kernels' work items, on the host --*- C++ -*-===//
 //
 // Part of Cleave's shared-body tests. A cuda kernel of the runtime is a
 // functor launched over [0, n) (runtime/cuda/Launch.cuh); runOnHost calls the
