@@ -8,6 +8,7 @@
 #ifndef CLEAVE_RUNTIME_KERNELSUPPORT_H
 #define CLEAVE_RUNTIME_KERNELSUPPORT_H
 
+#include "runtime/ConvolutionBodies.h"
 #include "runtime/Shape.h"
 
 #include <cassert>
@@ -57,45 +58,9 @@ inline int normalizeAxis(int axis, int rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// The spatial geometry of a convolution or pooling window, padded at the
-/// front to 3 spatial dims (size 1, kernel 1, stride 1, no padding) so that
-/// one 3-d loop nest serves 1-, 2- and 3-d ops.
-struct Window3 {
-  int64_t in[3] = {1, 1, 1};
-  int64_t out[3] = {1, 1, 1};
-  int64_t kernel[3] = {1, 1, 1};
-  int64_t stride[3] = {1, 1, 1};
-  int64_t padBegin[3] = {0, 0, 0};
-  int64_t padEnd[3] = {0, 0, 0};
-  int64_t dilation[3] = {1, 1, 1};
-
-  /// `kernel` may come from a weight shape (dims 2..) or an attribute.
-  /// Null strides/dilations mean 1; null pads mean 0.
-  Window3(const Shape &xShape, const Shape &yShape, const int64_t *kernelDims,
-          const int64_t *strides, const int64_t *pads,
-          const int64_t *dilations) {
-    int spatial = xShape.rank - 2;
-    assert(spatial >= 1 && spatial <= 3 && "1 to 3 spatial dims");
-    int shift = 3 - spatial;
-    for (int i = 0; i < spatial; ++i) {
-      in[shift + i] = xShape.dims[2 + i];
-      out[shift + i] = yShape.dims[2 + i];
-      kernel[shift + i] = kernelDims[i];
-      if (strides)
-        stride[shift + i] = strides[i];
-      if (pads) {
-        padBegin[shift + i] = pads[i];
-        padEnd[shift + i] = pads[spatial + i];
-      }
-      if (dilations)
-        dilation[shift + i] = dilations[i];
-    }
-  }
-
-  int64_t inSize() const { return in[0] * in[1] * in[2]; }
-  int64_t outSize() const { return out[0] * out[1] * out[2]; }
-  int64_t kernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
-};
+/// The spatial geometry of a convolution or pooling window (1 to 3 spatial
+/// dims, padded to 3): the cuda target's, shared.
+using body::Window3;
 
 /// The range [lo, hi) of output positions o along one dim for which
 /// o * stride + offset lies in [0, size).

@@ -20,6 +20,8 @@ namespace {
 using detail::kParallelGrain;
 using detail::validRange;
 using detail::Window3;
+// The AveragePool divisor, the cuda target's too.
+using body::avgDivisor;
 
 /// Decomposes a flat kernel position into its three indices.
 void kernelIndex(const Window3 &w, int64_t k, int64_t idx[3]) {
@@ -254,23 +256,6 @@ void forEachWindow(const Window3 &w, F f, Done done) {
         }
         done(outIndex);
       }
-}
-
-/// The AveragePool divisor of output `outIndex`: the in-bounds count, or
-/// with countIncludePad the window clipped to the padded extent
-/// [-padBegin, in + padEnd) (a ceil-mode window may reach beyond it).
-int64_t avgDivisor(const Window3 &w, int64_t outIndex, bool countIncludePad) {
-  int64_t o[3] = {outIndex / (w.out[1] * w.out[2]),
-                  outIndex / w.out[2] % w.out[1], outIndex % w.out[2]};
-  int64_t count = 1;
-  for (int d = 0; d < 3; ++d) {
-    int64_t start = o[d] * w.stride[d] - w.padBegin[d];
-    int64_t end = start + w.kernel[d];
-    int64_t lo = countIncludePad ? -w.padBegin[d] : 0;
-    int64_t hi = countIncludePad ? w.in[d] + w.padEnd[d] : w.in[d];
-    count *= std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
-  }
-  return count;
 }
 
 } // namespace

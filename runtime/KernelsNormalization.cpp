@@ -9,6 +9,7 @@
 #include "runtime/Elementwise.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
+#include "runtime/NormalizationBodies.h"
 
 #include <algorithm>
 #include <cmath>
@@ -142,31 +143,11 @@ void layerNorm(const float *x, const Shape &shape, int axis, const float *scale,
   int64_t d = shape.product(axis, shape.rank);
   if (rows * d == 0)
     return;
+  // The row is the cuda target's work item too.
+  body::LayerNormRow row{x, scale, bias, y, mean, invStd, d, epsilon};
 #pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * d;
-    float *yr = y + r * d;
-    double sum = 0.0;
-    for (int64_t i = 0; i < d; ++i)
-      sum += xr[i];
-    double mu = sum / d;
-    double sq = 0.0;
-    for (int64_t i = 0; i < d; ++i) {
-      double c = xr[i] - mu;
-      sq += c * c;
-    }
-    // Biased variance, as ONNX and torch normalize with.
-    float rstd = static_cast<float>(1.0 / std::sqrt(sq / d + epsilon));
-    float m = static_cast<float>(mu);
-    for (int64_t i = 0; i < d; ++i) {
-      float v = (xr[i] - m) * rstd * scale[i];
-      yr[i] = bias ? v + bias[i] : v;
-    }
-    if (mean)
-      mean[r] = m;
-    if (invStd)
-      invStd[r] = rstd;
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    row(r);
 }
 
 void layerNormGrad(const float *dy, const float *x, const Shape &shape,
