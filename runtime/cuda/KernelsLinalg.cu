@@ -19,6 +19,7 @@
 #include "runtime/cuda/Launch.cuh"
 
 #include "runtime/DataMovementBodies.h"
+#include "runtime/MatmulGeometry.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -203,39 +204,15 @@ void gemmBias(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 void matmul(const float *a, const Shape &aShape, const float *b,
             const Shape &bShape, float *out, const Shape &outShape) {
-  int ra = aShape.rank, rb = bShape.rank;
-  // 1-d operands: a is promoted to [1, K], b to [K, 1].
-  int64_t m = ra >= 2 ? aShape[ra - 2] : 1;
-  int64_t k = aShape[ra - 1];
-  int64_t n = rb >= 2 ? bShape[rb - 1] : 1;
-
-  // The batch dims, right-aligned and broadcast.
-  Shape aBatch, bBatch, batch;
-  aBatch.rank = std::max(ra - 2, 0);
-  bBatch.rank = std::max(rb - 2, 0);
-  for (int i = 0; i < aBatch.rank; ++i)
-    aBatch.dims[i] = aShape[i];
-  for (int i = 0; i < bBatch.rank; ++i)
-    bBatch.dims[i] = bShape[i];
-  batch.rank = std::max(aBatch.rank, bBatch.rank);
-  for (int i = 0; i < batch.rank; ++i) {
-    int ia = i - (batch.rank - aBatch.rank),
-        ib = i - (batch.rank - bBatch.rank);
-    int64_t da = ia >= 0 ? aBatch.dims[ia] : 1;
-    int64_t db = ib >= 0 ? bBatch.dims[ib] : 1;
-    batch.dims[i] = da == 1 ? db : da;
-  }
-  int64_t batchCount = batch.numElements();
-  if (batchCount == 0 || m == 0 || n == 0)
+  MatmulGeometry g(aShape, bShape);
+  int64_t m = g.m, k = g.k, n = g.n, batchCount = g.batchCount;
+  if (g.empty())
     return;
-  int64_t aCount = aBatch.numElements(), bCount = bBatch.numElements();
-
-  // One tall gemm when b is shared by every batch and a is not broadcast:
-  // [batch * M, K] @ [K, N] (the common [B, T, C] @ [C, D] of a linear).
-  if (bCount == 1 && aCount == batchCount) {
+  if (g.isTallProduct()) {
     gemm(false, false, batchCount * m, n, k, 1.0f, a, b, 0.0f, out);
     return;
   }
+  int64_t aCount = g.aBatch.numElements(), bCount = g.bBatch.numElements();
   if (k == 0) {
     launch(batchCount * m * n, body::FillZero<float>{out});
     return;
@@ -259,8 +236,8 @@ void matmul(const float *a, const Shape &aShape, const float *b,
   // Broadcast over some batch dims only ([2, 1] against [1, 3]): one gemm
   // per batch, at the broadcast operands' offsets (StridedIndex walks the
   // batch dims with stride 0 where an operand is broadcast).
-  body::StridedIndex aIndex = body::StridedIndex::broadcast(aBatch, batch);
-  body::StridedIndex bIndex = body::StridedIndex::broadcast(bBatch, batch);
+  body::StridedIndex aIndex = body::StridedIndex::broadcast(g.aBatch, g.batch);
+  body::StridedIndex bIndex = body::StridedIndex::broadcast(g.bBatch, g.batch);
   for (int64_t bi = 0; bi < batchCount; ++bi)
     gemm(false, false, m, n, k, 1.0f, a + aIndex(bi) * m * k,
          b + bIndex(bi) * k * n, 0.0f, out + bi * m * n);
