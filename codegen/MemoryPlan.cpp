@@ -41,6 +41,15 @@ MemoryPlan planMemory(func::FuncOp func,
       plan.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
     }
   }
+  // A sum over ranks of a value nothing else reads (a gradient, typically)
+  // is taken in that value's buffer: no copy, no second buffer.
+  for (Operation &op : body)
+    if (auto allReduce = dyn_cast<AllReduceOp>(op))
+      for (auto [in, out] :
+           llvm::zip(allReduce.getInputs(), allReduce.getResults()))
+        if (in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
+            !isa<ConstantOp>(in.getDefiningOp()))
+          plan.storageOf[out] = in;
 
   // Live range of every arena buffer: from its definition to the last read
   // of any value stored in it (returned values live to the end).

@@ -9,7 +9,8 @@
 namespace mlir::cleave {
 
 /// Where every value of a function lives. Values that share storage with
-/// another (a reshape's result, an optimizer's in-place update) map to that
+/// another (a reshape's result, an optimizer's in-place update, the sum over
+/// ranks of a value read by nothing else) map to that
 /// value in `storageOf`; the remaining op results get an offset in one
 /// scratch arena, reused once a value's last reader has run (liveness in
 /// program order, first-fit placement, 64-byte alignment).
@@ -27,8 +28,9 @@ struct MemoryPlan {
 };
 
 /// Plans `func`'s single block. Constants and arguments are not placed.
-/// `executedAt` maps ops that run as part of a later op (a fused loop) to
-/// that op: their operands stay live until it.
+/// `executedAt` maps ops whose operands are read up to a later op (a fused
+/// loop's members, run at its tail; a collective started early and finished
+/// there) to that op: their operands stay live until it.
 MemoryPlan planMemory(func::FuncOp func,
                       const llvm::DenseMap<Operation *, Operation *>
                           &executedAt);

@@ -143,6 +143,15 @@ bool isFusible(Operation *op) {
   });
 }
 
+/// The first op in the block that reads a result of `op`, if any.
+Operation *firstUser(Operation *op) {
+  Operation *first = nullptr;
+  for (Operation *user : op->getUsers())
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  return first;
+}
+
 class Emitter {
 public:
   Emitter(func::FuncOp func, const EmitOptions &options)
@@ -152,6 +161,11 @@ public:
     for (auto &[tail, chain] : fusedGroups)
       for (Operation *op : chain)
         executedAt[op] = tail;
+    // All-reduces run asynchronously up to the first use of a result.
+    func.walk([&](AllReduceOp op) {
+      if (Operation *finish = firstUser(op))
+        executedAt[op] = finish;
+    });
     plan = planMemory(func, executedAt);
     // Names the generated code already uses: runtime functions and types,
     // and the C++ keywords an ONNX name could spell.
@@ -1002,11 +1016,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
                          axisGroup(allReduce.getAxes())));
         body << "  }\n";
         globals << "static int64_t " << name << ";\n";
-        Operation *firstUse = nullptr;
-        for (Operation *user : op->getUsers())
-          if (!firstUse || user->isBeforeInBlock(firstUse))
-            firstUse = user;
-        pendingWaits[firstUse].push_back(name);
+        pendingWaits[firstUser(op)].push_back(name);
         return success();
       })
       .Case([&](AllGatherOp gather) {

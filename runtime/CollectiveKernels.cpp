@@ -4,35 +4,18 @@
 
 #include "runtime/Collectives.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <vector>
 
 namespace cleave::rt {
 
-void allReduceBucket(const void *const *inputs, void *const *outputs,
-                     const int64_t *counts, int numTensors, DType type,
-                     AxisGroup group) {
-  int64_t size = dtypeSize(type), total = 0;
-  for (int i = 0; i < numTensors; ++i)
-    total += counts[i];
-  if (numTensors == 1) {
-    if (outputs[0] != inputs[0])
-      std::memcpy(outputs[0], inputs[0], counts[0] * size);
-    allReduceSum(outputs[0], counts[0], type, group);
-    return;
-  }
-  std::vector<char> staging(total * size);
-  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(staging.data() + offset * size, inputs[i], counts[i] * size);
-  allReduceSum(staging.data(), total, type, group);
-  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(outputs[i], staging.data() + offset * size, counts[i] * size);
-}
-
 namespace {
 
-/// A bucket in flight: the packed tensors and where they go back to.
+/// A bucket in flight: where its tensors go back to, and the packed copy
+/// of a bucket of several tensors (empty for one tensor, which is summed in
+/// its output buffer).
 struct PendingBucket {
   CollectiveHandle handle;
   std::vector<char> staging;
@@ -42,6 +25,9 @@ struct PendingBucket {
 };
 std::map<int64_t, PendingBucket> pendingBuckets;
 int64_t nextBucket = 0;
+/// Staging buffers of finished buckets, kept for the next step's: a fresh
+/// allocation of a large bucket costs a page fault per 4 KiB every step.
+std::vector<std::vector<char>> spareStagings;
 
 } // namespace
 
@@ -56,12 +42,28 @@ int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
     pending.outputs.push_back(outputs[i]);
     pending.counts.push_back(counts[i]);
   }
-  pending.staging.resize(total * pending.elementBytes);
-  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(pending.staging.data() + offset * pending.elementBytes,
-                inputs[i], counts[i] * pending.elementBytes);
-  pending.handle =
-      startAllReduceSum(pending.staging.data(), total, type, group);
+  if (numTensors == 1) {
+    // The memory plan usually gives the sum the gradient's own buffer.
+    if (outputs[0] != inputs[0])
+      std::memcpy(outputs[0], inputs[0], counts[0] * pending.elementBytes);
+    pending.handle = startAllReduceSum(outputs[0], counts[0], type, group);
+  } else {
+    int64_t bytes = total * pending.elementBytes;
+    auto spare = std::find_if(
+        spareStagings.begin(), spareStagings.end(),
+        [&](const std::vector<char> &b) { return b.size() == size_t(bytes); });
+    if (spare != spareStagings.end()) {
+      pending.staging = std::move(*spare);
+      spareStagings.erase(spare);
+    } else {
+      pending.staging.resize(bytes);
+    }
+    for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+      std::memcpy(pending.staging.data() + offset * pending.elementBytes,
+                  inputs[i], counts[i] * pending.elementBytes);
+    pending.handle =
+        startAllReduceSum(pending.staging.data(), total, type, group);
+  }
   int64_t id = nextBucket++;
   pendingBuckets.emplace(id, std::move(pending));
   return id;
@@ -71,11 +73,14 @@ void finishAllReduceBucket(int64_t bucket) {
   auto it = pendingBuckets.find(bucket);
   PendingBucket &pending = it->second;
   waitCollective(pending.handle);
-  for (size_t i = 0, offset = 0; i < pending.outputs.size();
-       offset += pending.counts[i++])
-    std::memcpy(pending.outputs[i],
-                pending.staging.data() + offset * pending.elementBytes,
-                pending.counts[i] * pending.elementBytes);
+  if (!pending.staging.empty()) {
+    for (size_t i = 0, offset = 0; i < pending.outputs.size();
+         offset += pending.counts[i++])
+      std::memcpy(pending.outputs[i],
+                  pending.staging.data() + offset * pending.elementBytes,
+                  pending.counts[i] * pending.elementBytes);
+    spareStagings.push_back(std::move(pending.staging));
+  }
   pendingBuckets.erase(it);
 }
 

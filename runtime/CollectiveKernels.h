@@ -16,16 +16,12 @@
 
 namespace cleave::rt {
 
-/// Sums `count` tensors over `group`: tensor i is `inputs[i]` (counts[i]
-/// elements) and its sum lands in `outputs[i]`. The tensors travel as one
-/// bucket.
-void allReduceBucket(const void *const *inputs, void *const *outputs,
-                     const int64_t *counts, int numTensors, DType type,
-                     AxisGroup group);
-
-/// The same, started on the communication thread so that compute goes on
-/// meanwhile: the inputs are read now, the outputs are written by
-/// finishAllReduceBucket, which the step calls before their first use.
+/// Sums `numTensors` tensors over `group`: tensor i is `inputs[i]`
+/// (counts[i] elements) and its sum lands in `outputs[i]` (which may be
+/// `inputs[i]`). The tensors travel as one bucket, on the communication
+/// thread so that compute goes on meanwhile. The inputs may be read and the
+/// outputs are written until finishAllReduceBucket, which the step calls
+/// before the first use of an output.
 int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
                              const int64_t *counts, int numTensors, DType type,
                              AxisGroup group);
