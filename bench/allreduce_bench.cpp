@@ -6,7 +6,7 @@
 // define it: the bandwidth each link of a ring would need. See
 // bench/README.md for how to build and run it, and the numbers measured.
 //
-//   mpirun -np 2 allreduce_bench [--ranks 2] [--rounds 5]
+//   mpirun -np 2 allreduce_bench [--ranks 2] [--rounds 9]
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +51,7 @@ double median(std::vector<double> values) {
 
 int main(int argc, char **argv) {
   int64_t ranks = 2;
-  int rounds = 5;
+  int rounds = 9;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--ranks") == 0)
       ranks = std::atoi(argv[i + 1]);

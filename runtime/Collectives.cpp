@@ -21,12 +21,21 @@
 namespace cleave::rt {
 namespace {
 
-/// The received half of a reduce step arrives in pieces of this size, two in
-/// flight: each piece is added while it is still in cache, and the next one
-/// is on its way meanwhile. Measured with bench/allreduce_bench.cpp on 2
-/// ranks: 256 KiB pieces lose a quarter of the bandwidth at 4 MiB, larger
-/// ones than 1 MiB gain nothing.
+/// The received half of a reduce step arrives in pieces, two in flight:
+/// each piece is added while it is still in cache, and the next one is on
+/// its way meanwhile. Measured with bench/allreduce_bench.cpp on 2 ranks
+/// (bench/README.md): 1 MiB pieces are best up to 4 MiB halves (256 KiB
+/// and 512 KiB ones lose a quarter of the bandwidth at a 4 MiB all-reduce);
+/// for larger halves, whose sums no longer stay in the last-level cache,
+/// 256 KiB pieces are best (1.0-1.4x MPI at 16 MiB, where 1 MiB and 512 KiB
+/// pieces give 0.8x).
 constexpr int64_t kReducePieceBytes = 1 << 20;
+constexpr int64_t kLargeReducePieceBytes = 256 << 10;
+constexpr int64_t kLargeReduceStepBytes = 4 << 20;
+int64_t reducePieceBytes(int64_t stepBytes) {
+  return stepBytes > kLargeReduceStepBytes ? kLargeReducePieceBytes
+                                           : kReducePieceBytes;
+}
 /// A broadcast chain forwards each piece of this size as soon as it has it.
 constexpr int64_t kChainPieceBytes = 1 << 20;
 /// MPI counts are ints: longer messages go as several.
@@ -103,7 +112,8 @@ CollectiveHandle submit(std::function<void()> task) {
 /// the calling thread: handing it to the communication thread and waking
 /// up again would add two thread switches, some 20 us, to every small
 /// collective (bench/README.md).
-void runBlocking(std::function<void()> task) {
+/// (A template, so that the common path allocates no std::function.)
+template <typename Task> void runBlocking(Task task) {
   if (!commQueue) {
     task();
     return;
@@ -252,13 +262,14 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
                 CollectiveKind kind) {
   static std::vector<char> slots(2 * kReducePieceBytes);
   int64_t elementBytes = dtypeSize(type);
-  int64_t pieceCount = kReducePieceBytes / elementBytes;
+  int64_t pieceBytes = reducePieceBytes(count * elementBytes);
+  int64_t pieceCount = pieceBytes / elementBytes;
   int64_t numPieces = (count + pieceCount - 1) / pieceCount;
   auto pieceSize = [&](int64_t piece) {
     return std::min(pieceCount, count - piece * pieceCount);
   };
   auto slot = [&](int64_t piece) {
-    return slots.data() + piece % 2 * kReducePieceBytes;
+    return slots.data() + piece % 2 * pieceBytes;
   };
   MPI_Request recvs[2];
   auto postRecv = [&](int64_t piece) {
@@ -309,19 +320,24 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
     // Exchange the whole buffer with the partner that differs in one bit,
     // then add. Both partners add the same two values (in swapped order,
     // which float addition does not notice), so all ranks end identical.
-    static std::vector<char> incoming;
-    incoming.resize(count * elementBytes);
+    constexpr int kMaxPieces = kSmallAllReduceBytes / kEagerPieceBytes + 1;
+    static char incoming[kSmallAllReduceBytes];
+    int64_t total = count * elementBytes;
     for (int mask = 1; mask < g; mask <<= 1) {
       int peer = group.rank ^ mask;
-      std::vector<MPI_Request> sends;
-      MPI_Request recv;
-      MPI_Irecv(incoming.data(), static_cast<int>(count * elementBytes),
-                MPI_BYTE, peer, kTag, group.comm, &recv);
-      postSends(group, peer, bytes, count * elementBytes, count * elementBytes,
-                CollectiveKind::AllReduce, sends);
-      MPI_Wait(&recv, MPI_STATUS_IGNORE);
-      waitRequests(sends);
-      add(bytes, bytes, incoming.data(), count, type);
+      MPI_Request requests[2 * kMaxPieces];
+      int numRequests = 0;
+      for (int64_t offset = 0; offset < total; offset += kEagerPieceBytes)
+        MPI_Irecv(incoming + offset,
+                  static_cast<int>(std::min(kEagerPieceBytes, total - offset)),
+                  MPI_BYTE, peer, kTag, group.comm, &requests[numRequests++]);
+      for (int64_t offset = 0; offset < total; offset += kEagerPieceBytes)
+        MPI_Isend(bytes + offset,
+                  static_cast<int>(std::min(kEagerPieceBytes, total - offset)),
+                  MPI_BYTE, peer, kTag, group.comm, &requests[numRequests++]);
+      counters.bytesSent[static_cast<int>(CollectiveKind::AllReduce)] += total;
+      MPI_Waitall(numRequests, requests, MPI_STATUSES_IGNORE);
+      add(bytes, bytes, incoming, count, type);
     }
     return;
   }

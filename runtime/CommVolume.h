@@ -30,10 +30,12 @@ inline int64_t ringChunkSize(int64_t count, int groupSize, int chunk) {
 
 /// All-reduces of at most this many bytes over a power-of-two group use
 /// recursive doubling (log2 g exchanges of the whole buffer), which beats
-/// the ring's 2 (g - 1) dependent steps on latency. Above it a whole-buffer
-/// message leaves Open MPI's shared-memory eager limit (4 KiB) and pays a
-/// rendezvous round trip, where the ring's halves still go eagerly.
-constexpr int64_t kSmallAllReduceBytes = 2048;
+/// the ring's 2 (g - 1) dependent steps on latency. The buffer goes in
+/// pieces of kEagerPieceBytes, each under Open MPI's shared-memory eager
+/// limit (4 KiB with the header), so that no piece waits for a rendezvous
+/// round trip.
+constexpr int64_t kSmallAllReduceBytes = 4096;
+constexpr int64_t kEagerPieceBytes = 2048;
 
 inline bool usesRecursiveDoubling(int64_t bytes, int groupSize) {
   return bytes <= kSmallAllReduceBytes && (groupSize & (groupSize - 1)) == 0;
