@@ -17,13 +17,21 @@ int64_t tensorBytes(Type type) {
 
 MemoryPlan planMemory(func::FuncOp func,
                       const llvm::DenseMap<Operation *, Operation *>
-                          &executedAt) {
+                          &executedAt,
+                      int64_t stage) {
   MemoryPlan plan;
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
   for (Operation &op : body)
     position[&op] = index++;
+  // A send_recv reads its input on the sending stage and defines its result
+  // on the receiving one.
+  auto reads = [&](Operation &op) {
+    auto transfer = dyn_cast<SendRecvOp>(op);
+    return transfer ? stage < 0 || transfer.getSource() == stage
+                    : runsOnStage(&op, stage);
+  };
   const int64_t end = index;
 
   // Storage sharing: reshapes view their input; optimizer updates write
@@ -56,9 +64,11 @@ MemoryPlan planMemory(func::FuncOp func,
   llvm::DenseMap<Value, std::pair<int64_t, int64_t>> range;
   SmallVector<Value> roots;
   for (Operation &op : body) {
-    if (isa<ConstantOp>(op))
+    if (isa<ConstantOp>(op) || !runsOnStage(&op, stage))
       continue;
     for (Value result : op.getResults()) {
+      if (!isHeldOnStage(result, stage))
+        continue;
       Value root = plan.root(result);
       if (!root.getDefiningOp() || isa<ConstantOp>(root.getDefiningOp()))
         continue;
@@ -69,7 +79,9 @@ MemoryPlan planMemory(func::FuncOp func,
       }
     }
   }
-  for (Operation &op : body)
+  for (Operation &op : body) {
+    if (!reads(op))
+      continue;
     for (Value operand : op.getOperands()) {
       Value root = plan.root(operand);
       auto it = range.find(root);
@@ -79,6 +91,7 @@ MemoryPlan planMemory(func::FuncOp func,
       int64_t use = isa<func::ReturnOp>(op) ? end : position[at ? at : &op];
       it->second.second = std::max(it->second.second, use);
     }
+  }
 
   // First fit, in definition order, among the buffers still live.
   std::multimap<int64_t, std::pair<int64_t, int64_t>> live; // offset -> (size, last)

@@ -157,7 +157,6 @@ public:
   Emitter(func::FuncOp func, const EmitOptions &options)
       : func(func), options(options) {
     planFusion(func.getBody().front());
-    llvm::DenseMap<Operation *, Operation *> executedAt;
     for (auto &[tail, chain] : fusedGroups)
       for (Operation *op : chain)
         executedAt[op] = tail;
@@ -166,7 +165,6 @@ public:
       if (Operation *finish = firstUser(op))
         executedAt[op] = finish;
     });
-    plan = planMemory(func, executedAt);
     // Names the generated code already uses: runtime functions and types,
     // and the C++ keywords an ONNX name could spell.
     for (const char *name : {"gemm",
@@ -290,6 +288,15 @@ private:
     pendingWaits.erase(op);
   }
   LogicalResult emitConstant(ConstantOp op);
+  /// The send on the source stage, the receive on the destination stage.
+  LogicalResult emitSendRecv(SendRecvOp op);
+  /// The tensor table (one row per argument, then per graph output) and
+  /// the lines that bind the arguments' pointers.
+  LogicalResult emitTable(EmittedProgram &program, std::string &table,
+                          std::string &argPointers, int &numTensors);
+  /// The body of the step of `stage` (-1: the whole step); whether it
+  /// reports the loss.
+  FailureOr<bool> emitStep(const std::string &argPointers);
   /// Groups chains of fusible elementwise ops whose intermediate values have
   /// one use each (the next op of the chain) into one loop.
   void planFusion(Block &block);
@@ -368,6 +375,14 @@ private:
   llvm::DenseSet<Operation *> fusedAway;
   /// Started all-reduce buckets, by the op that first reads them.
   llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
+  /// Ops whose operands stay live up to a later op (MemoryPlan.h).
+  llvm::DenseMap<Operation *, Operation *> executedAt;
+  /// Pipeline stages (cleave-pipeline-stages): the mesh axis, the number
+  /// of stages (1 when the step is not split) and the stage being emitted
+  /// (-1 when not split).
+  int64_t pipelineAxis = -1;
+  int64_t numStages = 1;
+  int64_t stage = -1;
 };
 
 void Emitter::planFusion(Block &block) {
@@ -452,6 +467,13 @@ void Emitter::declare(Value value, StringRef base) {
 }
 
 LogicalResult Emitter::emitConstant(ConstantOp op) {
+  // Every pipeline stage's step reads the one global array.
+  if (std::string name = ref(op.getResult()); !name.empty()) {
+    if (cuda)
+      body << formatv("  const {0} *{1} = deviceAddress({1}_data);\n",
+                      elementType(op.getResult()), name);
+    return success();
+  }
   auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!attr)
     return op.emitOpError("has a non-dense value the ")
@@ -496,12 +518,38 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
   return success();
 }
 
+LogicalResult Emitter::emitSendRecv(SendRecvOp op) {
+  if (cuda)
+    return op.emitOpError("pipeline stages are not supported by the cuda "
+                          "target yet; compile for the cpu target");
+  std::string group =
+      formatv("AxisGroup{{{{{0}}, 1}", mesh.getAxisIndex(op.getAxis()));
+  Value value = op.getInput();
+  std::string bytes =
+      formatv("{0} * {1}", numElements(value), elementBytes(value)).str();
+  if (stage == static_cast<int64_t>(op.getSource())) {
+    call(op, formatv("sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})",
+                     ref(value), bytes, op.getDest(), group));
+    return success();
+  }
+  declare(op.getResult(), nodeName(op.getLoc()).empty()
+                              ? std::string("received")
+                              : nodeName(op.getLoc()));
+  call(op, formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
+                   ref(op.getResult()), bytes, op.getSource(), group));
+  return success();
+}
+
 LogicalResult Emitter::emitOp(Operation *op) {
+  if (!runsOnStage(op, stage))
+    return success();
   finishCollectivesUsedBy(op);
   if (auto constant = dyn_cast<ConstantOp>(op))
     return emitConstant(constant);
   if (fusedAway.contains(op))
     return success();
+  if (auto transfer = dyn_cast<SendRecvOp>(op))
+    return emitSendRecv(transfer);
   std::string base = nodeName(op->getLoc());
   if (base.empty())
     base = op->getName().stripDialect().str();
@@ -1053,13 +1101,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
       });
 }
 
-FailureOr<EmittedProgram> Emitter::run() {
-  EmittedProgram program;
+LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
+                                 std::string &argPointers, int &numTensors) {
   Block &block = func.getBody().front();
-
-  // The tensor table: one row per argument.
-  std::string table;
   llvm::raw_string_ostream tableOs(table);
+  llvm::raw_string_ostream pointersOs(argPointers);
   for (BlockArgument arg : block.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto attrName = [&](StringRef kind) {
@@ -1120,15 +1166,54 @@ FailureOr<EmittedProgram> Emitter::run() {
     }
     if (role == "Param" || role == "State")
       program.persistentBytes += tensorBytes(arg.getType());
+    // Parameters and state of a pipeline stage live on its ranks only.
+    std::string where;
+    if (auto at = func.getArgAttrOfType<IntegerAttr>(
+            i, CleaveDialect::kStageAttrName))
+      where = formatv(", {0}, {1}", sharding.empty() ? "nullptr" : sharding,
+                      at.getInt());
+    else if (!sharding.empty())
+      where = ", " + sharding;
     tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::{3}, {4}{5}},\n", name,
-                       dtype, shapeLiteral(arg), role, offset,
-                       sharding.empty() ? "" : ", " + sharding);
+                       dtype, shapeLiteral(arg), role, offset, where);
     std::string var = uniqueName(name);
     names[arg] = var;
-    body << formatv("  auto *{0} = static_cast<{1} *>(ctx.tensors[{2}]);\n",
-                    var, element, i);
+    pointersOs << formatv(
+        "  auto *{0} = static_cast<{1} *>(ctx.tensors[{2}]);\n", var, element,
+        i);
   }
 
+  // Graph outputs follow the arguments.
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  numTensors = block.getNumArguments();
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto output =
+        func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kOutputAttrName);
+    if (!output)
+      continue;
+    std::string dtype = dtypeEnum(tensorType(value).getElementType());
+    if (dtype.empty())
+      return func.emitError()
+             << "output '" << output.getValue() << "' has element type "
+             << tensorType(value).getElementType() << ", which the "
+             << targetName() << " target does not support";
+    std::string where;
+    if (auto at = func.getResultAttrOfType<IntegerAttr>(
+            i, CleaveDialect::kStageAttrName);
+        at && numStages > 1)
+      where = formatv(", nullptr, {0}", at.getInt());
+    tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::Output, -1{3}},\n",
+                       output.getValue(), dtype, shapeLiteral(value), where);
+    ++numTensors;
+  }
+  return success();
+}
+
+FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
+  Block &block = func.getBody().front();
+  plan = planMemory(func, executedAt, stage);
+  pendingWaits.clear();
+  body << argPointers;
   for (Operation &op : block.without_terminator())
     if (failed(emitOp(&op)))
       return failure();
@@ -1138,27 +1223,25 @@ FailureOr<EmittedProgram> Emitter::run() {
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   finishCollectivesUsedBy(ret);
   bool haveLoss = false;
-  int numTensors = block.getNumArguments();
+  int outputIndex = block.getNumArguments();
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    bool isOutput =
+        func.getResultAttr(i, CleaveDialect::kOutputAttrName) != nullptr;
+    // Each stage writes the results it computes.
+    if (!isHeldOnStage(value, stage)) {
+      outputIndex += isOutput;
+      continue;
+    }
     if (func.getResultAttr(i, CleaveDialect::kLossAttrName)) {
       body << formatv("  ctx.loss = static_cast<float>({0});\n", scalar(value));
       haveLoss = true;
     }
     if (auto output = func.getResultAttrOfType<StringAttr>(
-            i, CleaveDialect::kOutputAttrName)) {
-      std::string dtype = dtypeEnum(tensorType(value).getElementType());
-      if (dtype.empty())
-        return func.emitError()
-               << "output '" << output.getValue() << "' has element type "
-               << tensorType(value).getElementType() << ", which the "
-               << targetName() << " target does not support";
-      tableOs << formatv("    {{\"{0}\", {1}, {2}, Role::Output, -1},\n",
-                         output.getValue(), dtype, shapeLiteral(value));
+            i, CleaveDialect::kOutputAttrName))
       body << formatv("  {0}({1}, {2}, static_cast<{3} *>(ctx.tensors[{4}]));"
                       "  // output {5}\n",
                       copyFunction(), ref(value), numElements(value),
-                      elementType(value), numTensors++, output.getValue());
-    }
+                      elementType(value), outputIndex++, output.getValue());
     auto target =
         func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kUpdateAttrName);
     if (!target)
@@ -1178,6 +1261,62 @@ FailureOr<EmittedProgram> Emitter::run() {
                       target.getValue());
   }
 
+  return haveLoss;
+}
+
+FailureOr<EmittedProgram> Emitter::run() {
+  EmittedProgram program;
+  if (auto axis = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
+          CleaveDialect::kPipelineAttrName);
+      axis && mesh) {
+    pipelineAxis = mesh.getAxisIndex(axis.getValue());
+    numStages = mesh.getAxisSizes()[pipelineAxis];
+  }
+
+  // The tensor table: one row per argument, then per graph output.
+  std::string table, argPointers;
+  int numTensors = 0;
+  if (failed(emitTable(program, table, argPointers, numTensors)))
+    return failure();
+
+  // The step; a program split into pipeline stages has one per stage, and
+  // each rank runs its stage's.
+  std::string steps;
+  bool haveLoss = false;
+  int64_t lossStage = 0, arenaBytes = 0;
+  for (int64_t s = 0; s < numStages; ++s) {
+    stage = numStages > 1 ? s : -1;
+    // Values get names anew in each stage's function; arguments and
+    // constants keep theirs.
+    llvm::DenseMap<Value, std::string> shared;
+    for (auto &[value, name] : names)
+      if (isa<BlockArgument>(value) || isa<ConstantOp>(value.getDefiningOp()))
+        shared[value] = name;
+    names = std::move(shared);
+    bodyText.clear();
+    FailureOr<bool> reportsLoss = emitStep(argPointers);
+    if (failed(reportsLoss))
+      return failure();
+    if (*reportsLoss)
+      lossStage = s;
+    haveLoss |= *reportsLoss;
+    arenaBytes = std::max(arenaBytes, plan.arenaBytes);
+    std::string name =
+        numStages > 1 ? formatv("trainStepOfStage{0}", s).str() : "trainStep";
+    steps += "static void " + name + "(StepContext &ctx) {\n" + bodyText +
+             (cuda ? "  synchronize();\n" : "") + "}\n\n";
+  }
+  if (numStages > 1) {
+    steps += "// Each rank runs the stage of its coordinate along the "
+             "pipeline axis.\nstatic void trainStep(StepContext &ctx) {\n"
+             "  switch (meshCoord(" + std::to_string(pipelineAxis) + ")) {\n";
+    for (int64_t s = 0; s < numStages; ++s)
+      steps += formatv("  case {0}:\n    return trainStepOfStage{0}(ctx);\n",
+                       s)
+                   .str();
+    steps += "  }\n}\n\n";
+  }
+
   std::string meshText;
   if (mesh) {
     std::string names, sizes;
@@ -1195,7 +1334,12 @@ FailureOr<EmittedProgram> Emitter::run() {
                 mesh.getNumRanks(), names, sizes, mesh.getAxisNames().size())
             .str();
   }
-  program.arenaBytes = plan.arenaBytes;
+  if (numStages > 1)
+    meshText += formatv("  // The loss is computed by stage {0}.\n"
+                        "  program.pipeline = PipelineSpec{{{1}, {0}};\n",
+                        lossStage, pipelineAxis)
+                    .str();
+  program.arenaBytes = arenaBytes;
   program.modelOffset = program.embeddedBytes;
   llvm::raw_string_ostream os(program.source);
   os << "// Generated by cleave from " << options.modelName
@@ -1204,7 +1348,8 @@ FailureOr<EmittedProgram> Emitter::run() {
      << func.getSymName() << " for the " << targetName()
      << " target: one runtime call per op, each commented with its ONNX "
         "node.\n"
-     << "// Scratch memory (static plan): " << plan.arenaBytes
+     << "// Scratch memory (static plan" << (numStages > 1 ? ", largest stage" : "")
+     << "): " << arenaBytes
      << " bytes; parameters and state: " << program.persistentBytes
      << " bytes.\n\n";
   if (cuda)
@@ -1214,6 +1359,7 @@ FailureOr<EmittedProgram> Emitter::run() {
        << "#include \"runtime/cuda/CudaSupport.h\"\n";
   else
     os << "#include \"runtime/CollectiveKernels.h\"\n"
+       << "#include \"runtime/Collectives.h\"\n"
        << "#include \"runtime/Elementwise.h\"\n"
        << "#include \"runtime/Kernels.h\"\n";
   os << "#include \"runtime/ElementwiseBodies.h\"\n"
@@ -1233,11 +1379,10 @@ FailureOr<EmittedProgram> Emitter::run() {
      << globalsText << "\n"
      << "static const TensorSpec kTensors[] = {\n"
      << table << "};\n\n"
-     << "static void trainStep(StepContext &ctx) {\n"
-     << bodyText << (cuda ? "  synchronize();\n" : "") << "}\n\n"
+     << steps
      << "int main(int argc, char **argv) {\n"
      << "  Program program{\"" << options.modelName << "\", kTensors, "
-     << numTensors << ", " << plan.arenaBytes << ", cleave_initial_values, "
+     << numTensors << ", " << arenaBytes << ", cleave_initial_values, "
      << program.embeddedBytes << ", trainStep, /*training=*/"
      << (haveLoss ? "true" : "false") << ", /*model=*/cleave_initial_values + "
      << program.modelOffset << ", " << options.modelBytes << "};\n"

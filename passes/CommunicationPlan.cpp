@@ -4,6 +4,8 @@
 
 #include "dialects/cleave/CleaveOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "runtime/CommVolume.h"
 
 using namespace mlir;
@@ -11,7 +13,7 @@ using namespace mlir::cleave;
 
 namespace {
 
-enum Kind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
+enum Kind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
 constexpr const char *kKindNames[] = {"all_reduce", "all_gather",
                                       "reduce_scatter", "all_to_all",
                                       "broadcast", "send_recv"};
@@ -51,8 +53,21 @@ std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
       rest /= mesh.getAxisSizes()[a];
     }
     BytesByKind &mine = bytes[rank];
+    // In a program split into pipeline stages, each rank runs its stage.
+    int64_t stage = -1;
+    if (auto axis = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
+            CleaveDialect::kPipelineAttrName))
+      stage = coords[mesh.getAxisIndex(axis.getValue())];
     func.walk([&](Operation *op) {
-      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+      if (!runsOnStage(op, stage))
+        return;
+      if (auto transfer = dyn_cast<SendRecvOp>(op)) {
+        if (transfer.getSource() == stage)
+          mine[SendRecv] += ::cleave::rt::sendRecvBytesSent(
+              bytesOf(transfer.getInput()), transfer.getDest(),
+              mesh.getAxisSizes()[mesh.getAxisIndex(transfer.getAxis())],
+              stage);
+      } else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
         // A bucket travels as one reduction of all its elements.
         auto [size, index] = groupOf(mesh, allReduce.getAxes(), coords);
         int64_t count = 0;

@@ -242,4 +242,54 @@ def PartitionPass : Pass<"cleave-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
+  let summary = "splits the per-rank training step into pipeline stages";
+  let description = [{
+    Gives every op of the training step (the function with a `cleave.loss`
+    result) a `cleave.stage`: the coordinate along the mesh axis `axis` of
+    the ranks that run it. The forward ops (those the loss depends on) are
+    cut, in program order, into stages of about equal work (multiply-adds
+    of GEMMs, matmuls and convolutions; result elements otherwise). A
+    parameter lives in the stage of its forward uses, and the ops that read
+    or update it run there; every other op runs in the earliest stage that
+    still holds what it reads (forward values are held up to the last stage
+    whose forward ops read them), so the backward pass flows from the last
+    stage to the first. Ops computed from constants, data inputs and the
+    step counter only get no stage: every stage runs them. A value read in
+    another stage than its own crosses in a `cleave.send_recv`, placed
+    right after it is computed; gradient buckets (`all_reduce` over other
+    axes) are split by stage.
+
+    Arguments that are parameters or state, and results, get a
+    `cleave.stage` attribute too (where the runtime finds them), and the
+    module gets `cleave.pipeline = "<axis>"`.
+
+    Runs after `cleave-partition` when other mesh axes split the step too;
+    the hints must not name the pipeline axis.
+
+    Errors: a parameter read by the forward ops of two stages (tied
+    weights), and more stages than the forward pass can fill.
+
+    Input (mesh `pp = 2`):
+
+    ```mlir
+    %h = cleave.gemm %x, %w1 ... // first half of the forward work
+    %y = cleave.gemm %h, %w2 ... // second half
+    ```
+
+    Output:
+
+    ```mlir
+    %h = cleave.gemm %x, %w1 ... {cleave.stage = 0 : i64}
+    %h1 = cleave.send_recv %h over "pp" from 0 to 1 : tensor<...>
+    %y = cleave.gemm %h1, %w2 ... {cleave.stage = 1 : i64}
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
+           "the mesh axis whose coordinates are the stages">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 #endif // CLEAVE_PASSES_PASSES_TD

@@ -376,6 +376,8 @@ struct GlobalTensors {
     distributed = local.mesh.numAxes > 0;
     if (distributed)
       coords = meshCoordsOf(local.mesh, worldRank());
+    if (distributed && local.pipeline.axis >= 0)
+      stage = coords[local.pipeline.axis];
     for (int i = 0; i < local.numTensors; ++i) {
       TensorSpec spec = local.tensors[i];
       TensorSharding sharding;
@@ -390,11 +392,31 @@ struct GlobalTensors {
     program.tensors = specs.data();
   }
 
+  /// This rank's pipeline stage; -1 when the step is not split in stages.
+  int stage = -1;
+
+  /// Whether tensor `i` lives in one pipeline stage only.
+  bool isStaged(int i) const { return stage >= 0 && specs[i].stage >= 0; }
+  /// Whether this rank holds (a block of) tensor `i`.
+  bool holds(int i) const { return !isStaged(i) || specs[i].stage == stage; }
+  /// The bytes of tensor `i` on this rank.
+  int64_t localBytes(int i) const {
+    return holds(i) ? localShape(i).numElements() * dtypeSize(specs[i].dtype)
+                    : 0;
+  }
+  /// Whether ranks hold different parts of tensor `i`, so that reading or
+  /// writing it whole goes through toLocal and gatherWhole.
   bool isSplit(int i) const {
-    return distributed && !shardings[i].isReplicated();
+    return distributed && (!shardings[i].isReplicated() || isStaged(i));
   }
   /// Copies this rank's block of tensor `i` out of `global` (or back).
   void toLocal(int i, const char *global, void *local) const {
+    if (isStaged(i)) {
+      // The compiler keeps staged tensors whole within their stage.
+      if (holds(i))
+        std::memcpy(local, global, localBytes(i));
+      return;
+    }
     copyBlock(const_cast<char *>(global), specs[i].shape,
               static_cast<char *>(local), localShape(i), shardings[i],
               program.mesh, coords.data(),
@@ -498,7 +520,7 @@ int runProgram(const Program &program, int argc, char **argv) {
   int64_t batch = 0, persistentBytes = 0;
   for (int i = 0; i < program.numTensors; ++i) {
     const TensorSpec &spec = program.tensors[i];
-    int64_t bytes = spec.shape.numElements() * dtypeSize(spec.dtype);
+    int64_t bytes = global.localBytes(i);
     buffers.push_back(device && spec.role == Role::Input
                           ? allocatePinned(*device, bytes)
                           : allocate(bytes));
@@ -506,7 +528,8 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (spec.role == Role::Input) {
       inputs.push_back(loadInput(global.specs[i], options));
       batch = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
-    } else if (spec.role == Role::Param || spec.role == Role::State) {
+    } else if ((spec.role == Role::Param || spec.role == Role::State) &&
+               global.holds(i)) {
       persistentBytes += bytes;
       if (spec.initOffset >= 0) {
         if (spec.initOffset +
@@ -597,7 +620,16 @@ int runProgram(const Program &program, int argc, char **argv) {
   };
   auto gatherWhole = [&]() {
     for (int i = 0; i < program.numTensors; ++i)
-      if (global.isSplit(i))
+      if (global.isStaged(i)) {
+        // The stage holding it sends it to the others.
+        if (global.holds(i))
+          std::memcpy(whole[i], pointers[i], global.localBytes(i));
+        broadcast(whole[i],
+                  global.specs[i].shape.numElements() *
+                      dtypeSize(global.specs[i].dtype),
+                  global.specs[i].stage,
+                  AxisGroup{{program.pipeline.axis}, 1});
+      } else if (global.isSplit(i))
         gatherGlobal(static_cast<char *>(pointers[i]), program.tensors[i].shape,
                      global.shardings[i], program.mesh,
                      dtypeSize(program.tensors[i].dtype),
@@ -683,6 +715,12 @@ int runProgram(const Program &program, int argc, char **argv) {
       stepComm.bytesSent[k] += commCounters().bytesSent[k] - before.bytesSent[k];
       stepComm.calls[k] += commCounters().calls[k] - before.calls[k];
     }
+    // Every rank reports the loss, which one stage computes (outside the
+    // step's counted communication, which the compiler predicts).
+    if (global.stage >= 0)
+      broadcast(&context.loss, sizeof(context.loss),
+                program.pipeline.lossStage,
+                AxisGroup{{program.pipeline.axis}, 1});
     if (log && program.training)
       std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
                    static_cast<long long>(step), context.loss);
@@ -733,8 +771,19 @@ int runProgram(const Program &program, int argc, char **argv) {
                       std::to_string(global.distributed ? worldRank() : 0);
     mkdir(options.dumpLocal.c_str(), 0777);
     transfer(/*toDevice=*/false, {Role::Param, Role::State, Role::Output});
+    // The tensors this rank holds.
+    std::vector<TensorSpec> held;
+    std::vector<void *> heldPointers;
+    for (int i = 0; i < program.numTensors; ++i)
+      if (global.holds(i)) {
+        held.push_back(program.tensors[i]);
+        heldPointers.push_back(pointers[i]);
+      }
+    Program mine = program;
+    mine.tensors = held.data();
+    mine.numTensors = static_cast<int>(held.size());
     std::string error;
-    if (!allSucceeded(writeTensors(dir, program, pointers.data(),
+    if (!allSucceeded(writeTensors(dir, mine, heldPointers.data(),
                                    /*outputs=*/false, error),
                       global))
       fail(error.empty() ? "another rank could not write --dump-local" : error);

@@ -52,6 +52,16 @@ struct TensorSpec {
   /// How a distributed program splits the tensor ("[dp,_]"; `shape` is
   /// the local block); null for whole tensors.
   const char *sharding = nullptr;
+  /// In a program split into pipeline stages, the stage whose ranks hold
+  /// the tensor (the others hold nothing); -1: every rank.
+  int stage = -1;
+};
+
+/// A program split into pipeline stages: the mesh axis whose coordinates
+/// are the stages, and the stage that computes the loss.
+struct PipelineSpec {
+  int axis = -1;
+  int lossStage = 0;
 };
 
 /// What the step function sees: one pointer per TensorSpec (in table
@@ -107,6 +117,7 @@ struct Program {
   int64_t onnxModelBytes;
   /// The device mesh of a distributed program (no axes: one process).
   MeshSpec mesh = {0, nullptr, nullptr};
+  PipelineSpec pipeline;
   /// Null: the step runs on the host (cpu target).
   const DeviceHooks *device = nullptr;
 };

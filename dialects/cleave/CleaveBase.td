@@ -62,6 +62,13 @@ def Cleave_Dialect : Dialect {
     /// Argument, result and op attribute: the sharding (#cleave.sharding)
     /// of a value; on ops an array with one sharding per result.
     static constexpr llvm::StringLiteral kShardingAttrName = "cleave.sharding";
+    /// Module attribute: the mesh axis whose coordinates are pipeline
+    /// stages (a string) in a program split into stages.
+    static constexpr llvm::StringLiteral kPipelineAttrName = "cleave.pipeline";
+    /// Op, argument and result attribute of a program split into pipeline
+    /// stages: the stage that runs the op or holds the value. Ops without
+    /// it run on every stage.
+    static constexpr llvm::StringLiteral kStageAttrName = "cleave.stage";
   }];
 }
 

@@ -8,6 +8,7 @@
 #include "dialects/cleave/CleaveOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/SmallSet.h"
 
 using namespace mlir;
@@ -19,6 +20,31 @@ MeshAttr mlir::cleave::getModuleMesh(Operation *op) {
   if (!module)
     return {};
   return module->getAttrOfType<MeshAttr>(CleaveDialect::kMeshAttrName);
+}
+
+bool mlir::cleave::runsOnStage(Operation *op, int64_t stage) {
+  if (stage < 0)
+    return true;
+  if (auto transfer = dyn_cast<SendRecvOp>(op))
+    return transfer.getSource() == stage || transfer.getDest() == stage;
+  auto attr = op->getAttrOfType<IntegerAttr>(CleaveDialect::kStageAttrName);
+  return !attr || attr.getInt() == stage;
+}
+
+bool mlir::cleave::isHeldOnStage(Value value, int64_t stage) {
+  if (stage < 0)
+    return true;
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    auto attr = func ? func.getArgAttrOfType<IntegerAttr>(
+                           arg.getArgNumber(), CleaveDialect::kStageAttrName)
+                     : IntegerAttr();
+    return !attr || attr.getInt() == stage;
+  }
+  Operation *def = value.getDefiningOp();
+  if (auto transfer = dyn_cast<SendRecvOp>(def))
+    return transfer.getDest() == stage;
+  return runsOnStage(def, stage);
 }
 
 namespace {
@@ -166,5 +192,21 @@ LogicalResult BroadcastOp::verify() {
   if (root < 0 || root >= size)
     return emitOpError("root ") << root << " is not a rank of a group of "
                                 << size;
+  return success();
+}
+
+LogicalResult SendRecvOp::verify() {
+  FailureOr<MeshAttr> mesh =
+      verifyAxes(*this, ArrayAttr::get(getContext(), {getAxisAttr()}));
+  if (failed(mesh))
+    return failure();
+  int64_t size = mesh->getAxisSizes()[mesh->getAxisIndex(getAxis())];
+  for (int64_t stage : {getSource(), getDest()})
+    if (stage < 0 || stage >= size)
+      return emitOpError("stage ")
+             << stage << " is not a coordinate of axis '" << getAxis()
+             << "' (size " << size << ")";
+  if (getSource() == getDest())
+    return emitOpError("sends stage ") << getSource() << " to itself";
   return success();
 }

@@ -227,4 +227,38 @@ def Cleave_BroadcastOp : Cleave_CollectiveOp<"broadcast",
       "$input `over` $axes `root` $root attr-dict `:` type($input)";
 }
 
+def Cleave_SendRecvOp : Cleave_CollectiveOp<"send_recv",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "hands a value from one pipeline stage to another";
+  let description = [{
+    In a program split into pipeline stages along the mesh axis `axis` (the
+    module's `cleave.pipeline`), an op marked `cleave.stage = k` runs only
+    on the ranks whose coordinate along that axis is k. `send_recv` moves a
+    value between two stages: every rank of stage `source` sends `input` to
+    the rank of stage `dest` whose coordinates on the other axes are its
+    own, which receives it as `result`. On `source`'s ranks the op only
+    sends (`result` does not exist there), on `dest`'s it only receives
+    (`input` does not exist there), and other stages skip it.
+
+    Each stage runs its ops in the order of the one program, so every
+    transfer finds both ends ready once the transfers before it are done:
+    blocking point-to-point messages cannot deadlock.
+
+    Example:
+
+    ```mlir
+    %a = cleave.send_recv %h over "pp" from 0 to 1 : tensor<32x64xf32>
+    ```
+
+    **Constraints:**
+    - `axis` is an axis of the mesh;
+    - `source` and `dest` are distinct coordinates along it.
+  }];
+  let arguments = (ins Cleave_Tensor:$input, StrAttr:$axis, I64Attr:$source,
+                       I64Attr:$dest);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input `over` $axis `from` $source `to` $dest "
+                       "attr-dict `:` type($input)";
+}
+
 #endif // CLEAVE_DIALECT_CLEAVECOLLECTIVEOPS_TD

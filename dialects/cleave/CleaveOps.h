@@ -21,6 +21,12 @@ namespace mlir::cleave {
 /// The `cleave.mesh` of the module holding `op` (or of `op` itself when it
 /// is the module); null when the program is not distributed.
 MeshAttr getModuleMesh(Operation *op);
+
+/// Pipeline stages (cleave-pipeline-stages): whether the ranks of stage
+/// `stage` run `op` (all do for stage -1, an unsplit program), and whether
+/// they hold `value` (a send_recv's result only at its destination).
+bool runsOnStage(Operation *op, int64_t stage);
+bool isHeldOnStage(Value value, int64_t stage);
 } // namespace mlir::cleave
 
 #endif // CLEAVE_DIALECTS_CLEAVE_CLEAVEOPS_H

@@ -316,11 +316,32 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
   } else if (!distribution_.shard.empty() ||
              !distribution_.shardFile.empty() ||
-             distribution_.strategy != mlir::cleave::Strategy::None) {
-    llvm::errs() << "cleave compile: error: sharding hints and --strategy "
-                    "need a device mesh; add --mesh (for example --mesh "
-                    "dp=4)\n";
+             distribution_.strategy != mlir::cleave::Strategy::None ||
+             !distribution_.pipeline.empty()) {
+    llvm::errs() << "cleave compile: error: sharding hints, --strategy and "
+                    "--pipeline need a device mesh; add --mesh (for example "
+                    "--mesh dp=4, or --mesh pp=2 --pipeline pp)\n";
     return 1;
+  }
+  if (!distribution_.pipeline.empty()) {
+    if (mesh.getAxisIndex(distribution_.pipeline) < 0) {
+      llvm::errs() << "cleave compile: error: --pipeline names the axis '"
+                   << distribution_.pipeline << "', which the mesh " << mesh
+                   << " does not have; add it to --mesh (for example --mesh "
+                   << distribution_.pipeline << "=2)\n";
+      return 1;
+    }
+    if (options.inference) {
+      llvm::errs() << "cleave compile: error: --pipeline splits a training "
+                      "step; it does not apply with --inference\n";
+      return 1;
+    }
+    if (target_.target == mlir::cleave::Target::Cuda) {
+      llvm::errs() << "cleave compile: error: pipeline stages are not "
+                      "supported by the cuda target yet; drop --pipeline or "
+                      "use --target cpu\n";
+      return 1;
+    }
   }
 
   // The training step: gradients, the optimizer update, then clean-up.
@@ -359,6 +380,18 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (mesh)
     if (int rc = distribute(*module, step, mesh, artifacts))
       return rc;
+  if (!distribution_.pipeline.empty()) {
+    mlir::PassManager stages(&context);
+    mlir::cleave::PipelineStagesPassOptions stageOptions;
+    stageOptions.axis = distribution_.pipeline;
+    stages.addPass(mlir::cleave::createPipelineStagesPass(stageOptions));
+    if (failed(stages.run(*module)))
+      return 1;
+  }
+  if (mesh && distribution_.printComm)
+    mlir::cleave::printBytesSent(mlir::cleave::predictBytesSent(step, target_.target ==
+                                              mlir::cleave::Target::Cuda),
+                   llvm::outs());
   if (emit_ == Emit::Mlir) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -471,9 +504,6 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
   partition.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   if (failed(partition.run(module)))
     return 1;
-  if (distribution_.printComm)
-    printBytesSent(predictBytesSent(step, target_.target == Target::Cuda),
-                   llvm::outs());
   return 0;
 }
 

@@ -53,7 +53,12 @@ struct DistributionFlags {
                   cl::sub(sub)),
         bucketMb("bucket-mb",
                  cl::desc("Largest gradient all-reduce bucket in MiB"),
-                 cl::init(25.0), cl::sub(sub)) {}
+                 cl::init(25.0), cl::sub(sub)),
+        pipeline("pipeline",
+                 cl::desc("Mesh axis whose coordinates are pipeline stages: "
+                          "the layers are cut into that many stages of "
+                          "similar work, one per coordinate"),
+                 cl::value_desc("AXIS"), cl::sub(sub)) {}
 
   cl::opt<std::string> mesh;
   cl::list<std::string> shard;
@@ -61,6 +66,7 @@ struct DistributionFlags {
   cl::opt<mlir::cleave::Strategy> strategy;
   cl::opt<bool> printSharding, printComm;
   cl::opt<double> bucketMb;
+  cl::opt<std::string> pipeline;
 };
 
 } // namespace cleave::driver

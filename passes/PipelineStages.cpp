@@ -1,0 +1,473 @@
+//===- PipelineStages.cpp - the step split into pipeline stages ------------===//
+//
+// Assigns every op of the per-rank training step to a pipeline stage and
+// inserts cleave.send_recv where a value crosses stages. See Passes.td for
+// the contract.
+//
+// Forward ops (those the loss depends on) are cut into contiguous stages of
+// about equal cost. A parameter lives in the stage of its forward uses, and
+// every op that reads or updates it (its gradient's last steps, the
+// optimizer) runs there too. Any other backward op runs in the earliest
+// stage among those that still hold what it reads: a forward value is held
+// up to the last stage whose forward ops read it, a backward value where it
+// is computed. Gradients so flow from the last stage back to the first, as
+// the activations flowed forward. Ops that read only constants, data inputs
+// and the step counter run on every stage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_PIPELINESTAGESPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+int64_t numElements(Value value) {
+  return cast<ShapedType>(value.getType()).getNumElements();
+}
+
+/// Rough work of a forward op, for balancing stages: multiply-adds of the
+/// contractions, one unit per result element otherwise.
+int64_t costOf(Operation *op) {
+  int64_t elements = 1;
+  for (Value result : op->getResults())
+    elements += numElements(result);
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    ArrayRef<int64_t> a = gemm.getA().getType().getShape();
+    return 2 * elements * a[gemm.getTransA() ? 0 : 1];
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return 2 * elements * matmul.getLhs().getType().getShape().back();
+  if (auto conv = dyn_cast<ConvOp>(op)) {
+    auto weight = conv.getWeight().getType();
+    return 2 * elements * (weight.getNumElements() / weight.getDimSize(0));
+  }
+  return elements;
+}
+
+class StageAssigner {
+public:
+  StageAssigner(func::FuncOp func, StringAttr axis, int64_t numStages)
+      : func(func), body(func.getBody().front()), axis(axis),
+        numStages(numStages) {}
+
+  LogicalResult run();
+
+private:
+  bool isParamOrState(BlockArgument arg) {
+    return func.getArgAttr(arg.getArgNumber(), CleaveDialect::kParamAttrName) ||
+           func.getArgAttr(arg.getArgNumber(), CleaveDialect::kStateAttrName);
+  }
+  StringRef argName(BlockArgument arg) {
+    for (StringRef kind :
+         {CleaveDialect::kParamAttrName, CleaveDialect::kStateAttrName,
+          CleaveDialect::kInputAttrName})
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        kind))
+        return name.getValue();
+    return "step";
+  }
+  /// Ops computed from constants, data inputs and the step counter only:
+  /// every stage computes them itself.
+  void findEverywhereOps();
+  LogicalResult assignForward(Value loss);
+  LogicalResult assignParameterHomes();
+  LogicalResult assignRest();
+  /// The stage where `value` is computed; nullopt for values every stage
+  /// has.
+  std::optional<int64_t> producedAt(Value value) const;
+  /// The latest stage that still holds `value` without a transfer.
+  std::optional<int64_t> heldUpTo(Value value) const;
+  /// Moves backward ops whose results only one other stage reads into that
+  /// stage where this sends fewer bytes (a weight gradient then crosses as
+  /// the small activation gradient it is computed from).
+  void pullTowardUsers();
+  /// Splits a bucket all-reduce whose gradients come from several stages
+  /// into one per stage; returns the new ops (or `op` alone).
+  SmallVector<Operation *> splitBucket(AllReduceOp op);
+  void insertTransfers();
+  void setStage(Operation *op, int64_t s) {
+    stage[op] = s;
+    op->setAttr(CleaveDialect::kStageAttrName,
+                IntegerAttr::get(IntegerType::get(op->getContext(), 64), s));
+  }
+
+  func::FuncOp func;
+  Block &body;
+  StringAttr axis;
+  int64_t numStages;
+  llvm::DenseSet<Operation *> everywhere;
+  llvm::SetVector<Operation *> forward;
+  llvm::DenseMap<Operation *, int64_t> stage;
+  /// Where parameters and optimizer state live.
+  llvm::DenseMap<Value, int64_t> home;
+};
+
+void StageAssigner::findEverywhereOps() {
+  for (Operation &op : body.without_terminator()) {
+    if (!isPure(&op) || op.getNumRegions() != 0)
+      continue;
+    bool local = llvm::all_of(op.getOperands(), [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return !isParamOrState(arg);
+      return everywhere.contains(v.getDefiningOp());
+    });
+    if (local)
+      everywhere.insert(&op);
+  }
+}
+
+LogicalResult StageAssigner::assignForward(Value loss) {
+  // The ops the loss depends on, in program order.
+  SmallVector<Operation *> worklist;
+  llvm::DenseSet<Operation *> needed;
+  if (Operation *def = loss.getDefiningOp())
+    worklist.push_back(def);
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (everywhere.contains(op) || !needed.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+  int64_t total = 0;
+  for (Operation &op : body.without_terminator())
+    if (needed.contains(&op)) {
+      forward.insert(&op);
+      total += costOf(&op);
+    }
+  // Each op goes to the stage its middle falls in, so stages are
+  // contiguous and of about total / numStages work each.
+  int64_t before = 0;
+  SmallVector<int64_t> perStage(numStages, 0);
+  for (Operation *op : forward) {
+    int64_t cost = costOf(op);
+    int64_t s = std::min<int64_t>(
+        numStages - 1,
+        static_cast<int64_t>((static_cast<double>(before) + cost / 2.0) *
+                             numStages / std::max<int64_t>(total, 1)));
+    setStage(op, s);
+    ++perStage[s];
+    before += cost;
+  }
+  // Ops that only prepare a parameter (a transpose of a weight, say) join
+  // the stage that uses their result: the parameter then lives there, and
+  // neither it nor its gradient crosses stages.
+  for (Operation *op : llvm::reverse(forward)) {
+    bool weightOnly = llvm::all_of(op->getOperands(), [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return true;
+      return !forward.contains(v.getDefiningOp());
+    });
+    std::optional<int64_t> users;
+    for (Operation *user : op->getUsers())
+      if (forward.contains(user))
+        users = std::min(users.value_or(numStages), stage.lookup(user));
+    if (weightOnly && users && *users != stage.lookup(op)) {
+      --perStage[stage.lookup(op)];
+      ++perStage[*users];
+      setStage(op, *users);
+    }
+  }
+  for (int64_t s = 0; s < numStages; ++s)
+    if (perStage[s] == 0)
+      return func.emitError()
+             << "the forward pass cannot be split into " << numStages
+             << " pipeline stages of similar work: stage " << s
+             << " would get no op (" << forward.size()
+             << " forward ops in all); use fewer stages along '"
+             << axis.getValue() << "'";
+  return success();
+}
+
+LogicalResult StageAssigner::assignParameterHomes() {
+  for (BlockArgument arg : body.getArguments()) {
+    if (!isParamOrState(arg))
+      continue;
+    std::optional<int64_t> at;
+    for (Operation *user : arg.getUsers()) {
+      if (!forward.contains(user))
+        continue;
+      int64_t s = stage.lookup(user);
+      if (at && *at != s)
+        return func.emitError()
+               << "parameter '" << argName(arg) << "' is read by pipeline "
+               << "stages " << std::min(*at, s) << " and " << std::max(*at, s)
+               << " (a weight shared by distant layers, such as tied "
+                  "embeddings); a parameter lives in one stage: untie it, "
+                  "or use fewer stages along '"
+               << axis.getValue() << "'";
+      at = s;
+    }
+    if (at)
+      home[arg] = *at;
+  }
+  return success();
+}
+
+std::optional<int64_t> StageAssigner::producedAt(Value value) const {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto it = home.find(arg);
+    return it == home.end() ? std::nullopt : std::optional(it->second);
+  }
+  Operation *def = value.getDefiningOp();
+  if (auto transfer = dyn_cast<SendRecvOp>(def))
+    return transfer.getDest();
+  auto it = stage.find(def);
+  return it == stage.end() ? std::nullopt : std::optional(it->second);
+}
+
+std::optional<int64_t> StageAssigner::heldUpTo(Value value) const {
+  std::optional<int64_t> at = producedAt(value);
+  if (!at || !value.getDefiningOp() || !forward.contains(value.getDefiningOp()))
+    return at;
+  for (Operation *user : value.getUsers())
+    if (forward.contains(user))
+      at = std::max(*at, stage.lookup(user));
+  return at;
+}
+
+SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
+  llvm::MapVector<int64_t, SmallVector<unsigned>> byStage;
+  for (auto [i, input] : llvm::enumerate(op.getInputs()))
+    byStage[producedAt(input).value_or(numStages - 1)].push_back(i);
+  if (byStage.size() < 2)
+    return {op};
+  OpBuilder builder(op);
+  SmallVector<Operation *> parts;
+  for (auto &[s, indices] : byStage) {
+    SmallVector<Value> inputs;
+    for (unsigned i : indices)
+      inputs.push_back(op.getInputs()[i]);
+    auto part = AllReduceOp::create(builder, op.getLoc(), inputs,
+                                    op.getAxesAttr());
+    part->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    for (auto [i, result] : llvm::zip(indices, part.getResults()))
+      op.getResult(i).replaceAllUsesWith(result);
+    parts.push_back(part);
+  }
+  op.erase();
+  return parts;
+}
+
+LogicalResult StageAssigner::assignRest() {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    if (!forward.contains(&op) && !everywhere.contains(&op))
+      ops.push_back(&op);
+  for (Operation *original : ops) {
+    SmallVector<Operation *> parts = {original};
+    if (auto bucket = dyn_cast<AllReduceOp>(original))
+      parts = splitBucket(bucket);
+    for (Operation *op : parts) {
+      // Ops that read a parameter or optimizer state run where it lives.
+      std::optional<int64_t> pinned;
+      for (Value operand : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(operand);
+            arg && isParamOrState(arg))
+          if (auto it = home.find(arg); it != home.end()) {
+            if (pinned && *pinned != it->second)
+              return op->emitOpError("reads parameters of pipeline stages ")
+                     << *pinned << " and " << it->second
+                     << "; such an op cannot be placed in one stage";
+            pinned = it->second;
+          }
+      std::optional<int64_t> at = pinned;
+      if (!at)
+        for (Value operand : op->getOperands())
+          if (std::optional<int64_t> held = heldUpTo(operand))
+            at = at ? std::min(*at, *held) : *held;
+      int64_t s = at.value_or(numStages - 1);
+      setStage(op, s);
+      for (Value operand : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(operand);
+            arg && isParamOrState(arg))
+          home.try_emplace(arg, s);
+    }
+  }
+  return success();
+}
+
+void StageAssigner::pullTowardUsers() {
+  auto bytesOf = [](Value value) {
+    auto type = cast<ShapedType>(value.getType());
+    Type element = type.getElementType();
+    return type.getNumElements() *
+           (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
+  };
+  SmallVector<Operation *> movable;
+  for (Operation &op : body.without_terminator())
+    if (stage.count(&op) && !forward.contains(&op) && isPure(&op) &&
+        llvm::none_of(op.getOperands(), [&](Value v) {
+          auto arg = dyn_cast<BlockArgument>(v);
+          return arg && isParamOrState(arg);
+        }))
+      movable.push_back(&op);
+  // Whether stage `to` has `value` without a transfer for `op`.
+  auto heldAt = [&](Value value, int64_t to, Operation *op) {
+    std::optional<int64_t> from = producedAt(value);
+    if (!from || *from == to)
+      return true;
+    return llvm::any_of(value.getUsers(), [&](Operation *user) {
+      return user != op && stage.count(user) && stage.lookup(user) == to;
+    });
+  };
+  // A few rounds let chains of such ops move one after the other.
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    for (Operation *op : llvm::reverse(movable)) {
+      std::optional<int64_t> to;
+      bool oneStage = true;
+      for (Operation *user : op->getUsers()) {
+        if (!stage.count(user)) {
+          oneStage = false;
+          break;
+        }
+        if (to && *to != stage.lookup(user))
+          oneStage = false;
+        to = stage.lookup(user);
+      }
+      if (!oneStage || !to || *to == stage.lookup(op))
+        continue;
+      int64_t saved = 0, added = 0;
+      for (Value result : op->getResults())
+        saved += bytesOf(result);
+      llvm::SmallPtrSet<Value, 4> counted;
+      for (Value operand : op->getOperands())
+        if (!heldAt(operand, *to, op) && counted.insert(operand).second)
+          added += bytesOf(operand);
+      if (added < saved) {
+        setStage(op, *to);
+        changed = true;
+      }
+    }
+    if (!changed)
+      break;
+  }
+}
+
+void StageAssigner::insertTransfers() {
+  // One transfer per value and destination, right after the value is
+  // computed, so that every stage meets its transfers in program order.
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> transfers;
+  auto fetch = [&](Value value, int64_t to) -> Value {
+    std::optional<int64_t> from = producedAt(value);
+    if (!from || *from == to)
+      return value;
+    Value &transfer = transfers[{value, to}];
+    if (!transfer) {
+      OpBuilder builder(value.getContext());
+      builder.setInsertionPointAfterValue(value);
+      transfer = SendRecvOp::create(builder, value.getLoc(), value, axis,
+                                    *from, to);
+    }
+    return transfer;
+  };
+  SmallVector<Operation *> staged;
+  for (Operation &op : body.without_terminator())
+    if (stage.count(&op))
+      staged.push_back(&op);
+  for (Operation *op : staged)
+    for (OpOperand &operand : op->getOpOperands())
+      operand.set(fetch(operand.get(), stage.lookup(op)));
+}
+
+LogicalResult StageAssigner::run() {
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value loss;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
+      loss = ret.getOperand(i);
+  // Tensors split over the other axes (ZeRO, tensor parallel) would need
+  // the runtime to gather them across stages for checkpoints.
+  for (BlockArgument arg : body.getArguments()) {
+    auto sharding = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    if (!sharding || sharding.isFullyReplicated())
+      continue;
+    for (int64_t d = 0; d < static_cast<int64_t>(sharding.getDims().size());
+         ++d)
+      if (llvm::is_contained(sharding.getDimAxes(d), axis))
+        return func.emitError()
+               << "'" << argName(arg) << "' is split over the pipeline axis '"
+               << axis.getValue()
+               << "'; sharding hints may use the other mesh axes only";
+    if (isParamOrState(arg))
+      return func.emitError()
+             << "'" << argName(arg)
+             << "' is split over the mesh, which pipeline stages do not "
+                "support yet: only data parallelism (--strategy dp) combines "
+                "with --pipeline";
+  }
+  findEverywhereOps();
+  if (failed(assignForward(loss)) || failed(assignParameterHomes()) ||
+      failed(assignRest()))
+    return failure();
+  pullTowardUsers();
+  insertTransfers();
+  // Where the runtime finds each tensor: parameters and state in their
+  // stage (the first one when nothing reads them), results where computed.
+  Builder builder(func.getContext());
+  for (BlockArgument arg : body.getArguments())
+    if (isParamOrState(arg))
+      func.setArgAttr(arg.getArgNumber(), CleaveDialect::kStageAttrName,
+                      builder.getI64IntegerAttr(home.lookup(arg)));
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (std::optional<int64_t> at = producedAt(value))
+      func.setResultAttr(i, CleaveDialect::kStageAttrName,
+                         builder.getI64IntegerAttr(*at));
+  return success();
+}
+
+struct PipelineStagesPass
+    : public mlir::cleave::impl::PipelineStagesPassBase<PipelineStagesPass> {
+  using PipelineStagesPassBase::PipelineStagesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshAttr mesh = getModuleMesh(module);
+    int64_t index = mesh ? mesh.getAxisIndex(axis) : -1;
+    if (index < 0) {
+      module.emitError("pipeline stages need a mesh with the axis '")
+          << axis << "'";
+      return signalPassFailure();
+    }
+    int64_t numStages = mesh.getAxisSizes()[index];
+    auto axisAttr = StringAttr::get(module.getContext(), axis);
+    module->setAttr(CleaveDialect::kPipelineAttrName, axisAttr);
+    bool found = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      bool isStep = false;
+      for (unsigned i = 0; i < func.getNumResults(); ++i)
+        isStep |= func.getResultAttr(i, CleaveDialect::kLossAttrName) != nullptr;
+      if (!isStep)
+        continue;
+      found = true;
+      if (failed(StageAssigner(func, axisAttr, numStages).run()))
+        return signalPassFailure();
+    }
+    if (!found) {
+      module.emitError("pipeline stages need a training step (a function "
+                       "with a 'cleave.loss' result)");
+      return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
