@@ -157,6 +157,9 @@ public:
   Emitter(func::FuncOp func, const EmitOptions &options)
       : func(func), options(options) {
     planFusion(func.getBody().front());
+    func.walk([&](DropoutOp op) {
+      dropoutNumber.try_emplace(op, dropoutNumber.size());
+    });
     for (auto &[tail, chain] : fusedGroups)
       for (Operation *op : chain)
         executedAt[op] = tail;
@@ -369,7 +372,8 @@ private:
   llvm::StringSet<> usedNames;
   std::string globalsText, bodyText;
   llvm::raw_string_ostream globals{globalsText}, body{bodyText};
-  int64_t dropoutCount = 0;
+  /// Each dropout's number in program order (whatever stage emits it).
+  llvm::DenseMap<Operation *, int64_t> dropoutNumber;
   /// Fused chains by their last op; ops folded into a later op's loop.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> fusedGroups;
   llvm::DenseSet<Operation *> fusedAway;
@@ -935,7 +939,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
                      "{5})",
                      t(dropout.getInput()), n(dropout.getInput()),
                      floatLiteral(dropout.getRatio().convertToFloat()),
-                     dropoutCount++, t(dropout.getOutput()),
+                     dropoutNumber.lookup(op), t(dropout.getOutput()),
                      t(dropout.getMask())));
         return success();
       })

@@ -93,9 +93,10 @@ private:
   std::optional<int64_t> producedAt(Value value) const;
   /// The latest stage that still holds `value` without a transfer.
   std::optional<int64_t> heldUpTo(Value value) const;
-  /// Moves backward ops whose results only one other stage reads into that
-  /// stage where this sends fewer bytes (a weight gradient then crosses as
-  /// the small activation gradient it is computed from).
+  /// Moves backward ops (and gradient all-reduces over other axes) whose
+  /// results only one other stage reads into that stage where this sends no
+  /// more bytes (a weight gradient then crosses as the small activation
+  /// gradient it is computed from).
   void pullTowardUsers();
   /// Splits a bucket all-reduce whose gradients come from several stages
   /// into one per stage; returns the new ops (or `op` alone).
@@ -172,7 +173,7 @@ LogicalResult StageAssigner::assignForward(Value loss) {
   for (Operation *op : llvm::reverse(forward)) {
     bool weightOnly = llvm::all_of(op->getOperands(), [&](Value v) {
       if (auto arg = dyn_cast<BlockArgument>(v))
-        return true;
+        return isParamOrState(arg);
       return !forward.contains(v.getDefiningOp());
     });
     std::optional<int64_t> users;
@@ -244,9 +245,19 @@ std::optional<int64_t> StageAssigner::heldUpTo(Value value) const {
 }
 
 SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
+  // A gradient goes with the stage of the parameter its sum updates.
+  auto destination = [&](unsigned i) {
+    std::optional<int64_t> at;
+    for (Operation *user : op.getResult(i).getUsers())
+      for (Value operand : user->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(operand);
+            arg && isParamOrState(arg) && home.count(arg))
+          at = std::min(at.value_or(numStages), home.lookup(arg));
+    return at ? *at : producedAt(op.getInputs()[i]).value_or(numStages - 1);
+  };
   llvm::MapVector<int64_t, SmallVector<unsigned>> byStage;
-  for (auto [i, input] : llvm::enumerate(op.getInputs()))
-    byStage[producedAt(input).value_or(numStages - 1)].push_back(i);
+  for (unsigned i = 0; i < op.getInputs().size(); ++i)
+    byStage[destination(i)].push_back(i);
   if (byStage.size() < 2)
     return {op};
   OpBuilder builder(op);
@@ -313,7 +324,8 @@ void StageAssigner::pullTowardUsers() {
   };
   SmallVector<Operation *> movable;
   for (Operation &op : body.without_terminator())
-    if (stage.count(&op) && !forward.contains(&op) && isPure(&op) &&
+    if (stage.count(&op) && !forward.contains(&op) &&
+        (isPure(&op) || isa<AllReduceOp>(op)) &&
         llvm::none_of(op.getOperands(), [&](Value v) {
           auto arg = dyn_cast<BlockArgument>(v);
           return arg && isParamOrState(arg);
@@ -352,7 +364,10 @@ void StageAssigner::pullTowardUsers() {
       for (Value operand : op->getOperands())
         if (!heldAt(operand, *to, op) && counted.insert(operand).second)
           added += bytesOf(operand);
-      if (added < saved) {
+      // Ties move too: an all-reduce of a gradient sends as much before
+      // the sum as after, and moving it lets the gradient's computation
+      // follow.
+      if (added <= saved) {
         setStage(op, *to);
         changed = true;
       }

@@ -347,3 +347,43 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
     return
   }
 }
+
+// -----
+
+module attributes {cleave.mesh = #cleave.mesh<dp = 2, pp = 2>} {
+  func.func @send_recv_unknown_axis(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'cleave.send_recv' op names axis 'tp', which the mesh #cleave.mesh<dp = 2, pp = 2> does not have}}
+    %0 = cleave.send_recv %x over "tp" from 0 to 1 : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {cleave.mesh = #cleave.mesh<dp = 2, pp = 2>} {
+  func.func @send_recv_stage_range(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'cleave.send_recv' op stage 2 is not a coordinate of axis 'pp' (size 2)}}
+    %0 = cleave.send_recv %x over "pp" from 0 to 2 : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {cleave.mesh = #cleave.mesh<dp = 2, pp = 2>} {
+  func.func @send_recv_to_itself(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'cleave.send_recv' op sends stage 1 to itself}}
+    %0 = cleave.send_recv %x over "pp" from 1 to 1 : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
+  func.func @send_recv_type(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'cleave.send_recv' op failed to verify that all of {input, result} have same type}}
+    %0 = "cleave.send_recv"(%x) <{axis = "pp", source = 0, dest = 1}> : (tensor<4xf32>) -> tensor<2xf32>
+    return
+  }
+}

@@ -140,4 +140,11 @@ func.func @generic_input(%x: tensor<8x4xf32>) -> tensor<16x4xf32> {
   return %8 : tensor<16x4xf32>
 }
 
+// CHECK-LABEL: func.func @send_recv
+func.func @send_recv(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  // CHECK: cleave.send_recv %{{.*}} over "tp" from 0 to 1 {cleave.stage = 0 : i64} : tensor<4x6xf32>
+  %0 = cleave.send_recv %x over "tp" from 0 to 1 {cleave.stage = 0 : i64} : tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
 }

@@ -5,7 +5,7 @@
       --losses DIST.jsonl --reference-losses SINGLE.jsonl \\
       --params DISTPARAMS --reference-params SINGLEPARAMS \\
       --local LOCALDIR [--replicated GLOB ...]
-      [--mesh AXIS=SIZE,... --replicated-over AXIS]
+      [--mesh AXIS=SIZE,... --replicated-over AXIS | --stages AXIS]
       [--loss-rtol 1e-5] [--param-rtol 1e-4] [--param-atol 0]
 
 Every group of flags is optional, but at least one must be given. The
@@ -43,6 +43,12 @@ checks:
               replicated over AXIS, so ranks whose mesh coordinates differ
               only along AXIS must hold bitwise identical blocks (for
               example the data-parallel copies of tensor-parallel shards).
+  stages      (--local DIR, --mesh and --stages AXIS, for a program split
+              into pipeline stages along AXIS) every tensor is held, whole
+              (the shape of its file in --params, when given), by exactly
+              the ranks of one stage (one coordinate along AXIS), bitwise
+              identical on all of them; every gathered tensor is held by
+              some stage.
 
 Prints one line per check (OK or FAIL with the step or tensor and the
 numbers), then PASS or FAILED; exits 1 if any check fails, 2 on unusable
@@ -303,6 +309,68 @@ def check_replicated_over(local_dir, mesh, axis):
     return ok
 
 
+def check_stages(local_dir, gathered_dir, mesh, axis):
+    names = [n for n, _ in mesh]
+    if axis not in names:
+        print(f"FAIL stages: {axis} is not an axis of the mesh {names}")
+        return False
+    sizes = [s for _, s in mesh]
+    nranks = int(np.prod(sizes))
+    dirs = [os.path.join(local_dir, f"rank{r}") for r in range(nranks)]
+    missing = [d for d in dirs if not os.path.isdir(d)]
+    if missing or os.path.isdir(os.path.join(local_dir, f"rank{nranks}")):
+        print(f"FAIL stages: {local_dir} does not hold exactly rank0 .. "
+              f"rank{nranks - 1}")
+        return False
+    at = names.index(axis)
+    stage_of = [int(np.unravel_index(r, sizes)[at]) for r in range(nranks)]
+    held = {}
+    for r, d in enumerate(dirs):
+        for name in npy_names(d):
+            held.setdefault(name, []).append(r)
+    ok = True
+    per_stage = [0] * sizes[at]
+    for name, ranks in sorted(held.items()):
+        stages = sorted({stage_of[r] for r in ranks})
+        expected = [r for r in range(nranks) if stage_of[r] == stages[0]]
+        if len(stages) != 1 or ranks != expected:
+            print(f"FAIL stages {name}: held by ranks {ranks} (stages "
+                  f"{stages}), not by exactly the ranks of one stage")
+            ok = False
+            continue
+        per_stage[stages[0]] += 1
+        blocks = [np.load(os.path.join(dirs[r], name + ".npy"))
+                  for r in ranks]
+        if gathered_dir is not None:
+            path = os.path.join(gathered_dir, name + ".npy")
+            if not os.path.exists(path):
+                print(f"FAIL stages {name}: no gathered {path}")
+                ok = False
+                continue
+            if blocks[0].shape != np.load(path, mmap_mode="r").shape:
+                print(f"FAIL stages {name}: stage {stages[0]} holds shape "
+                      f"{blocks[0].shape}, not the whole tensor")
+                ok = False
+                continue
+        differing = [r for r, b in zip(ranks, blocks)
+                     if b.shape != blocks[0].shape or b.dtype != blocks[0].dtype
+                     or b.tobytes() != blocks[0].tobytes()]
+        if differing:
+            print(f"FAIL stages {name}: ranks {differing} differ from rank "
+                  f"{ranks[0]}")
+            ok = False
+    if gathered_dir is not None:
+        unheld = sorted(set(npy_names(gathered_dir)) - set(held))
+        if unheld:
+            print(f"FAIL stages: no rank holds {unheld[:10]}")
+            ok = False
+    if ok:
+        counts = ", ".join(f"stage {s}: {n}" for s, n in enumerate(per_stage))
+        print(f"OK   stages: each of {len(held)} tensors whole on the "
+              f"ranks of one stage along {axis}, bitwise identical ({counts})")
+    return ok
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--losses", help="the distributed run's LOG.jsonl")
@@ -316,6 +384,8 @@ def main(argv=None):
     p.add_argument("--mesh", help="the program's mesh, AXIS=SIZE,...")
     p.add_argument("--replicated-over", metavar="AXIS",
                    help="a mesh axis every tensor is replicated over")
+    p.add_argument("--stages", metavar="AXIS",
+                   help="the pipeline axis: each tensor lives in one stage")
     p.add_argument("--loss-rtol", type=float, default=1e-5)
     p.add_argument("--param-rtol", type=float, default=1e-4)
     p.add_argument("--param-atol", type=float, default=0.0)
@@ -326,8 +396,10 @@ def main(argv=None):
         p.error("--reference-params needs --params")
     if opts.replicated and opts.local is None:
         p.error("--replicated needs --local")
-    if (opts.mesh is None) != (opts.replicated_over is None):
-        p.error("--mesh and --replicated-over go together")
+    if (opts.mesh is None) != (opts.replicated_over is None and
+                               opts.stages is None) or \
+            (opts.replicated_over is not None and opts.stages is not None):
+        p.error("--mesh goes with one of --replicated-over and --stages")
     if opts.mesh is not None and opts.local is None:
         p.error("--replicated-over needs --local")
     mesh = None
@@ -353,9 +425,11 @@ def main(argv=None):
     if opts.reference_params is not None:
         ok = check_params(opts.params, opts.reference_params,
                           opts.param_rtol, opts.param_atol) and ok
-    if opts.local is not None:
+    if opts.stages is not None:
+        ok = check_stages(opts.local, opts.params, mesh, opts.stages) and ok
+    elif opts.local is not None:
         ok = check_replicated(opts.local, opts.params, opts.replicated) and ok
-    if mesh is not None:
+    if opts.replicated_over is not None:
         ok = check_replicated_over(opts.local, mesh,
                                    opts.replicated_over) and ok
     print("PASS" if ok else "FAILED")
