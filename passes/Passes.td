@@ -292,4 +292,46 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
+                                  "::mlir::ModuleOp"> {
+  let summary = "runs the micro-batches of a virtual mesh axis in turn";
+  let description = [{
+    Micro-batching as partitioning: the step is split over a mesh axis
+    `axis` whose coordinates are micro-batches (the inputs' batch split
+    over it, innermost), partitioned as usual, and then this pass runs
+    those "ranks" one after the other inside each real rank. Ops that
+    depend on the batch are cloned once per micro-batch, each clone reading
+    its rows of the inputs (which become this rank's whole batch); an
+    `all_reduce` over the axis becomes the sum of the clones' values (then
+    an `all_reduce` over its other axes, if any); the rest runs once. Sums
+    cut the step into phases (the loss's count, then the gradients): within
+    a phase the micro-batches run one after another, so that in a program
+    split into pipeline stages a stage hands micro-batch m on and computes
+    m + 1 while the next stage works on m (GPipe's schedule, unrolled).
+    Every micro-batch's activations are kept for its backward pass. The
+    axis then leaves the module's mesh (which loses the attribute when no
+    axis remains).
+
+    Errors: another collective over the axis (data moving between
+    micro-batches), and a step result other than sums (a batch-dependent
+    output).
+
+    Input (mesh `mb = 2`, batch 8 split over `mb`):
+
+    ```mlir
+    %h = cleave.gemm %x, %w ... : (tensor<4x3xf32>, ...) -> tensor<4x2xf32>
+    %g = cleave.gemm %dh, %x {trans_a = true} ...
+    %s = cleave.all_reduce %g over ["mb"] : tensor<2x3xf32>
+    ```
+
+    Output: `%x : tensor<8x3xf32>`, two `cleave.slice`s of 4 rows, the
+    gemms twice, and `%s = cleave.add %g0, %g1`.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"microbatch\"",
+           "the mesh axis whose coordinates are micro-batches">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 #endif // CLEAVE_PASSES_PASSES_TD

@@ -147,35 +147,56 @@ LogicalResult StageAssigner::assignForward(Value loss) {
       if (Operation *def = operand.getDefiningOp())
         worklist.push_back(def);
   }
+  // Units of the cut: an op, or all micro-batch copies of one op
+  // (cleave-unroll-microbatches), in the order they first appear: stages
+  // split layers, and every micro-batch passes through all of them.
+  llvm::MapVector<std::pair<Operation *, int64_t>, SmallVector<Operation *>>
+      units;
   int64_t total = 0;
-  for (Operation &op : body.without_terminator())
-    if (needed.contains(&op)) {
-      forward.insert(&op);
-      total += costOf(&op);
-    }
-  // Each op goes to the stage its middle falls in, so stages are
+  for (Operation &op : body.without_terminator()) {
+    if (!needed.contains(&op))
+      continue;
+    forward.insert(&op);
+    total += costOf(&op);
+    auto copyOf = op.getAttrOfType<DenseI64ArrayAttr>(
+        CleaveDialect::kMicroBatchAttrName);
+    auto key = copyOf ? std::make_pair<Operation *, int64_t>(nullptr,
+                                                             copyOf[1])
+                      : std::make_pair<Operation *, int64_t>(&op, 0);
+    units[key].push_back(&op);
+  }
+  // Each unit goes to the stage its middle falls in, so stages are
   // contiguous and of about total / numStages work each.
   int64_t before = 0;
   SmallVector<int64_t> perStage(numStages, 0);
-  for (Operation *op : forward) {
-    int64_t cost = costOf(op);
+  for (auto &[key, ops] : units) {
+    int64_t cost = 0;
+    for (Operation *op : ops)
+      cost += costOf(op);
     int64_t s = std::min<int64_t>(
         numStages - 1,
         static_cast<int64_t>((static_cast<double>(before) + cost / 2.0) *
                              numStages / std::max<int64_t>(total, 1)));
-    setStage(op, s);
+    for (Operation *op : ops)
+      setStage(op, s);
     ++perStage[s];
     before += cost;
   }
   // Ops that only prepare a parameter (a transpose of a weight, say) join
   // the stage that uses their result: the parameter then lives there, and
   // neither it nor its gradient crosses stages.
+  llvm::DenseSet<Value> fromData;
+  for (BlockArgument arg : body.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName))
+      fromData.insert(arg);
+  for (Operation &op : body.without_terminator())
+    if (forward.contains(&op) ||
+        llvm::any_of(op.getOperands(),
+                     [&](Value v) { return fromData.contains(v); }))
+      fromData.insert(op.result_begin(), op.result_end());
   for (Operation *op : llvm::reverse(forward)) {
-    bool weightOnly = llvm::all_of(op->getOperands(), [&](Value v) {
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        return isParamOrState(arg);
-      return !forward.contains(v.getDefiningOp());
-    });
+    bool weightOnly = llvm::none_of(
+        op->getOperands(), [&](Value v) { return fromData.contains(v); });
     std::optional<int64_t> users;
     for (Operation *user : op->getUsers())
       if (forward.contains(user))
@@ -340,6 +361,7 @@ void StageAssigner::pullTowardUsers() {
       return user != op && stage.count(user) && stage.lookup(user) == to;
     });
   };
+  llvm::DenseSet<Operation *> canMove(movable.begin(), movable.end());
   // A few rounds let chains of such ops move one after the other.
   for (int round = 0; round < 4; ++round) {
     bool changed = false;
@@ -355,20 +377,38 @@ void StageAssigner::pullTowardUsers() {
           oneStage = false;
         to = stage.lookup(user);
       }
-      if (!oneStage || !to || *to == stage.lookup(op))
+      int64_t from = stage.lookup(op);
+      if (!oneStage || !to || *to == from)
         continue;
+      // The op moves with the producers in its stage that only it (or
+      // they) read: a sum of micro-batch gradients takes the gradients'
+      // computations along.
+      llvm::SetVector<Operation *> group;
+      group.insert(op);
+      for (size_t i = 0; i < group.size(); ++i)
+        for (Value operand : group[i]->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if (def && canMove.contains(def) && stage.lookup(def) == from &&
+              llvm::all_of(def->getUsers(), [&](Operation *user) {
+                return group.contains(user);
+              }))
+            group.insert(def);
+        }
       int64_t saved = 0, added = 0;
       for (Value result : op->getResults())
         saved += bytesOf(result);
-      llvm::SmallPtrSet<Value, 4> counted;
-      for (Value operand : op->getOperands())
-        if (!heldAt(operand, *to, op) && counted.insert(operand).second)
+      llvm::SmallPtrSet<Value, 8> counted;
+      for (Operation *member : group)
+        for (Value operand : member->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if ((def && group.contains(def)) || heldAt(operand, *to, member) ||
+              !counted.insert(operand).second)
+            continue;
           added += bytesOf(operand);
-      // Ties move too: an all-reduce of a gradient sends as much before
-      // the sum as after, and moving it lets the gradient's computation
-      // follow.
+        }
       if (added <= saved) {
-        setStage(op, *to);
+        for (Operation *member : group)
+          setStage(member, *to);
         changed = true;
       }
     }

@@ -402,6 +402,43 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
   return llvm::Error::success();
 }
 
+llvm::Error mlir::cleave::splitBatchesOver(func::FuncOp func, MeshAttr mesh,
+                                           StringRef axis) {
+  MLIRContext *context = func.getContext();
+  auto axisAttr = StringAttr::get(context, axis);
+  for (auto [arg, name] : namedArguments(func)) {
+    auto type = cast<ShapedType>(arg.getType());
+    if (!func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName) ||
+        type.getRank() == 0)
+      continue;
+    auto current = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    SmallVector<SmallVector<StringAttr>> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      dims.push_back(current ? current.getDimAxes(d)
+                             : SmallVector<StringAttr>());
+    dims[0].push_back(axisAttr);
+    int64_t parts = mesh.getGroupSize(dims[0]);
+    int64_t micro = mesh.getGroupSize(axisAttr);
+    if (type.getDimSize(0) % parts != 0)
+      return fail("input '" + name + "' has a batch of " +
+                  Twine(type.getDimSize(0)) + ", which does not divide into " +
+                  (parts == micro ? Twine(micro) + " micro-batches"
+                                  : Twine(parts / micro) + " ranks x " +
+                                        Twine(micro) + " micro-batches") +
+                  "; use a batch size divisible by " + Twine(parts));
+    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                    ShardingAttr::get(context, dims,
+                                      current ? current.getReplicatedAxes()
+                                              : SmallVector<StringAttr>(),
+                                      {}));
+    if (!current)
+      func.setArgAttr(arg.getArgNumber(), "cleave.priority",
+                      IntegerAttr::get(IntegerType::get(context, 64), 0));
+  }
+  return llvm::Error::success();
+}
+
 void mlir::cleave::gatherParametersForCompute(func::FuncOp func) {
   MLIRContext *context = func.getContext();
   for (BlockArgument arg : func.getArguments()) {

@@ -75,6 +75,12 @@ strategyHints(Strategy strategy, func::FuncOp func, MeshAttr mesh);
 llvm::Error applyShardingHints(func::FuncOp func, MeshAttr mesh,
                                ArrayRef<ShardingHint> hints);
 
+/// For micro-batches: splits the batch (dimension 0) of every data input
+/// over `axis` as well, innermost (after any axes a hint gave it). Fails,
+/// naming the input, when the batch does not divide.
+llvm::Error splitBatchesOver(func::FuncOp func, MeshAttr mesh,
+                             StringRef axis);
+
 /// For ZeRO-3: feeds every use of a split parameter other than its
 /// optimizer update through a reshard to whole, one per use, so each
 /// gathered copy lives only as long as that use.

@@ -69,6 +69,11 @@ def Cleave_Dialect : Dialect {
     /// stages: the stage that runs the op or holds the value. Ops without
     /// it run on every stage.
     static constexpr llvm::StringLiteral kStageAttrName = "cleave.stage";
+    /// Op attribute of a micro-batch's copy of an op
+    /// (cleave-unroll-microbatches): [micro-batch, number of the op it
+    /// copies], so that later passes treat the copies of one op alike.
+    static constexpr llvm::StringLiteral kMicroBatchAttrName =
+        "cleave.microbatch";
   }];
 }
 

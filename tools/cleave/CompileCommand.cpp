@@ -62,6 +62,10 @@ namespace cleave::driver {
 
 namespace {
 
+/// The mesh axis whose coordinates are micro-batches while the step is
+/// partitioned (--microbatches); it never reaches the program's mesh.
+constexpr const char *kMicroBatchAxis = "microbatch";
+
 enum class Emit { Mlir, Source, Binary };
 enum class Optimizer { Sgd, AdamW };
 enum ScheduleKind { constant, linear, cosine };
@@ -323,6 +327,34 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                     "--mesh dp=4, or --mesh pp=2 --pipeline pp)\n";
     return 1;
   }
+  // Micro-batches are a mesh axis while the step is partitioned; the
+  // partitioned step then runs them in turn (cleave-unroll-microbatches).
+  if (distribution_.microbatches < 1) {
+    llvm::errs() << "cleave compile: error: --microbatches must be at least "
+                    "1, got "
+                 << distribution_.microbatches << "\n";
+    return 1;
+  }
+  if (distribution_.microbatches > 1) {
+    if (options.inference) {
+      llvm::errs() << "cleave compile: error: --microbatches splits a "
+                      "training step; it does not apply with --inference\n";
+      return 1;
+    }
+    if (distribution_.strategy != mlir::cleave::Strategy::None &&
+        distribution_.strategy != mlir::cleave::Strategy::DataParallel) {
+      llvm::errs() << "cleave compile: error: --microbatches combines with "
+                      "--strategy dp only (ZeRO and Megatron split "
+                      "parameters, which micro-batches do not support yet)\n";
+      return 1;
+    }
+    if (mesh && mesh.getAxisIndex(kMicroBatchAxis) >= 0) {
+      llvm::errs() << "cleave compile: error: the mesh axis name '"
+                   << kMicroBatchAxis
+                   << "' is reserved for --microbatches; rename the axis\n";
+      return 1;
+    }
+  }
   if (!distribution_.pipeline.empty()) {
     if (mesh.getAxisIndex(distribution_.pipeline) < 0) {
       llvm::errs() << "cleave compile: error: --pipeline names the axis '"
@@ -342,6 +374,20 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                       "use --target cpu\n";
       return 1;
     }
+  }
+
+  mlir::cleave::MeshAttr userMesh = mesh;
+  if (distribution_.microbatches > 1) {
+    llvm::SmallVector<mlir::StringAttr> names;
+    llvm::SmallVector<int64_t> sizes;
+    if (mesh) {
+      names.append(mesh.getAxisNames().begin(), mesh.getAxisNames().end());
+      sizes.append(mesh.getAxisSizes().begin(), mesh.getAxisSizes().end());
+    }
+    names.push_back(mlir::StringAttr::get(&context, kMicroBatchAxis));
+    sizes.push_back(distribution_.microbatches);
+    mesh = mlir::cleave::MeshAttr::get(&context, names, sizes);
+    (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
   }
 
   // The training step: gradients, the optimizer update, then clean-up.
@@ -380,6 +426,15 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (mesh)
     if (int rc = distribute(*module, step, mesh, artifacts))
       return rc;
+  if (distribution_.microbatches > 1) {
+    mlir::PassManager unroll(&context);
+    mlir::cleave::UnrollMicroBatchesPassOptions unrollOptions;
+    unrollOptions.axis = kMicroBatchAxis;
+    unroll.addPass(mlir::cleave::createUnrollMicroBatchesPass(unrollOptions));
+    if (failed(unroll.run(*module)))
+      return 1;
+    mesh = userMesh;
+  }
   if (!distribution_.pipeline.empty()) {
     mlir::PassManager stages(&context);
     mlir::cleave::PipelineStagesPassOptions stageOptions;
@@ -480,6 +535,9 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
   }
   if (llvm::Error error = applyShardingHints(step, mesh, hints))
     return report(std::move(error));
+  if (distribution_.microbatches > 1)
+    if (llvm::Error error = splitBatchesOver(step, mesh, kMicroBatchAxis))
+      return report(std::move(error));
   if (distribution_.strategy == Strategy::Zero3)
     gatherParametersForCompute(step);
 

@@ -58,7 +58,14 @@ struct DistributionFlags {
                  cl::desc("Mesh axis whose coordinates are pipeline stages: "
                           "the layers are cut into that many stages of "
                           "similar work, one per coordinate"),
-                 cl::value_desc("AXIS"), cl::sub(sub)) {}
+                 cl::value_desc("AXIS"), cl::sub(sub)),
+        microbatches(
+            "microbatches",
+            cl::desc("Split each rank's batch into N micro-batches, run one "
+                     "after the other and their gradients summed; with "
+                     "--pipeline, stages work on different micro-batches at "
+                     "once (GPipe)"),
+            cl::value_desc("N"), cl::init(1), cl::sub(sub)) {}
 
   cl::opt<std::string> mesh;
   cl::list<std::string> shard;
@@ -67,6 +74,7 @@ struct DistributionFlags {
   cl::opt<bool> printSharding, printComm;
   cl::opt<double> bucketMb;
   cl::opt<std::string> pipeline;
+  cl::opt<int64_t> microbatches;
 };
 
 } // namespace cleave::driver

@@ -1,0 +1,302 @@
+//===- UnrollMicroBatches.cpp - micro-batches as an unrolled mesh axis -----===//
+//
+// The step was partitioned over a virtual mesh axis whose coordinates are
+// micro-batches; this pass runs those "ranks" one after the other inside
+// each real rank. See Passes.td for the contract.
+//
+// Ops that depend on the batch are cloned once per micro-batch, reading
+// their micro-batch's rows of the inputs; sums over the axis (all_reduce)
+// become adds of the clones' values (and an all_reduce over the remaining
+// axes, if any); everything else runs once. Sums cut the step into phases;
+// within a phase every micro-batch's forward ops run, micro-batch after
+// micro-batch, then their backward ops: in a program split into pipeline
+// stages a stage hands micro-batch m on and starts m + 1 while the next
+// stage works on m (GPipe's schedule).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_UNROLLMICROBATCHESPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// `sharding` without `axis`.
+ShardingAttr withoutAxis(ShardingAttr sharding, StringAttr axis) {
+  auto drop = [&](ArrayRef<StringAttr> axes) {
+    SmallVector<StringAttr> kept;
+    for (StringAttr a : axes)
+      if (a != axis)
+        kept.push_back(a);
+    return kept;
+  };
+  SmallVector<SmallVector<StringAttr>> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(sharding.getDims().size()); ++d)
+    dims.push_back(drop(sharding.getDimAxes(d)));
+  return ShardingAttr::get(sharding.getContext(), dims,
+                           drop(sharding.getReplicatedAxes()),
+                           drop(sharding.getPartialAxes()));
+}
+
+class Unroller {
+public:
+  Unroller(func::FuncOp func, StringAttr axis, int64_t count)
+      : func(func), body(func.getBody().front()), axis(axis), count(count),
+        perBatch(count) {}
+
+  LogicalResult run();
+
+private:
+  bool sumsOverAxis(Operation *op) const {
+    auto allReduce = dyn_cast<AllReduceOp>(op);
+    return allReduce &&
+           llvm::is_contained(allReduce.getAxes().getAsRange<StringAttr>(),
+                              axis);
+  }
+  /// Maps `from` to `to` for every micro-batch: a value all of them share.
+  void mapShared(Value from, Value to) {
+    for (IRMapping &mapping : perBatch)
+      mapping.map(from, to);
+  }
+  LogicalResult splitInputs(OpBuilder &b);
+  void emitSum(OpBuilder &b, AllReduceOp op);
+
+  func::FuncOp func;
+  Block &body;
+  StringAttr axis;
+  int64_t count;
+  /// Per micro-batch: the clones of the original values.
+  SmallVector<IRMapping> perBatch;
+  /// Values that differ between micro-batches (in the original step).
+  llvm::DenseSet<Value> varies;
+};
+
+LogicalResult Unroller::splitInputs(OpBuilder &b) {
+  for (BlockArgument arg : body.getArguments()) {
+    auto sharding = func.getArgAttrOfType<ShardingAttr>(
+        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    if (!sharding)
+      continue;
+    std::optional<int64_t> dim;
+    for (int64_t d = 0; d < static_cast<int64_t>(sharding.getDims().size());
+         ++d) {
+      SmallVector<StringAttr> axes = sharding.getDimAxes(d);
+      if (!llvm::is_contained(axes, axis))
+        continue;
+      // Micro-batch m is block m of this rank's rows only when the axis is
+      // the dimension's innermost.
+      if (axes.back() != axis)
+        return func.emitError() << "micro-batches must split dimension " << d
+                                << " of argument #" << arg.getArgNumber()
+                                << " innermost";
+      dim = d;
+    }
+    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                    withoutAxis(sharding, axis));
+    if (!dim)
+      continue;
+    // The argument becomes this rank's whole batch; each micro-batch reads
+    // its rows.
+    auto type = cast<RankedTensorType>(arg.getType());
+    SmallVector<int64_t> whole(type.getShape());
+    whole[*dim] *= count;
+    arg.setType(RankedTensorType::get(whole, type.getElementType()));
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    for (int64_t m = 0; m < count; ++m) {
+      SmallVector<int64_t> offsets(type.getRank(), 0);
+      offsets[*dim] = m * type.getDimSize(*dim);
+      Value rows = SliceOp::create(b, arg.getLoc(), type, arg,
+                                   b.getDenseI64ArrayAttr(offsets),
+                                   b.getDenseI64ArrayAttr(strides));
+      perBatch[m].map(arg, rows);
+    }
+    varies.insert(arg);
+  }
+  return success();
+}
+
+void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
+  SmallVector<Value> sums;
+  for (Value input : op.getInputs()) {
+    Value sum = perBatch[0].lookupOrDefault(input);
+    for (int64_t m = 1; m < count; ++m)
+      sum = AddOp::create(b, op.getLoc(), input.getType(), sum,
+                          perBatch[m].lookupOrDefault(input));
+    sums.push_back(sum);
+  }
+  SmallVector<Attribute> rest;
+  for (Attribute a : op.getAxes())
+    if (a != axis)
+      rest.push_back(a);
+  ValueRange results = sums;
+  if (!rest.empty())
+    results = AllReduceOp::create(b, op.getLoc(), sums, b.getArrayAttr(rest))
+                  .getResults();
+  for (auto [from, to] : llvm::zip(op.getResults(), results))
+    mapShared(from, to);
+}
+
+LogicalResult Unroller::run() {
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Operation *> original;
+  for (Operation &op : body.without_terminator())
+    original.push_back(&op);
+
+  // Phases: a sum over micro-batches ends one; the ops after it (that read
+  // it) belong to the next.
+  for (BlockArgument arg : body.getArguments())
+    if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
+            arg.getArgNumber(), CleaveDialect::kShardingAttrName))
+      for (int64_t d = 0; d < static_cast<int64_t>(sharding.getDims().size());
+           ++d)
+        if (llvm::is_contained(sharding.getDimAxes(d), axis))
+          varies.insert(arg);
+  llvm::DenseMap<Value, int64_t> phaseOf;
+  llvm::DenseMap<Operation *, int64_t> opPhase;
+  int64_t numPhases = 1;
+  for (Operation *op : original) {
+    int64_t phase = 0;
+    bool dependsOnBatch = false;
+    for (Value operand : op->getOperands()) {
+      phase = std::max(phase, phaseOf.lookup(operand));
+      dependsOnBatch |= varies.contains(operand);
+    }
+    if (sumsOverAxis(op)) {
+      ++phase;
+      numPhases = std::max(numPhases, phase + 1);
+    } else if (dependsOnBatch) {
+      for (Value result : op->getResults())
+        varies.insert(result);
+    }
+    if (isa<AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp, BroadcastOp>(
+            op)) {
+      auto axes = op->getAttrOfType<ArrayAttr>("axes");
+      if (axes && llvm::is_contained(axes.getAsRange<StringAttr>(), axis))
+        return op->emitOpError(
+            "needs data of every micro-batch at once (the whole batch), "
+            "which micro-batches run one after another cannot give it; "
+            "compile this model without --microbatches");
+    }
+    opPhase[op] = phase;
+    for (Value result : op->getResults())
+      phaseOf[result] = phase;
+  }
+  for (Value result : ret.getOperands())
+    if (varies.contains(result))
+      return func.emitError("a result of the step depends on the batch, "
+                            "which micro-batches would cut into pieces: "
+                            "micro-batches apply to training steps whose "
+                            "only batch-dependent result is the loss");
+
+  // The forward ops: those the loss depends on.
+  llvm::DenseSet<Operation *> forward;
+  SmallVector<Operation *> worklist;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
+      if (Operation *def = ret.getOperand(i).getDefiningOp())
+        worklist.push_back(def);
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!forward.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+
+  OpBuilder b(ret);
+  if (failed(splitInputs(b)))
+    return failure();
+  for (int64_t phase = 0; phase < numPhases; ++phase) {
+    // What the micro-batches share, then each micro-batch in turn, then the
+    // sums that end the phase.
+    for (Operation *op : original)
+      if (opPhase[op] == phase && !sumsOverAxis(op) &&
+          llvm::none_of(op->getResults(),
+                        [&](Value v) { return varies.contains(v); })) {
+        Operation *clone = b.clone(*op, perBatch[0]);
+        for (auto [from, to] :
+             llvm::zip(op->getResults(), clone->getResults()))
+          mapShared(from, to);
+      }
+    // Every micro-batch's forward ops, then every micro-batch's others.
+    for (bool forwardOps : {true, false})
+      for (int64_t m = 0; m < count; ++m)
+        for (auto [number, op] : llvm::enumerate(original))
+          if (opPhase[op] == phase && forward.contains(op) == forwardOps &&
+              llvm::any_of(op->getResults(),
+                           [&](Value v) { return varies.contains(v); }))
+            b.clone(*op, perBatch[m])
+                ->setAttr(CleaveDialect::kMicroBatchAttrName,
+                          b.getDenseI64ArrayAttr(
+                              {m, static_cast<int64_t>(number)}));
+    for (Operation *op : original)
+      if (opPhase[op] == phase + 1 && sumsOverAxis(op))
+        emitSum(b, cast<AllReduceOp>(op));
+  }
+  for (OpOperand &operand : ret->getOpOperands())
+    operand.set(perBatch[0].lookupOrDefault(operand.get()));
+  for (Operation *op : llvm::reverse(original))
+    op->erase();
+
+  // Arguments may have grown (whole batches); results keep their types.
+  func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                 func.getResultTypes()));
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto sharding = func.getResultAttrOfType<ShardingAttr>(
+            i, CleaveDialect::kShardingAttrName))
+      func.setResultAttr(i, CleaveDialect::kShardingAttrName,
+                         withoutAxis(sharding, axis));
+  return success();
+}
+
+struct UnrollMicroBatchesPass
+    : public mlir::cleave::impl::UnrollMicroBatchesPassBase<
+          UnrollMicroBatchesPass> {
+  using UnrollMicroBatchesPassBase::UnrollMicroBatchesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshAttr mesh = getModuleMesh(module);
+    int64_t index = mesh ? mesh.getAxisIndex(axis) : -1;
+    if (index < 0) {
+      module.emitError("micro-batches need a mesh with the axis '")
+          << axis << "'";
+      return signalPassFailure();
+    }
+    auto axisAttr = StringAttr::get(module.getContext(), axis);
+    int64_t count = mesh.getAxisSizes()[index];
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(Unroller(func, axisAttr, count).run()))
+        return signalPassFailure();
+    // The micro-batches now run inside each rank: the axis leaves the mesh.
+    SmallVector<StringAttr> names;
+    SmallVector<int64_t> sizes;
+    for (auto [name, size] :
+         llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
+      if (name != axisAttr) {
+        names.push_back(name);
+        sizes.push_back(size);
+      }
+    if (names.empty())
+      module->removeAttr(CleaveDialect::kMeshAttrName);
+    else
+      module->setAttr(CleaveDialect::kMeshAttrName,
+                      MeshAttr::get(module.getContext(), names, sizes));
+  }
+};
+
+} // namespace
