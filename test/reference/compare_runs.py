@@ -260,23 +260,35 @@ def parse_mesh(text):
     return axes
 
 
-def check_replicated_over(local_dir, mesh, axis):
+def mesh_rank_dirs(local_dir, mesh, axis, check):
+    """The mesh's axis names and sizes and the rank directories of
+    local_dir, one per rank of the mesh; None (after a FAIL line naming
+    `check`) when axis is not a mesh axis or the directories differ."""
     names = [n for n, _ in mesh]
     if axis not in names:
-        print(f"FAIL replicated over {axis}: not an axis of the mesh {names}")
-        return False
+        print(f"FAIL {check}: {axis} is not an axis of the mesh {names}")
+        return None
     sizes = [s for _, s in mesh]
     nranks = int(np.prod(sizes))
     dirs = [os.path.join(local_dir, f"rank{r}") for r in range(nranks)]
     missing = [d for d in dirs if not os.path.isdir(d)]
     if missing:
-        print(f"FAIL replicated over {axis}: the mesh has {nranks} ranks but "
-              f"{missing[0]} is missing")
-        return False
+        print(f"FAIL {check}: the mesh has {nranks} ranks but {missing[0]} "
+              f"is missing")
+        return None
     if os.path.isdir(os.path.join(local_dir, f"rank{nranks}")):
-        print(f"FAIL replicated over {axis}: more than {nranks} rank "
-              f"directories in {local_dir}")
+        print(f"FAIL {check}: more than {nranks} rank directories in "
+              f"{local_dir}")
+        return None
+    return names, sizes, dirs
+
+
+def check_replicated_over(local_dir, mesh, axis):
+    found = mesh_rank_dirs(local_dir, mesh, axis, f"replicated over {axis}")
+    if found is None:
         return False
+    names, sizes, dirs = found
+    nranks = len(dirs)
     # Ranks grouped by their coordinates on every other axis.
     at = names.index(axis)
     groups = {}
@@ -310,18 +322,11 @@ def check_replicated_over(local_dir, mesh, axis):
 
 
 def check_stages(local_dir, gathered_dir, mesh, axis):
-    names = [n for n, _ in mesh]
-    if axis not in names:
-        print(f"FAIL stages: {axis} is not an axis of the mesh {names}")
+    found = mesh_rank_dirs(local_dir, mesh, axis, "stages")
+    if found is None:
         return False
-    sizes = [s for _, s in mesh]
-    nranks = int(np.prod(sizes))
-    dirs = [os.path.join(local_dir, f"rank{r}") for r in range(nranks)]
-    missing = [d for d in dirs if not os.path.isdir(d)]
-    if missing or os.path.isdir(os.path.join(local_dir, f"rank{nranks}")):
-        print(f"FAIL stages: {local_dir} does not hold exactly rank0 .. "
-              f"rank{nranks - 1}")
-        return False
+    names, sizes, dirs = found
+    nranks = len(dirs)
     at = names.index(axis)
     stage_of = [int(np.unravel_index(r, sizes)[at]) for r in range(nranks)]
     held = {}

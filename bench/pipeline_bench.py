@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Pipeline stages: step time of one model trained three ways by Cleave.
+
+  /usr/bin/python3 bench/pipeline_bench.py [--model mlp-large] [--batch 32]
+      [--microbatches 4] [--steps 20] [--markdown]
+
+  single    one rank, one thread;
+  pp=2      2 ranks (one thread each), `--mesh pp=2 --pipeline pp`: the
+            layers in two stages that run one after the other (naive model
+            parallelism: the memory is split, the time is not);
+  pp=2, mbN the same with `--microbatches N` (GPipe): while stage 1 works
+            on micro-batch m, stage 0 computes m + 1.
+
+All train with SGD (lr 0.01) on synthetic data, the same global batch,
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 and the same OpenBLAS; seconds
+per step come from rank 0's progress lines after the first fifth of the
+steps (bench.run_cleave). The ideal for 2 stages of equal work is 2x
+single's speed less the pipeline's fill and drain (N + 1 slots of work for
+2N: at most 2N / (N + 1), 1.6x for N = 4).
+
+There is no PyTorch column: Debian's PyTorch 1.13 has no CPU pipeline
+(torch.distributed.pipeline.sync.Pipe places stages on CUDA devices).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench  # noqa: E402  (export and progress-line parsing)
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+
+
+def environment():
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               OMP_WAIT_POLICY="PASSIVE", LD_LIBRARY_PATH=bench.OPENBLAS_DIR)
+    return env
+
+
+def compile_and_time(model, flags, ranks, steps, batch, work, name):
+    binary = os.path.join(work, name)
+    subprocess.run([os.path.join(ROOT, "build", "bin", "cleave"), "compile",
+                    model, "--optimizer", "sgd", "--lr", str(bench.LR),
+                    *flags, "-o", binary], check=True)
+    if ranks > 1:
+        launcher = os.path.join(work, name + ".sh")
+        with open(launcher, "w") as f:
+            f.write("#!/bin/sh\nexec " + " ".join(
+                MPIRUN + ["-np", str(ranks), binary]) + ' "$@"\n')
+        os.chmod(launcher, 0o755)
+        binary = launcher
+    return bench.run_cleave(binary, steps, batch, environment())["step_s"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mlp-large")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--microbatches", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--markdown", action="store_true")
+    opts = parser.parse_args()
+    bench.BATCH[opts.model] = opts.batch
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        model = os.path.join(work, opts.model + ".onnx")
+        extra = bench.export_onnx(opts.model, model)
+        runs = [("single", [], 1),
+                ("pp=2", ["--mesh", "pp=2", "--pipeline", "pp"], 2),
+                (f"pp=2, {opts.microbatches} micro-batches",
+                 ["--mesh", "pp=2", "--pipeline", "pp", "--microbatches",
+                  str(opts.microbatches)], 2)]
+        for i, (label, flags, ranks) in enumerate(runs):
+            seconds = compile_and_time(model, extra + flags, ranks, opts.steps,
+                                       opts.batch, work, f"run{i}")
+            rows.append((label, ranks, seconds))
+            print(f"{label}: {seconds * 1e3:.1f} ms/step", file=sys.stderr)
+    single = rows[0][2]
+    if opts.markdown:
+        print("| configuration | ranks | ms/step | speed vs single |")
+        print("|---|---:|---:|---:|")
+    for label, ranks, seconds in rows:
+        cells = [label, str(ranks), f"{seconds * 1e3:.1f}",
+                 f"{single / seconds:.2f}x"]
+        print(("| " + " | ".join(cells) + " |") if opts.markdown
+              else "  ".join(cells))
+    print()
+    print(f"{opts.model}, global batch {opts.batch}, one thread per rank, "
+          f"OpenBLAS from {bench.OPENBLAS_DIR}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
