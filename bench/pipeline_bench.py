@@ -1,8 +1,12 @@
 #!/usr/bin/python3
 """Pipeline stages: step time of one model trained three ways by Cleave.
 
-  /usr/bin/python3 bench/pipeline_bench.py [--model mlp-large] [--batch 32]
-      [--microbatches 4] [--steps 20] [--markdown]
+  /usr/bin/python3 bench/pipeline_bench.py [--layers 8] [--width 1024]
+      [--batch 256] [--microbatches 4] [--steps 10] [--markdown]
+
+The model: an MLP of `layers` Linear+ReLU layers of `width` features and a
+cross-entropy loss, exported from PyTorch (layers of equal work, so that
+two stages can be equal).
 
   single    one rank, one thread;
   pp=2      2 ranks (one thread each), `--mesh pp=2 --pipeline pp`: the
@@ -43,6 +47,34 @@ def environment():
     return env
 
 
+def export_deep_mlp(layers, width, batch, path):
+    import contextlib
+    import io
+    import torch
+    import torch.nn as nn
+
+    class DeepMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(*[
+                m for _ in range(layers)
+                for m in (nn.Linear(width, width), nn.ReLU())])
+            self.loss_fn = nn.CrossEntropyLoss()
+
+        def forward(self, x, y):
+            return self.loss_fn(self.layers(x), y)
+
+    torch.manual_seed(0)
+    args = (torch.randn(batch, width), torch.randint(0, width, (batch,)))
+    model = DeepMLP().train()
+    with contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        torch.onnx.export(model, args, path, input_names=["x", "y"],
+                          output_names=["loss"], opset_version=bench.OPSET,
+                          do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING)
+
+
 def compile_and_time(model, flags, ranks, steps, batch, work, name):
     binary = os.path.join(work, name)
     subprocess.run([os.path.join(ROOT, "build", "bin", "cleave"), "compile",
@@ -60,17 +92,18 @@ def compile_and_time(model, flags, ranks, steps, batch, work, name):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="mlp-large")
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--microbatches", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--markdown", action="store_true")
     opts = parser.parse_args()
-    bench.BATCH[opts.model] = opts.batch
     rows = []
     with tempfile.TemporaryDirectory() as work:
-        model = os.path.join(work, opts.model + ".onnx")
-        extra = bench.export_onnx(opts.model, model)
+        model = os.path.join(work, "mlp.onnx")
+        export_deep_mlp(opts.layers, opts.width, opts.batch, model)
+        extra = []
         runs = [("single", [], 1),
                 ("pp=2", ["--mesh", "pp=2", "--pipeline", "pp"], 2),
                 (f"pp=2, {opts.microbatches} micro-batches",
@@ -91,8 +124,9 @@ def main():
         print(("| " + " | ".join(cells) + " |") if opts.markdown
               else "  ".join(cells))
     print()
-    print(f"{opts.model}, global batch {opts.batch}, one thread per rank, "
-          f"OpenBLAS from {bench.OPENBLAS_DIR}.")
+    print(f"MLP of {opts.layers} layers of {opts.width}, global batch "
+          f"{opts.batch}, one thread per rank, OpenBLAS from "
+          f"{bench.OPENBLAS_DIR}.")
     return 0
 
 
