@@ -523,9 +523,6 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
 }
 
 LogicalResult Emitter::emitSendRecv(SendRecvOp op) {
-  if (cuda)
-    return op.emitOpError("pipeline stages are not supported by the cuda "
-                          "target yet; compile for the cpu target");
   std::string group =
       formatv("AxisGroup{{{{{0}}, 1}", mesh.getAxisIndex(op.getAxis()));
   Value value = op.getInput();

@@ -242,10 +242,6 @@ Buffer allocatePinned(const DeviceHooks &device, int64_t bytes) {
   return Buffer(p, device.freeHost);
 }
 
-int64_t tensorBytes(const TensorSpec &spec) {
-  return spec.shape.numElements() * dtypeSize(spec.dtype);
-}
-
 /// Device tensors start on 256-byte boundaries, as cudaMalloc's do.
 int64_t alignUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -571,7 +567,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     int64_t total = 0;
     for (int i = 0; i < program.numTensors; ++i) {
       offsets.push_back(total);
-      total += alignUp(tensorBytes(program.tensors[i]));
+      total += alignUp(global.localBytes(i));
     }
     std::string error;
     char *block =
@@ -593,7 +589,9 @@ int runProgram(const Program &program, int argc, char **argv) {
     for (int i = 0; i < program.numTensors; ++i)
       if (std::find(roles.begin(), roles.end(), program.tensors[i].role) !=
           roles.end()) {
-        int64_t bytes = tensorBytes(program.tensors[i]);
+        int64_t bytes = global.localBytes(i);
+        if (bytes == 0)
+          continue;
         if (toDevice)
           device->upload(stepPointers[i], pointers[i], bytes);
         else

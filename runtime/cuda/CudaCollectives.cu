@@ -236,6 +236,22 @@ void allSliceDim(const void *in, const Shape &inShape, int dim,
       rowBytes, a.outer, cudaMemcpyDeviceToDevice, computeStream()));
 }
 
+void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
+              int recvFrom, AxisGroup group) {
+  recordCollective(CollectiveKind::SendRecv,
+                   sendRecvBytesSent(bytes, sendTo, groupSize(group),
+                                     groupRank(group)));
+  ncclComm_t comm = communicator(group);
+  onCommStream([&](cudaStream_t stream) {
+    CLEAVE_NCCL_CHECK(ncclGroupStart());
+    if (sendTo != kNoPeer)
+      CLEAVE_NCCL_CHECK(ncclSend(in, bytes, ncclUint8, sendTo, comm, stream));
+    if (recvFrom != kNoPeer)
+      CLEAVE_NCCL_CHECK(ncclRecv(out, bytes, ncclUint8, recvFrom, comm, stream));
+    CLEAVE_NCCL_CHECK(ncclGroupEnd());
+  });
+}
+
 void writeAxisIndex(int64_t *out, AxisGroup group) {
   // A pageable source: the copy has read it by the time the call returns.
   int64_t index = groupRank(group);

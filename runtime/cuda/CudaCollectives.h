@@ -34,6 +34,14 @@ void reduceScatterDim(const void *in, const Shape &inShape, int dim, DType type,
 void allSliceDim(const void *in, const Shape &inShape, int dim,
                  int64_t elementBytes, void *out, AxisGroup group);
 
+/// Sends `in` to group rank sendTo and receives `out` from group rank
+/// recvFrom (cleave.send_recv between pipeline stages); either may be
+/// kNoPeer. On the communication stream, ordered after the kernels so far
+/// and before the next ones.
+constexpr int kNoPeer = -1;
+void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
+              int recvFrom, AxisGroup group);
+
 /// *out = this rank's index in `group` (cleave.axis_index), on the compute
 /// stream.
 void writeAxisIndex(int64_t *out, AxisGroup group);

@@ -255,6 +255,19 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                 comm->comm);
   return ncclSuccess;
 }
+// Blocking point-to-point messages: every rank runs its transfers in the
+// one program's order, so each finds its peer (Collectives.h).
+ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,
+                      int peer, ncclComm_t comm, cudaStream_t) {
+  MPI_Send(send, count, mpiType(type), peer, 0, comm->comm);
+  return ncclSuccess;
+}
+ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t) {
+  MPI_Recv(recv, count, mpiType(type), peer, 0, comm->comm,
+           MPI_STATUS_IGNORE);
+  return ncclSuccess;
+}
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclRedOp_t,
                                ncclComm_t comm, cudaStream_t) {

@@ -368,12 +368,6 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                       "step; it does not apply with --inference\n";
       return 1;
     }
-    if (target_.target == mlir::cleave::Target::Cuda) {
-      llvm::errs() << "cleave compile: error: pipeline stages are not "
-                      "supported by the cuda target yet; drop --pipeline or "
-                      "use --target cpu\n";
-      return 1;
-    }
   }
 
   mlir::cleave::MeshAttr userMesh = mesh;
