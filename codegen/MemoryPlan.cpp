@@ -49,6 +49,15 @@ MemoryPlan planMemory(func::FuncOp func,
       plan.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
     }
   }
+  // A GEMM that adds a whole matrix read by nothing else (a gradient
+  // accumulated over micro-batches) adds into that matrix's buffer.
+  for (Operation &op : body)
+    if (auto gemm = dyn_cast<GemmOp>(op))
+      if (Value c = gemm.getC();
+          c && c.getType() == gemm.getType() && c.hasOneUse() &&
+          plan.root(c) == c && c.getDefiningOp() &&
+          !isa<ConstantOp>(c.getDefiningOp()))
+        plan.storageOf[gemm.getResult()] = c;
   // A sum over ranks of a value nothing else reads (a gradient, typically)
   // is taken in that value's buffer: no copy, no second buffer.
   for (Operation &op : body)

@@ -631,11 +631,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
             return success();
           }
         }
-        if (c)
+        // (Accumulating into C's own buffer needs no copy.)
+        if (!c)
+          beta = 0;
+        else if (plan.root(gemm.getResult()) != plan.root(c))
           call(op, formatv("broadcastTo({0}, {1}, {2}, {3})", t(c), s(c),
                            t(gemm.getResult()), s(gemm.getResult())));
-        else
-          beta = 0;
         call(op,
              formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8}f, {9})",
                      gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,

@@ -308,9 +308,11 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     a phase the micro-batches run one after another, so that in a program
     split into pipeline stages a stage hands micro-batch m on and computes
     m + 1 while the next stage works on m (GPipe's schedule, unrolled).
-    Every micro-batch's activations are kept for its backward pass. The
-    axis then leaves the module's mesh (which loses the attribute when no
-    axis remains).
+    A sum of GEMM results that nothing else reads (a weight gradient)
+    becomes a chain instead: each micro-batch's GEMM adds the previous
+    one's result (`c`, beta 1), in its buffer. Every micro-batch's
+    activations are kept for its backward pass. The axis then leaves the
+    module's mesh (which loses the attribute when no axis remains).
 
     Errors: another collective over the axis (data moving between
     micro-batches), and a step result other than sums (a batch-dependent

@@ -128,13 +128,45 @@ LogicalResult Unroller::splitInputs(OpBuilder &b) {
   return success();
 }
 
+/// A micro-batch's copy of a GEMM that adds nothing yet: if the sum is the
+/// only reader (see emitSum), it can add the sum so far itself.
+GemmOp accumulatingGemm(Value value) {
+  auto gemm = value.getDefiningOp<GemmOp>();
+  return gemm && !gemm.getC() ? gemm : GemmOp();
+}
+
 void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
   SmallVector<Value> sums;
   for (Value input : op.getInputs()) {
-    Value sum = perBatch[0].lookupOrDefault(input);
-    for (int64_t m = 1; m < count; ++m)
-      sum = AddOp::create(b, op.getLoc(), input.getType(), sum,
-                          perBatch[m].lookupOrDefault(input));
+    SmallVector<Value> parts;
+    for (int64_t m = 0; m < count; ++m)
+      parts.push_back(perBatch[m].lookupOrDefault(input));
+    // (The copies have no readers yet; the original's only reader is this
+    // sum, so theirs will be too.)
+    if (input.hasOneUse() &&
+        llvm::all_of(parts, [](Value v) { return accumulatingGemm(v); })) {
+      // Each micro-batch's GEMM adds its product to the previous one's
+      // result (beta 1), in its buffer (MemoryPlan): no separate gradient
+      // per micro-batch, no adds.
+      Value sum = parts[0];
+      for (Value part : ArrayRef<Value>(parts).drop_front()) {
+        GemmOp gemm = accumulatingGemm(part);
+        OpBuilder at(gemm);
+        auto accumulated = GemmOp::create(
+            at, gemm.getLoc(), gemm.getType(), gemm.getA(), gemm.getB(), sum,
+            gemm.getAlphaAttr(), at.getF32FloatAttr(1.0f),
+            gemm.getTransAAttr(), gemm.getTransBAttr());
+        accumulated->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
+        gemm.getResult().replaceAllUsesWith(accumulated.getResult());
+        gemm.erase();
+        sum = accumulated;
+      }
+      sums.push_back(sum);
+      continue;
+    }
+    Value sum = parts[0];
+    for (Value part : ArrayRef<Value>(parts).drop_front())
+      sum = AddOp::create(b, op.getLoc(), input.getType(), sum, part);
     sums.push_back(sum);
   }
   SmallVector<Attribute> rest;
