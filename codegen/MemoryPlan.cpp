@@ -15,10 +15,10 @@ int64_t tensorBytes(Type type) {
   return tensor.getNumElements() * width;
 }
 
-MemoryPlan planMemory(func::FuncOp func,
-                      const llvm::DenseMap<Operation *, Operation *>
-                          &executedAt,
-                      int64_t stage) {
+MemoryPlan
+planMemory(func::FuncOp func,
+           const llvm::DenseMap<Operation *, Operation *> &executedAt,
+           int64_t stage) {
   MemoryPlan plan;
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
@@ -53,10 +53,10 @@ MemoryPlan planMemory(func::FuncOp func,
   // accumulated over micro-batches) adds into that matrix's buffer.
   for (Operation &op : body)
     if (auto gemm = dyn_cast<GemmOp>(op))
-      if (Value c = gemm.getC();
-          c && c.getType() == gemm.getType() && c.hasOneUse() &&
-          plan.root(c) == c && c.getDefiningOp() &&
-          !isa<ConstantOp>(c.getDefiningOp()))
+      if (Value c = gemm.getC(); c && c.getType() == gemm.getType() &&
+                                 c.hasOneUse() && plan.root(c) == c &&
+                                 c.getDefiningOp() &&
+                                 !isa<ConstantOp>(c.getDefiningOp()))
         plan.storageOf[gemm.getResult()] = c;
   // A sum over ranks of a value nothing else reads (a gradient, typically)
   // is taken in that value's buffer: no copy, no second buffer.

@@ -33,10 +33,10 @@ struct MemoryPlan {
 /// loop's members, run at its tail; a collective started early and finished
 /// there) to that op: their operands stay live until it. In a program
 /// split into pipeline stages, plans the ops of `stage` (-1: all ops).
-MemoryPlan planMemory(func::FuncOp func,
-                      const llvm::DenseMap<Operation *, Operation *>
-                          &executedAt,
-                      int64_t stage = -1);
+MemoryPlan
+planMemory(func::FuncOp func,
+           const llvm::DenseMap<Operation *, Operation *> &executedAt,
+           int64_t stage = -1);
 
 /// Bytes of a statically shaped tensor.
 int64_t tensorBytes(Type type);

@@ -1311,10 +1311,10 @@ FailureOr<EmittedProgram> Emitter::run() {
   if (numStages > 1) {
     steps += "// Each rank runs the stage of its coordinate along the "
              "pipeline axis.\nstatic void trainStep(StepContext &ctx) {\n"
-             "  switch (meshCoord(" + std::to_string(pipelineAxis) + ")) {\n";
+             "  switch (meshCoord(" +
+             std::to_string(pipelineAxis) + ")) {\n";
     for (int64_t s = 0; s < numStages; ++s)
-      steps += formatv("  case {0}:\n    return trainStepOfStage{0}(ctx);\n",
-                       s)
+      steps += formatv("  case {0}:\n    return trainStepOfStage{0}(ctx);\n", s)
                    .str();
     steps += "  }\n}\n\n";
   }
@@ -1350,8 +1350,8 @@ FailureOr<EmittedProgram> Emitter::run() {
      << func.getSymName() << " for the " << targetName()
      << " target: one runtime call per op, each commented with its ONNX "
         "node.\n"
-     << "// Scratch memory (static plan" << (numStages > 1 ? ", largest stage" : "")
-     << "): " << arenaBytes
+     << "// Scratch memory (static plan"
+     << (numStages > 1 ? ", largest stage" : "") << "): " << arenaBytes
      << " bytes; parameters and state: " << program.persistentBytes
      << " bytes.\n\n";
   if (cuda)
@@ -1381,8 +1381,7 @@ FailureOr<EmittedProgram> Emitter::run() {
      << globalsText << "\n"
      << "static const TensorSpec kTensors[] = {\n"
      << table << "};\n\n"
-     << steps
-     << "int main(int argc, char **argv) {\n"
+     << steps << "int main(int argc, char **argv) {\n"
      << "  Program program{\"" << options.modelName << "\", kTensors, "
      << numTensors << ", " << arenaBytes << ", cleave_initial_values, "
      << program.embeddedBytes << ", trainStep, /*training=*/"

@@ -13,7 +13,14 @@ using namespace mlir::cleave;
 
 namespace {
 
-enum Kind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
+enum Kind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Broadcast,
+  SendRecv
+};
 constexpr const char *kKindNames[] = {"all_reduce", "all_gather",
                                       "reduce_scatter", "all_to_all",
                                       "broadcast", "send_recv"};
@@ -55,8 +62,9 @@ std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
     BytesByKind &mine = bytes[rank];
     // In a program split into pipeline stages, each rank runs its stage.
     int64_t stage = -1;
-    if (auto axis = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
-            CleaveDialect::kPipelineAttrName))
+    if (auto axis =
+            func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
+                CleaveDialect::kPipelineAttrName))
       stage = coords[mesh.getAxisIndex(axis.getValue())];
     func.walk([&](Operation *op) {
       if (!runsOnStage(op, stage))

@@ -1,4 +1,4 @@
-//===- PipelineStages.cpp - the step split into pipeline stages ------------===//
+//===- PipelineStages.cpp - the step split into pipeline stages -----------===//
 //
 // Assigns every op of the per-rank training step to a pipeline stage and
 // inserts cleave.send_recv where a value crosses stages. See Passes.td for
@@ -77,8 +77,8 @@ private:
     for (StringRef kind :
          {CleaveDialect::kParamAttrName, CleaveDialect::kStateAttrName,
           CleaveDialect::kInputAttrName})
-      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                        kind))
+      if (auto name =
+              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kind))
         return name.getValue();
     return "step";
   }
@@ -158,10 +158,9 @@ LogicalResult StageAssigner::assignForward(Value loss) {
       continue;
     forward.insert(&op);
     total += costOf(&op);
-    auto copyOf = op.getAttrOfType<DenseI64ArrayAttr>(
-        CleaveDialect::kMicroBatchAttrName);
-    auto key = copyOf ? std::make_pair<Operation *, int64_t>(nullptr,
-                                                             copyOf[1])
+    auto copyOf =
+        op.getAttrOfType<DenseI64ArrayAttr>(CleaveDialect::kMicroBatchAttrName);
+    auto key = copyOf ? std::make_pair<Operation *, int64_t>(nullptr, copyOf[1])
                       : std::make_pair<Operation *, int64_t>(&op, 0);
     units[key].push_back(&op);
   }
@@ -190,9 +189,9 @@ LogicalResult StageAssigner::assignForward(Value loss) {
     if (func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName))
       fromData.insert(arg);
   for (Operation &op : body.without_terminator())
-    if (forward.contains(&op) ||
-        llvm::any_of(op.getOperands(),
-                     [&](Value v) { return fromData.contains(v); }))
+    if (forward.contains(&op) || llvm::any_of(op.getOperands(), [&](Value v) {
+          return fromData.contains(v);
+        }))
       fromData.insert(op.result_begin(), op.result_end());
   for (Operation *op : llvm::reverse(forward)) {
     bool weightOnly = llvm::none_of(
@@ -287,8 +286,8 @@ SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
     SmallVector<Value> inputs;
     for (unsigned i : indices)
       inputs.push_back(op.getInputs()[i]);
-    auto part = AllReduceOp::create(builder, op.getLoc(), inputs,
-                                    op.getAxesAttr());
+    auto part =
+        AllReduceOp::create(builder, op.getLoc(), inputs, op.getAxesAttr());
     part->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     for (auto [i, result] : llvm::zip(indices, part.getResults()))
       op.getResult(i).replaceAllUsesWith(result);
@@ -429,8 +428,8 @@ void StageAssigner::insertTransfers() {
     if (!transfer) {
       OpBuilder builder(value.getContext());
       builder.setInsertionPointAfterValue(value);
-      transfer = SendRecvOp::create(builder, value.getLoc(), value, axis,
-                                    *from, to);
+      transfer =
+          SendRecvOp::create(builder, value.getLoc(), value, axis, *from, to);
     }
     return transfer;
   };
@@ -510,7 +509,8 @@ struct PipelineStagesPass
     for (auto func : module.getOps<func::FuncOp>()) {
       bool isStep = false;
       for (unsigned i = 0; i < func.getNumResults(); ++i)
-        isStep |= func.getResultAttr(i, CleaveDialect::kLossAttrName) != nullptr;
+        isStep |=
+            func.getResultAttr(i, CleaveDialect::kLossAttrName) != nullptr;
       if (!isStep)
         continue;
       found = true;

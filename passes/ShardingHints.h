@@ -78,8 +78,7 @@ llvm::Error applyShardingHints(func::FuncOp func, MeshAttr mesh,
 /// For micro-batches: splits the batch (dimension 0) of every data input
 /// over `axis` as well, innermost (after any axes a hint gave it). Fails,
 /// naming the input, when the batch does not divide.
-llvm::Error splitBatchesOver(func::FuncOp func, MeshAttr mesh,
-                             StringRef axis);
+llvm::Error splitBatchesOver(func::FuncOp func, MeshAttr mesh, StringRef axis);
 
 /// For ZeRO-3: feeds every use of a split parameter other than its
 /// optimizer update through a reshard to whole, one per use, so each

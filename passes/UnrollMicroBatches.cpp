@@ -1,4 +1,4 @@
-//===- UnrollMicroBatches.cpp - micro-batches as an unrolled mesh axis -----===//
+//===- UnrollMicroBatches.cpp - micro-batches as a mesh axis --------------===//
 //
 // The step was partitioned over a virtual mesh axis whose coordinates are
 // micro-batches; this pass runs those "ranks" one after the other inside
@@ -62,9 +62,8 @@ public:
 private:
   bool sumsOverAxis(Operation *op) const {
     auto allReduce = dyn_cast<AllReduceOp>(op);
-    return allReduce &&
-           llvm::is_contained(allReduce.getAxes().getAsRange<StringAttr>(),
-                              axis);
+    return allReduce && llvm::is_contained(
+                            allReduce.getAxes().getAsRange<StringAttr>(), axis);
   }
   /// Maps `from` to `to` for every micro-batch: a value all of them share.
   void mapShared(Value from, Value to) {
@@ -99,9 +98,9 @@ LogicalResult Unroller::splitInputs(OpBuilder &b) {
       // Micro-batch m is block m of this rank's rows only when the axis is
       // the dimension's innermost.
       if (axes.back() != axis)
-        return func.emitError() << "micro-batches must split dimension " << d
-                                << " of argument #" << arg.getArgNumber()
-                                << " innermost";
+        return func.emitError()
+               << "micro-batches must split dimension " << d << " of argument #"
+               << arg.getArgNumber() << " innermost";
       dim = d;
     }
     func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
@@ -154,8 +153,8 @@ void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
         OpBuilder at(gemm);
         auto accumulated = GemmOp::create(
             at, gemm.getLoc(), gemm.getType(), gemm.getA(), gemm.getB(), sum,
-            gemm.getAlphaAttr(), at.getF32FloatAttr(1.0f),
-            gemm.getTransAAttr(), gemm.getTransBAttr());
+            gemm.getAlphaAttr(), at.getF32FloatAttr(1.0f), gemm.getTransAAttr(),
+            gemm.getTransBAttr());
         accumulated->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
         gemm.getResult().replaceAllUsesWith(accumulated.getResult());
         gemm.erase();
@@ -260,8 +259,7 @@ LogicalResult Unroller::run() {
           llvm::none_of(op->getResults(),
                         [&](Value v) { return varies.contains(v); })) {
         Operation *clone = b.clone(*op, perBatch[0]);
-        for (auto [from, to] :
-             llvm::zip(op->getResults(), clone->getResults()))
+        for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
           mapShared(from, to);
       }
     // Every micro-batch's forward ops, then every micro-batch's others.
@@ -272,9 +270,9 @@ LogicalResult Unroller::run() {
               llvm::any_of(op->getResults(),
                            [&](Value v) { return varies.contains(v); }))
             b.clone(*op, perBatch[m])
-                ->setAttr(CleaveDialect::kMicroBatchAttrName,
-                          b.getDenseI64ArrayAttr(
-                              {m, static_cast<int64_t>(number)}));
+                ->setAttr(
+                    CleaveDialect::kMicroBatchAttrName,
+                    b.getDenseI64ArrayAttr({m, static_cast<int64_t>(number)}));
     for (Operation *op : original)
       if (opPhase[op] == phase + 1 && sumsOverAxis(op))
         emitSum(b, cast<AllReduceOp>(op));

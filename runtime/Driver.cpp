@@ -625,8 +625,7 @@ int runProgram(const Program &program, int argc, char **argv) {
         broadcast(whole[i],
                   global.specs[i].shape.numElements() *
                       dtypeSize(global.specs[i].dtype),
-                  global.specs[i].stage,
-                  AxisGroup{{program.pipeline.axis}, 1});
+                  global.specs[i].stage, AxisGroup{{program.pipeline.axis}, 1});
       } else if (global.isSplit(i))
         gatherGlobal(static_cast<char *>(pointers[i]), program.tensors[i].shape,
                      global.shardings[i], program.mesh,
@@ -716,8 +715,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     // Every rank reports the loss, which one stage computes (outside the
     // step's counted communication, which the compiler predicts).
     if (global.stage >= 0)
-      broadcast(&context.loss, sizeof(context.loss),
-                program.pipeline.lossStage,
+      broadcast(&context.loss, sizeof(context.loss), program.pipeline.lossStage,
                 AxisGroup{{program.pipeline.axis}, 1});
     if (log && program.training)
       std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",

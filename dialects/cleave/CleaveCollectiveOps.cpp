@@ -203,9 +203,8 @@ LogicalResult SendRecvOp::verify() {
   int64_t size = mesh->getAxisSizes()[mesh->getAxisIndex(getAxis())];
   for (int64_t stage : {getSource(), getDest()})
     if (stage < 0 || stage >= size)
-      return emitOpError("stage ")
-             << stage << " is not a coordinate of axis '" << getAxis()
-             << "' (size " << size << ")";
+      return emitOpError("stage ") << stage << " is not a coordinate of axis '"
+                                   << getAxis() << "' (size " << size << ")";
   if (getSource() == getDest())
     return emitOpError("sends stage ") << getSource() << " to itself";
   return success();

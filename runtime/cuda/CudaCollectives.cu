@@ -238,16 +238,17 @@ void allSliceDim(const void *in, const Shape &inShape, int dim,
 
 void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
               int recvFrom, AxisGroup group) {
-  recordCollective(CollectiveKind::SendRecv,
-                   sendRecvBytesSent(bytes, sendTo, groupSize(group),
-                                     groupRank(group)));
+  recordCollective(
+      CollectiveKind::SendRecv,
+      sendRecvBytesSent(bytes, sendTo, groupSize(group), groupRank(group)));
   ncclComm_t comm = communicator(group);
   onCommStream([&](cudaStream_t stream) {
     CLEAVE_NCCL_CHECK(ncclGroupStart());
     if (sendTo != kNoPeer)
       CLEAVE_NCCL_CHECK(ncclSend(in, bytes, ncclUint8, sendTo, comm, stream));
     if (recvFrom != kNoPeer)
-      CLEAVE_NCCL_CHECK(ncclRecv(out, bytes, ncclUint8, recvFrom, comm, stream));
+      CLEAVE_NCCL_CHECK(
+          ncclRecv(out, bytes, ncclUint8, recvFrom, comm, stream));
     CLEAVE_NCCL_CHECK(ncclGroupEnd());
   });
 }

@@ -264,8 +264,7 @@ ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,
 }
 ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t) {
-  MPI_Recv(recv, count, mpiType(type), peer, 0, comm->comm,
-           MPI_STATUS_IGNORE);
+  MPI_Recv(recv, count, mpiType(type), peer, 0, comm->comm, MPI_STATUS_IGNORE);
   return ncclSuccess;
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,

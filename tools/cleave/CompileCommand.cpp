@@ -318,8 +318,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     }
     mesh = *parsed;
     (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
-  } else if (!distribution_.shard.empty() ||
-             !distribution_.shardFile.empty() ||
+  } else if (!distribution_.shard.empty() || !distribution_.shardFile.empty() ||
              distribution_.strategy != mlir::cleave::Strategy::None ||
              !distribution_.pipeline.empty()) {
     llvm::errs() << "cleave compile: error: sharding hints, --strategy and "
@@ -438,9 +437,10 @@ int CompileCommand::run(mlir::MLIRContext &context) {
       return 1;
   }
   if (mesh && distribution_.printComm)
-    mlir::cleave::printBytesSent(mlir::cleave::predictBytesSent(step, target_.target ==
-                                              mlir::cleave::Target::Cuda),
-                   llvm::outs());
+    mlir::cleave::printBytesSent(
+        mlir::cleave::predictBytesSent(step, target_.target ==
+                                                 mlir::cleave::Target::Cuda),
+        llvm::outs());
   if (emit_ == Emit::Mlir) {
     std::string text;
     llvm::raw_string_ostream os(text);

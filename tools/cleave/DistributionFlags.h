@@ -23,26 +23,24 @@ struct DistributionFlags {
               cl::desc("Sharding hint GLOB=[d0,d1,...][@PRIORITY], each dim "
                        "'_', an axis or {a,b}; repeatable"),
               cl::value_desc("HINT"), cl::sub(sub)),
-        shardFile("shard-file",
-                  cl::desc("YAML or JSON file of sharding hints"),
+        shardFile("shard-file", cl::desc("YAML or JSON file of sharding hints"),
                   cl::value_desc("FILE"), cl::sub(sub)),
-        strategy(
-            "strategy", cl::desc("Distribution preset"),
-            cl::values(
-                clEnumValN(mlir::cleave::Strategy::None, "none",
-                           "only the given hints"),
-                clEnumValN(mlir::cleave::Strategy::DataParallel, "dp",
-                           "split the batch, replicate parameters"),
-                clEnumValN(mlir::cleave::Strategy::Zero1, "zero1",
-                           "dp + optimizer state split over dp"),
-                clEnumValN(mlir::cleave::Strategy::Zero2, "zero2",
-                           "zero1 + gradients reduce-scattered"),
-                clEnumValN(mlir::cleave::Strategy::Zero3, "zero3",
-                           "zero2 + parameters split, gathered per use"),
-                clEnumValN(mlir::cleave::Strategy::Megatron, "megatron",
-                           "transformer MLP/attention layers column- then "
-                           "row-parallel over 'tp', batch over 'dp'")),
-            cl::init(mlir::cleave::Strategy::None), cl::sub(sub)),
+        strategy("strategy", cl::desc("Distribution preset"),
+                 cl::values(
+                     clEnumValN(mlir::cleave::Strategy::None, "none",
+                                "only the given hints"),
+                     clEnumValN(mlir::cleave::Strategy::DataParallel, "dp",
+                                "split the batch, replicate parameters"),
+                     clEnumValN(mlir::cleave::Strategy::Zero1, "zero1",
+                                "dp + optimizer state split over dp"),
+                     clEnumValN(mlir::cleave::Strategy::Zero2, "zero2",
+                                "zero1 + gradients reduce-scattered"),
+                     clEnumValN(mlir::cleave::Strategy::Zero3, "zero3",
+                                "zero2 + parameters split, gathered per use"),
+                     clEnumValN(mlir::cleave::Strategy::Megatron, "megatron",
+                                "transformer MLP/attention layers column- then "
+                                "row-parallel over 'tp', batch over 'dp'")),
+                 cl::init(mlir::cleave::Strategy::None), cl::sub(sub)),
         printSharding("print-sharding",
                       cl::desc("Print the sharding of every parameter and "
                                "value, and every reshard, then go on"),
