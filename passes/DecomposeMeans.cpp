@@ -1,4 +1,4 @@
-//===- DecomposeMeans.cpp - means as sums over counts ----------------------===//
+//===- DecomposeMeans.cpp - means as sums over counts ---------------------===//
 //
 // A mean over a split batch is not the mean of the ranks' means when they
 // count different numbers of samples; a sum divided by a summed count is.

@@ -1,4 +1,4 @@
-//===- Partition.cpp - the per-rank SPMD program ----------------------------===//
+//===- Partition.cpp - the per-rank SPMD program --------------------------===//
 //
 // Rewrites a program whose values carry shardings into the program one rank
 // runs, in place: types become local, and collectives appear where a value

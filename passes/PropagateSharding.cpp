@@ -1,4 +1,4 @@
-//===- PropagateSharding.cpp - shardings for every value --------------------===//
+//===- PropagateSharding.cpp - shardings for every value ------------------===//
 //
 // Priority-ordered fixed point over the ops' sharding rules. See Passes.td
 // for the contract.

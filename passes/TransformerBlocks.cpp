@@ -1,4 +1,4 @@
-//===- TransformerBlocks.cpp - finding Megatron-style layer pairs ----------===//
+//===- TransformerBlocks.cpp - finding Megatron-style layer pairs ---------===//
 
 #include "passes/TransformerBlocks.h"
 

@@ -1,4 +1,4 @@
-//===- CollectiveKernels.cpp - collectives on tensor dimensions ------------===//
+//===- CollectiveKernels.cpp - collectives on tensor dimensions -----------===//
 
 #include "runtime/CollectiveKernels.h"
 

@@ -1,4 +1,4 @@
-//===- CleaveCollectiveOps.cpp - verifiers of the distribution ops ---------===//
+//===- CleaveCollectiveOps.cpp - verifiers of the distribution ops --------===//
 //
 // Checks of cleave.reshard and the collectives against the module's mesh.
 //

@@ -1,4 +1,4 @@
-//===- AnnotateCommand.cpp - `cleave annotate` -----------------------------===//
+//===- AnnotateCommand.cpp - `cleave annotate` ----------------------------===//
 //
 // Stores sharding hints inside an ONNX model (its metadata_props), so that
 // the hints travel with the model and `cleave compile` applies them.
