@@ -1,4 +1,4 @@
-//===- ShardingRules.h - how each op's dimensions may be split ---*- C++ -*-===//
+//===- ShardingRules.h - how an op's dimensions may be split ----*- C++ -*-===//
 //
 // A sharding rule names the *factors* of an op (the loop dimensions of its
 // computation, as in Shardy's OpShardingRule) and maps every dimension of
