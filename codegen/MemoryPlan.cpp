@@ -29,7 +29,7 @@ planMemory(func::FuncOp func,
   // on the receiving one.
   auto reads = [&](Operation &op) {
     auto transfer = dyn_cast<SendRecvOp>(op);
-    return transfer ? stage < 0 || transfer.getSource() == stage
+    return transfer ? stage < 0 || transfer.getSourceAttr().getInt() == stage
                     : runsOnStage(&op, stage);
   };
   const int64_t end = index;

@@ -528,16 +528,17 @@ LogicalResult Emitter::emitSendRecv(SendRecvOp op) {
   Value value = op.getInput();
   std::string bytes =
       formatv("{0} * {1}", numElements(value), elementBytes(value)).str();
-  if (stage == static_cast<int64_t>(op.getSource())) {
+  if (stage == op.getSourceAttr().getInt()) {
     call(op, formatv("sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})",
-                     ref(value), bytes, op.getDest(), group));
+                     ref(value), bytes, op.getDestAttr().getInt(), group));
     return success();
   }
   declare(op.getResult(), nodeName(op.getLoc()).empty()
                               ? std::string("received")
                               : nodeName(op.getLoc()));
-  call(op, formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
-                   ref(op.getResult()), bytes, op.getSource(), group));
+  call(op,
+       formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
+               ref(op.getResult()), bytes, op.getSourceAttr().getInt(), group));
   return success();
 }
 

@@ -70,9 +70,9 @@ std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
       if (!runsOnStage(op, stage))
         return;
       if (auto transfer = dyn_cast<SendRecvOp>(op)) {
-        if (transfer.getSource() == stage)
+        if (transfer.getSourceAttr().getInt() == stage)
           mine[SendRecv] += ::cleave::rt::sendRecvBytesSent(
-              bytesOf(transfer.getInput()), transfer.getDest(),
+              bytesOf(transfer.getInput()), transfer.getDestAttr().getInt(),
               mesh.getAxisSizes()[mesh.getAxisIndex(transfer.getAxis())],
               stage);
       } else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {

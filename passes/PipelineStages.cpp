@@ -249,7 +249,7 @@ std::optional<int64_t> StageAssigner::producedAt(Value value) const {
   }
   Operation *def = value.getDefiningOp();
   if (auto transfer = dyn_cast<SendRecvOp>(def))
-    return transfer.getDest();
+    return transfer.getDestAttr().getInt();
   auto it = stage.find(def);
   return it == stage.end() ? std::nullopt : std::optional(it->second);
 }

@@ -84,8 +84,11 @@ public:
   LogicalResult seed(func::FuncOp func);
   void run(func::FuncOp func);
   /// Splits `gemm(a, b, c)` whose contraction is split into a gemm and
-  /// an add, so that `c` is added once to the reduced sum.
+  /// an add, so that `c` is added once to the reduced sum; the same for a
+  /// convolution's bias.
   void splitBiasOffContractions(func::FuncOp func);
+  /// Whether a factor of `op` that no result has (a contraction) is split.
+  bool contractionIsSplit(Operation *op);
   void materialize(func::FuncOp func, bool report);
 
 private:
@@ -247,20 +250,7 @@ void Propagator::splitBiasOffContractions(func::FuncOp func) {
   for (auto gemm : llvm::make_early_inc_range(func.getOps<GemmOp>())) {
     if (!gemm.getC())
       continue;
-    std::optional<OpShardingRule> rule = getShardingRule(gemm);
-    SmallVector<ShardingAttr> operands, results;
-    for (Value v : gemm->getOperands())
-      operands.push_back(shardingOf(v));
-    results.push_back(shardingOf(gemm.getResult()));
-    SmallVector<AxisList> factorAxes =
-        getFactorAxes(*rule, operands, results);
-    // The contracting factor is the one on no result.
-    bool contractionSplit = false;
-    for (auto [f, axes] : llvm::enumerate(factorAxes))
-      if (!axes.empty() &&
-          !llvm::is_contained(rule->resultFactors[0], static_cast<int64_t>(f)))
-        contractionSplit = true;
-    if (!contractionSplit)
+    if (!contractionIsSplit(gemm))
       continue;
     // Every rank would add C to its partial sum: add it once, after the
     // sums are reduced.
@@ -286,6 +276,50 @@ void Propagator::splitBiasOffContractions(func::FuncOp func) {
     state.erase(gemm.getResult());
     gemm.erase();
   }
+  // The same for a convolution's bias when its input channels (or kernel
+  // window) are split: the bias, as [M, 1, ..., 1], is added after the
+  // reduction.
+  for (auto conv : llvm::make_early_inc_range(func.getOps<ConvOp>())) {
+    if (!conv.getBias() || !contractionIsSplit(conv))
+      continue;
+    OpBuilder b(conv);
+    Location loc = conv.getLoc();
+    auto resultType = cast<RankedTensorType>(conv.getType());
+    auto product =
+        ConvOp::create(b, loc, resultType, conv.getInput(), conv.getWeight(),
+                       Value(), conv.getStridesAttr(), conv.getPadsAttr(),
+                       conv.getDilationsAttr(), conv.getGroupAttr());
+    SmallVector<int64_t> biasShape(resultType.getRank() - 1, 1);
+    biasShape[0] = resultType.getDimSize(1);
+    Value bias = ReshapeOp::create(
+        b, loc, RankedTensorType::get(biasShape, resultType.getElementType()),
+        conv.getBias());
+    ValueState biasState = stateOf(conv.getBias());
+    biasState.resize(biasShape.size());
+    state[bias] = biasState;
+    auto sum = AddOp::create(b, loc, resultType, product, bias);
+    state[product] = stateOf(conv.getResult());
+    state[sum] = stateOf(conv.getResult());
+    conv.replaceAllUsesWith(sum.getResult());
+    state.erase(conv.getResult());
+    conv.erase();
+  }
+}
+
+bool Propagator::contractionIsSplit(Operation *op) {
+  std::optional<OpShardingRule> rule = getShardingRule(op);
+  SmallVector<ShardingAttr> operands, results;
+  for (Value v : op->getOperands())
+    operands.push_back(shardingOf(v));
+  for (Value v : op->getResults())
+    results.push_back(shardingOf(v));
+  SmallVector<AxisList> factorAxes = getFactorAxes(*rule, operands, results);
+  // Contracting factors are those on no result.
+  for (auto [f, axes] : llvm::enumerate(factorAxes))
+    if (!axes.empty() &&
+        !llvm::is_contained(rule->resultFactors[0], static_cast<int64_t>(f)))
+      return true;
+  return false;
 }
 
 ShardingAttr Propagator::shardingOf(Value value) {

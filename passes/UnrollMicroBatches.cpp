@@ -147,7 +147,7 @@ void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
       // Each micro-batch's GEMM adds its product to the previous one's
       // result (beta 1), in its buffer (MemoryPlan): no separate gradient
       // per micro-batch, no adds.
-      Value sum = parts[0];
+      Value sum = parts.front();
       for (Value part : ArrayRef<Value>(parts).drop_front()) {
         GemmOp gemm = accumulatingGemm(part);
         OpBuilder at(gemm);
@@ -163,9 +163,10 @@ void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
       sums.push_back(sum);
       continue;
     }
-    Value sum = parts[0];
-    for (Value part : ArrayRef<Value>(parts).drop_front())
-      sum = AddOp::create(b, op.getLoc(), input.getType(), sum, part);
+    Value sum = perBatch[0].lookupOrDefault(input);
+    for (int64_t m = 1; m < count; ++m)
+      sum = AddOp::create(b, op.getLoc(), input.getType(), sum,
+                          perBatch[m].lookupOrDefault(input));
     sums.push_back(sum);
   }
   SmallVector<Attribute> rest;

@@ -26,7 +26,8 @@ bool mlir::cleave::runsOnStage(Operation *op, int64_t stage) {
   if (stage < 0)
     return true;
   if (auto transfer = dyn_cast<SendRecvOp>(op))
-    return transfer.getSource() == stage || transfer.getDest() == stage;
+    return transfer.getSourceAttr().getInt() == stage ||
+           transfer.getDestAttr().getInt() == stage;
   auto attr = op->getAttrOfType<IntegerAttr>(CleaveDialect::kStageAttrName);
   return !attr || attr.getInt() == stage;
 }
@@ -43,7 +44,7 @@ bool mlir::cleave::isHeldOnStage(Value value, int64_t stage) {
   }
   Operation *def = value.getDefiningOp();
   if (auto transfer = dyn_cast<SendRecvOp>(def))
-    return transfer.getDest() == stage;
+    return transfer.getDestAttr().getInt() == stage;
   return runsOnStage(def, stage);
 }
 
