@@ -49,6 +49,21 @@ planMemory(func::FuncOp func,
       plan.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
     }
   }
+  // A plain SGD step (no momentum, no weight decay, a constant learning
+  // rate) on a gradient that one GEMM computes for it alone: the GEMM adds
+  // its scaled product to the parameter itself, where the update is.
+  for (Operation &op : body) {
+    auto sgd = dyn_cast<SgdOp>(op);
+    if (!sgd || sgd.getMomentumBuffer() || sgd.getLrFactor() ||
+        !sgd.getWeightDecay().isZero() || !runsOnStage(sgd, stage))
+      continue;
+    auto gemm = sgd.getGrad().getDefiningOp<GemmOp>();
+    if (gemm && !gemm.getC() && sgd.getGrad().hasOneUse() &&
+        gemm.getType() == sgd.getParam().getType()) {
+      plan.gemmInUpdate[gemm] = sgd;
+      plan.storageOf[gemm.getResult()] = sgd.getParam();
+    }
+  }
   // A GEMM that adds a whole matrix read by nothing else (a gradient
   // accumulated over micro-batches) adds into that matrix's buffer.
   for (Operation &op : body)
@@ -97,6 +112,8 @@ planMemory(func::FuncOp func,
       if (it == range.end())
         continue;
       Operation *at = executedAt.lookup(&op);
+      if (!at)
+        at = plan.gemmInUpdate.lookup(&op);
       int64_t use = isa<func::ReturnOp>(op) ? end : position[at ? at : &op];
       it->second.second = std::max(it->second.second, use);
     }

@@ -11,12 +11,16 @@ namespace mlir::cleave {
 /// Where every value of a function lives. Values that share storage with
 /// another (a reshape's result, an optimizer's in-place update, the sum over
 /// ranks of a value read by nothing else, a GEMM adding to a matrix nothing
-/// else reads) map to that
+/// else reads, a gradient GEMM run in its SGD update) map to that
 /// value in `storageOf`; the remaining op results get an offset in one
 /// scratch arena, reused once a value's last reader has run (liveness in
 /// program order, first-fit placement, 64-byte alignment).
 struct MemoryPlan {
   llvm::DenseMap<Value, Value> storageOf;
+  /// Gradient GEMMs that run inside the plain SGD update they feed
+  /// (param += -lr * alpha * a * b, one GEMM with beta 1 on the parameter):
+  /// GEMM -> update. The gradient is never stored.
+  llvm::DenseMap<Operation *, Operation *> gemmInUpdate;
   llvm::DenseMap<Value, int64_t> arenaOffset;
   int64_t arenaBytes = 0;
 

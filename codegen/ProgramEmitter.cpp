@@ -607,6 +607,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](GemmOp gemm) {
+        // A gradient GEMM of a plain SGD update runs there.
+        if (plan.gemmInUpdate.count(op))
+          return success();
         ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
         ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
         int64_t k = gemm.getTransA() ? a[0] : a[1];
@@ -959,6 +962,23 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](SgdOp sgd) {
+        if (Operation *producer = sgd.getGrad().getDefiningOp();
+            producer && plan.gemmInUpdate.count(producer)) {
+          // param += (-lr * alpha) * op(a) * op(b): the gradient is never
+          // stored, and the parameter is read and written once.
+          auto gemm = cast<GemmOp>(producer);
+          ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
+          ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
+          float alpha = -sgd.getLr().convertToFloat() *
+                        gemm.getAlpha().convertToFloat();
+          call(op, formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, "
+                           "1.0f, {8})",
+                           gemm.getTransA(), gemm.getTransB(), r[0], r[1],
+                           gemm.getTransA() ? a[0] : a[1], floatLiteral(alpha),
+                           t(gemm.getA()), t(gemm.getB()),
+                           t(sgd.getParam())));
+          return success();
+        }
         call(op, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}, "
                          "{8}f, ctx.step)",
                          t(sgd.getParam()), t(sgd.getGrad()),
