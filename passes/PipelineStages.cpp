@@ -11,8 +11,11 @@
 // stage among those that still hold what it reads: a forward value is held
 // up to the last stage whose forward ops read it, a backward value where it
 // is computed. Gradients so flow from the last stage back to the first, as
-// the activations flowed forward. Ops that read only constants, data inputs
-// and the step counter run on every stage.
+// the activations flowed forward; a backward op whose results one other
+// stage reads moves there (with the producers only it reads) when that
+// sends no more bytes, so weight gradients do not cross. Ops that read only
+// constants, data inputs and the step counter run on every stage. The
+// micro-batch copies of an op (cleave-unroll-microbatches) share a stage.
 //
 //===----------------------------------------------------------------------===//
 
