@@ -969,14 +969,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
           auto gemm = cast<GemmOp>(producer);
           ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
           ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
-          float alpha = -sgd.getLr().convertToFloat() *
-                        gemm.getAlpha().convertToFloat();
+          float alpha =
+              -sgd.getLr().convertToFloat() * gemm.getAlpha().convertToFloat();
           call(op, formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, "
                            "1.0f, {8})",
                            gemm.getTransA(), gemm.getTransB(), r[0], r[1],
                            gemm.getTransA() ? a[0] : a[1], floatLiteral(alpha),
-                           t(gemm.getA()), t(gemm.getB()),
-                           t(sgd.getParam())));
+                           t(gemm.getA()), t(gemm.getB()), t(sgd.getParam())));
           return success();
         }
         call(op, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}, "
