@@ -391,6 +391,10 @@ struct GlobalTensors {
   /// This rank's pipeline stage; -1 when the step is not split in stages.
   int stage = -1;
 
+  /// The ranks of the other stages with this rank's coordinates elsewhere.
+  AxisGroup pipelineGroup() const {
+    return AxisGroup{{static_cast<int8_t>(program.pipeline.axis)}, 1};
+  }
   /// Whether tensor `i` lives in one pipeline stage only.
   bool isStaged(int i) const { return stage >= 0 && specs[i].stage >= 0; }
   /// Whether this rank holds (a block of) tensor `i`.
@@ -625,7 +629,7 @@ int runProgram(const Program &program, int argc, char **argv) {
         broadcast(whole[i],
                   global.specs[i].shape.numElements() *
                       dtypeSize(global.specs[i].dtype),
-                  global.specs[i].stage, AxisGroup{{program.pipeline.axis}, 1});
+                  global.specs[i].stage, global.pipelineGroup());
       } else if (global.isSplit(i))
         gatherGlobal(static_cast<char *>(pointers[i]), program.tensors[i].shape,
                      global.shardings[i], program.mesh,
@@ -716,7 +720,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     // step's counted communication, which the compiler predicts).
     if (global.stage >= 0)
       broadcast(&context.loss, sizeof(context.loss), program.pipeline.lossStage,
-                AxisGroup{{program.pipeline.axis}, 1});
+                global.pipelineGroup());
     if (log && program.training)
       std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
                    static_cast<long long>(step), context.loss);
