@@ -391,7 +391,7 @@ struct GlobalTensors {
   /// This rank's pipeline stage; -1 when the step is not split in stages.
   int stage = -1;
 
-  /// The ranks of the other stages with this rank's coordinates elsewhere.
+  /// This rank and those that differ from it only in the pipeline stage.
   AxisGroup pipelineGroup() const {
     return AxisGroup{{static_cast<int8_t>(program.pipeline.axis)}, 1};
   }
