@@ -8,7 +8,8 @@
 # For the MLP (SGD + momentum), the CNN (SGD + momentum, BatchNorm, Dropout)
 # and the tiny GPT (AdamW) it trains 6 steps with PyTorch (the reference),
 # with the cpu target on one rank, and with the cuda target on one GPU and,
-# given 4 GPUs, on a dp=2,tp=2 mesh under mpirun (2 GPUs: dp=2). Each cuda
+# given 4 GPUs, on a dp=2,tp=2 mesh under mpirun (2 GPUs: dp=2), and, given
+# 2 GPUs, in 2 pipeline stages (with micro-batches but for the CNN). Each cuda
 # run is checked the way test/distributed checks the cpu target: losses
 # against PyTorch (compare.py) and against the single-rank cpu run
 # (compare_runs.py), gathered parameters and optimizer state included, every
@@ -94,12 +95,41 @@ run_model() {
     --local "$dir/mesh.local" "$@"
 }
 
+# run_pipeline MODEL COMPILE_FLAGS MICROBATCHES [COMPARE_FLAGS...]: after
+# run_model, the model in 2 pipeline stages (2 GPUs), checked against the
+# cpu run with every tensor whole on exactly one stage's ranks.
+run_pipeline() {
+  local model="$1" compile_flags="$2" microbatches="$3"
+  shift 3
+  local dir="$work/$model" name="$model-cuda-pipeline"
+  if [[ "$gpus" -lt 2 ]]; then
+    echo "SKIP $name (needs 2 or more GPUs)"
+    return
+  fi
+  # shellcheck disable=SC2086
+  check "$name-compile" "$cleave" compile "$dir/model.onnx" $compile_flags \
+    --target cuda --mesh pp=2 --pipeline pp --microbatches "$microbatches" \
+    -o "$dir/pipeline"
+  check "$name-run" "${mpirun[@]}" -np 2 "$dir/pipeline" --data "$dir/data" \
+    --steps 6 --quiet --log "$dir/pipeline.jsonl" \
+    --dump-params "$dir/pipeline.params" --dump-local "$dir/pipeline.local"
+  check "$name-vs-cpu" $python "$reference/compare_runs.py" \
+    --losses "$dir/pipeline.jsonl" --reference-losses "$dir/cpu.jsonl" \
+    --params "$dir/pipeline.params" --reference-params "$dir/cpu.params" \
+    --local "$dir/pipeline.local" --mesh pp=2 --stages pp "$@"
+}
+
 run_model mlp "--optimizer sgd --lr 0.05 --momentum 0.9 --batch 8" \
   "--input-shape batch=8 --optimizer sgd --lr 0.05 --momentum 0.9" megatron
 run_model cnn "--optimizer sgd --lr 0.05 --momentum 0.9 --batch 8" \
   "--optimizer sgd --lr 0.05 --momentum 0.9" dp --param-atol 1e-7
 run_model gpt "--optimizer adamw --lr 0.01 --eps 1e-6 --batch 4" \
   "--optimizer adamw --lr 0.01 --eps 1e-6" megatron
+# Pipeline stages (NCCL send/recv between the stages' GPUs); the CNN's
+# BatchNorm needs whole batches, so it runs without micro-batches.
+run_pipeline mlp "--input-shape batch=8 --optimizer sgd --lr 0.05 --momentum 0.9" 2
+run_pipeline cnn "--optimizer sgd --lr 0.05 --momentum 0.9" 1 --param-atol 1e-7
+run_pipeline gpt "--optimizer adamw --lr 0.01 --eps 1e-6" 2
 
 if [[ "$failures" -gt 0 ]]; then
   echo "FAILED: $failures check(s); logs in $work"
