@@ -254,8 +254,9 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     or update it run there; every other op runs in the earliest stage that
     still holds what it reads (forward values are held up to the last stage
     whose forward ops read them), so the backward pass flows from the last
-    stage to the first. Ops computed from constants, data inputs and the
-    step counter only get no stage: every stage runs them. A value read in
+    stage to the first. An op computed from constants, data inputs and
+    the step counter only runs in the stages that read it (a copy each;
+    with no stage when every stage does), and constants are shared. A value read in
     another stage than its own crosses in a `cleave.send_recv`, placed
     right after it is computed; gradient buckets (`all_reduce` over other
     axes) are split by stage.

@@ -14,8 +14,9 @@
 // the activations flowed forward; a backward op whose results one other
 // stage reads moves there (with the producers only it reads) when that
 // sends no more bytes, so weight gradients do not cross. Ops that read only
-// constants, data inputs and the step counter run on every stage. The
-// micro-batch copies of an op (cleave-unroll-microbatches) share a stage.
+// constants, data inputs and the step counter run on every stage that reads
+// them (a copy each). The micro-batch copies of an op
+// (cleave-unroll-microbatches) share a stage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +106,10 @@ private:
   /// into one per stage; returns the new ops (or `op` alone).
   SmallVector<Operation *> splitBucket(AllReduceOp op);
   void insertTransfers();
+  /// Gives an op that every stage could compute (it reads only constants,
+  /// inputs and the step) to the stages that read its results only, one
+  /// copy per stage, so that no stage computes what it does not use.
+  void placeSharedOps();
   void setStage(Operation *op, int64_t s) {
     stage[op] = s;
     op->setAttr(CleaveDialect::kStageAttrName,
@@ -445,6 +450,43 @@ void StageAssigner::insertTransfers() {
       operand.set(fetch(operand.get(), stage.lookup(op)));
 }
 
+void StageAssigner::placeSharedOps() {
+  SmallVector<Operation *> shared;
+  for (Operation &op : body.without_terminator())
+    if (everywhere.contains(&op) && !isa<ConstantOp>(op))
+      shared.push_back(&op);
+  // Users first: a shared op's users are then staged ops or copies.
+  for (Operation *op : llvm::reverse(shared)) {
+    llvm::SmallSetVector<int64_t, 4> stages;
+    bool everyStage = false;
+    for (Operation *user : op->getUsers()) {
+      auto attr =
+          user->getAttrOfType<IntegerAttr>(CleaveDialect::kStageAttrName);
+      if (!attr) {
+        everyStage = true;
+        break;
+      }
+      stages.insert(attr.getInt());
+    }
+    if (everyStage || stages.empty() ||
+        static_cast<int64_t>(stages.size()) == numStages)
+      continue;
+    for (int64_t s : stages.getArrayRef().drop_front()) {
+      OpBuilder builder(op->getContext());
+      builder.setInsertionPointAfter(op);
+      Operation *copy = builder.clone(*op);
+      setStage(copy, s);
+      for (auto [from, to] : llvm::zip(op->getResults(), copy->getResults()))
+        from.replaceUsesWithIf(to, [&](OpOperand &use) {
+          auto attr = use.getOwner()->getAttrOfType<IntegerAttr>(
+              CleaveDialect::kStageAttrName);
+          return attr && attr.getInt() == s;
+        });
+    }
+    setStage(op, stages.front());
+  }
+}
+
 LogicalResult StageAssigner::run() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   Value loss;
@@ -478,6 +520,7 @@ LogicalResult StageAssigner::run() {
     return failure();
   pullTowardUsers();
   insertTransfers();
+  placeSharedOps();
   // Where the runtime finds each tensor: parameters and state in their
   // stage (the first one when nothing reads them), results where computed.
   Builder builder(func.getContext());

@@ -6,7 +6,9 @@
 // update live there, w2, the loss and the backward pass up to w1's
 // gradient in stage 1. What crosses: the first MatMul's output (forward)
 // and w1's gradient (3x4, fewer bytes than the 4x4 activation gradient it
-// is computed from). Ops on constants, inputs and the step get no stage.
+// is computed from). Ops on constants, inputs and the step run in the
+// stages that read them (here only stage 1: the loss gradient's seed and
+// x's transpose); constants stay shared.
 
 // CHECK: module attributes {{{.*}}cleave.pipeline = "pp"
 // CHECK: %arg2: tensor<3x4xf32> {cleave.param = "w1", {{[^}]*}}cleave.stage = 0 : i64}
@@ -16,7 +18,8 @@
 // CHECK-NEXT: %[[H1:.*]] = cleave.send_recv %[[H]] over "pp" from 0 to 1 : tensor<4x4xf32>
 // CHECK-NEXT: cleave.relu %[[H1]] {cleave.stage = 1 : i64}
 // CHECK: cleave.softmax_cross_entropy {{[^}]*}}cleave.stage = 1 : i64
-// CHECK: cleave.div %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>)
+// CHECK: cleave.div %{{.*}}, %{{.*}} {cleave.stage = 1 : i64} : (tensor<f32>, tensor<f32>)
+// CHECK: cleave.transpose %arg0 {cleave.stage = 1 : i64
 // CHECK: %[[GW1:.*]] = cleave.matmul {{[^}]*}}cleave.stage = 1 : i64} : (tensor<3x4xf32>, tensor<4x4xf32>)
 // CHECK-NEXT: %[[GW1R:.*]] = cleave.send_recv %[[GW1]] over "pp" from 1 to 0 : tensor<3x4xf32>
 // CHECK-NEXT: cleave.sgd %arg2, %[[GW1R]] {{[^}]*}}cleave.stage = 0 : i64
