@@ -216,7 +216,22 @@ LogicalResult Unroller::run() {
     if (isa<AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp, BroadcastOp>(
             op)) {
       auto axes = op->getAttrOfType<ArrayAttr>("axes");
-      if (axes && llvm::is_contained(axes.getAsRange<StringAttr>(), axis))
+      bool overAxis =
+          axes && llvm::is_contained(axes.getAsRange<StringAttr>(), axis);
+      // A graph output that depends on the batch is gathered whole for the
+      // return; name it.
+      for (OpOperand &use : op->getUses())
+        if (auto output = overAxis && use.getOwner() == ret
+                              ? func.getResultAttrOfType<StringAttr>(
+                                    use.getOperandNumber(),
+                                    CleaveDialect::kOutputAttrName)
+                              : StringAttr())
+          return func.emitError("output '")
+                 << output.getValue()
+                 << "' depends on the batch, which micro-batches would cut "
+                    "into pieces; compile without --microbatches, or export "
+                    "the model with the loss as its only output";
+      if (overAxis)
         return op->emitOpError(
             "needs data of every micro-batch at once (the whole batch), "
             "which micro-batches run one after another cannot give it; "
