@@ -352,6 +352,19 @@ private:
     body << "\n";
   }
 
+  /// The runtime's `gemm` call for `gemm`'s operands and shape, with the
+  /// given scale texts, writing `out`.
+  std::string gemmCall(GemmOp gemm, const std::string &alpha,
+                       const std::string &beta, const std::string &out) {
+    ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
+    ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
+    return formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9})",
+                   gemm.getTransA(), gemm.getTransB(), r[0], r[1],
+                   gemm.getTransA() ? a[0] : a[1], alpha, ref(gemm.getA()),
+                   ref(gemm.getB()), beta, out)
+        .str();
+  }
+
   /// "cpu" or "cuda", for messages.
   const char *targetName() const { return cuda ? "cuda" : "cpu"; }
   /// The function copying n elements between tensors of the target.
@@ -641,12 +654,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
         else if (plan.root(gemm.getResult()) != plan.root(c))
           call(op, formatv("broadcastTo({0}, {1}, {2}, {3})", t(c), s(c),
                            t(gemm.getResult()), s(gemm.getResult())));
-        call(op,
-             formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8}f, {9})",
-                     gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,
-                     floatLiteral(gemm.getAlpha().convertToFloat()),
-                     t(gemm.getA()), t(gemm.getB()), floatLiteral(beta),
-                     t(gemm.getResult())));
+        call(op, gemmCall(gemm,
+                          floatLiteral(gemm.getAlpha().convertToFloat()) + "f",
+                          floatLiteral(beta) + "f", t(gemm.getResult())));
         return success();
       })
       .Case([&](MatmulOp matmul) {
@@ -967,15 +977,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
           // param += (-lr * alpha) * op(a) * op(b): the gradient is never
           // stored, and the parameter is read and written once.
           auto gemm = cast<GemmOp>(producer);
-          ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
-          ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
           float alpha =
               -sgd.getLr().convertToFloat() * gemm.getAlpha().convertToFloat();
-          call(op, formatv("gemm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, "
-                           "1.0f, {8})",
-                           gemm.getTransA(), gemm.getTransB(), r[0], r[1],
-                           gemm.getTransA() ? a[0] : a[1], floatLiteral(alpha),
-                           t(gemm.getA()), t(gemm.getB()), t(sgd.getParam())));
+          call(op, gemmCall(gemm, floatLiteral(alpha) + "f", "1.0f",
+                            t(sgd.getParam())));
           return success();
         }
         call(op, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}, "

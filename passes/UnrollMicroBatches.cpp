@@ -122,7 +122,6 @@ LogicalResult Unroller::splitInputs(OpBuilder &b) {
                                    b.getDenseI64ArrayAttr(strides));
       perBatch[m].map(arg, rows);
     }
-    varies.insert(arg);
   }
   return success();
 }

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace cleave::rt::cuda {
 
@@ -116,18 +117,14 @@ BiasGemmPlan &biasGemmPlan(bool transA, bool transB, int64_t m, int64_t n,
   // cuBLASLt assumes 256-byte aligned matrices unless told otherwise.
   uint32_t alignA = alignmentOf(b), alignB = alignmentOf(a),
            alignD = alignmentOf(c);
-  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
-      sizeof alignA));
-  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
-      sizeof alignB));
-  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD,
-      sizeof alignD));
-  CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      &preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD,
-      sizeof alignD));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t *>
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD}};
+  for (auto [attribute, alignment] : alignments)
+    CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        &preference, attribute, alignment, sizeof *alignment));
 
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
