@@ -9,6 +9,7 @@
 #define CLEAVE_RUNTIME_KERNELSUPPORT_H
 
 #include "runtime/ConvolutionBodies.h"
+#include "runtime/Elementwise.h"
 #include "runtime/Shape.h"
 
 #include <cassert>
@@ -52,6 +53,16 @@ inline int threadNum() {
 #else
   return 0;
 #endif
+}
+
+/// Runs work item f(i) for i in [0, n) on the OpenMP threads, or in order on
+/// this one when the whole job (`work` elements touched) is too small to pay
+/// for them. This is how the cpu target runs the *Bodies.h work items that
+/// the cuda target launches (cuda/Launch.cuh): one body, both targets.
+template <typename F> void runItems(int64_t n, int64_t work, const F &f) {
+#pragma omp parallel for schedule(static) if (work > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i)
+    f(i);
 }
 
 inline int normalizeAxis(int axis, int rank) {

@@ -1,14 +1,13 @@
 //===- LossBodies.h - loss work items ---------------------------*- C++ -*-===//
 //
-// Part of the Cleave runtime. The work items of the cuda target's loss
-// kernels (cuda/KernelsLoss.cu; run on the host by the shared-body tests),
-// computing the losses as the cpu kernels do (KernelsLoss.cpp).
+// Part of the Cleave runtime. The work items of the loss kernels of both
+// targets: the cuda target launches them (cuda/KernelsLoss.cu), the cpu
+// target runs them in OpenMP loops (KernelsLoss.cpp).
 //
-// Labels are not range-checked here. The cpu target reports a label outside
-// [0, C) and exits; a work item on a GPU has no way to stop the program, so
-// such a sample is treated as if it were ignored: it contributes no loss,
-// no weight to 'mean' and no gradient. Unlike the cpu target, the cuda
-// target leaves such labels unchecked.
+// Labels are not range-checked here. The cpu target checks them before it
+// runs the items, reports a label outside [0, C) and exits; a work item on a
+// GPU has no way to stop the program, so such a sample is treated as if it
+// were ignored: it contributes no loss, no weight to 'mean' and no gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,16 +149,24 @@ template <typename I> struct SoftmaxCrossEntropyGradElement {
   LossView view;
   rt::Reduction reduction;
 
-  CLEAVE_HD void operator()(int64_t k) const {
-    int64_t i = view.sampleOf(k);
+  /// Element k, class c of sample i.
+  CLEAVE_HD void element(int64_t k, int64_t i, int64_t c) const {
     float w = sw.weight(i);
     if (w == 0.0f) {
       dScores[k] = 0.0f;
       return;
     }
     float g = w * sampleGradScale(dLoss, meanScale, reduction, i);
-    float target = view.classOf(k) == sw.label(i) ? 1.0f : 0.0f;
+    float target = c == sw.label(i) ? 1.0f : 0.0f;
     dScores[k] = g * (std::exp(logProb[k]) - target);
+  }
+  CLEAVE_HD void operator()(int64_t k) const {
+    element(k, view.sampleOf(k), view.classOf(k));
+  }
+  /// The elements of sample i, every class: the cpu target's unit.
+  CLEAVE_HD void sample(int64_t i) const {
+    for (int64_t c = 0; c < view.classes; ++c)
+      element(view.at(i, c), i, c);
   }
 };
 
@@ -173,12 +180,20 @@ template <typename I> struct NllLossGradElement {
   LossView view;
   rt::Reduction reduction;
 
-  CLEAVE_HD void operator()(int64_t k) const {
-    int64_t i = view.sampleOf(k);
+  /// Element k, class c of sample i.
+  CLEAVE_HD void element(int64_t k, int64_t i, int64_t c) const {
     float w = sw.weight(i);
-    dInput[k] = w != 0.0f && view.classOf(k) == sw.label(i)
+    dInput[k] = w != 0.0f && c == sw.label(i)
                     ? -w * sampleGradScale(dLoss, meanScale, reduction, i)
                     : 0.0f;
+  }
+  CLEAVE_HD void operator()(int64_t k) const {
+    element(k, view.sampleOf(k), view.classOf(k));
+  }
+  /// The elements of sample i, every class: the cpu target's unit.
+  CLEAVE_HD void sample(int64_t i) const {
+    for (int64_t c = 0; c < view.classes; ++c)
+      element(view.at(i, c), i, c);
   }
 };
 

@@ -1,14 +1,12 @@
 //===- NormalizationBodies.h - softmax and norm work items ------*- C++ -*-===//
 //
-// Part of the Cleave runtime. The work items of the cuda target's softmax,
-// layer-norm and batch-norm kernels (launched by cuda/KernelsNormalization.cu,
-// run on the host by the shared-body tests). Each item does what one
-// iteration of the cpu kernel's outer loop does (KernelsNormalization.cpp),
-// in the same order and with the same double accumulators, so that both
-// targets agree to rounding: a line of a softmax, a row of a layer norm, a
-// channel of a batch norm. Column sums are their own items, each summing
-// its column over all rows in order, so that no atomics (and no run-to-run
-// differences) are needed.
+// Part of the Cleave runtime. The work items of the softmax, layer-norm and
+// batch-norm kernels of both targets: the cuda target launches them
+// (cuda/KernelsNormalization.cu), the cpu target runs them in OpenMP loops
+// (KernelsNormalization.cpp). An item is a line of a softmax, a row of a
+// layer norm, a channel of a batch norm; sums accumulate in double. Column
+// sums are their own items, each summing its column over all rows in order,
+// so that no atomics (and no run-to-run differences) are needed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -242,6 +240,7 @@ struct ChannelView {
         s(shape.product(2, shape.rank)) {}
 
   CLEAVE_HD int64_t elements() const { return n * channels * s; }
+  CLEAVE_HD int64_t planes() const { return n * channels; }
   /// The channel of flat element e.
   CLEAVE_HD int64_t channelOf(int64_t e) const { return e / s % channels; }
 
@@ -321,9 +320,15 @@ struct BatchNormApply {
   float *y;
   ChannelView view;
 
-  CLEAVE_HD void operator()(int64_t e) const {
-    int64_t c = view.channelOf(e);
+  CLEAVE_HD void apply(int64_t e, int64_t c) const {
     y[e] = x[e] * coef[2 * c] + coef[2 * c + 1];
+  }
+  CLEAVE_HD void operator()(int64_t e) const { apply(e, view.channelOf(e)); }
+  /// The items of plane p (sample p / channels, channel p % channels): the
+  /// cpu target's unit, which spares each element a division.
+  CLEAVE_HD void plane(int64_t p) const {
+    for (int64_t e = p * view.s, end = e + view.s; e < end; ++e)
+      apply(e, p % view.channels);
   }
 };
 
@@ -387,10 +392,16 @@ struct BatchNormGradApply {
   float *dx;
   ChannelView view;
 
-  CLEAVE_HD void operator()(int64_t e) const {
-    const float *k = coef + kBatchNormGradCoefs * view.channelOf(e);
+  CLEAVE_HD void apply(int64_t e, int64_t c) const {
+    const float *k = coef + kBatchNormGradCoefs * c;
     float xhat = (x[e] - k[0]) * k[1];
     dx[e] = k[2] * (dy[e] - k[3] - xhat * k[4]);
+  }
+  CLEAVE_HD void operator()(int64_t e) const { apply(e, view.channelOf(e)); }
+  /// The items of plane p, as BatchNormApply::plane.
+  CLEAVE_HD void plane(int64_t p) const {
+    for (int64_t e = p * view.s, end = e + view.s; e < end; ++e)
+      apply(e, p % view.channels);
   }
 };
 

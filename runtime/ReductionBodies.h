@@ -1,13 +1,13 @@
 //===- ReductionBodies.h - sum, mean and max work items ---------*- C++ -*-===//
 //
-// Part of the Cleave runtime. The work items of the cuda target's reduce
-// (cuda/KernelsReduction.cu; run on the host by the shared-body tests). An
-// item reduces, for one output element, a range of the reduced sub-space in
-// row-major order, with the cpu kernel's double accumulator and NaN rule
-// (KernelsReduction.cpp), so that both targets agree to rounding. A
-// reduction to few outputs (a whole tensor to a scalar) would leave the GPU
-// one thread per output; it is split into parts, reduced into partial
-// accumulators, then merged in part order, which keeps it deterministic.
+// Part of the Cleave runtime. The work items of reduce on both targets: the
+// cuda target launches them (cuda/KernelsReduction.cu), the cpu target runs
+// them in OpenMP loops (KernelsReduction.cpp). An item reduces, for one
+// output element, a range of the reduced sub-space in row-major order, in a
+// double accumulator with torch's NaN rule. A reduction to few outputs (a
+// whole tensor to a scalar) would leave the threads idle; it is split into
+// parts, reduced into partial accumulators, then merged in part order, which
+// keeps it deterministic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,8 +66,13 @@ struct DimGroups {
 
 /// Item j reduces part j % parts of the reduced sub-space of output element
 /// j / parts. With one part it writes out[] directly; with more, the raw
-/// accumulator goes to partial[j] and ReduceMerge finishes.
-struct ReduceOverAxes {
+/// accumulator goes to partial[j] and ReduceMerge finishes. After
+/// tileOutputs(), an item instead reduces up to Lanes adjacent outputs along
+/// the input's innermost dim (kept), whose inputs are adjacent too: the cpu
+/// target's form, where the loop over the lanes runs over contiguous memory
+/// and one item's index arithmetic serves Lanes outputs. Each output's sum
+/// runs in the same order either way.
+template <int Lanes = 1> struct ReduceOverAxes {
   const float *in = nullptr;
   float *out = nullptr;
   double *partial = nullptr;
@@ -80,6 +85,10 @@ struct ReduceOverAxes {
   int64_t parts = 1;
   /// Reduced positions per part.
   int64_t chunk = 0;
+  /// After tileOutputs(): the innermost kept dim's size and the tiles of
+  /// Lanes outputs it is cut into (0 when not tiled).
+  int64_t rowLength = 0;
+  int64_t tilesPerRow = 0;
 
   /// The single-part plan for reducing `in` over the ascending `axes`
   /// (negative ones count from the end).
@@ -137,32 +146,71 @@ struct ReduceOverAxes {
     parts = chunk == 0 ? 1 : (redCount + chunk - 1) / chunk;
   }
 
-  int64_t items() const { return outCount * parts; }
+  /// Gives each item Lanes adjacent outputs, if the input's innermost dim
+  /// is kept and the reductions are not split.
+  void tileOutputs() {
+    if (Lanes == 1 || parts != 1 || kept.count == 0 ||
+        kept.stride[kept.count - 1] != 1)
+      return;
+    rowLength = kept.size[kept.count - 1];
+    tilesPerRow = (rowLength + Lanes - 1) / Lanes;
+  }
+
+  int64_t items() const {
+    return tilesPerRow ? outCount / rowLength * tilesPerRow : outCount * parts;
+  }
+
+  /// Adds the inputs at reduced positions [p, end) of the `lanes` outputs
+  /// from o on (adjacent in the input when lanes > 1) to a[0, lanes).
+  CLEAVE_HD void accumulate(int64_t o, int64_t lanes, int64_t p, int64_t end,
+                            double *a) const {
+    if (p >= end)
+      return;
+    const float *base = in + kept.offset(o, kept.count);
+    int64_t innerLen = red.size[red.count - 1];
+    int64_t innerStride = red.stride[red.count - 1];
+    int64_t row = p / innerLen, col = p % innerLen;
+    while (p < end) {
+      const float *src = base + red.offset(row, red.count - 1);
+      int64_t stop = innerLen < col + (end - p) ? innerLen : col + (end - p);
+      if (lanes == 1) {
+        // One output: its sum stays in a register.
+        double sum = a[0];
+        for (int64_t c = col; c < stop; ++c)
+          acc.add(sum, src[c * innerStride]);
+        a[0] = sum;
+      } else {
+        for (int64_t c = col; c < stop; ++c)
+          for (int64_t l = 0; l < lanes; ++l)
+            acc.add(a[l], src[c * innerStride + l]);
+      }
+      p += stop - col;
+      ++row;
+      col = 0;
+    }
+  }
 
   CLEAVE_HD void operator()(int64_t j) const {
-    int64_t o = j / parts, part = j % parts;
-    int64_t p = part * chunk;
-    int64_t end = p + chunk < redCount ? p + chunk : redCount;
-    double a = acc.init();
-    if (p < end) {
-      const float *base = in + kept.offset(o, kept.count);
-      int64_t innerLen = red.size[red.count - 1];
-      int64_t innerStride = red.stride[red.count - 1];
-      int64_t row = p / innerLen, col = p % innerLen;
-      while (p < end) {
-        const float *src = base + red.offset(row, red.count - 1);
-        int64_t stop = innerLen < col + (end - p) ? innerLen : col + (end - p);
-        for (int64_t c = col; c < stop; ++c)
-          acc.add(a, src[c * innerStride]);
-        p += stop - col;
-        ++row;
-        col = 0;
-      }
+    int64_t o, lanes = 1, p = 0, end = redCount;
+    if (tilesPerRow) {
+      int64_t tile = j % tilesPerRow * Lanes;
+      o = j / tilesPerRow * rowLength + tile;
+      lanes = rowLength - tile < Lanes ? rowLength - tile : Lanes;
+    } else {
+      o = j / parts;
+      p = j % parts * chunk;
+      end = p + chunk < redCount ? p + chunk : redCount;
     }
-    if (parts == 1)
-      out[o] = acc.finish(a, redCount);
-    else
-      partial[j] = a;
+    double a[Lanes];
+    for (int64_t l = 0; l < lanes; ++l)
+      a[l] = acc.init();
+    accumulate(o, lanes, p, end, a);
+    if (parts > 1) {
+      partial[j] = a[0];
+      return;
+    }
+    for (int64_t l = 0; l < lanes; ++l)
+      out[o + l] = acc.finish(a[l], redCount);
   }
 };
 

@@ -24,7 +24,7 @@ constexpr int64_t kMinChunk = 2048;
 
 void reduce(ReduceKind kind, const float *in, const Shape &inShape,
             const int64_t *axes, int numAxes, float *out) {
-  auto f = body::ReduceOverAxes::make(kind, in, inShape, axes, numAxes, out);
+  auto f = body::ReduceOverAxes<>::make(kind, in, inShape, axes, numAxes, out);
   if (f.outCount == 0)
     return;
   // Nothing reduced: a copy, exactly as the cpu target makes it (a sum

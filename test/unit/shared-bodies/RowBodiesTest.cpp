@@ -264,7 +264,7 @@ struct ReduceCase {
 /// split took), as cuda::reduce does.
 std::vector<float> reduceOnHost(ReduceKind kind, const std::vector<float> &in,
                                 const ReduceCase &c, int64_t parts) {
-  auto f = ReduceOverAxes::make(kind, in.data(), c.shape, c.axes.data(),
+  auto f = ReduceOverAxes<>::make(kind, in.data(), c.shape, c.axes.data(),
                                 static_cast<int>(c.axes.size()), nullptr);
   std::vector<float> out(f.outCount);
   f.out = out.data();
