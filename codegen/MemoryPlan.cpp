@@ -82,6 +82,15 @@ planMemory(func::FuncOp func,
         if (in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
             !isa<ConstantOp>(in.getDefiningOp()))
           plan.storageOf[out] = in;
+  // A ReLU of a value nothing else reads (a layer's pre-activation, as the
+  // ReLU's gradient reads the output) runs in place, which also lets the
+  // cuda target fold it into the GEMM that computes that value.
+  for (Operation &op : body)
+    if (auto relu = dyn_cast<ReluOp>(op))
+      if (Value in = relu.getInput();
+          in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
+          !isa<ConstantOp>(in.getDefiningOp()))
+        plan.storageOf[relu.getResult()] = in;
 
   // Live range of every arena buffer: from its definition to the last read
   // of any value stored in it (returned values live to the end).

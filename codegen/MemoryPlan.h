@@ -11,7 +11,8 @@ namespace mlir::cleave {
 /// Where every value of a function lives. Values that share storage with
 /// another (a reshape's result, an optimizer's in-place update, the sum over
 /// ranks of a value read by nothing else, a GEMM adding to a matrix nothing
-/// else reads, a gradient GEMM run in its SGD update) map to that
+/// else reads, a gradient GEMM run in its SGD update, a ReLU of a value
+/// nothing else reads) map to that
 /// value in `storageOf`; the remaining op results get an offset in one
 /// scratch arena, reused once a value's last reader has run (liveness in
 /// program order, first-fit placement, 64-byte alignment).

@@ -390,6 +390,9 @@ private:
   /// Fused chains by their last op; ops folded into a later op's loop.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> fusedGroups;
   llvm::DenseSet<Operation *> fusedAway;
+  /// ReLUs that the GEMM before them applies (cuda: cuBLASLt's RELU_BIAS
+  /// epilogue).
+  llvm::DenseSet<Operation *> reluInGemm;
   /// Started all-reduce buckets, by the op that first reads them.
   llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
   /// Ops whose operands stay live up to a later op (MemoryPlan.h).
@@ -575,6 +578,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
     emitFusedGroup(op);
     return success();
   }
+  if (reluInGemm.contains(op)) {
+    body << "  // " << base << ": in the GEMM's epilogue\n";
+    return success();
+  }
   auto t = [&](Value v) { return ref(v); };
   auto s = [&](Value v) { return shapeLiteral(v); };
   auto n = [&](Value v) { return numElements(v); };
@@ -630,21 +637,30 @@ LogicalResult Emitter::emitOp(Operation *op) {
         Value c = gemm.getC();
         // On the cuda target a bias row ([N] or [1, N]) added with beta 1 is
         // cuBLASLt's bias epilogue: one kernel instead of broadcastTo and
-        // gemm. No ReLU/GELU epilogue: the activation's gradient reads the
-        // Gemm's output, which a fused activation would overwrite (see
-        // gemmBias in runtime/cuda/KernelsLinalg.cu).
+        // gemm; with the ReLU that alone reads the result (in place, see
+        // MemoryPlan), its RELU_BIAS epilogue.
         if (cuda && c && beta == 1.0f) {
           ArrayRef<int64_t> cShape = tensorType(c).getShape();
           bool biasRow = (cShape.size() == 1 || cShape.size() == 2) &&
                          cShape.back() == r[1] &&
                          (cShape.size() == 1 || cShape[0] == 1);
           if (biasRow) {
+            Value result = gemm.getResult();
+            auto relu = result.hasOneUse()
+                            ? dyn_cast<ReluOp>(*result.user_begin())
+                            : ReluOp();
+            bool withRelu = relu && !fusedAway.contains(relu) &&
+                            !fusedGroups.count(relu) &&
+                            runsOnStage(relu, stage) &&
+                            plan.root(relu.getResult()) == plan.root(result);
+            if (withRelu)
+              reluInGemm.insert(relu);
             call(op, formatv("gemmBias({0}, {1}, {2}, {3}, {4}, {5}f, {6}, "
-                             "{7}, {8}, {9})",
+                             "{7}, {8}, {9}, GemmEpilogue::{10})",
                              gemm.getTransA(), gemm.getTransB(), r[0], r[1], k,
                              floatLiteral(gemm.getAlpha().convertToFloat()),
-                             t(gemm.getA()), t(gemm.getB()), t(c),
-                             t(gemm.getResult())));
+                             t(gemm.getA()), t(gemm.getB()), t(c), t(result),
+                             withRelu ? "BiasRelu" : "Bias"));
             return success();
           }
         }

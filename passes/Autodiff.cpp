@@ -264,9 +264,12 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
             g.mul(dy, g.mul(y, g.sub(g.scalar(f, 1), y)))};
       })
       .Case([&](ReluOp relu) {
+        // x > 0 exactly where relu(x) > 0: reading the output leaves the
+        // input to relu alone, which may then be computed in place (or by a
+        // GEMM's ReLU epilogue on the cuda target).
         Value zero = g.scalar(f, 0);
         return OperandGrads{
-            g.where(g.less(zero, relu.getInput()), dy, zero)};
+            g.where(g.less(zero, relu.getResult()), dy, zero)};
       })
       .Case([&](ErfOp erf) {
         Value x = erf.getInput();

@@ -249,8 +249,10 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     result) a `cleave.stage`: the coordinate along the mesh axis `axis` of
     the ranks that run it. The forward ops (those the loss depends on) are
     cut, in program order, into stages of about equal work (multiply-adds
-    of GEMMs, matmuls and convolutions; result elements otherwise). A
-    parameter lives in the stage of its forward uses, and the ops that read
+    of GEMMs, matmuls and convolutions; result elements otherwise); a
+    unary elementwise op right after a cut (a layer's ReLU) stays in its
+    operand's stage, since its gradient reads its result. A parameter
+    lives in the stage of its forward uses, and the ops that read
     or update it run there; every other op runs in the earliest stage that
     still holds what it reads (forward values are held up to the last stage
     whose forward ops read them), so the backward pass flows from the last

@@ -5,7 +5,8 @@
 // the contract.
 //
 // Forward ops (those the loss depends on) are cut into contiguous stages of
-// about equal cost. A parameter lives in the stage of its forward uses, and
+// about equal cost (a unary elementwise op right after a cut stays with its
+// operand). A parameter lives in the stage of its forward uses, and
 // every op that reads or updates it (its gradient's last steps, the
 // optimizer) runs there too. Any other backward op runs in the earliest
 // stage among those that still hold what it reads: a forward value is held
@@ -188,6 +189,25 @@ LogicalResult StageAssigner::assignForward(Value loss) {
       setStage(op, s);
     ++perStage[s];
     before += cost;
+  }
+  // A unary elementwise op just after a cut (a layer's ReLU) joins the
+  // stage of its operand: what crosses is as large either way, and the
+  // backward pass, which reads the op's result, then finds it where the
+  // layer's gradient is computed.
+  for (auto &[key, ops] : units) {
+    Operation *op = ops.front();
+    if (op->getNumOperands() != 1 || !op->hasTrait<mlir::OpTrait::Elementwise>())
+      continue;
+    Operation *def = op->getOperand(0).getDefiningOp();
+    int64_t from = stage.lookup(op);
+    if (!def || !forward.contains(def) || stage.lookup(def) >= from ||
+        perStage[from] == 1)
+      continue;
+    int64_t to = stage.lookup(def);
+    --perStage[from];
+    ++perStage[to];
+    for (Operation *copy : ops)
+      setStage(copy, to);
   }
   // Ops that only prepare a parameter (a transpose of a weight, say) join
   // the stage that uses their result: the parameter then lives there, and

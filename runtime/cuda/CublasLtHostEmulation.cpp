@@ -4,8 +4,8 @@
 // the cuBLASLt functions the runtime calls, with cuBLASLt's documented
 // semantics, on host memory. cublasLtMatmul computes
 // D = alpha * op(A) op(B) + beta * C, then the epilogue (the bias vector,
-// one element per row of D, added to every column), column-major, on
-// OpenBLAS; every operand's shape comes from the descriptors, as on a GPU,
+// one element per row of D, added to every column; then max(x, 0) for
+// RELU_BIAS), column-major, on OpenBLAS; every operand's shape comes from the descriptors, as on a GPU,
 // so a wrong layout or transpose in the runtime gives wrong numbers here
 // too. The semi-opaque descriptors (fixed-size buffers in cublasLt.h) hold
 // the emulation's own records of their attributes.
@@ -121,8 +121,9 @@ cublasStatus_t checkProblem(const MatmulDesc &desc, const MatrixLayout &a,
   if (desc.transC != CUBLAS_OP_N)
     return unsupported("CUBLASLT_MATMUL_DESC_TRANSC other than CUBLAS_OP_N");
   if (desc.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
-      desc.epilogue != CUBLASLT_EPILOGUE_BIAS)
-    return unsupported("an epilogue other than DEFAULT or BIAS");
+      desc.epilogue != CUBLASLT_EPILOGUE_BIAS &&
+      desc.epilogue != CUBLASLT_EPILOGUE_RELU_BIAS)
+    return unsupported("an epilogue other than DEFAULT, BIAS or RELU_BIAS");
   if (desc.biasType != -1 && desc.biasType != CUDA_R_32F)
     return unsupported("a bias type other than CUDA_R_32F");
   for (const MatrixLayout *layout : {&a, &b, &c, &d}) {
@@ -148,7 +149,9 @@ cublasStatus_t checkProblem(const MatmulDesc &desc, const MatrixLayout &a,
 }
 
 const char *epilogueName(uint32_t epilogue) {
-  return epilogue == CUBLASLT_EPILOGUE_BIAS ? "BIAS" : "DEFAULT";
+  return epilogue == CUBLASLT_EPILOGUE_BIAS        ? "BIAS"
+         : epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "RELU_BIAS"
+                                                   : "DEFAULT";
 }
 
 /// One stderr line per distinct problem.
@@ -390,8 +393,10 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
     return invalid("an algorithm not returned by the heuristic");
   if (C == D && c.ld != d.ld)
     return invalid("in place (C == D) with different layouts of C and D");
-  if (desc.epilogue == CUBLASLT_EPILOGUE_BIAS && !desc.bias)
-    return invalid("the BIAS epilogue without a bias pointer");
+  bool hasBias = desc.epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                 desc.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (hasBias && !desc.bias)
+    return invalid("a bias epilogue without a bias pointer");
   trace(desc, problem);
 
   float alphaValue = *static_cast<const float *>(alpha);
@@ -408,12 +413,18 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
               desc.transB == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, problem.m,
               problem.n, problem.k, alphaValue, static_cast<const float *>(A),
               a.ld, static_cast<const float *>(B), b.ld, betaValue, out, d.ld);
-  // The bias epilogue: bias[i] added to row i of D, in every column.
-  if (desc.epilogue == CUBLASLT_EPILOGUE_BIAS) {
+  // The bias epilogues: bias[i] added to row i of D, in every column, then
+  // for RELU_BIAS max(x, 0).
+  if (hasBias) {
     const auto *bias = static_cast<const float *>(desc.bias);
+    bool relu = desc.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
     for (int64_t j = 0; j < problem.n; ++j)
-      for (int64_t i = 0; i < problem.m; ++i)
-        out[j * d.ld + i] += bias[i];
+      for (int64_t i = 0; i < problem.m; ++i) {
+        float &v = out[j * d.ld + i];
+        v += bias[i];
+        if (relu)
+          v = std::max(v, 0.0f);
+      }
   }
   return CUBLAS_STATUS_SUCCESS;
 }

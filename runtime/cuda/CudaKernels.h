@@ -26,13 +26,17 @@ namespace cleave::rt::cuda {
 // Kernels of the cuda target only
 //===----------------------------------------------------------------------===//
 
+/// What gemmBias does after adding the bias: nothing, or max(x, 0).
+enum class GemmEpilogue { Bias, BiasRelu };
+
 /// c = alpha * op(a) op(b) + bias, with bias (n elements) added to every
-/// row of the [m, n] result: a Gemm whose C is a bias row and beta 1, in
-/// one cuBLASLt call with the bias epilogue instead of broadcastTo + gemm.
-/// Shapes and transposes as in gemm().
+/// row of the [m, n] result (then ReLU'd for BiasRelu): a Gemm whose C is a
+/// bias row and beta 1 (and the Relu that alone reads it), in one cuBLASLt
+/// call with the bias (or ReLU-bias) epilogue instead of broadcastTo + gemm
+/// (+ relu). Shapes and transposes as in gemm().
 void gemmBias(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               float alpha, const float *a, const float *b, const float *bias,
-              float *c);
+              float *c, GemmEpilogue epilogue);
 
 //===----------------------------------------------------------------------===//
 // Host-side helpers of generated programs

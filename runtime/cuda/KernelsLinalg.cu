@@ -11,14 +11,18 @@
 // gemmBias is the same mapping on cuBLASLt, whose bias epilogue adds a
 // vector along the rows of the column-major D: D is our C^T, [N, M], so its
 // rows are our N columns, and the bias is broadcast over our M rows as a
-// Gemm's [N] bias row is.
+// Gemm's [N] bias row is. Its RELU_BIAS form then applies max(x, 0): the
+// training graph's ReLU gradient reads the ReLU's output (Autodiff.cpp), so
+// the pre-activation need not be kept (no RELU_AUX_BIAS mask).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/Launch.cuh"
 
+#include "runtime/BroadcastBodies.h"
 #include "runtime/DataMovementBodies.h"
+#include "runtime/ElementwiseBodies.h"
 #include "runtime/MatmulGeometry.h"
 
 #include <algorithm>
@@ -50,9 +54,9 @@ uint32_t alignmentOf(const void *pointer) {
 
 /// One bias GEMM problem planned for cuBLASLt: its descriptors, initialized
 /// in place (so nothing to destroy), and the algorithm the heuristic chose.
-/// Planned once per shape, transposes and operand alignments, so that the
-/// heuristic's search (host work) is not repeated every step; the bias
-/// pointer is the only attribute set per call.
+/// Planned once per epilogue, shape, transposes and operand alignments, so
+/// that the heuristic's search (host work) is not repeated every step; the
+/// bias pointer is the only attribute set per call.
 struct BiasGemmPlan {
   cublasLtMatmulDescOpaque_t operation;
   cublasLtMatrixLayoutOpaque_t aLayout, bLayout, dLayout;
@@ -65,15 +69,16 @@ struct BiasGemmPlan {
 /// a, and its D (= C, not read as beta is 0) our c as [n, m].
 BiasGemmPlan &biasGemmPlan(bool transA, bool transB, int64_t m, int64_t n,
                            int64_t k, const float *a, const float *b,
-                           const float *bias, const float *c) {
+                           const float *bias, const float *c,
+                           GemmEpilogue epilogueKind) {
   // Plans live as long as the process; a std::map's nodes never move, so
   // the descriptors stay where they were initialized.
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, uint32_t,
-                         uint32_t, uint32_t, uint32_t>;
+  using Key = std::tuple<GemmEpilogue, bool, bool, int64_t, int64_t, int64_t,
+                         uint32_t, uint32_t, uint32_t, uint32_t>;
   static std::map<Key, BiasGemmPlan> plans;
-  auto [it, inserted] =
-      plans.try_emplace(Key(transA, transB, m, n, k, alignmentOf(a),
-                            alignmentOf(b), alignmentOf(c), alignmentOf(bias)));
+  auto [it, inserted] = plans.try_emplace(
+      Key(epilogueKind, transA, transB, m, n, k, alignmentOf(a),
+          alignmentOf(b), alignmentOf(c), alignmentOf(bias)));
   BiasGemmPlan &plan = it->second;
   if (!inserted)
     return plan;
@@ -86,7 +91,9 @@ BiasGemmPlan &biasGemmPlan(bool transA, bool transB, int64_t m, int64_t n,
       cublasLtMatmulDescInit(operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtEpilogue_t epilogue = epilogueKind == GemmEpilogue::BiasRelu
+                                    ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                    : CUBLASLT_EPILOGUE_BIAS;
   CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
       operation, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
   CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
@@ -171,24 +178,22 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                      k, &alpha, b, ldb, a, lda, &beta, c, n));
 }
 
-// A fused ReLU or GELU epilogue is not used: the training graph reads the
-// Gemm's output again in the activation's gradient (Relu's grad compares
-// it with 0), so the pre-activation would have to stay; cuBLASLt's
-// RELU_AUX_BIAS/GELU_AUX_BIAS write it (or a ReLU bit mask) as an extra
-// output for the DRELU/DGELU backward epilogues, which is a rewrite of the
-// graph's gradients rather than of this call.
 void gemmBias(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               float alpha, const float *a, const float *b, const float *bias,
-              float *c) {
+              float *c, GemmEpilogue epilogue) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
     // No GEMM for cuBLASLt (as gemm() keeps k == 0 from cuBLAS): the
-    // product is 0, the result the bias.
+    // product is 0, the result the bias (ReLU'd).
     broadcastTo(bias, Shape{n}, c, Shape{m, n});
+    if (epilogue == GemmEpilogue::BiasRelu)
+      launch(m * n, body::MapUnaryItems<body::Relu, float, float>{
+                        c, c, body::Relu{}});
     return;
   }
-  BiasGemmPlan &plan = biasGemmPlan(transA, transB, m, n, k, a, b, bias, c);
+  BiasGemmPlan &plan =
+      biasGemmPlan(transA, transB, m, n, k, a, b, bias, c, epilogue);
   CLEAVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
       &plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   DeviceScratch workspace(static_cast<int64_t>(plan.workspaceBytes));

@@ -40,3 +40,18 @@ func.func @unused(%x: tensor<2xf32> {cleave.input = "x"}, %u: tensor<2xf32> {cle
 func.func @inference(%x: tensor<2xf32> {cleave.input = "x"}) -> (tensor<2xf32> {cleave.output = "y"}) {
   return %x : tensor<2xf32>
 }
+
+// Relu's gradient reads the Relu's output (x > 0 exactly where relu(x) > 0),
+// so its input is read by nothing else and the memory plan computes the
+// Relu in place (on the cuda target, in its GEMM's epilogue).
+// CHECK-LABEL: func.func @relu(
+// CHECK: %[[Y:.*]] = cleave.relu %[[H:.*]] :
+// CHECK-NOT: %[[H]]
+// CHECK: cleave.less %{{.*}}, %[[Y]]
+func.func @relu(%x: tensor<4x3xf32> {cleave.input = "x"}, %w: tensor<3xf32> {cleave.param = "w"})
+    -> (tensor<f32> {cleave.loss, cleave.output = "loss"}) {
+  %0 = cleave.mul %x, %w : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %1 = cleave.relu %0 : tensor<4x3xf32>
+  %2 = cleave.reduce_sum %1 {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x3xf32> -> tensor<f32>
+  return %2 : tensor<f32>
+}

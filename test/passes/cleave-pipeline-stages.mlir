@@ -2,10 +2,11 @@
 
 // A two-layer training step (cleave compile --emit=mlir of MatMul, Relu,
 // MatMul, SoftmaxCrossEntropyLoss with SGD) split into two stages: the
-// first MatMul is most of the forward work and forms stage 0; w1 and its
-// update live there, w2, the loss and the backward pass up to w1's
-// gradient in stage 1. What crosses: the first MatMul's output (forward)
-// and w1's gradient (3x4, fewer bytes than the 4x4 activation gradient it
+// first MatMul is most of the forward work and forms stage 0, with the
+// Relu right after the cut; w1 and its update live there, w2, the loss and
+// the backward pass up to w1's gradient in stage 1. What crosses: the
+// Relu's output (forward; the Relu's gradient reads it too) and w1's
+// gradient (3x4, fewer bytes than the 4x4 activation gradient it
 // is computed from). Ops on constants, inputs and the step run in the
 // stages that read them (here only stage 1: the loss gradient's seed and
 // x's transpose); constants stay shared.
@@ -15,8 +16,9 @@
 // CHECK-SAME: %arg3: tensor<4x2xf32> {cleave.param = "w2", {{[^}]*}}cleave.stage = 1 : i64}
 // CHECK-SAME: -> (tensor<f32> {cleave.loss, {{[^}]*}}cleave.stage = 1 : i64}, tensor<3x4xf32> {{{[^}]*}}cleave.stage = 0 : i64, cleave.update = "w1"}, tensor<4x2xf32> {{{[^}]*}}cleave.stage = 1 : i64, cleave.update = "w2"})
 // CHECK: %[[H:.*]] = cleave.matmul %arg0, %arg2 {cleave.stage = 0 : i64}
-// CHECK-NEXT: %[[H1:.*]] = cleave.send_recv %[[H]] over "pp" from 0 to 1 : tensor<4x4xf32>
-// CHECK-NEXT: cleave.relu %[[H1]] {cleave.stage = 1 : i64}
+// CHECK-NEXT: %[[R:.*]] = cleave.relu %[[H]] {cleave.stage = 0 : i64}
+// CHECK-NEXT: %[[R1:.*]] = cleave.send_recv %[[R]] over "pp" from 0 to 1 : tensor<4x4xf32>
+// CHECK-NEXT: cleave.matmul %[[R1]], %arg3 {cleave.stage = 1 : i64}
 // CHECK: cleave.softmax_cross_entropy {{[^}]*}}cleave.stage = 1 : i64
 // CHECK: cleave.div %{{.*}}, %{{.*}} {cleave.stage = 1 : i64} : (tensor<f32>, tensor<f32>)
 // CHECK: cleave.transpose %arg0 {cleave.stage = 1 : i64
@@ -40,7 +42,7 @@ module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
     %10 = cleave.matmul %8, %9 : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
     %11 = cleave.transpose %4 {permutation = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
     %12 = cleave.matmul %11, %8 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
-    %13 = cleave.less %0, %3 : (tensor<f32>, tensor<4x4xf32>) -> tensor<4x4xi1>
+    %13 = cleave.less %0, %4 : (tensor<f32>, tensor<4x4xf32>) -> tensor<4x4xi1>
     %14 = cleave.where %13, %10, %0 : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
     %15 = cleave.transpose %arg0 {permutation = array<i64: 1, 0>} : tensor<4x3xf32> -> tensor<3x4xf32>
     %16 = cleave.matmul %15, %14 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
