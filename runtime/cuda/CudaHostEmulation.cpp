@@ -30,6 +30,13 @@ void *hostAllocate(size_t bytes) {
   return std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
 }
 
+/// The emulated machine's size from the environment: the value of `name`
+/// if it is set to a number, else `fallback`.
+size_t fromEnvironment(const char *name, size_t fallback) {
+  const char *text = std::getenv(name);
+  return text && *text ? std::strtoull(text, nullptr, 10) : fallback;
+}
+
 /// Streams and events are only handles here: every operation is done by
 /// the time its call returns.
 template <typename Handle> Handle newHandle() {
@@ -45,9 +52,10 @@ template <typename Handle> Handle newHandle() {
 
 extern "C" {
 
-/// Enough emulated GPUs for the mesh tests' ranks on one machine.
+/// Enough emulated GPUs for the mesh tests' ranks on one machine, or
+/// CLEAVE_EMULATED_GPUS of them (a test of too many ranks per node).
 cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 8;
+  *count = static_cast<int>(fromEnvironment("CLEAVE_EMULATED_GPUS", 8));
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
@@ -56,8 +64,11 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *properties, int) {
   std::strcpy(properties->name, "host emulation");
   return cudaSuccess;
 }
+/// 16 GiB free of 16, or CLEAVE_EMULATED_GPU_MIB MiB (a test of a model
+/// too large for its GPU).
 cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes) {
-  *freeBytes = *totalBytes = size_t(16) << 30;
+  *freeBytes = *totalBytes = fromEnvironment("CLEAVE_EMULATED_GPU_MIB", 16384)
+                             << 20;
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
