@@ -85,6 +85,15 @@ bool start(std::string &error) {
   }
   state.device = local;
   CLEAVE_CUDA_CHECK(cudaSetDevice(state.device));
+  // Kernels' scratch (DeviceScratch) comes from the device's stream-ordered
+  // pool; by default the pool returns freed memory to the driver at every
+  // synchronization, i.e. every step. Keeping it makes each step's
+  // allocations after the first reuse the same memory.
+  cudaMemPool_t pool;
+  CLEAVE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, state.device));
+  uint64_t keepAll = UINT64_MAX;
+  CLEAVE_CUDA_CHECK(cudaMemPoolSetAttribute(
+      pool, cudaMemPoolAttrReleaseThreshold, &keepAll));
   CLEAVE_CUDA_CHECK(
       cudaStreamCreateWithFlags(&state.compute, cudaStreamNonBlocking));
   CLEAVE_CUDA_CHECK(
