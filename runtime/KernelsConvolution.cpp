@@ -225,37 +225,36 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
 
 namespace {
 
-/// Calls f(outIndex, inIndex) for each in-bounds input position of each
-/// output's window in one plane, window positions in row-major order, then
-/// done(outIndex) after each window.
-template <typename F, typename Done>
-void forEachWindow(const Window3 &w, F f, Done done) {
-  int64_t o[3];
-  for (o[0] = 0; o[0] < w.out[0]; ++o[0])
-    for (o[1] = 0; o[1] < w.out[1]; ++o[1])
-      for (o[2] = 0; o[2] < w.out[2]; ++o[2]) {
-        int64_t outIndex = (o[0] * w.out[1] + o[1]) * w.out[2] + o[2];
-        int64_t start[3];
-        for (int d = 0; d < 3; ++d)
-          start[d] = o[d] * w.stride[d] - w.padBegin[d];
-        for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
-          int64_t i0 = start[0] + k0 * w.dilation[0];
-          if (i0 < 0 || i0 >= w.in[0])
-            continue;
-          for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
-            int64_t i1 = start[1] + k1 * w.dilation[1];
-            if (i1 < 0 || i1 >= w.in[1])
-              continue;
-            for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
-              int64_t i2 = start[2] + k2 * w.dilation[2];
-              if (i2 < 0 || i2 >= w.in[2])
-                continue;
-              f(outIndex, (i0 * w.in[1] + i1) * w.in[2] + i2);
-            }
-          }
-        }
-        done(outIndex);
+/// Calls f(outIndex, inIndex) for every output of one plane and every
+/// kernel tap whose input lies inside the plane: tap after tap (row-major),
+/// and for each tap the outputs in row-major order. Each output still sees
+/// its window's taps in the window's order, while the inner loop runs along
+/// a row of outputs rather than over a window's few taps (4 for a 2x2
+/// pool), which costs the loop more than the taps.
+template <typename F> void forEachTap(const Window3 &w, F f) {
+  int64_t k[3], lo[3], hi[3], off[3];
+  for (int64_t t = 0; t < w.kernelSize(); ++t) {
+    kernelIndex(w, t, k);
+    kernelRanges(w, k, lo, hi, off);
+    for (int64_t o0 = lo[0]; o0 < hi[0]; ++o0) {
+      int64_t i0 = o0 * w.stride[0] + off[0];
+      for (int64_t o1 = lo[1]; o1 < hi[1]; ++o1) {
+        int64_t out = (o0 * w.out[1] + o1) * w.out[2];
+        int64_t in = (i0 * w.in[1] + o1 * w.stride[1] + off[1]) * w.in[2] +
+                     off[2];
+        for (int64_t o2 = lo[2]; o2 < hi[2]; ++o2)
+          f(out + o2, in + o2 * w.stride[2]);
       }
+    }
+  }
+}
+
+/// The AveragePool divisor of every output position of a plane.
+std::vector<float> avgDivisors(const Window3 &w, bool countIncludePad) {
+  std::vector<float> divisors(w.outSize());
+  for (int64_t o = 0; o < w.outSize(); ++o)
+    divisors[o] = static_cast<float>(avgDivisor(w, o, countIncludePad));
+  return divisors;
 }
 
 } // namespace
@@ -271,19 +270,14 @@ void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
   for (int64_t p = 0; p < planes; ++p) {
     const float *xp = x + p * inSize;
     float *yp = y + p * oSize;
-    float best = -std::numeric_limits<float>::infinity();
-    // NaN wins, as in torch and numpy.
-    forEachWindow(
-        win,
-        [&](int64_t, int64_t i) {
-          float v = xp[i];
-          if (v > best || (std::isnan(v) && !std::isnan(best)))
-            best = v;
-        },
-        [&](int64_t o) {
-          yp[o] = best;
-          best = -std::numeric_limits<float>::infinity();
-        });
+    // A window wholly in the padding gives -inf. NaN wins, as in torch and
+    // numpy. A select, not a branch: which of two values is larger is a
+    // coin flip to the branch predictor.
+    std::fill(yp, yp + oSize, -std::numeric_limits<float>::infinity());
+    forEachTap(win, [&](int64_t o, int64_t i) {
+      float v = xp[i];
+      yp[o] = v > yp[o] || v != v ? v : yp[o];
+    });
   }
 }
 
@@ -296,28 +290,30 @@ void maxPoolGrad(const float *dy, const Shape &yShape, const float *x,
   int64_t inSize = win.inSize(), oSize = win.outSize();
   std::fill(dx, dx + planes * inSize, 0.0f);
   bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *xp = x + p * inSize;
-    const float *dyp = dy + p * oSize;
-    float *dxp = dx + p * inSize;
-    float best = -std::numeric_limits<float>::infinity();
-    int64_t arg = -1;
-    forEachWindow(
-        win,
-        [&](int64_t, int64_t i) {
-          float v = xp[i];
-          if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-            best = v;
-            arg = i;
-          }
-        },
-        [&](int64_t o) {
-          if (arg >= 0)
-            dxp[arg] += dyp[o];
-          best = -std::numeric_limits<float>::infinity();
-          arg = -1;
-        });
+#pragma omp parallel if (parallel)
+  {
+    // Each window's first argmax (-1: none in bounds), found as maxPool
+    // finds the max.
+    std::vector<float> best(oSize);
+    std::vector<int64_t> arg(oSize);
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      const float *xp = x + p * inSize;
+      const float *dyp = dy + p * oSize;
+      float *dxp = dx + p * inSize;
+      std::fill(arg.begin(), arg.end(), -1);
+      forEachTap(win, [&](int64_t o, int64_t i) {
+        float v = xp[i], b = best[o];
+        int64_t a = arg[o];
+        // Non-short-circuit operators, so that this compiles to selects.
+        bool take = (a < 0) | (v > b) | ((v != v) & (b == b));
+        best[o] = take ? v : b;
+        arg[o] = take ? i : a;
+      });
+      for (int64_t o = 0; o < oSize; ++o)
+        if (arg[o] >= 0)
+          dxp[arg[o]] += dyp[o];
+    }
   }
 }
 
@@ -325,6 +321,7 @@ void avgPool(const float *x, const Shape &xShape, const int64_t *kernel,
              const int64_t *strides, const int64_t *pads, bool countIncludePad,
              float *y, const Shape &yShape) {
   Window3 win(xShape, yShape, kernel, strides, pads, nullptr);
+  std::vector<float> divisors = avgDivisors(win, countIncludePad);
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   int64_t inSize = win.inSize(), oSize = win.outSize();
   bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
@@ -332,13 +329,10 @@ void avgPool(const float *x, const Shape &xShape, const int64_t *kernel,
   for (int64_t p = 0; p < planes; ++p) {
     const float *xp = x + p * inSize;
     float *yp = y + p * oSize;
-    float sum = 0.0f;
-    forEachWindow(
-        win, [&](int64_t, int64_t i) { sum += xp[i]; },
-        [&](int64_t o) {
-          yp[o] = sum / static_cast<float>(avgDivisor(win, o, countIncludePad));
-          sum = 0.0f;
-        });
+    std::fill(yp, yp + oSize, 0.0f);
+    forEachTap(win, [&](int64_t o, int64_t i) { yp[o] += xp[i]; });
+    for (int64_t o = 0; o < oSize; ++o)
+      yp[o] /= divisors[o];
   }
 }
 
@@ -346,28 +340,22 @@ void avgPoolGrad(const float *dy, const Shape &yShape, const int64_t *kernel,
                  const int64_t *strides, const int64_t *pads,
                  bool countIncludePad, float *dx, const Shape &xShape) {
   Window3 win(xShape, yShape, kernel, strides, pads, nullptr);
+  std::vector<float> divisors = avgDivisors(win, countIncludePad);
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   int64_t inSize = win.inSize(), oSize = win.outSize();
   std::fill(dx, dx + planes * inSize, 0.0f);
   bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *dyp = dy + p * oSize;
-    float *dxp = dx + p * inSize;
-    // The window's divisor does not depend on the position inside it.
-    int64_t current = -1;
-    float g = 0.0f;
-    forEachWindow(
-        win,
-        [&](int64_t o, int64_t i) {
-          if (o != current) {
-            current = o;
-            g = dyp[o] /
-                static_cast<float>(avgDivisor(win, o, countIncludePad));
-          }
-          dxp[i] += g;
-        },
-        [](int64_t) {});
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> g(oSize);
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      const float *dyp = dy + p * oSize;
+      float *dxp = dx + p * inSize;
+      for (int64_t o = 0; o < oSize; ++o)
+        g[o] = dyp[o] / divisors[o];
+      forEachTap(win, [&](int64_t o, int64_t i) { dxp[i] += g[o]; });
+    }
   }
 }
 
