@@ -228,6 +228,23 @@ struct LayerNormGradColumn {
 // Batch normalization over dim 1
 //===----------------------------------------------------------------------===//
 
+/// The sum of f(i) for i in [0, n), in double, as four interleaved partial
+/// sums added as (s0 + s1) + (s2 + s3): a single chain of dependent
+/// additions, not the loads, is what limits a long sum on a CPU core.
+template <typename F> CLEAVE_HD double interleavedSum(int64_t n, const F &f) {
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += f(i);
+    s1 += f(i + 1);
+    s2 += f(i + 2);
+    s3 += f(i + 3);
+  }
+  for (; i < n; ++i)
+    s0 += f(i);
+  return (s0 + s1) + (s2 + s3);
+}
+
 /// A tensor [N, C, ...] seen as [n, channels, s].
 struct ChannelView {
   int64_t n = 0;
@@ -250,18 +267,17 @@ struct ChannelView {
     double sum = 0.0;
     for (int64_t b = 0; b < n; ++b) {
       const float *p = x + (b * channels + c) * s;
-      for (int64_t i = 0; i < s; ++i)
-        sum += p[i];
+      sum += interleavedSum(s, [&](int64_t i) { return double(p[i]); });
     }
     int64_t count = n * s;
     mean = sum / count;
     double sq = 0.0;
     for (int64_t b = 0; b < n; ++b) {
       const float *p = x + (b * channels + c) * s;
-      for (int64_t i = 0; i < s; ++i) {
+      sq += interleavedSum(s, [&](int64_t i) {
         double dv = p[i] - mean;
-        sq += dv * dv;
-      }
+        return dv * dv;
+      });
     }
     var = sq / count;
   }
@@ -366,10 +382,10 @@ struct BatchNormGradChannel {
     for (int64_t b = 0; b < view.n; ++b) {
       const float *xp = x + (b * view.channels + c) * view.s;
       const float *dyp = dy + (b * view.channels + c) * view.s;
-      for (int64_t i = 0; i < view.s; ++i) {
-        sumDy += dyp[i];
-        sumDyXhat += static_cast<double>(dyp[i]) * ((xp[i] - m) * rstd);
-      }
+      sumDy += interleavedSum(view.s, [&](int64_t i) { return double(dyp[i]); });
+      sumDyXhat += interleavedSum(view.s, [&](int64_t i) {
+        return static_cast<double>(dyp[i]) * ((xp[i] - m) * rstd);
+      });
     }
     dScale[c] = static_cast<float>(sumDyXhat);
     if (dBias)
