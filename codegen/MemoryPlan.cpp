@@ -87,9 +87,9 @@ planMemory(func::FuncOp func,
   // cuda target fold it into the GEMM that computes that value.
   for (Operation &op : body)
     if (auto relu = dyn_cast<ReluOp>(op))
-      if (Value in = relu.getInput();
-          in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
-          !isa<ConstantOp>(in.getDefiningOp()))
+      if (Value in = relu.getInput(); in.hasOneUse() && plan.root(in) == in &&
+                                      in.getDefiningOp() &&
+                                      !isa<ConstantOp>(in.getDefiningOp()))
         plan.storageOf[relu.getResult()] = in;
 
   // Live range of every arena buffer: from its definition to the last read

@@ -268,8 +268,7 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
         // input to relu alone, which may then be computed in place (or by a
         // GEMM's ReLU epilogue on the cuda target).
         Value zero = g.scalar(f, 0);
-        return OperandGrads{
-            g.where(g.less(zero, relu.getResult()), dy, zero)};
+        return OperandGrads{g.where(g.less(zero, relu.getResult()), dy, zero)};
       })
       .Case([&](ErfOp erf) {
         Value x = erf.getInput();
@@ -362,9 +361,7 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
         return OperandGrads{grad.getInputGrad(), grad.getScaleGrad(),
                             grad.getBiasGrad(), Value(), Value()};
       })
-      .Case([&](ReduceSumOp reduce) {
-        return reduceRule(reduce, dy, 1.0, g);
-      })
+      .Case([&](ReduceSumOp reduce) { return reduceRule(reduce, dy, 1.0, g); })
       .Case([&](ReduceMeanOp reduce) {
         int64_t count = 1;
         for (int64_t axis : reduce.getAxes())

@@ -196,7 +196,8 @@ LogicalResult StageAssigner::assignForward(Value loss) {
   // layer's gradient is computed.
   for (auto &[key, ops] : units) {
     Operation *op = ops.front();
-    if (op->getNumOperands() != 1 || !op->hasTrait<mlir::OpTrait::Elementwise>())
+    if (op->getNumOperands() != 1 ||
+        !op->hasTrait<mlir::OpTrait::Elementwise>())
       continue;
     Operation *def = op->getOperand(0).getDefiningOp();
     int64_t from = stage.lookup(op);

@@ -240,8 +240,8 @@ template <typename F> void forEachTap(const Window3 &w, F f) {
       int64_t i0 = o0 * w.stride[0] + off[0];
       for (int64_t o1 = lo[1]; o1 < hi[1]; ++o1) {
         int64_t out = (o0 * w.out[1] + o1) * w.out[2];
-        int64_t in = (i0 * w.in[1] + o1 * w.stride[1] + off[1]) * w.in[2] +
-                     off[2];
+        int64_t in =
+            (i0 * w.in[1] + o1 * w.stride[1] + off[1]) * w.in[2] + off[2];
         for (int64_t o2 = lo[2]; o2 < hi[2]; ++o2)
           f(out + o2, in + o2 * w.stride[2]);
       }

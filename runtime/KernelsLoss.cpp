@@ -82,10 +82,9 @@ void softmaxCrossEntropyGrad(const float *dLoss, const float *logProb,
   LossView view(scoresShape);
   auto sw = checkedLabels(labels, weights, view, hasIgnoreIndex, ignoreIndex);
   float mean = meanScale(dLoss, sw, view, reduction);
-  SoftmaxCrossEntropyGradElement<I> grad{dLoss, &mean, logProb, dScores,
+  SoftmaxCrossEntropyGradElement<I> grad{dLoss, &mean, logProb,  dScores,
                                          sw,    view,  reduction};
-  runItems(view.samples(), view.elements(),
-           [&](int64_t i) { grad.sample(i); });
+  runItems(view.samples(), view.elements(), [&](int64_t i) { grad.sample(i); });
 }
 
 template <typename I>
@@ -104,8 +103,7 @@ void nllLossGrad(const float *dLoss, const Shape &inputShape, const I *target,
   auto sw = checkedLabels(target, weights, view, hasIgnoreIndex, ignoreIndex);
   float mean = meanScale(dLoss, sw, view, reduction);
   NllLossGradElement<I> grad{dLoss, &mean, dInput, sw, view, reduction};
-  runItems(view.samples(), view.elements(),
-           [&](int64_t i) { grad.sample(i); });
+  runItems(view.samples(), view.elements(), [&](int64_t i) { grad.sample(i); });
 }
 
 #define CLEAVE_INSTANTIATE_LOSS(I)                                             \

@@ -59,8 +59,7 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
                             newRunningMean, newRunningVar, coef.data(), view,
                             epsilon, momentum, training});
   BatchNormApply apply{x, coef.data(), y, view};
-  runItems(view.planes(), view.elements(),
-           [&](int64_t p) { apply.plane(p); });
+  runItems(view.planes(), view.elements(), [&](int64_t p) { apply.plane(p); });
 }
 
 void batchNormGrad(const float *dy, const float *x, const Shape &shape,
@@ -72,8 +71,7 @@ void batchNormGrad(const float *dy, const float *x, const Shape &shape,
            BatchNormGradChannel{dy, x, scale, dScale, dBias, coef.data(), view,
                                 epsilon});
   BatchNormGradApply apply{dy, x, coef.data(), dx, view};
-  runItems(view.planes(), view.elements(),
-           [&](int64_t p) { apply.plane(p); });
+  runItems(view.planes(), view.elements(), [&](int64_t p) { apply.plane(p); });
 }
 
 } // namespace cleave::rt

@@ -23,7 +23,8 @@ constexpr int kReduceLanes = 64;
 
 void reduce(ReduceKind kind, const float *in, const Shape &inShape,
             const int64_t *axes, int numAxes, float *out) {
-  auto f = body::ReduceOverAxes<kReduceLanes>::make(kind, in, inShape, axes, numAxes, out);
+  auto f = body::ReduceOverAxes<kReduceLanes>::make(kind, in, inShape, axes,
+                                                    numAxes, out);
   if (f.outCount == 0)
     return;
   // Nothing reduced: a copy (a sum from 0.0 would turn -0.0 into 0.0).
@@ -46,9 +47,9 @@ void reduce(ReduceKind kind, const float *in, const Shape &inShape,
   std::vector<double> partial(f.items());
   f.partial = partial.data();
   detail::runItems(f.items(), work, f);
-  detail::runItems(f.outCount, 0,
-                   body::ReduceMerge{f.partial, out, f.acc, f.parts,
-                                     f.redCount});
+  detail::runItems(
+      f.outCount, 0,
+      body::ReduceMerge{f.partial, out, f.acc, f.parts, f.redCount});
 }
 
 } // namespace cleave::rt

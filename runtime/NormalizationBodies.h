@@ -382,7 +382,8 @@ struct BatchNormGradChannel {
     for (int64_t b = 0; b < view.n; ++b) {
       const float *xp = x + (b * view.channels + c) * view.s;
       const float *dyp = dy + (b * view.channels + c) * view.s;
-      sumDy += interleavedSum(view.s, [&](int64_t i) { return double(dyp[i]); });
+      sumDy +=
+          interleavedSum(view.s, [&](int64_t i) { return double(dyp[i]); });
       sumDyXhat += interleavedSum(view.s, [&](int64_t i) {
         return static_cast<double>(dyp[i]) * ((xp[i] - m) * rstd);
       });

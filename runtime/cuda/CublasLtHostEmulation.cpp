@@ -5,10 +5,10 @@
 // semantics, on host memory. cublasLtMatmul computes
 // D = alpha * op(A) op(B) + beta * C, then the epilogue (the bias vector,
 // one element per row of D, added to every column; then max(x, 0) for
-// RELU_BIAS), column-major, on OpenBLAS; every operand's shape comes from the descriptors, as on a GPU,
-// so a wrong layout or transpose in the runtime gives wrong numbers here
-// too. The semi-opaque descriptors (fixed-size buffers in cublasLt.h) hold
-// the emulation's own records of their attributes.
+// RELU_BIAS), column-major, on OpenBLAS; every operand's shape comes from the
+// descriptors, as on a GPU, so a wrong layout or transpose in the runtime gives
+// wrong numbers here too. The semi-opaque descriptors (fixed-size buffers in
+// cublasLt.h) hold the emulation's own records of their attributes.
 //
 // What the runtime does not use (other types, orders, batches, epilogues,
 // pointer modes, attributes) is refused with CUBLAS_STATUS_NOT_SUPPORTED

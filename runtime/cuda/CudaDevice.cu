@@ -92,8 +92,8 @@ bool start(std::string &error) {
   cudaMemPool_t pool;
   CLEAVE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, state.device));
   uint64_t keepAll = UINT64_MAX;
-  CLEAVE_CUDA_CHECK(cudaMemPoolSetAttribute(
-      pool, cudaMemPoolAttrReleaseThreshold, &keepAll));
+  CLEAVE_CUDA_CHECK(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keepAll));
   CLEAVE_CUDA_CHECK(
       cudaStreamCreateWithFlags(&state.compute, cudaStreamNonBlocking));
   CLEAVE_CUDA_CHECK(

@@ -77,8 +77,8 @@ BiasGemmPlan &biasGemmPlan(bool transA, bool transB, int64_t m, int64_t n,
                          uint32_t, uint32_t, uint32_t, uint32_t>;
   static std::map<Key, BiasGemmPlan> plans;
   auto [it, inserted] = plans.try_emplace(
-      Key(epilogueKind, transA, transB, m, n, k, alignmentOf(a),
-          alignmentOf(b), alignmentOf(c), alignmentOf(bias)));
+      Key(epilogueKind, transA, transB, m, n, k, alignmentOf(a), alignmentOf(b),
+          alignmentOf(c), alignmentOf(bias)));
   BiasGemmPlan &plan = it->second;
   if (!inserted)
     return plan;
@@ -188,8 +188,8 @@ void gemmBias(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     // product is 0, the result the bias (ReLU'd).
     broadcastTo(bias, Shape{n}, c, Shape{m, n});
     if (epilogue == GemmEpilogue::BiasRelu)
-      launch(m * n, body::MapUnaryItems<body::Relu, float, float>{
-                        c, c, body::Relu{}});
+      launch(m * n,
+             body::MapUnaryItems<body::Relu, float, float>{c, c, body::Relu{}});
     return;
   }
   BiasGemmPlan &plan =

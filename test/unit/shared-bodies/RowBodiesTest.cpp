@@ -265,7 +265,7 @@ struct ReduceCase {
 std::vector<float> reduceOnHost(ReduceKind kind, const std::vector<float> &in,
                                 const ReduceCase &c, int64_t parts) {
   auto f = ReduceOverAxes<>::make(kind, in.data(), c.shape, c.axes.data(),
-                                static_cast<int>(c.axes.size()), nullptr);
+                                  static_cast<int>(c.axes.size()), nullptr);
   std::vector<float> out(f.outCount);
   f.out = out.data();
   f.splitInto(parts);
