@@ -326,7 +326,8 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
                                       ImportArtifacts *artifacts) {
   context.loadDialect<CleaveDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
-  ::cleave::frontend::LoadOptions loadOptions{options.shapeBindings};
+  ::cleave::frontend::LoadOptions loadOptions{options.shapeBindings,
+                                              options.runInitialization};
   llvm::Expected<::cleave::frontend::LoadedModel> loaded =
       ::cleave::frontend::loadOnnxModel(path, loadOptions);
   if (!loaded) {

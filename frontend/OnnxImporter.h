@@ -21,6 +21,8 @@ struct ImportOptions {
   std::string loss;
   /// Import a model without a training loss (inference only).
   bool inference = false;
+  /// Computes training_info initialization graphs (LoadOptions).
+  ::cleave::frontend::InitializationRunner runInitialization;
 };
 
 /// Imports the ONNX model at `path` (binary protobuf or ONNX text) into a

@@ -550,6 +550,89 @@ llvm::Expected<ShapeBinding> parseShapeBinding(StringRef text) {
   return binding;
 }
 
+namespace {
+
+/// The initializer named `name` among the graph's and the algorithm's, or
+/// null.
+onnx::TensorProto *findInitializer(onnx::ModelProto &model,
+                                   onnx::TrainingInfoProto &info,
+                                   const std::string &name) {
+  for (onnx::GraphProto *graph :
+       {model.mutable_graph(), info.mutable_algorithm()})
+    for (onnx::TensorProto &tensor : *graph->mutable_initializer())
+      if (tensor.name() == name)
+        return &tensor;
+  return nullptr;
+}
+
+std::string describeTensor(const onnx::TensorProto &tensor) {
+  std::string text = onnx::TensorProto_DataType_Name(
+      static_cast<onnx::TensorProto_DataType>(tensor.data_type()));
+  text += "[";
+  for (int i = 0; i < tensor.dims_size(); ++i)
+    text += (i ? "," : "") + std::to_string(tensor.dims(i));
+  return text + "]";
+}
+
+/// Computes `info`'s initialization graph, if it has one, with `run` and
+/// puts its outputs into the initializers initialization_binding names (of
+/// the inference graph or the algorithm), as the ONNX spec has it happen
+/// when training starts.
+llvm::Error runInitialization(onnx::ModelProto &model,
+                              onnx::TrainingInfoProto &info, StringRef path,
+                              const InitializationRunner &run) {
+  const onnx::GraphProto &graph = info.initialization();
+  if (graph.node_size() == 0 && graph.output_size() == 0)
+    return llvm::Error::success();
+  // `cleave import` and `annotate` need no initial values.
+  if (!run)
+    return llvm::Error::success();
+  if (graph.input_size() > 0)
+    return fail(formatv("'{0}': the training_info initialization graph has "
+                        "input '{1}'; the ONNX spec gives it none",
+                        path, graph.input(0).name()));
+  onnx::ModelProto initModel;
+  initModel.set_ir_version(model.ir_version());
+  *initModel.mutable_opset_import() = model.opset_import();
+  *initModel.mutable_graph() = graph;
+  if (initModel.graph().name().empty())
+    initModel.mutable_graph()->set_name("initialization");
+  llvm::Expected<TensorsByName> outputs = run(initModel);
+  if (!outputs)
+    return outputs.takeError();
+  for (const onnx::StringStringEntryProto &entry :
+       info.initialization_binding()) {
+    onnx::TensorProto *target = findInitializer(model, info, entry.key());
+    if (!target)
+      return fail(formatv("'{0}': training_info initialization_binding key "
+                          "'{1}' names no initializer of the graph or the "
+                          "algorithm",
+                          path, entry.key()));
+    auto it = outputs->find(entry.value());
+    if (it == outputs->end())
+      return fail(formatv("'{0}': training_info initialization_binding value "
+                          "'{1}' (for '{2}') names no output of the "
+                          "initialization graph",
+                          path, entry.value(), entry.key()));
+    onnx::TensorProto value = it->second;
+    value.set_name(entry.key());
+    if (value.data_type() != target->data_type() ||
+        !std::equal(value.dims().begin(), value.dims().end(),
+                    target->dims().begin(), target->dims().end()))
+      return fail(formatv("'{0}': the initialization graph's output '{1}' is "
+                          "{2}, but the initializer '{3}' it is bound to is "
+                          "{4}; they must agree",
+                          path, entry.value(), describeTensor(value),
+                          entry.key(), describeTensor(*target)));
+    *target = std::move(value);
+  }
+  info.clear_initialization();
+  info.clear_initialization_binding();
+  return llvm::Error::success();
+}
+
+} // namespace
+
 llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
                                           const LoadOptions &options) {
   LoadedModel loaded;
@@ -559,13 +642,17 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
   if (llvm::Error err = checkOpsets(model, path, loaded.opset))
     return std::move(err);
   nameNodes(*model.mutable_graph());
-  for (auto &info : *model.mutable_training_info())
+  for (auto &info : *model.mutable_training_info()) {
     nameNodes(*info.mutable_algorithm());
+    nameNodes(*info.mutable_initialization());
+  }
   if (llvm::Error err = loadExternalData(*model.mutable_graph(), path))
     return std::move(err);
   for (auto &info : *model.mutable_training_info())
-    if (llvm::Error err = loadExternalData(*info.mutable_algorithm(), path))
-      return std::move(err);
+    for (onnx::GraphProto *graph :
+         {info.mutable_algorithm(), info.mutable_initialization()})
+      if (llvm::Error err = loadExternalData(*graph, path))
+        return std::move(err);
   if (llvm::Error err = upgradeOpset(model, path, loaded.opset))
     return std::move(err);
   try {
@@ -583,11 +670,11 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     if (llvm::Error err = inferShapes(model, "the model graph"))
       return std::move(err);
 
+  for (auto &info : *model.mutable_training_info())
+    if (llvm::Error err = runInitialization(model, info, path,
+                                            options.runInitialization))
+      return std::move(err);
   for (const auto &info : model.training_info()) {
-    if (info.initialization().node_size() > 0)
-      return fail(formatv("'{0}': training_info initialization graphs are not "
-                          "supported; give the initial values as initializers",
-                          path));
     onnx::ModelProto combined = model;
     combined.clear_training_info();
     *combined.mutable_graph() =

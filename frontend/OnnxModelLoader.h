@@ -16,6 +16,8 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,8 +41,18 @@ constexpr int64_t kMaxOpset = 17;
 constexpr int64_t kMinConvertibleOpset = 7;
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
 
+/// A training_info initialization graph's outputs by name.
+using TensorsByName = std::map<std::string, onnx::TensorProto>;
+/// Runs an initialization graph, given as a model of its own (no inputs).
+using InitializationRunner =
+    std::function<llvm::Expected<TensorsByName>(const onnx::ModelProto &)>;
+
 struct LoadOptions {
   std::vector<ShapeBinding> shapeBindings;
+  /// Computes training_info initialization graphs, whose outputs then
+  /// replace the initializers they are bound to; without a runner such
+  /// graphs are refused.
+  InitializationRunner runInitialization;
 };
 
 /// A model ready for import. `algorithms[i]` is training_info[i]'s algorithm

@@ -12,6 +12,10 @@ new W, B, velocities and step count back to their initializers.
 
   /usr/bin/python3 test/models/make_training_info_model.py --out m.onnx
 
+--initialization adds an initialization graph (Constant, Transpose, Mul,
+Add) whose outputs initialization_binding puts into W, B and the
+algorithm's learning rate R before training starts.
+
 --broken KIND writes a deliberately wrong variant for the importer's error
 tests instead (the checks, the ONNX checker's and this script's own for
 training_info, which the checker ignores, run on the good model only):
@@ -19,6 +23,9 @@ training_info, which the checker ignores, run on the good model only):
   bad-binding-key    an update_binding key names no initializer
   bad-binding-value  an update_binding value names no algorithm output
   bad-gradient-xs    the Gradient node's xs names an unknown tensor
+  bad-init-shape     the initialization graph's W is 2x4, W is 4x2
+  bad-init-key       an initialization_binding key names no initializer
+  init-random        the initialization graph uses RandomNormal
 """
 
 import argparse
@@ -29,7 +36,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
-BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs")
+BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs",
+                "bad-init-shape", "bad-init-key", "init-random")
 
 
 def tensor_info(name, elem_type, shape):
@@ -107,15 +115,57 @@ def update_binding(broken):
     return binding
 
 
-def make_model(broken=None):
+def initialization_graph(broken):
+    """W = 0.5 * transpose(W0), B = B0 + 1, R = 0.05; bad-init-shape makes
+    W's value 2x4 instead of 4x2, init-random draws W0 with RandomNormal."""
+    rng = np.random.RandomState(1)
+    w0 = rng.standard_normal((2, 4)).astype(np.float32)
+    b0 = rng.standard_normal((2,)).astype(np.float32)
+
+    def constant(name, value):
+        return helper.make_node("Constant", [], [name], name=name,
+                                value=numpy_helper.from_array(value))
+    w_shape = [2, 4] if broken == "bad-init-shape" else [4, 2]
+    nodes = [
+        helper.make_node("RandomNormal", [], ["W0"], name="random_w0",
+                         shape=[2, 4], seed=1.0)
+        if broken == "init-random" else constant("W0", w0),
+        constant("B0", b0),
+        constant("half", np.array(0.5, np.float32)),
+        constant("one_f", np.array(1.0, np.float32)),
+        constant("R_init", np.array(0.05, np.float32)),
+        helper.make_node("Transpose", ["W0"], ["W0_t"], name="transpose",
+                         perm=[0, 1] if broken == "bad-init-shape" else [1, 0]),
+        helper.make_node("Mul", ["W0_t", "half"], ["W_init"], name="scale"),
+        helper.make_node("Add", ["B0", "one_f"], ["B_init"], name="shift"),
+    ]
+    outputs = [tensor_info("W_init", TensorProto.FLOAT, w_shape),
+               tensor_info("B_init", TensorProto.FLOAT, [2]),
+               tensor_info("R_init", TensorProto.FLOAT, [])]
+    return helper.make_graph(nodes, "initialization", inputs=[],
+                             outputs=outputs)
+
+
+def initialization_binding(broken):
+    binding = [("W", "W_init"), ("B", "B_init"), ("R", "R_init")]
+    if broken == "bad-init-key":
+        binding[0] = ("W_missing", "W_init")
+    return binding
+
+
+def make_model(broken=None, initialization=False):
     model = helper.make_model(
         inference_graph(),
         producer_name="cleave-test",
         opset_imports=[helper.make_opsetid("", 17),
                        helper.make_opsetid(TRAINING_DOMAIN, 1)])
     model.ir_version = 8
+    with_init = initialization or broken in ("bad-init-shape", "bad-init-key",
+                                             "init-random")
     model.training_info.append(helper.make_training_info(
-        algorithm_graph(broken), update_binding(broken), None, None))
+        algorithm_graph(broken), update_binding(broken),
+        initialization_graph(broken) if with_init else None,
+        initialization_binding(broken) if with_init else None))
     return model
 
 
@@ -156,8 +206,10 @@ def main():
     parser.add_argument("--out", required=True, help="output .onnx file")
     parser.add_argument("--broken", choices=BROKEN_KINDS,
                         help="write this deliberately wrong variant")
+    parser.add_argument("--initialization", action="store_true",
+                        help="add an initialization graph")
     opts = parser.parse_args()
-    model = make_model(opts.broken)
+    model = make_model(opts.broken, opts.initialization)
     if not opts.broken:
         onnx.checker.check_model(model, full_check=True)
         check_training_info(model)

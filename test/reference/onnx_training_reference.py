@@ -3,7 +3,9 @@
 test/models/make_training_info_model.py builds: the least-squares loss
 sum((X @ W + B - T)^2), its Gradient (the analytic derivative), and the
 ai.onnx.preview.training Momentum operator exactly as the operator's spec
-defines it, with T_count incremented and update_binding applied every step.
+defines it, with T_count incremented and update_binding applied every step;
+an initialization graph, if the model has one, sets its bound initializers
+first.
 
     onnx_training_reference.py --model M.onnx --data DIR --steps N --out DIR
 
@@ -21,6 +23,30 @@ import onnx
 from onnx import numpy_helper
 
 
+def run_initialization(info):
+    """The initialization graph's outputs by the initializer each is bound
+    to (ONNX runs it once when training starts); only the ops the test
+    model uses."""
+    values = {}
+    for node in info.initialization.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a)
+                 for a in node.attribute}
+        ins = [values[name] for name in node.input]
+        if node.op_type == "Constant":
+            out = numpy_helper.to_array(attrs["value"])
+        elif node.op_type == "Transpose":
+            out = np.transpose(ins[0], attrs["perm"])
+        elif node.op_type == "Mul":
+            out = ins[0] * ins[1]
+        elif node.op_type == "Add":
+            out = ins[0] + ins[1]
+        else:
+            raise ValueError(f"no reference for {node.op_type}")
+        values[node.output[0]] = out
+    return {entry.key: values[entry.value]
+            for entry in info.initialization_binding}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", required=True)
@@ -32,6 +58,7 @@ def main():
     info = model.training_info[0]
     state = {i.name: numpy_helper.to_array(i).copy()
              for i in list(model.graph.initializer) + list(info.algorithm.initializer)}
+    state.update(run_initialization(info))
     momentum = next(n for n in info.algorithm.node if n.op_type == "Momentum")
     attrs = {x.name: x for x in momentum.attribute}
     alpha, beta = attrs["alpha"].f, attrs["beta"].f

@@ -8,6 +8,7 @@
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/DistributionFlags.h"
 #include "tools/cleave/ImportFlags.h"
+#include "tools/cleave/InitializationGraph.h"
 #include "tools/cleave/TargetFlags.h"
 
 #include "codegen/ProgramEmitter.h"
@@ -298,6 +299,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::ImportOptions options;
   if (!import_.toOptions(options))
     return 1;
+  options.runInitialization = runInitializationGraph;
   mlir::cleave::ImportArtifacts artifacts;
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::cleave::importOnnxModel(
       context, import_.model, options, &artifacts);
