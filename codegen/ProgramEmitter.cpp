@@ -160,6 +160,10 @@ public:
     func.walk([&](DropoutOp op) {
       dropoutNumber.try_emplace(op, dropoutNumber.size());
     });
+    func.walk([&](Operation *op) {
+      if (isa<RandomUniformOp, RandomNormalOp>(op))
+        randomNumber.try_emplace(op, randomNumber.size());
+    });
     for (auto &[tail, chain] : fusedGroups)
       for (Operation *op : chain)
         executedAt[op] = tail;
@@ -387,6 +391,8 @@ private:
   llvm::raw_string_ostream globals{globalsText}, body{bodyText};
   /// Each dropout's number in program order (whatever stage emits it).
   llvm::DenseMap<Operation *, int64_t> dropoutNumber;
+  /// Each random op's number in program order.
+  llvm::DenseMap<Operation *, int64_t> randomNumber;
   /// Fused chains by their last op; ops folded into a later op's loop.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> fusedGroups;
   llvm::DenseSet<Operation *> fusedAway;
@@ -614,6 +620,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
   auto learningRate = [&](APFloat lr, Value factor) {
     std::string text = floatLiteral(lr.convertToFloat()) + "f";
     return factor ? text + " * " + t(factor) + "[0]" : text;
+  };
+  // A random op's own seed, else the program's.
+  auto randomSeed = [&](IntegerAttr seed) {
+    return seed ? formatv("{0}ull", static_cast<uint64_t>(seed.getInt())).str()
+                : std::string("ctx.seed");
   };
   auto ignore = [&](IntegerAttr index) {
     return formatv("{0}, {1}", index ? "true" : "false",
@@ -969,6 +980,26 @@ LogicalResult Emitter::emitOp(Operation *op) {
                      floatLiteral(dropout.getRatio().convertToFloat()),
                      dropoutNumber.lookup(op), t(dropout.getOutput()),
                      t(dropout.getMask())));
+        return success();
+      })
+      .Case([&](RandomUniformOp random) {
+        call(op, formatv("randomUniform({0}, {1}, {2}f, {3}f, {4}, {5}, "
+                         "ctx.step)",
+                         t(random.getResult()), n(random.getResult()),
+                         floatLiteral(random.getLow().convertToFloat()),
+                         floatLiteral(random.getHigh().convertToFloat()),
+                         randomSeed(random.getSeedAttr()),
+                         randomNumber.lookup(op)));
+        return success();
+      })
+      .Case([&](RandomNormalOp random) {
+        call(op, formatv("randomNormal({0}, {1}, {2}f, {3}f, {4}, {5}, "
+                         "ctx.step)",
+                         t(random.getResult()), n(random.getResult()),
+                         floatLiteral(random.getMean().convertToFloat()),
+                         floatLiteral(random.getScale().convertToFloat()),
+                         randomSeed(random.getSeedAttr()),
+                         randomNumber.lookup(op)));
         return success();
       })
       .Case([&](LrScheduleOp schedule) {

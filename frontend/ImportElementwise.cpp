@@ -80,6 +80,33 @@ LogicalResult importDropout(NodeImporter &node) {
   return success();
 }
 
+/// RandomUniform and RandomNormal (float32 only): the shape from the
+/// attribute (ONNX shape inference), the distribution's two parameters, and
+/// the seed, a float in ONNX, kept as its bit pattern.
+template <typename Op>
+LogicalResult importRandom(NodeImporter &node, StringRef first,
+                           float firstDefault, StringRef second,
+                           float secondDefault) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  if (node.intAttr("dtype", onnx::TensorProto_DataType_FLOAT) !=
+      onnx::TensorProto_DataType_FLOAT)
+    return node.emitError() << "only float32 random numbers are supported "
+                               "(dtype 1)";
+  OpBuilder &b = node.builder();
+  IntegerAttr seed;
+  if (node.hasAttr("seed"))
+    seed = b.getI64IntegerAttr(
+        llvm::bit_cast<uint32_t>(node.floatAttr("seed", 0.0f)));
+  float a = node.floatAttr(first, firstDefault);
+  float c = node.floatAttr(second, secondDefault);
+  auto op =
+      node.create<Op>(*type, b.getF32FloatAttr(a), b.getF32FloatAttr(c), seed);
+  node.setOutput(0, op.getResult());
+  return success();
+}
+
 } // namespace
 
 void registerElementwiseImporters(OpImportTable &table) {
@@ -103,6 +130,12 @@ void registerElementwiseImporters(OpImportTable &table) {
   table["Identity"] = importIdentity;
   table["Constant"] = importConstant;
   table["Dropout"] = importDropout;
+  table["RandomUniform"] = [](NodeImporter &node) {
+    return importRandom<RandomUniformOp>(node, "low", 0.0f, "high", 1.0f);
+  };
+  table["RandomNormal"] = [](NodeImporter &node) {
+    return importRandom<RandomNormalOp>(node, "mean", 0.0f, "scale", 1.0f);
+  };
 }
 
 } // namespace mlir::cleave

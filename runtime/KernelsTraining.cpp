@@ -1,14 +1,17 @@
-//===- KernelsTraining.cpp - dropout and optimizer steps ------------------===//
+//===- KernelsTraining.cpp - dropout, random numbers, optimizer steps -----===//
 //
 // Part of the Cleave runtime. The per-element math is in
-// ElementwiseBodies.h (SgdStep, AdamwStep) and Rng.h, shared with the cuda
-// target, so that both targets train identically.
+// ElementwiseBodies.h (SgdStep, AdamwStep), TrainingBodies.h (dropout and
+// random numbers) and Rng.h, shared with the cuda target, so that both
+// targets train identically.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Elementwise.h"
 #include "runtime/ElementwiseBodies.h"
+#include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
+#include "runtime/TrainingBodies.h"
 
 #include <type_traits>
 #include "runtime/Rng.h"
@@ -19,16 +22,22 @@ using detail::kParallelGrain;
 
 void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
              int64_t node, int64_t step, float *y, bool *mask) {
-  uint64_t key = dropoutKey(seed, node, step);
-  // 1 - ratio in float and a true division, as the Python reference does.
-  float keepProb = 1.0f - ratio;
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
-    bool keep = dropoutUniformFromKey(key, i) >= ratio;
-    y[i] = keep ? x[i] / keepProb : 0.0f;
-    if (mask)
-      mask[i] = keep;
-  }
+  detail::runItems(
+      n, n, body::DropoutElement::make(x, ratio, seed, node, step, y, mask));
+}
+
+void randomUniform(float *y, int64_t n, float low, float high, uint64_t seed,
+                   int64_t node, int64_t step) {
+  detail::runItems(
+      n, n,
+      body::RandomUniformElement{y, randomKey(seed, node, step), low, high});
+}
+
+void randomNormal(float *y, int64_t n, float mean, float scale, uint64_t seed,
+                  int64_t node, int64_t step) {
+  detail::runItems(
+      n, n,
+      body::RandomNormalElement{y, randomKey(seed, node, step), mean, scale});
 }
 
 void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,

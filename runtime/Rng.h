@@ -1,7 +1,8 @@
-//===- Rng.h - the counter-based dropout mask -------------------*- C++ -*-===//
+//===- Rng.h - counter-based random numbers ---------------------*- C++ -*-===//
 //
-// Part of the Cleave runtime, shared by every target. Dropout draws its mask
-// from a hash of (seed, node, step, element) instead of a stateful generator,
+// Part of the Cleave runtime, shared by every target. Dropout draws its mask,
+// and RandomUniform/RandomNormal their numbers, from a hash of (seed, node,
+// step, element) instead of a stateful generator,
 // so that any element can be computed independently (on any device, in any
 // order) and a Python reference (test/reference/torch_train.py) reproduces
 // it bit for bit.
@@ -44,6 +45,19 @@ CLEAVE_HD inline float dropoutUniformFromKey(uint64_t key, int64_t index) {
 CLEAVE_HD inline float dropoutUniform(uint64_t seed, int64_t node, int64_t step,
                                       int64_t index) {
   return dropoutUniformFromKey(dropoutKey(seed, node, step), index);
+}
+
+/// The per-(node, step) key of random op `node` (RandomUniform,
+/// RandomNormal): dropout's mixing on a different seed, so that random op
+/// k and dropout k draw different streams.
+CLEAVE_HD inline uint64_t randomKey(uint64_t seed, int64_t node, int64_t step) {
+  return dropoutKey(splitmix64(seed ^ 0x52414E444F4D5331ull), node, step);
+}
+
+/// Uniform in (0, 1), never 0: what a logarithm may take.
+CLEAVE_HD inline float openUniformFromKey(uint64_t key, int64_t index) {
+  uint64_t u = splitmix64(key + static_cast<uint64_t>(index));
+  return (static_cast<float>(u >> 40) + 0.5f) * (1.0f / 16777216.0f);
 }
 
 } // namespace cleave::rt

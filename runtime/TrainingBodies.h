@@ -1,6 +1,6 @@
-//===- TrainingBodies.h - dropout and optimizer work items ------*- C++ -*-===//
+//===- TrainingBodies.h - dropout, random, optimizer work items -*- C++ -*-===//
 //
-// Part of the Cleave runtime. The work items of the cuda target's dropout
+// Part of the Cleave runtime. The work items of the dropout, random-number
 // and optimizer kernels (cuda/KernelsTraining.cu; run on the host by the
 // shared-body tests): the per-element bodies of ElementwiseBodies.h and
 // Rng.h, which the cpu kernels run too (KernelsTraining.cpp), with the
@@ -15,6 +15,7 @@
 #include "runtime/HostDevice.h"
 #include "runtime/Rng.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace cleave::body {
@@ -44,6 +45,36 @@ struct DropoutElement {
     y[i] = keep ? x[i] / keepProb : 0.0f;
     if (mask)
       mask[i] = keep;
+  }
+};
+
+/// ONNX RandomUniform, element i: low + (high - low) * u with u uniform in
+/// [0, 1) (Rng.h); a value rounded up to `high` becomes `low`.
+struct RandomUniformElement {
+  float *y;
+  uint64_t key;
+  float low;
+  float high;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    float v = low + (high - low) * rt::dropoutUniformFromKey(key, i);
+    y[i] = v < high ? v : low;
+  }
+};
+
+/// ONNX RandomNormal, element i: mean + scale * z, z standard normal by the
+/// Box-Muller transform of uniforms 2i and 2i + 1 of the stream.
+struct RandomNormalElement {
+  float *y;
+  uint64_t key;
+  float mean;
+  float scale;
+
+  CLEAVE_HD void operator()(int64_t i) const {
+    float radius =
+        std::sqrt(-2.0f * std::log(rt::openUniformFromKey(key, 2 * i)));
+    float angle = 6.28318530718f * rt::dropoutUniformFromKey(key, 2 * i + 1);
+    y[i] = mean + scale * (radius * std::cos(angle));
   }
 };
 

@@ -16,6 +16,8 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::cleave;
 
@@ -182,6 +184,22 @@ LogicalResult DropoutOp::verify() {
     return emitOpError() << "ratio " << ratio << " must be in [0, 1)";
   if (getOutput().getType() != getInput().getType())
     return emitOpError("output must have the input's type");
+  return success();
+}
+
+LogicalResult RandomUniformOp::verify() {
+  float low = getLow().convertToFloat(), high = getHigh().convertToFloat();
+  if (!(low < high) || !std::isfinite(high - low))
+    return emitOpError() << "needs finite low < high, not [" << low << ", "
+                         << high << ")";
+  return success();
+}
+
+LogicalResult RandomNormalOp::verify() {
+  float mean = getMean().convertToFloat(), scale = getScale().convertToFloat();
+  if (!std::isfinite(mean) || !(scale >= 0.0f) || !std::isfinite(scale))
+    return emitOpError() << "needs a finite mean and a finite scale >= 0, not "
+                         << mean << " and " << scale;
   return success();
 }
 

@@ -257,6 +257,41 @@ def Cleave_DropoutOp : Cleave_Op<"dropout", [SameOperandsAndResultShape]> {
   let hasVerifier = 1;
 }
 
+class Cleave_RandomOp<string mnemonic, string what, string example,
+                      dag parameters>
+    : Cleave_Op<mnemonic, []> {
+  let summary = "a tensor of " # what # " random numbers";
+  let description = [{
+    Fills the result with numbers drawn from }] # what # [{ (ONNX
+    RandomUniform / RandomNormal). The numbers are a pure function of the
+    seed (`seed` when present, else the program's), the op's number among
+    the program's random ops, the training step and the element's index
+    (runtime/Rng.h): the same in every run and on every target, new at each
+    step. Not `Pure`: two identical ops draw different numbers, so neither
+    may be merged with the other.
+
+    Example:
+
+    ```mlir
+    }] # example # [{
+    ```
+  }];
+  let arguments = !con(parameters, (ins OptionalAttr<I64Attr>:$seed));
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cleave_RandomUniformOp : Cleave_RandomOp<"random_uniform",
+    "uniformly in `[low, high)`",
+    "%r = cleave.random_uniform {high = 1.000000e+00 : f32, low = 0.000000e+00 : f32} : tensor<4x2xf32>",
+    (ins F32Attr:$low, F32Attr:$high)>;
+
+def Cleave_RandomNormalOp : Cleave_RandomOp<"random_normal",
+    "a normal distribution of mean `mean` and standard deviation `scale`",
+    "%r = cleave.random_normal {mean = 0.000000e+00 : f32, scale = 2.000000e-02 : f32} : tensor<4x2xf32>",
+    (ins F32Attr:$mean, F32Attr:$scale)>;
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

@@ -22,6 +22,16 @@ void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
   launch(n, DropoutElement::make(x, ratio, seed, node, step, y, mask));
 }
 
+void randomUniform(float *y, int64_t n, float low, float high, uint64_t seed,
+                   int64_t node, int64_t step) {
+  launch(n, RandomUniformElement{y, randomKey(seed, node, step), low, high});
+}
+
+void randomNormal(float *y, int64_t n, float mean, float scale, uint64_t seed,
+                  int64_t node, int64_t step) {
+  launch(n, RandomNormalElement{y, randomKey(seed, node, step), mean, scale});
+}
+
 void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,
                float lr, float momentum, float dampening, bool nesterov,
                float weightDecay, int64_t step) {

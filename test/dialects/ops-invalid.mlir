@@ -146,6 +146,22 @@ func.func @pow_result_type(%x: tensor<4xf32>, %e: tensor<f32>) {
 
 // -----
 
+func.func @random_uniform_empty_range() {
+  // expected-error @+1 {{needs finite low < high, not [1.000000e+00, 1.000000e+00)}}
+  %u = cleave.random_uniform {high = 1.0 : f32, low = 1.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @random_normal_negative_scale() {
+  // expected-error @+1 {{needs a finite mean and a finite scale >= 0, not 0.000000e+00 and -1.000000e+00}}
+  %n = cleave.random_normal {mean = 0.0 : f32, scale = -1.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @dropout_ratio_one(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{ratio 1.000000e+00 must be in [0, 1)}}
   %y, %m = cleave.dropout %x {ratio = 1.0 : f32, training = true}

@@ -101,6 +101,15 @@ func.func @cast_dropout(%i: tensor<4xi64>, %x: tensor<2x8xf32>) {
   return
 }
 
+// CHECK-LABEL: func.func @random
+func.func @random() -> (tensor<4x2xf32>, tensor<3xf32>) {
+  // CHECK: cleave.random_uniform {high = 3.000000e+00 : f32, low = -1.000000e+00 : f32} : tensor<4x2xf32>
+  // CHECK: cleave.random_normal {mean = 0.000000e+00 : f32, scale = 2.000000e-02 : f32, seed = 7 : i64} : tensor<3xf32>
+  %u = cleave.random_uniform {high = 3.0 : f32, low = -1.0 : f32} : tensor<4x2xf32>
+  %n = cleave.random_normal {mean = 0.0 : f32, scale = 0.02 : f32, seed = 7 : i64} : tensor<3xf32>
+  return %u, %n : tensor<4x2xf32>, tensor<3xf32>
+}
+
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: (%[[A:[^:]+]]: tensor<8x64xf32>, %[[B:[^:]+]]: tensor<64x16xf32>, %[[BA:[^:]+]]: tensor<2x1x8x64xf32>, %[[BB:[^:]+]]: tensor<3x64x16xf32>, %[[V:[^:]+]]: tensor<64xf32>)
 func.func @matmul(%a: tensor<8x64xf32>, %b: tensor<64x16xf32>, %ba: tensor<2x1x8x64xf32>,

@@ -14,7 +14,8 @@ new W, B, velocities and step count back to their initializers.
 
 --initialization adds an initialization graph (Constant, Transpose, Mul,
 Add) whose outputs initialization_binding puts into W, B and the
-algorithm's learning rate R before training starts.
+algorithm's learning rate R before training starts; --initialization
+random draws W's values with RandomNormal instead.
 
 --broken KIND writes a deliberately wrong variant for the importer's error
 tests instead (the checks, the ONNX checker's and this script's own for
@@ -25,7 +26,7 @@ training_info, which the checker ignores, run on the good model only):
   bad-gradient-xs    the Gradient node's xs names an unknown tensor
   bad-init-shape     the initialization graph's W is 2x4, W is 4x2
   bad-init-key       an initialization_binding key names no initializer
-  init-random        the initialization graph uses RandomNormal
+  init-unsupported   the initialization graph uses Abs (not supported)
 """
 
 import argparse
@@ -37,7 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
 BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs",
-                "bad-init-shape", "bad-init-key", "init-random")
+                "bad-init-shape", "bad-init-key", "init-unsupported")
 
 
 def tensor_info(name, elem_type, shape):
@@ -115,9 +116,10 @@ def update_binding(broken):
     return binding
 
 
-def initialization_graph(broken):
-    """W = 0.5 * transpose(W0), B = B0 + 1, R = 0.05; bad-init-shape makes
-    W's value 2x4 instead of 4x2, init-random draws W0 with RandomNormal."""
+def initialization_graph(broken, random):
+    """W = 0.5 * transpose(W0), B = B0 + 1, R = 0.05 (W0 from RandomNormal
+    when `random`); bad-init-shape makes W's value 2x4 instead of 4x2,
+    init-unsupported takes Abs of B0."""
     rng = np.random.RandomState(1)
     w0 = rng.standard_normal((2, 4)).astype(np.float32)
     b0 = rng.standard_normal((2,)).astype(np.float32)
@@ -129,7 +131,7 @@ def initialization_graph(broken):
     nodes = [
         helper.make_node("RandomNormal", [], ["W0"], name="random_w0",
                          shape=[2, 4], seed=1.0)
-        if broken == "init-random" else constant("W0", w0),
+        if random else constant("W0", w0),
         constant("B0", b0),
         constant("half", np.array(0.5, np.float32)),
         constant("one_f", np.array(1.0, np.float32)),
@@ -139,6 +141,9 @@ def initialization_graph(broken):
         helper.make_node("Mul", ["W0_t", "half"], ["W_init"], name="scale"),
         helper.make_node("Add", ["B0", "one_f"], ["B_init"], name="shift"),
     ]
+    if broken == "init-unsupported":
+        nodes.insert(2, helper.make_node("Abs", ["B0"], ["B0_abs"], name="abs"))
+        nodes[-1].input[0] = "B0_abs"
     outputs = [tensor_info("W_init", TensorProto.FLOAT, w_shape),
                tensor_info("B_init", TensorProto.FLOAT, [2]),
                tensor_info("R_init", TensorProto.FLOAT, [])]
@@ -153,7 +158,7 @@ def initialization_binding(broken):
     return binding
 
 
-def make_model(broken=None, initialization=False):
+def make_model(broken=None, initialization=None):
     model = helper.make_model(
         inference_graph(),
         producer_name="cleave-test",
@@ -161,10 +166,11 @@ def make_model(broken=None, initialization=False):
                        helper.make_opsetid(TRAINING_DOMAIN, 1)])
     model.ir_version = 8
     with_init = initialization or broken in ("bad-init-shape", "bad-init-key",
-                                             "init-random")
+                                             "init-unsupported")
     model.training_info.append(helper.make_training_info(
         algorithm_graph(broken), update_binding(broken),
-        initialization_graph(broken) if with_init else None,
+        initialization_graph(broken, initialization == "random")
+        if with_init else None,
         initialization_binding(broken) if with_init else None))
     return model
 
@@ -206,7 +212,8 @@ def main():
     parser.add_argument("--out", required=True, help="output .onnx file")
     parser.add_argument("--broken", choices=BROKEN_KINDS,
                         help="write this deliberately wrong variant")
-    parser.add_argument("--initialization", action="store_true",
+    parser.add_argument("--initialization", nargs="?", const="constant",
+                        choices=("constant", "random"),
                         help="add an initialization graph")
     opts = parser.parse_args()
     model = make_model(opts.broken, opts.initialization)

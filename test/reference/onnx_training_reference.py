@@ -40,6 +40,10 @@ def run_initialization(info):
             out = ins[0] * ins[1]
         elif node.op_type == "Add":
             out = ins[0] + ins[1]
+        elif node.op_type == "RandomNormal":
+            # The numbers are the implementation's: NaN until --initial
+            # gives the program's own.
+            out = np.full(attrs["shape"], np.nan, np.float32)
         else:
             raise ValueError(f"no reference for {node.op_type}")
         values[node.output[0]] = out
@@ -53,12 +57,19 @@ def main():
     p.add_argument("--data", required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--initial", help="take the bound tensors' initial values "
+                   "from DIR/<name>.npy (an initialization graph with random "
+                   "ops, whose numbers ONNX leaves to the implementation)")
     a = p.parse_args()
     model = onnx.load(a.model)
     info = model.training_info[0]
     state = {i.name: numpy_helper.to_array(i).copy()
              for i in list(model.graph.initializer) + list(info.algorithm.initializer)}
     state.update(run_initialization(info))
+    for entry in info.initialization_binding if a.initial else []:
+        path = os.path.join(a.initial, entry.key + ".npy")
+        if os.path.exists(path):
+            state[entry.key] = np.load(path)
     momentum = next(n for n in info.algorithm.node if n.op_type == "Momentum")
     attrs = {x.name: x for x in momentum.attribute}
     alpha, beta = attrs["alpha"].f, attrs["beta"].f

@@ -510,6 +510,19 @@ TEST(RowBodies, DropoutElementMatchesCpu) {
     }
 }
 
+TEST(RowBodies, RandomElementsMatchCpu) {
+  constexpr int64_t n = 1000;
+  std::vector<float> want(n), got(n);
+  randomUniform(want.data(), n, -1.0f, 3.0f, 1234, 2, 9);
+  runOnHost(n, RandomUniformElement{got.data(), rt::randomKey(1234, 2, 9),
+                                    -1.0f, 3.0f});
+  expectSame(got, want, 0.0, 0.0);
+  randomNormal(want.data(), n, 1.0f, 0.5f, 1234, 2, 9);
+  runOnHost(n, RandomNormalElement{got.data(), rt::randomKey(1234, 2, 9), 1.0f,
+                                   0.5f});
+  expectSame(got, want, 0.0, 0.0);
+}
+
 TEST(RowBodies, SgdElementMatchesCpu) {
   constexpr int64_t n = 50;
   struct Config {
