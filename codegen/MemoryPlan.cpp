@@ -3,6 +3,9 @@
 #include "codegen/MemoryPlan.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "runtime/cuda/KernelScratch.h"
+
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
 
@@ -146,6 +149,65 @@ planMemory(func::FuncOp func,
     plan.arenaBytes = std::max(plan.arenaBytes, offset + size);
   }
   return plan;
+}
+
+int64_t kernelScratchBytes(func::FuncOp func) {
+  namespace scratch = ::cleave::rt::cuda::scratch;
+  auto elements = [](Value v) {
+    return cast<ShapedType>(v.getType()).getNumElements();
+  };
+  // The im2col matrix of one (sample, group): [C_in / groups * kernel,
+  // output positions].
+  auto convolution = [](Value weight, Value output) {
+    auto w = cast<ShapedType>(weight.getType());
+    auto y = cast<ShapedType>(output.getType());
+    int64_t bytes = 4 * w.getDimSize(1);
+    for (int64_t d = 2; d < w.getRank(); ++d)
+      bytes *= w.getDimSize(d) * y.getDimSize(d);
+    return scratch::convolution(bytes);
+  };
+  auto reduction = [&](Value input, Value result) {
+    int64_t out = elements(result);
+    return scratch::reduction(out, out ? elements(input) / out : 0);
+  };
+  int64_t bound = 0;
+  func.walk([&](Operation *op) {
+    int64_t bytes =
+        llvm::TypeSwitch<Operation *, int64_t>(op)
+            .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
+              return reduction(reduce.getInput(), reduce.getResult());
+            })
+            .Case([](BatchNormOp norm) {
+              return scratch::batchNorm(
+                  norm.getScale().getType().getDimSize(0));
+            })
+            .Case([](BatchNormGradOp grad) {
+              return scratch::batchNormGrad(
+                  grad.getScale().getType().getDimSize(0));
+            })
+            .Case<SoftmaxCrossEntropyGradOp, NllLossGradOp>(
+                [](Operation *) { return scratch::kLossScaleBytes; })
+            .Case([](GemmOp) { return scratch::kGemmEpilogueBytes; })
+            .Case([&](ConvOp conv) {
+              return convolution(conv.getWeight(), conv.getResult());
+            })
+            .Case([&](ConvGradInputOp grad) {
+              return convolution(grad.getWeight(), grad.getOutputGrad());
+            })
+            .Case([&](ConvGradWeightOp grad) {
+              return convolution(grad.getWeightGrad(), grad.getOutputGrad());
+            })
+            .Case([](AllGatherOp gather) {
+              return scratch::aligned(tensorBytes(gather.getType()));
+            })
+            .Case([](ReduceScatterOp scatter) {
+              return scratch::aligned(
+                  tensorBytes(scatter.getInput().getType()));
+            })
+            .Default([](Operation *) { return int64_t(0); });
+    bound = std::max(bound, bytes);
+  });
+  return bound;
 }
 
 } // namespace mlir::cleave

@@ -46,6 +46,12 @@ planMemory(func::FuncOp func,
 /// Bytes of a statically shaped tensor.
 int64_t tensorBytes(Type type);
 
+/// The most device memory any op of `func` borrows for the length of its
+/// call on the cuda target (reduction partials, workspaces, staging), by
+/// the bounds of runtime/cuda/KernelScratch.h: the kernel-scratch region
+/// at the end of the device block.
+int64_t kernelScratchBytes(func::FuncOp func);
+
 } // namespace mlir::cleave
 
 #endif // CLEAVE_CODEGEN_MEMORYPLAN_H

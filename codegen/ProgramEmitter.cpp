@@ -1459,7 +1459,12 @@ FailureOr<EmittedProgram> Emitter::run() {
      << program.embeddedBytes << ", trainStep, /*training=*/"
      << (haveLoss ? "true" : "false") << ", /*model=*/cleave_initial_values + "
      << program.modelOffset << ", " << options.modelBytes << "};\n"
-     << meshText << (cuda ? "  program.device = &cudaDeviceHooks();\n" : "")
+     << meshText
+     << (cuda ? formatv("  program.device = &cudaDeviceHooks();\n"
+                        "  program.kernelScratchBytes = {0};\n",
+                        kernelScratchBytes(func))
+                    .str()
+              : "")
      << "  return runProgram(program, argc, argv);\n}\n";
   return program;
 }

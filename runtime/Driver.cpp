@@ -574,9 +574,10 @@ int runProgram(const Program &program, int argc, char **argv) {
       total += alignUp(global.localBytes(i));
     }
     std::string error;
-    char *block =
-        device->reserve(total + program.arenaBytes, persistentBytes,
-                        program.arenaBytes, !options.quiet && root, error);
+    char *block = device->reserve(
+        total + program.arenaBytes + program.kernelScratchBytes,
+        persistentBytes, program.arenaBytes, program.kernelScratchBytes,
+        !options.quiet && root, error);
     if (!allSucceeded(block != nullptr, global))
       fail(error.empty() ? "another rank's GPU has too little memory" : error);
     for (int i = 0; i < program.numTensors; ++i)

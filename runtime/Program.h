@@ -83,11 +83,12 @@ struct DeviceHooks {
   /// Chooses this process's device once the mesh is up; false, and why in
   /// `error`, when there is none it can use.
   bool (*start)(std::string &error);
-  /// One block of device memory for every tensor and the scratch arena,
-  /// reported first when `report`; null, and why (what is needed, what is
-  /// free) in `error`, when it does not fit.
+  /// One block of device memory for every tensor, the scratch arena and,
+  /// at its end, `kernelScratchBytes` for the kernels' workspaces; reported
+  /// first when `report`; null, and why (what is needed, what is free) in
+  /// `error`, when it does not fit.
   char *(*reserve)(int64_t bytes, int64_t persistentBytes, int64_t scratchBytes,
-                   bool report, std::string &error);
+                   int64_t kernelScratchBytes, bool report, std::string &error);
   /// Page-locked host memory for the input batches (copied asynchronously).
   void *(*allocateHost)(int64_t bytes);
   void (*freeHost)(void *host);
@@ -120,6 +121,9 @@ struct Program {
   PipelineSpec pipeline;
   /// Null: the step runs on the host (cpu target).
   const DeviceHooks *device = nullptr;
+  /// Device memory the kernels borrow during a call, at most
+  /// (runtime/cuda/KernelScratch.h); the cuda target's.
+  int64_t kernelScratchBytes = 0;
 };
 
 /// Runs the training loop; returns the process exit code.

@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudaCollectives.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaSupport.h"
+#include "runtime/cuda/KernelScratch.h"
 #include "runtime/cuda/Launch.cuh"
 
 #include "runtime/HostDevice.h"
@@ -34,6 +35,11 @@ struct DeviceState {
   cublasLtHandle_t cublasLt = nullptr;
   cudnnHandle_t cudnn = nullptr;
   char *block = nullptr;
+  /// The kernel-scratch region at the end of the block, and how much of it
+  /// the live DeviceScratch objects hold.
+  char *kernelScratch = nullptr;
+  int64_t kernelScratchBytes = 0;
+  int64_t kernelScratchTop = 0;
 };
 DeviceState state;
 
@@ -85,15 +91,6 @@ bool start(std::string &error) {
   }
   state.device = local;
   CLEAVE_CUDA_CHECK(cudaSetDevice(state.device));
-  // Kernels' scratch (DeviceScratch) comes from the device's stream-ordered
-  // pool; by default the pool returns freed memory to the driver at every
-  // synchronization, i.e. every step. Keeping it makes each step's
-  // allocations after the first reuse the same memory.
-  cudaMemPool_t pool;
-  CLEAVE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, state.device));
-  uint64_t keepAll = UINT64_MAX;
-  CLEAVE_CUDA_CHECK(
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keepAll));
   CLEAVE_CUDA_CHECK(
       cudaStreamCreateWithFlags(&state.compute, cudaStreamNonBlocking));
   CLEAVE_CUDA_CHECK(
@@ -107,13 +104,14 @@ bool start(std::string &error) {
 }
 
 char *reserve(int64_t bytes, int64_t persistentBytes, int64_t scratchBytes,
-              bool report, std::string &error) {
+              int64_t kernelScratchBytes, bool report, std::string &error) {
   size_t freeBytes = 0, totalBytes = 0;
   CLEAVE_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
   cudaDeviceProp properties;
   CLEAVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, state.device));
   std::string what = mib(bytes) + " of device memory (parameters and state " +
                      mib(persistentBytes) + ", scratch " + mib(scratchBytes) +
+                     ", kernel workspaces " + mib(kernelScratchBytes) +
                      ", inputs and gradients the rest)";
   if (report)
     std::fprintf(stderr, "GPU %d (%s): needs %s; %s free of %s\n", state.device,
@@ -135,6 +133,8 @@ char *reserve(int64_t bytes, int64_t persistentBytes, int64_t scratchBytes,
   }
   CLEAVE_CUDA_CHECK(cudaMemset(block, 0, bytes));
   state.block = static_cast<char *>(block);
+  state.kernelScratch = state.block + bytes - kernelScratchBytes;
+  state.kernelScratchBytes = kernelScratchBytes;
   return state.block;
 }
 
@@ -196,14 +196,24 @@ void cudaFailure(const char *call, const char *file, int line,
 }
 
 DeviceScratch::DeviceScratch(int64_t bytes) {
-  if (bytes > 0)
-    CLEAVE_CUDA_CHECK(cudaMallocAsync(&data_, bytes, state.compute));
+  previousTop_ = state.kernelScratchTop;
+  if (bytes <= 0)
+    return;
+  int64_t size = scratch::aligned(bytes);
+  if (previousTop_ + size > state.kernelScratchBytes) {
+    char message[200];
+    std::snprintf(message, sizeof message,
+                  "a kernel needs %lld bytes of scratch beyond the %lld the "
+                  "compiler planned (runtime/cuda/KernelScratch.h)",
+                  static_cast<long long>(size),
+                  static_cast<long long>(state.kernelScratchBytes));
+    cudaFailure("DeviceScratch", __FILE__, __LINE__, message);
+  }
+  data_ = state.kernelScratch + previousTop_;
+  state.kernelScratchTop = previousTop_ + size;
 }
 
-DeviceScratch::~DeviceScratch() {
-  if (data_)
-    CLEAVE_CUDA_CHECK(cudaFreeAsync(data_, state.compute));
-}
+DeviceScratch::~DeviceScratch() { state.kernelScratchTop = previousTop_; }
 
 const DeviceHooks &cudaDeviceHooks() {
   static const DeviceHooks hooks{start,  reserve,  allocateHost, freeHost,

@@ -104,20 +104,6 @@ cudaError_t cudaMallocHost(void **pointer, size_t bytes) {
   return cudaMalloc(pointer, bytes);
 }
 cudaError_t cudaFreeHost(void *pointer) { return cudaFree(pointer); }
-/// The pool of cudaMallocAsync: host memory has no pool to configure.
-cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int) {
-  *pool = newHandle<cudaMemPool_t>();
-  return cudaSuccess;
-}
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void *) {
-  return cudaSuccess;
-}
-cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t) {
-  return cudaMalloc(pointer, bytes);
-}
-cudaError_t cudaFreeAsync(void *pointer, cudaStream_t) {
-  return cudaFree(pointer);
-}
 cudaError_t cudaMemset(void *pointer, int value, size_t bytes) {
   std::memset(pointer, value, bytes);
   return cudaSuccess;

@@ -66,9 +66,12 @@ cudnnHandle_t cudnnHandle();
                                       cudnnGetErrorString(cleaveStatus_));     \
   } while (0)
 
-/// Temporary device memory in stream order on the compute stream (im2col
-/// columns, a gather's staging buffer): freed when the object dies, after
-/// the kernels enqueued before that point.
+/// Device memory a kernel borrows for one call (im2col columns, a gather's
+/// staging buffer), from the kernel-scratch region at the end of the device
+/// block (KernelScratch.h), last taken first given back. Given back when
+/// the object dies: the next call's kernels, enqueued after this call's on
+/// the same stream (collectives make the compute stream wait for theirs),
+/// reuse it only after these are done.
 class DeviceScratch {
 public:
   explicit DeviceScratch(int64_t bytes);
@@ -79,6 +82,8 @@ public:
 
 private:
   void *data_ = nullptr;
+  /// The region's use before this object took its part.
+  int64_t previousTop_ = 0;
 };
 
 /// The device address of a __device__ array (a generated program's

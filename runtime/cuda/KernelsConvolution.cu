@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/KernelScratch.h"
 #include "runtime/cuda/Launch.cuh"
 
 #include "runtime/ConvolutionBodies.h"
@@ -214,7 +215,7 @@ public:
     int64_t im2col = g.w[1] * static_cast<int64_t>(sizeof(float));
     for (int d = 2; d < g.rank; ++d)
       im2col *= static_cast<int64_t>(g.w[d]) * g.y[d];
-    workspaceLimit_ = std::max<int64_t>(im2col, int64_t(64) << 20);
+    workspaceLimit_ = scratch::convolution(im2col);
   }
   ~CudnnPlan() {
     cudnnDestroyConvolutionDescriptor(conv);

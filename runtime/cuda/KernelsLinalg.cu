@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/KernelScratch.h"
 #include "runtime/cuda/Launch.cuh"
 
 #include "runtime/BroadcastBodies.h"
@@ -34,11 +35,6 @@
 namespace cleave::rt::cuda {
 
 namespace {
-
-/// The most cuBLASLt may use as workspace for a bias GEMM. Each call
-/// allocates only what its algorithm reports needing (none, for most
-/// shapes), in stream order.
-constexpr uint64_t kMaxLtWorkspaceBytes = uint64_t(4) << 20;
 
 /// The alignment of `pointer`, as cuBLASLt's heuristic wants to know it: the
 /// largest power of two dividing the address, from 4 (a float) to the 256
@@ -117,7 +113,7 @@ BiasGemmPlan &biasGemmPlan(bool transA, bool transB, int64_t m, int64_t n,
 
   cublasLtMatmulPreferenceOpaque_t preference;
   CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(&preference));
-  uint64_t maxWorkspace = kMaxLtWorkspaceBytes;
+  uint64_t maxWorkspace = scratch::kGemmEpilogueBytes;
   CLEAVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       &preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace,
       sizeof maxWorkspace));

@@ -10,17 +10,9 @@
 #include "runtime/cuda/Launch.cuh"
 
 #include "runtime/ReductionBodies.h"
+#include "runtime/cuda/KernelScratch.h"
 
 namespace cleave::rt::cuda {
-namespace {
-
-/// Items that keep every SM of a large GPU busy, and the fewest reduced
-/// elements worth an item of their own (below it, the merge costs more than
-/// the split saves).
-constexpr int64_t kTargetItems = int64_t(1) << 16;
-constexpr int64_t kMinChunk = 2048;
-
-} // namespace
 
 void reduce(ReduceKind kind, const float *in, const Shape &inShape,
             const int64_t *axes, int numAxes, float *out) {
@@ -33,9 +25,9 @@ void reduce(ReduceKind kind, const float *in, const Shape &inShape,
     copyN(in, f.outCount, out);
     return;
   }
-  if (f.outCount < kTargetItems)
-    f.splitInto(std::min((kTargetItems + f.outCount - 1) / f.outCount,
-                         (f.redCount + kMinChunk - 1) / kMinChunk));
+  // Enough items for every SM of a large GPU, none over too few inputs
+  // (below that, the merge costs more than the split saves).
+  f.splitInto(scratch::reductionParts(f.outCount, f.redCount));
   if (f.parts == 1) {
     launch(f.items(), f);
     return;
