@@ -3,9 +3,10 @@
 // Runs the work items of NormalizationBodies.h, ReductionBodies.h,
 // LossBodies.h and TrainingBodies.h on the host, as the cuda kernels launch
 // them (phase after phase), and compares the results with the cpu target's
-// kernels on small random inputs. The items repeat the cpu loops' arithmetic in
-// the same order, so the two agree to rounding; the tolerance, 1e-5 relative
-// plus 1e-6 absolute, leaves room for the cpu runtime being built with
+// kernels on small random inputs. The cpu kernels run the same items, cut
+// into other units (rows of 64 reduction outputs, planes, samples) and
+// splits, so the two agree to rounding; the tolerance, 1e-5 relative plus
+// 1e-6 absolute, leaves room for the cpu runtime being built with
 // -march=native (fused multiply-adds) and this test not.
 //
 //===----------------------------------------------------------------------===//
