@@ -87,12 +87,18 @@ planMemory(func::FuncOp func,
           plan.storageOf[out] = in;
   // A ReLU of a value nothing else reads (a layer's pre-activation, as the
   // ReLU's gradient reads the output) runs in place, which also lets the
-  // cuda target fold it into the GEMM that computes that value.
+  // cuda target fold it into the GEMM that computes that value. Not when
+  // that value is computed inside a later op's fused loop: it has no buffer.
+  auto executesLater = [&](Operation *op) {
+    Operation *at = executedAt.lookup(op);
+    return at && at != op;
+  };
   for (Operation &op : body)
     if (auto relu = dyn_cast<ReluOp>(op))
-      if (Value in = relu.getInput(); in.hasOneUse() && plan.root(in) == in &&
-                                      in.getDefiningOp() &&
-                                      !isa<ConstantOp>(in.getDefiningOp()))
+      if (Value in = relu.getInput();
+          in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
+          !isa<ConstantOp>(in.getDefiningOp()) &&
+          !executesLater(in.getDefiningOp()))
         plan.storageOf[relu.getResult()] = in;
 
   // Live range of every arena buffer: from its definition to the last read

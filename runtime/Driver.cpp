@@ -573,9 +573,11 @@ int runProgram(const Program &program, int argc, char **argv) {
       offsets.push_back(total);
       total += alignUp(global.localBytes(i));
     }
+    // The kernel workspaces after the arena start 256-aligned too, as
+    // cuBLASLt and cuDNN expect.
     std::string error;
     char *block = device->reserve(
-        total + program.arenaBytes + program.kernelScratchBytes,
+        total + alignUp(program.arenaBytes) + program.kernelScratchBytes,
         persistentBytes, program.arenaBytes, program.kernelScratchBytes,
         !options.quiet && root, error);
     if (!allSucceeded(block != nullptr, global))

@@ -375,9 +375,12 @@ cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta,
                const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
                cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
-               void *, size_t, cudaStream_t) {
+               void *workspace, size_t workspaceBytes, cudaStream_t) {
   if (!lightHandle)
     return CUBLAS_STATUS_NOT_INITIALIZED;
+  // cuBLASLt wants its workspace 256-aligned; the runtime promises that.
+  if (workspaceBytes && reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
+    return invalid("a workspace not aligned to 256 bytes");
   const MatmulDesc &desc = record<MatmulDesc>(computeDesc);
   const MatrixLayout &a = record<MatrixLayout>(Adesc);
   const MatrixLayout &b = record<MatrixLayout>(Bdesc);

@@ -203,9 +203,11 @@ DeviceScratch::DeviceScratch(int64_t bytes) {
   if (previousTop_ + size > state.kernelScratchBytes) {
     char message[200];
     std::snprintf(message, sizeof message,
-                  "a kernel needs %lld bytes of scratch beyond the %lld the "
-                  "compiler planned (runtime/cuda/KernelScratch.h)",
+                  "a kernel needs %lld bytes of scratch with %lld of the "
+                  "%lld the compiler planned in use "
+                  "(runtime/cuda/KernelScratch.h)",
                   static_cast<long long>(size),
+                  static_cast<long long>(previousTop_),
                   static_cast<long long>(state.kernelScratchBytes));
     cudaFailure("DeviceScratch", __FILE__, __LINE__, message);
   }

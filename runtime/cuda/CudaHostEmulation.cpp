@@ -21,6 +21,8 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -31,10 +33,21 @@ void *hostAllocate(size_t bytes) {
 }
 
 /// The emulated machine's size from the environment: the value of `name`
-/// if it is set to a number, else `fallback`.
+/// if it is set, else `fallback`. Anything but a whole number stops the run.
 size_t fromEnvironment(const char *name, size_t fallback) {
   const char *text = std::getenv(name);
-  return text && *text ? std::strtoull(text, nullptr, 10) : fallback;
+  if (!text || !*text)
+    return fallback;
+  char *end = nullptr;
+  size_t value = std::strtoull(text, &end, 10);
+  if (*end || !std::isdigit(static_cast<unsigned char>(*text))) {
+    std::fprintf(stderr,
+                 "error: %s='%s' is not a whole number; set it to one or "
+                 "unset it\n",
+                 name, text);
+    std::exit(1);
+  }
+  return value;
 }
 
 /// Streams and events are only handles here: every operation is done by

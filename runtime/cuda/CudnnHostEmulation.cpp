@@ -292,6 +292,8 @@ cudnnStatus_t startCall(const char *name, const Geometry &g, int algo,
                 "a workspace of " + std::to_string(bytes) + " bytes at " +
                     (workspace ? "a buffer" : "null") + " where algorithm " +
                     std::to_string(algo) + " needs " + std::to_string(needed));
+  if (bytes && reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
+    return fail(CUDNN_STATUS_BAD_PARAM, "a workspace not aligned to 256 bytes");
   auto *scratch = static_cast<float *>(workspace);
   for (size_t i = 0; i < bytes / sizeof(float); ++i)
     scratch[i] = std::numeric_limits<float>::quiet_NaN();

@@ -8,6 +8,7 @@ PyTorch state_dict names as initializers:
   mlp  784-128-64-10 MLP, cross-entropy; the batch dimension is symbolic
        (`batch`), to be bound with the importer's --input-shape flag
   cnn  small MNIST CNN with BatchNorm and Dropout, exported in training mode
+  resnet  one residual block, relu(bn(conv(h)) + h), in training mode
   gpt  tiny GPT-2-style decoder (pre-LayerNorm, Erf GELU, causal mask buffer)
 
 After each export the script runs the ONNX checker and shape inference and
@@ -70,6 +71,28 @@ class CNN(nn.Module):
         h = self.pool1(self.relu(self.bn1(self.conv1(x))))
         h = self.pool2(self.relu(self.conv2(h)))
         h = self.dropout(self.flatten(h))
+        return self.loss_fn(self.fc(h), y)
+
+
+class ResNet(nn.Module):
+    """One residual block, relu(bn(conv(h)) + h): 28x28 -> 14 -> 7."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, stride=2, padding=1)
+        self.bn_stem = nn.BatchNorm2d(8)
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(8 * 7 * 7, 10)
+        self.relu = nn.ReLU()
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, x, y):
+        h = self.relu(self.bn_stem(self.stem(x)))
+        h = self.relu(self.bn(self.conv(h)) + h)
+        h = self.flatten(self.pool(h))
         return self.loss_fn(self.fc(h), y)
 
 
@@ -180,6 +203,12 @@ def make_cnn():
     return CNN(), (x, y), ["x", "y"], None
 
 
+def make_resnet():
+    x = torch.randn(8, 1, 28, 28)
+    y = torch.randint(0, 10, (8,))
+    return ResNet(), (x, y), ["x", "y"], None
+
+
 def make_gpt():
     cfg = GPTConfig()
     idx = torch.randint(0, cfg.vocab_size, (2, cfg.n_positions))
@@ -187,7 +216,8 @@ def make_gpt():
     return GPT(cfg), (idx, targets), ["idx", "targets"], None
 
 
-MODELS = {"mlp": make_mlp, "cnn": make_cnn, "gpt": make_gpt}
+MODELS = {"mlp": make_mlp, "cnn": make_cnn, "resnet": make_resnet,
+          "gpt": make_gpt}
 
 
 def export(name, out_dir):

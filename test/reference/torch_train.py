@@ -193,7 +193,7 @@ class HashDropout(nn.Module):
 
 def make_data(model_name, samples, seed):
     rng = np.random.default_rng(seed)
-    if model_name in ("mlp", "cnn"):
+    if model_name in ("mlp", "cnn", "resnet"):
         # Smooth class templates plus noise, and 30% random labels: learnable
         # (the losses decrease) without ever approaching 0, where a float32
         # cross-entropy loses its relative precision.
