@@ -579,18 +579,25 @@ std::string describeTensor(const onnx::TensorProto &tensor) {
 /// the inference graph or the algorithm), as the ONNX spec has it happen
 /// when training starts.
 llvm::Error runInitialization(onnx::ModelProto &model,
-                              onnx::TrainingInfoProto &info, StringRef path,
+                              onnx::TrainingInfoProto &info, int index,
                               const InitializationRunner &run) {
   const onnx::GraphProto &graph = info.initialization();
-  if (graph.node_size() == 0 && graph.output_size() == 0)
+  if (graph.node_size() == 0 && graph.output_size() == 0) {
+    if (info.initialization_binding_size() > 0)
+      return fail(formatv("training_info[{0}] binds '{1}' in "
+                          "initialization_binding but has no initialization "
+                          "graph; add the graph or remove the bindings",
+                          index, info.initialization_binding(0).key()));
     return llvm::Error::success();
+  }
   // `cleave import` and `annotate` need no initial values.
   if (!run)
     return llvm::Error::success();
   if (graph.input_size() > 0)
-    return fail(formatv("'{0}': the training_info initialization graph has "
-                        "input '{1}'; the ONNX spec gives it none",
-                        path, graph.input(0).name()));
+    return fail(formatv("training_info[{0}] initialization graph has input "
+                        "'{1}', but the ONNX spec gives it none; make it a "
+                        "Constant or an initializer of that graph",
+                        index, graph.input(0).name()));
   onnx::ModelProto initModel;
   initModel.set_ir_version(model.ir_version());
   *initModel.mutable_opset_import() = model.opset_import();
@@ -604,25 +611,27 @@ llvm::Error runInitialization(onnx::ModelProto &model,
        info.initialization_binding()) {
     onnx::TensorProto *target = findInitializer(model, info, entry.key());
     if (!target)
-      return fail(formatv("'{0}': training_info initialization_binding key "
-                          "'{1}' names no initializer of the graph or the "
-                          "algorithm",
-                          path, entry.key()));
+      return fail(formatv("training_info[{0}] initialization_binding key "
+                          "'{1}' names no initializer of the model graph or "
+                          "of the algorithm graph; each key must be an "
+                          "initializer the initialization graph sets",
+                          index, entry.key()));
     auto it = outputs->find(entry.value());
     if (it == outputs->end())
-      return fail(formatv("'{0}': training_info initialization_binding value "
-                          "'{1}' (for '{2}') names no output of the "
-                          "initialization graph",
-                          path, entry.value(), entry.key()));
+      return fail(formatv("training_info[{0}] initialization_binding of "
+                          "'{1}' takes its value from '{2}', which is not an "
+                          "output of the initialization graph; list it in "
+                          "initialization.output",
+                          index, entry.key(), entry.value()));
     onnx::TensorProto value = it->second;
     value.set_name(entry.key());
     if (value.data_type() != target->data_type() ||
         !std::equal(value.dims().begin(), value.dims().end(),
                     target->dims().begin(), target->dims().end()))
-      return fail(formatv("'{0}': the initialization graph's output '{1}' is "
-                          "{2}, but the initializer '{3}' it is bound to is "
-                          "{4}; they must agree",
-                          path, entry.value(), describeTensor(value),
+      return fail(formatv("training_info[{0}] initialization graph output "
+                          "'{1}' is {2}, but the initializer '{3}' it is "
+                          "bound to is {4}; make the two agree",
+                          index, entry.value(), describeTensor(value),
                           entry.key(), describeTensor(*target)));
     *target = std::move(value);
   }
@@ -670,9 +679,9 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     if (llvm::Error err = inferShapes(model, "the model graph"))
       return std::move(err);
 
-  for (auto &info : *model.mutable_training_info())
-    if (llvm::Error err = runInitialization(model, info, path,
-                                            options.runInitialization))
+  for (auto [index, info] : llvm::enumerate(*model.mutable_training_info()))
+    if (llvm::Error err =
+            runInitialization(model, info, index, options.runInitialization))
       return std::move(err);
   for (const auto &info : model.training_info()) {
     onnx::ModelProto combined = model;

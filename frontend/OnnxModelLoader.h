@@ -50,8 +50,8 @@ using InitializationRunner =
 struct LoadOptions {
   std::vector<ShapeBinding> shapeBindings;
   /// Computes training_info initialization graphs, whose outputs then
-  /// replace the initializers they are bound to; without a runner such
-  /// graphs are refused.
+  /// replace the initializers they are bound to; without a runner (import,
+  /// annotate) such graphs are left in the model, unrun.
   InitializationRunner runInitialization;
 };
 

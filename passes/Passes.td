@@ -250,8 +250,9 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     the ranks that run it. The forward ops (those the loss depends on) are
     cut, in program order, into stages of about equal work (multiply-adds
     of GEMMs, matmuls and convolutions; result elements otherwise); a
-    unary elementwise op right after a cut (a layer's ReLU) stays in its
-    operand's stage, since its gradient reads its result. A parameter
+    unary elementwise op right after a cut (a layer's ReLU) that is the
+    only forward reader of its operand stays in its operand's stage, since
+    its gradient reads its result. A parameter
     lives in the stage of its forward uses, and the ops that read
     or update it run there; every other op runs in the earliest stage that
     still holds what it reads (forward values are held up to the last stage

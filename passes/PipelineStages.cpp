@@ -5,13 +5,13 @@
 // the contract.
 //
 // Forward ops (those the loss depends on) are cut into contiguous stages of
-// about equal cost (a unary elementwise op right after a cut stays with its
-// operand). A parameter lives in the stage of its forward uses, and
-// every op that reads or updates it (its gradient's last steps, the
-// optimizer) runs there too. Any other backward op runs in the earliest
-// stage among those that still hold what it reads: a forward value is held
-// up to the last stage whose forward ops read it, a backward value where it
-// is computed. Gradients so flow from the last stage back to the first, as
+// about equal cost (a unary elementwise op right after a cut that alone
+// reads its operand stays with it). A parameter lives in the stage of its
+// forward uses, and every op that reads or updates it (its gradient's last
+// steps, the optimizer) runs there too. Any other backward op runs in the
+// earliest stage among those that still hold what it reads: a forward value is
+// held up to the last stage whose forward ops read it, a backward value where
+// it is computed. Gradients so flow from the last stage back to the first, as
 // the activations flowed forward; a backward op whose results one other
 // stage reads moves there (with the producers only it reads) when that
 // sends no more bytes, so weight gradients do not cross. Ops that read only
@@ -191,13 +191,18 @@ LogicalResult StageAssigner::assignForward(Value loss) {
     before += cost;
   }
   // A unary elementwise op just after a cut (a layer's ReLU) joins the
-  // stage of its operand: what crosses is as large either way, and the
-  // backward pass, which reads the op's result, then finds it where the
-  // layer's gradient is computed.
+  // stage of its operand when it alone reads it in the forward pass: what
+  // crosses is as large either way (same type), and the backward pass,
+  // which reads the op's result, then finds it where the layer's gradient
+  // is computed.
   for (auto &[key, ops] : units) {
     Operation *op = ops.front();
     if (op->getNumOperands() != 1 ||
-        !op->hasTrait<mlir::OpTrait::Elementwise>())
+        !op->hasTrait<mlir::OpTrait::Elementwise>() ||
+        !op->hasTrait<mlir::OpTrait::SameOperandsAndResultType>() ||
+        llvm::any_of(op->getOperand(0).getUsers(), [&](Operation *user) {
+          return user != op && forward.contains(user);
+        }))
       continue;
     Operation *def = op->getOperand(0).getDefiningOp();
     int64_t from = stage.lookup(op);

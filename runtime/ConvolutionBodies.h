@@ -301,9 +301,9 @@ struct AvgPool {
 
 /// The adjoint of AvgPool as a gather: dx[p] = sum of dy[o] / divisor(o)
 /// over the windows o that cover p. One work item per dx element, so no
-/// atomics and no zero-fill. Taps run from the last to the first, which
-/// visits the windows in ascending order, the order in which the cpu kernel
-/// adds them, so the two agree bit for bit.
+/// atomics and no zero-fill. Taps run from the first to the last, the
+/// order in which the cpu kernel (tap after tap) adds them, so the two
+/// agree bit for bit.
 struct AvgPoolGrad {
   const float *dy;
   float *dx;
@@ -316,15 +316,15 @@ struct AvgPoolGrad {
     int64_t p[3];
     unflatten3(i % inSize, w.in, p);
     float sum = 0.0f;
-    for (int64_t k0 = w.kernel[0] - 1; k0 >= 0; --k0) {
+    for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
       int64_t o0 = outputForTap(w, 0, p[0], k0);
       if (o0 < 0)
         continue;
-      for (int64_t k1 = w.kernel[1] - 1; k1 >= 0; --k1) {
+      for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
         int64_t o1 = outputForTap(w, 1, p[1], k1);
         if (o1 < 0)
           continue;
-        for (int64_t k2 = w.kernel[2] - 1; k2 >= 0; --k2) {
+        for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
           int64_t o2 = outputForTap(w, 2, p[2], k2);
           if (o2 < 0)
             continue;

@@ -258,7 +258,7 @@ def Cleave_DropoutOp : Cleave_Op<"dropout", [SameOperandsAndResultShape]> {
 }
 
 class Cleave_RandomOp<string mnemonic, string what, string example,
-                      dag parameters>
+                      string constraint, dag parameters>
     : Cleave_Op<mnemonic, []> {
   let summary = "a tensor of " # what # " random numbers";
   let description = [{
@@ -275,6 +275,10 @@ class Cleave_RandomOp<string mnemonic, string what, string example,
     ```mlir
     }] # example # [{
     ```
+
+    **Constraints:**
+    - the result is a statically shaped f32 tensor;
+    - }] # constraint # [{.
   }];
   let arguments = !con(parameters, (ins OptionalAttr<I64Attr>:$seed));
   let results = (outs StaticShapeTensorOf<[F32]>:$result);
@@ -285,11 +289,13 @@ class Cleave_RandomOp<string mnemonic, string what, string example,
 def Cleave_RandomUniformOp : Cleave_RandomOp<"random_uniform",
     "uniformly in `[low, high)`",
     "%r = cleave.random_uniform {high = 1.000000e+00 : f32, low = 0.000000e+00 : f32} : tensor<4x2xf32>",
+    "`low` < `high`, and `high - low` is finite",
     (ins F32Attr:$low, F32Attr:$high)>;
 
 def Cleave_RandomNormalOp : Cleave_RandomOp<"random_normal",
     "a normal distribution of mean `mean` and standard deviation `scale`",
     "%r = cleave.random_normal {mean = 0.000000e+00 : f32, scale = 2.000000e-02 : f32} : tensor<4x2xf32>",
+    "`mean` is finite, and `scale` is finite and >= 0",
     (ins F32Attr:$mean, F32Attr:$scale)>;
 
 //===----------------------------------------------------------------------===//

@@ -26,7 +26,9 @@ training_info, which the checker ignores, run on the good model only):
   bad-gradient-xs    the Gradient node's xs names an unknown tensor
   bad-init-shape     the initialization graph's W is 2x4, W is 4x2
   bad-init-key       an initialization_binding key names no initializer
+  bad-init-value     an initialization_binding value names no output
   init-unsupported   the initialization graph uses Abs (not supported)
+  init-no-graph      initialization_binding without an initialization graph
 """
 
 import argparse
@@ -38,7 +40,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
 BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs",
-                "bad-init-shape", "bad-init-key", "init-unsupported")
+                "bad-init-shape", "bad-init-key", "bad-init-value",
+                "init-unsupported", "init-no-graph")
 
 
 def tensor_info(name, elem_type, shape):
@@ -155,6 +158,8 @@ def initialization_binding(broken):
     binding = [("W", "W_init"), ("B", "B_init"), ("R", "R_init")]
     if broken == "bad-init-key":
         binding[0] = ("W_missing", "W_init")
+    elif broken == "bad-init-value":
+        binding[1] = ("B", "B_nonexistent")
     return binding
 
 
@@ -166,12 +171,14 @@ def make_model(broken=None, initialization=None):
                        helper.make_opsetid(TRAINING_DOMAIN, 1)])
     model.ir_version = 8
     with_init = initialization or broken in ("bad-init-shape", "bad-init-key",
+                                             "bad-init-value",
                                              "init-unsupported")
+    with_binding = with_init or broken == "init-no-graph"
     model.training_info.append(helper.make_training_info(
         algorithm_graph(broken), update_binding(broken),
         initialization_graph(broken, initialization == "random")
         if with_init else None,
-        initialization_binding(broken) if with_init else None))
+        initialization_binding(broken) if with_binding else None))
     return model
 
 

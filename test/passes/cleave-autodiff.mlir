@@ -47,7 +47,7 @@ func.func @inference(%x: tensor<2xf32> {cleave.input = "x"}) -> (tensor<2xf32> {
 // CHECK-LABEL: func.func @relu(
 // CHECK: %[[Y:.*]] = cleave.relu %[[H:.*]] :
 // CHECK-NOT: %[[H]]
-// CHECK: cleave.less %{{.*}}, %[[Y]]
+// CHECK: cleave.less %{{.*}}, %[[Y]] :
 func.func @relu(%x: tensor<4x3xf32> {cleave.input = "x"}, %w: tensor<3xf32> {cleave.param = "w"})
     -> (tensor<f32> {cleave.loss, cleave.output = "loss"}) {
   %0 = cleave.mul %x, %w : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>

@@ -1,4 +1,4 @@
-// RUN: cleave-opt %s --cleave-pipeline-stages="axis=pp" | FileCheck %s
+// RUN: cleave-opt %s --cleave-pipeline-stages="axis=pp" --split-input-file | FileCheck %s
 
 // A two-layer training step (cleave compile --emit=mlir of MatMul, Relu,
 // MatMul, SoftmaxCrossEntropyLoss with SGD) split into two stages: the
@@ -49,5 +49,28 @@ module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
     %17 = cleave.sgd %arg2, %16 step(%arg4) {dampening = 0.000000e+00 : f32, lr = 1.000000e-01 : f32, momentum = 0.000000e+00 : f32, nesterov = false, weight_decay = 0.000000e+00 : f32} : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<i64>) -> tensor<3x4xf32>
     %18 = cleave.sgd %arg3, %12 step(%arg4) {dampening = 0.000000e+00 : f32, lr = 1.000000e-01 : f32, momentum = 0.000000e+00 : f32, nesterov = false, weight_decay = 0.000000e+00 : f32} : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<i64>) -> tensor<4x2xf32>
     return %6, %17, %18 : tensor<f32>, tensor<3x4xf32>, tensor<4x2xf32>
+  }
+}
+
+// -----
+
+// A residual connection (forward only): the Relu after the cut is not the
+// only forward reader of its operand, so it stays in stage 1 with the Add;
+// moved to stage 0, both the Relu's input and output would cross.
+
+// CHECK-LABEL: func.func @residual
+// CHECK: %[[H:.*]] = cleave.matmul %arg0, %arg2 {cleave.stage = 0 : i64}
+// CHECK-NEXT: %[[H1:.*]] = cleave.send_recv %[[H]] over "pp" from 0 to 1 : tensor<4x4xf32>
+// CHECK-NEXT: %[[R:.*]] = cleave.relu %[[H1]] {cleave.stage = 1 : i64}
+// CHECK-NEXT: cleave.add %[[R]], %[[H1]] {cleave.stage = 1 : i64}
+// CHECK-NOT: send_recv
+module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
+  func.func @residual(%arg0: tensor<4x3xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], []]>}, %arg1: tensor<4xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<[[]]>}, %arg2: tensor<3x4xf32> {cleave.param = "w1", cleave.sharding = #cleave.sharding<[[], []]>}, %arg3: tensor<4x2xf32> {cleave.param = "w2", cleave.sharding = #cleave.sharding<[[], []]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
+    %3 = cleave.matmul %arg0, %arg2 : (tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<4x4xf32>
+    %4 = cleave.relu %3 : tensor<4x4xf32>
+    %5 = cleave.add %4, %3 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %6 = cleave.matmul %5, %arg3 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %loss, %log_prob = cleave.softmax_cross_entropy %6, %arg1 {reduction = #cleave.reduction<sum>} : (tensor<4x2xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x2xf32>)
+    return %loss : tensor<f32>
   }
 }

@@ -70,8 +70,7 @@ runInitializationGraph(const onnx::ModelProto &model) {
     return std::string(path);
   };
   std::string modelPath = at("initialization.onnx"),
-              program = at("initialization"), log = at("log"),
-              outputs = at("outputs");
+              program = at("initialization"), outputs = at("outputs");
   {
     std::ofstream file(modelPath, std::ios::binary);
     if (!model.SerializeToOstream(&file))
@@ -84,14 +83,15 @@ runInitializationGraph(const onnx::ModelProto &model) {
   static int anchor;
   std::string self = llvm::sys::fs::getMainExecutable("cleave", &anchor);
   std::string output;
+  // A log each: a redirected file is not truncated when it is opened.
   if (runLogged({self, "compile", modelPath, "--inference", "-o", program},
-                log, output) != 0)
+                at("compile.log"), output) != 0)
     return fail("the training_info initialization graph cannot be "
                 "compiled:\n" +
                 output);
   if (runLogged({program, "--synthetic", "--steps", "1", "--quiet",
                  "--dump-outputs", outputs},
-                log, output) != 0)
+                at("run.log"), output) != 0)
     return fail("the training_info initialization graph failed to run:\n" +
                 output);
 

@@ -6,11 +6,11 @@
 // convolutions' products are cuBLAS calls; here a plain host GEMM (in
 // double) stands in for them.
 //
-// Tolerances: the copies, gathers and pools do the cpu kernels' arithmetic
-// in the cpu kernels' order and must agree exactly (expectSame's 1e-6 is
-// slack only); the convolutions compare a double GEMM with OpenBLAS's float
-// one over at most a few dozen products of values in [-1, 1], whose
-// round-off stays well below 1e-5.
+// Tolerances: the copies and gathers do the cpu kernels' arithmetic in the
+// cpu kernels' order (expectSame's 1e-6 is slack only), and the pools agree
+// bit for bit (tolerance 0); the convolutions compare a double GEMM with
+// OpenBLAS's float one over at most a few dozen products of values in
+// [-1, 1], whose round-off stays well below 1e-5.
 //
 //===----------------------------------------------------------------------===//
 
@@ -533,7 +533,7 @@ TEST(PoolingBodies, MaxPool) {
     runOnHost(c.y.numElements(), body::MaxPool{x.data(), got.data(), win});
     maxPool(x.data(), c.x, c.kernel.data(), c.strides.data(), c.pads.data(),
             c.dilations.data(), want.data(), c.y);
-    expectSame(nanAsSentinel(got), nanAsSentinel(want));
+    expectSame(nanAsSentinel(got), nanAsSentinel(want), 0, 0);
 
     std::vector<float> dy = randomVector(c.y.numElements(), seed++);
     std::vector<float> dxGot(c.x.numElements(), 7.0f), dxWant(dxGot.size());
@@ -543,7 +543,7 @@ TEST(PoolingBodies, MaxPool) {
     maxPoolGrad(dy.data(), c.y, x.data(), c.x, c.kernel.data(),
                 c.strides.data(), c.pads.data(), c.dilations.data(),
                 dxWant.data());
-    expectSame(dxGot, dxWant);
+    expectSame(dxGot, dxWant, 0, 0);
   }
 }
 
@@ -559,7 +559,7 @@ TEST(PoolingBodies, AvgPoolWithAndWithoutPadInDivisor) {
                 body::AvgPool{x.data(), got.data(), win, includePad});
       avgPool(x.data(), c.x, c.kernel.data(), c.strides.data(), c.pads.data(),
               includePad, want.data(), c.y);
-      expectSame(got, want);
+      expectSame(got, want, 0, 0);
 
       // The gradient overwrites dx: start from garbage.
       std::vector<float> dy = randomVector(c.y.numElements(), seed++);
@@ -568,7 +568,7 @@ TEST(PoolingBodies, AvgPoolWithAndWithoutPadInDivisor) {
                 body::AvgPoolGrad{dy.data(), dxGot.data(), win, includePad});
       avgPoolGrad(dy.data(), c.y, c.kernel.data(), c.strides.data(),
                   c.pads.data(), includePad, dxWant.data(), c.x);
-      expectSame(dxGot, dxWant);
+      expectSame(dxGot, dxWant, 0, 0);
     }
 }
 

@@ -63,8 +63,8 @@ struct AxisCase {
 };
 
 std::vector<AxisCase> softmaxCases() {
-  // Last, middle, first and negative axes; a size-1 line; 300 columns,
-  // more than the cpu kernel's strided block of 256.
+  // Last, middle, first and negative axes; a size-1 line; long lines of
+  // 300, along the last axis and strided.
   return {{{5, 7}, -1},    {{2, 5, 3}, 1},   {{3, 4, 2, 2}, 0}, {{4, 1, 6}, 1},
           {{2, 3, 4}, -2}, {{2, 3, 300}, 1}, {{3, 300}, 1}};
 }
