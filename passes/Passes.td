@@ -307,7 +307,10 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     depend on the batch are cloned once per micro-batch, each clone reading
     its rows of the inputs (which become this rank's whole batch); an
     `all_reduce` over the axis becomes the sum of the clones' values (then
-    an `all_reduce` over its other axes, if any); the rest runs once. Sums
+    an `all_reduce` over its other axes, if any); an `all_slice` over the
+    axis of a value computed once (a batch-shaped constant or random
+    tensor) becomes each micro-batch's slice of its rows (after an
+    `all_slice` over its other axes, if any); the rest runs once. Sums
     cut the step into phases (the loss's count, then the gradients): within
     a phase the micro-batches run one after another, so that in a program
     split into pipeline stages a stage hands micro-batch m on and computes
@@ -319,8 +322,8 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     module's mesh (which loses the attribute when no axis remains).
 
     Errors: another collective over the axis (data moving between
-    micro-batches), and a step result other than sums (a batch-dependent
-    output).
+    micro-batches), an `all_slice` with the axis not innermost, and a step
+    result other than sums (a batch-dependent output).
 
     Input (mesh `mb = 2`, batch 8 split over `mb`):
 

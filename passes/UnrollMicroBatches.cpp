@@ -7,11 +7,12 @@
 // Ops that depend on the batch are cloned once per micro-batch, reading
 // their micro-batch's rows of the inputs; sums over the axis (all_reduce)
 // become adds of the clones' values (and an all_reduce over the remaining
-// axes, if any); everything else runs once. Sums cut the step into phases;
-// within a phase every micro-batch's forward ops run, micro-batch after
-// micro-batch, then their backward ops: in a program split into pipeline
-// stages a stage hands micro-batch m on and starts m + 1 while the next
-// stage works on m (GPipe's schedule).
+// axes, if any); slices over it (all_slice) of a value computed once become
+// each micro-batch's rows; everything else runs once. Sums cut the step
+// into phases; within a phase every micro-batch's forward ops run,
+// micro-batch after micro-batch, then their backward ops: in a program
+// split into pipeline stages a stage hands micro-batch m on and starts
+// m + 1 while the next stage works on m (GPipe's schedule).
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +72,12 @@ private:
       mapping.map(from, to);
   }
   LogicalResult splitInputs(OpBuilder &b);
+  /// Whether `op` is an all_slice over the micro-batch axis: a value the
+  /// micro-batches share (a batch-shaped constant or random tensor) of
+  /// which each reads its rows.
+  bool slicesOverAxis(Operation *op) const;
+  /// Micro-batch `m`'s block of `op`'s input; returns the op defining it.
+  Operation *sliceForMicroBatch(OpBuilder &b, AllSliceOp op, int64_t m);
   void emitSum(OpBuilder &b, AllReduceOp op);
 
   func::FuncOp func;
@@ -82,6 +89,39 @@ private:
   /// Values that differ between micro-batches (in the original step).
   llvm::DenseSet<Value> varies;
 };
+
+bool Unroller::slicesOverAxis(Operation *op) const {
+  auto slice = dyn_cast<AllSliceOp>(op);
+  return slice &&
+         llvm::is_contained(slice.getAxes().getAsRange<StringAttr>(), axis);
+}
+
+Operation *Unroller::sliceForMicroBatch(OpBuilder &b, AllSliceOp op,
+                                        int64_t m) {
+  // Block m of this rank's block over the other axes: the micro-batch axis
+  // is innermost, as for the inputs.
+  Value input = perBatch[m].lookupOrDefault(op.getInput());
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t dim = op.getDim();
+  SmallVector<Attribute> rest;
+  for (Attribute a : op.getAxes())
+    if (a != axis)
+      rest.push_back(a);
+  if (!rest.empty()) {
+    SmallVector<int64_t> block(type.getShape());
+    block[dim] *= count;
+    input = AllSliceOp::create(
+        b, op.getLoc(), RankedTensorType::get(block, type.getElementType()),
+        input, b.getArrayAttr(rest), op.getDimAttr());
+  }
+  SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+  offsets[dim] = m * type.getDimSize(dim);
+  auto rows = SliceOp::create(b, op.getLoc(), type, input,
+                              b.getDenseI64ArrayAttr(offsets),
+                              b.getDenseI64ArrayAttr(strides));
+  perBatch[m].map(op.getResult(), rows.getResult());
+  return rows;
+}
 
 LogicalResult Unroller::splitInputs(OpBuilder &b) {
   for (BlockArgument arg : body.getArguments()) {
@@ -208,12 +248,19 @@ LogicalResult Unroller::run() {
     if (sumsOverAxis(op)) {
       ++phase;
       numPhases = std::max(numPhases, phase + 1);
-    } else if (dependsOnBatch) {
+    } else if (dependsOnBatch || slicesOverAxis(op)) {
       for (Value result : op->getResults())
         varies.insert(result);
     }
-    if (isa<AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp, BroadcastOp>(
-            op)) {
+    if (auto slice = dyn_cast<AllSliceOp>(op);
+        slice && slicesOverAxis(slice) && slice.getAxes().size() > 1 &&
+        slice.getAxes()[slice.getAxes().size() - 1] != axis)
+      return op->emitOpError("slices a value over the axes ")
+             << slice.getAxes()
+             << " with the micro-batch axis not innermost, which "
+                "micro-batches cannot cut; compile this model without "
+                "--microbatches";
+    if (isa<AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp>(op)) {
       auto axes = op->getAttrOfType<ArrayAttr>("axes");
       bool overAxis =
           axes && llvm::is_contained(axes.getAsRange<StringAttr>(), axis);
@@ -284,7 +331,8 @@ LogicalResult Unroller::run() {
           if (opPhase[op] == phase && forward.contains(op) == forwardOps &&
               llvm::any_of(op->getResults(),
                            [&](Value v) { return varies.contains(v); }))
-            b.clone(*op, perBatch[m])
+            (slicesOverAxis(op) ? sliceForMicroBatch(b, cast<AllSliceOp>(op), m)
+                                : b.clone(*op, perBatch[m]))
                 ->setAttr(
                     CleaveDialect::kMicroBatchAttrName,
                     b.getDenseI64ArrayAttr({m, static_cast<int64_t>(number)}));

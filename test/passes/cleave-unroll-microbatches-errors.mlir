@@ -1,0 +1,28 @@
+// RUN: cleave-opt %s --cleave-unroll-microbatches="axis=mb" --split-input-file --verify-diagnostics
+
+// A value computed once and sliced over the micro-batch axis and another,
+// with the micro-batch axis major: micro-batch m's rows are not one block
+// of this rank's rows, so it is refused.
+module attributes {cleave.mesh = #cleave.mesh<dp = 2, mb = 2>} {
+  func.func @major(%x: tensor<1x2xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[dp, mb], []]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
+    %n = cleave.random_normal {mean = 0.000000e+00 : f32, scale = 1.000000e+00 : f32} : tensor<4x2xf32>
+    // expected-error @+1 {{slices a value over the axes ["mb", "dp"] with the micro-batch axis not innermost}}
+    %s = cleave.all_slice %n over ["mb", "dp"] dim 0 : tensor<4x2xf32> -> tensor<1x2xf32>
+    %a = cleave.add %x, %s : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+    %r = cleave.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = false} : tensor<1x2xf32> -> tensor<f32>
+    %l = cleave.all_reduce %r over ["dp", "mb"] : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Data moving between micro-batches (a gather over the axis) is refused.
+module attributes {cleave.mesh = #cleave.mesh<mb = 2>} {
+  func.func @gather(%x: tensor<2x2xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[mb], []]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
+    // expected-error @+1 {{needs data of every micro-batch at once}}
+    %g = cleave.all_gather %x over ["mb"] dim 0 : tensor<2x2xf32> -> tensor<4x2xf32>
+    %r = cleave.reduce_sum %g {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x2xf32> -> tensor<f32>
+    return %r : tensor<f32>
+  }
+}
