@@ -253,7 +253,7 @@ LogicalResult Unroller::run() {
         varies.insert(result);
     }
     if (auto slice = dyn_cast<AllSliceOp>(op);
-        slice && slicesOverAxis(slice) && slice.getAxes().size() > 1 &&
+        slice && slicesOverAxis(slice) &&
         slice.getAxes()[slice.getAxes().size() - 1] != axis)
       return op->emitOpError("slices a value over the axes ")
              << slice.getAxes()
