@@ -157,6 +157,14 @@ FailureOr<RankedTensorType> GraphImporter::typeOf(const std::string &name,
                  << " after ONNX shape inference; cleave needs static shapes: "
                     "bind the model's dynamic dims with --input-shape",
              failure();
+    // ONNX's inference passes negative sizes through (a Split with size
+    // -1, a Reshape to a negative dim); no tensor has them.
+    if (dim.dim_value() < 0)
+      return emitError(loc) << role << " '" << name << "' has the negative "
+                            << "dim " << dim.dim_value()
+                            << " after ONNX shape inference; check the sizes "
+                               "the node is given (split sizes, shapes)",
+             failure();
     shape.push_back(dim.dim_value());
   }
   return RankedTensorType::get(shape, element);

@@ -1,6 +1,7 @@
 //===- OnnxModelLoader.cpp - read and prepare an ONNX model ---------------===//
 
 #include "frontend/OnnxModelLoader.h"
+#include "frontend/GuardedSchemaRegistry.h"
 #include "frontend/ShapeArithmetic.h"
 
 #include "onnx/checker.h"
@@ -68,8 +69,17 @@ llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
   while (text.starts_with("#"))
     text = text.drop_until([](char c) { return c == '\n'; }).ltrim();
   if (text.starts_with("<")) {
-    onnx::Status status =
-        onnx::OnnxParser::Parse(model, (*buffer)->getBufferStart());
+    onnx::Status status;
+    // ONNX's parser converts numbers with std::stof/stoll, which throw on
+    // out-of-range or malformed literals instead of returning a status.
+    try {
+      status = onnx::OnnxParser::Parse(model, (*buffer)->getBufferStart());
+    } catch (const std::exception &e) {
+      return fail(formatv(
+          "'{0}' is not valid ONNX text: a number literal is "
+          "malformed or out of range (std::{1} failed); fix the literal",
+          path, e.what()));
+    }
     if (!status.IsOK())
       return fail(formatv("'{0}' is not valid ONNX text: {1}", path,
                           status.ErrorMessage()));
@@ -357,8 +367,7 @@ llvm::Error inferShapes(onnx::ModelProto &model, StringRef what) {
     onnx::ShapeInferenceOptions options(/*check_type=*/true,
                                         /*strict_mode=*/1,
                                         /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       options);
+    onnx::shape_inference::InferShapes(model, guardedSchemaRegistry(), options);
   } catch (const std::exception &e) {
     return fail(formatv("ONNX shape inference failed on {0}: {1}", what,
                         StringRef(e.what()).trim()));
