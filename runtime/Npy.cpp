@@ -2,6 +2,9 @@
 
 #include "runtime/Npy.h"
 
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -96,17 +99,38 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
   array.shape.clear();
   std::stringstream dims(shapeText);
   std::string item;
-  while (std::getline(dims, item, ','))
-    if (item.find_first_not_of(' ') != std::string::npos)
-      array.shape.push_back(std::stoll(item));
-  int64_t count = 1;
-  for (int64_t d : array.shape)
-    count *= d;
-  int64_t bytes = count * kindSize(array.kind);
+  int64_t bytes = kindSize(array.kind);
+  while (std::getline(dims, item, ',')) {
+    if (item.find_first_not_of(' ') == std::string::npos)
+      continue;
+    char *end = nullptr;
+    errno = 0;
+    long long dim = std::strtoll(item.c_str(), &end, 10);
+    bool valid = end != item.c_str() && errno == 0 && dim >= 0 &&
+                 std::string(end).find_first_not_of(' ') == std::string::npos;
+    if (!valid || (dim > 0 && bytes > INT64_MAX / dim)) {
+      error = "'" + path + "' has the invalid shape (" + shapeText +
+              ") in its .npy header; save it again with numpy.save";
+      return false;
+    }
+    array.shape.push_back(dim);
+    bytes *= dim;
+  }
+  // Compare with the file's size before allocating: a corrupt header must
+  // not ask for terabytes.
+  std::streamoff dataStart = in.tellg();
+  in.seekg(0, std::ios::end);
+  std::streamoff available = in.tellg() - dataStart;
+  in.seekg(dataStart);
+  if (available < bytes) {
+    error = "'" + path + "' is truncated: its header promises " +
+            std::to_string(bytes) + " bytes of data, the file holds " +
+            std::to_string(available);
+    return false;
+  }
   array.data.resize(bytes);
   if (!in.read(array.data.data(), bytes)) {
-    error = "'" + path + "' is truncated: its header promises " +
-            std::to_string(bytes) + " bytes of data";
+    error = "'" + path + "' cannot be read: " + std::strerror(errno);
     return false;
   }
   return true;
