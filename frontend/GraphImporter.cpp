@@ -257,9 +257,11 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
   }
 
   builder_.setInsertionPointToEnd(module_.getBody());
-  auto func = func::FuncOp::create(
-      builder_, NameLoc::get(builder_.getStringAttr(graph.name()), fileLoc_),
-      name, builder_.getFunctionType(argTypes, resultTypes));
+  // Located at the file alone: messages about the whole graph must not
+  // read as if the graph's name were a node's.
+  auto func =
+      func::FuncOp::create(builder_, fileLoc_, name,
+                           builder_.getFunctionType(argTypes, resultTypes));
   for (auto [i, attr] : llvm::enumerate(argAttrs))
     func.setArgAttr(i, attr.getName(), attr.getValue());
   // Arguments are located at the ONNX tensor they come from.

@@ -29,6 +29,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 #ifndef CLEAVE_HOST_CXX
 #define CLEAVE_HOST_CXX "c++"
 #endif
@@ -122,8 +124,27 @@ struct TrainingFlags {
     auto fail = [](const llvm::Twine &message) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
     };
+    // The values become float constants of the program.
+    std::pair<const char *, double> values[] = {
+        {"lr", lr},
+        {"momentum", momentum},
+        {"dampening", dampening},
+        {"weight-decay", weightDecay},
+        {"eps", eps},
+        {"min-lr-factor", minLrFactor},
+        {"clip-grad-norm", clipGradNorm}};
+    for (auto [flag, value] : values)
+      if (!std::isfinite(static_cast<float>(value)))
+        return fail(llvm::formatv("--{0} must be a finite number within "
+                                  "float32's range (magnitude below 3.4e38)",
+                                  flag));
     if (lr <= 0)
       return fail("--lr must be positive");
+    for (auto [flag, value] : {std::pair{"momentum", momentum.getValue()},
+                               {"weight-decay", weightDecay.getValue()},
+                               {"eps", eps.getValue()}})
+      if (value < 0)
+        return fail(llvm::formatv("--{0} must be >= 0 (as in PyTorch)", flag));
     if (optimizer == Optimizer::Sgd && momentum == 0 &&
         (nesterov || dampening != 0))
       return fail("--dampening and --nesterov need --momentum");
@@ -132,7 +153,7 @@ struct TrainingFlags {
     auto [b1Text, b2Text] = llvm::StringRef(betas).split(',');
     double beta1, beta2;
     if (b1Text.getAsDouble(beta1) || b2Text.getAsDouble(beta2) ||
-        beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+        !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
       return fail("--betas '" + betas + "' is not two numbers in [0, 1) "
                                         "separated by a comma");
     if (warmupSteps < 0)
@@ -283,6 +304,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                  << "' is a directory; give a file name with -o\n";
     return 1;
   }
+  if (import_.outputIsModel(output_, "compile"))
+    return 1;
   llvm::Expected<mlir::cleave::ApplyOptimizerPassOptions> optimizer =
       training_.optimizerOptions();
   if (!optimizer) {
@@ -330,6 +353,11 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   }
   // Micro-batches are a mesh axis while the step is partitioned; the
   // partitioned step then runs them in turn (cleave-unroll-microbatches).
+  if (!(distribution_.bucketMb > 0 && distribution_.bucketMb <= 1 << 20)) {
+    llvm::errs() << "cleave compile: error: --bucket-mb must be a size in MiB "
+                    "above 0 and at most 1048576 (1 TiB)\n";
+    return 1;
+  }
   if (distribution_.microbatches < 1) {
     llvm::errs() << "cleave compile: error: --microbatches must be at least "
                     "1, got "

@@ -44,6 +44,8 @@ public:
                       "import MODEL.onnx [options]\n";
       return 1;
     }
+    if (flags_.outputIsModel(output_, "import"))
+      return 1;
     mlir::cleave::ImportOptions options;
     if (!flags_.toOptions(options))
       return 1;

@@ -6,6 +6,7 @@
 #include "frontend/OnnxImporter.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 
 namespace cleave::driver {
 
@@ -40,6 +41,19 @@ struct ImportFlags {
     }
     options.loss = loss;
     options.inference = inference;
+    return true;
+  }
+
+  /// Reports (and returns true) when `output` names the model file itself,
+  /// which writing the output would destroy.
+  bool outputIsModel(llvm::StringRef output, llvm::StringRef command) const {
+    if (output.empty() || output == "-" ||
+        !llvm::sys::fs::equivalent(model.getValue(), output))
+      return false;
+    llvm::errs() << "cleave " << command << ": error: the output '" << output
+                 << "' is the model '" << model.getValue()
+                 << "' itself; writing it would destroy the model: give "
+                    "another name with -o\n";
     return true;
   }
 
