@@ -145,12 +145,53 @@ std::string mlir::cleave::formatShardingHint(const ShardingHint &hint) {
   return text;
 }
 
+/// An upper bound on the nesting of the YAML (or JSON) text's nodes: block
+/// levels (a line's indentation plus its compact "- " entries) plus flow
+/// levels ([...] and {...} outside quoted strings and comments).
+static int64_t nestingBound(StringRef text) {
+  int64_t flow = 0, deepestFlow = 0, deepestBlock = 0;
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n');
+  for (StringRef line : lines) {
+    StringRef rest = line.ltrim(' ');
+    int64_t block = line.size() - rest.size();
+    while (rest.consume_front("- ") || rest.consume_front("? "))
+      ++block, rest = rest.ltrim(' ');
+    deepestBlock = std::max(deepestBlock, block);
+    char quote = 0;
+    for (char c : rest) {
+      if (quote) {
+        quote = c == quote ? 0 : quote;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '#') {
+        break;
+      } else if (c == '[' || c == '{') {
+        deepestFlow = std::max(deepestFlow, ++flow);
+      } else if (c == ']' || c == '}') {
+        flow = std::max<int64_t>(0, flow - 1);
+      }
+    }
+  }
+  return deepestBlock + deepestFlow;
+}
+
 llvm::Expected<std::vector<ShardingHint>>
 mlir::cleave::readHintsFile(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return fail("cannot read the hints file '" + path +
                 "': " + buffer.getError().message());
+  // LLVM's YAML parser recurses once per level: a hostile file would
+  // overflow the stack. A hints file needs a few levels.
+  constexpr int64_t kMaxNesting = 64;
+  if (int64_t depth = nestingBound((*buffer)->getBuffer()); depth > kMaxNesting)
+    return fail("the hints file '" + path + "' nests up to " +
+                llvm::Twine(depth) +
+                " levels deep (indentation, \"- \" entries and brackets); a "
+                "hints file {hints: [{tensor: ..., sharding: ...}]} needs a "
+                "few, at most " +
+                llvm::Twine(kMaxNesting));
   HintsFile file;
   std::string diagnostics;
   // The buffer's name (the path) locates errors in messages.
