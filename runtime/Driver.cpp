@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace cleave::rt {
@@ -437,6 +439,63 @@ bool allSucceeded(bool ok, const GlobalTensors &global) {
   return failures == 0;
 }
 
+/// Whether a file (or, with `directory`, a directory) can be written at
+/// `path` later: it is there and writable, or its parent is. Checked before
+/// training, so a typo costs seconds, not the run.
+bool canWriteLater(const std::string &path, bool directory, const char *flag,
+                   std::string &error) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode) != directory) {
+      error = std::string(flag) + " '" + path + "' is " +
+              (directory ? "not a directory" : "a directory") + "; give a " +
+              (directory ? "directory" : "file name");
+      return false;
+    }
+    if (access(path.c_str(), W_OK) != 0) {
+      error = std::string(flag) + " '" + path +
+              "' cannot be written: " + std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+  size_t slash = path.find_last_of('/');
+  std::string parent = slash == std::string::npos ? "."
+                       : slash == 0               ? "/"
+                                                  : path.substr(0, slash);
+  if (stat(parent.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+      access(parent.c_str(), W_OK) != 0) {
+    error = std::string(flag) + " '" + path + "': the directory '" + parent +
+            "' " +
+            (stat(parent.c_str(), &info) != 0 ? "does not exist"
+                                              : "is not a writable directory") +
+            "; create it first";
+    return false;
+  }
+  return true;
+}
+
+/// Checks every output location the run will write (rank 0's files, and
+/// each rank's --dump-local).
+bool checkOutputLocations(const Options &options, bool root,
+                          std::string &error) {
+  struct Output {
+    const std::string &path;
+    bool directory;
+    const char *flag;
+    bool mine;
+  } outputs[] = {{options.checkpointDir, true, "--checkpoint-dir", root},
+                 {options.dumpParams, true, "--dump-params", root},
+                 {options.dumpOutputs, true, "--dump-outputs", root},
+                 {options.exportOnnx, false, "--export-onnx", root},
+                 {options.dumpLocal, true, "--dump-local", true}};
+  for (const Output &output : outputs)
+    if (output.mine && !output.path.empty() &&
+        !canWriteLater(output.path, output.directory, output.flag, error))
+      return false;
+  return true;
+}
+
 } // namespace
 
 namespace {
@@ -512,6 +571,11 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (!allSucceeded(device->start(error), global))
       fail(error.empty() ? "another rank has no GPU it can use" : error);
   }
+
+  std::string outputError;
+  if (!allSucceeded(checkOutputLocations(options, root, outputError), global))
+    fail(outputError.empty() ? "another rank cannot write its --dump-local"
+                             : outputError);
 
   std::vector<Buffer> buffers;
   // The host copy of every tensor, which files and logs read and write.
@@ -687,6 +751,14 @@ int runProgram(const Program &program, int argc, char **argv) {
   SampleOrder order(dataset ? dataset->samples : 1, options);
   CommCounters stepComm{};
   std::vector<char> wholeBatch;
+  bool warnedNonFinite = false;
+  if (firstStep >= options.steps && root)
+    std::fprintf(stderr,
+                 "nothing to train: the checkpoint is after step %lld and "
+                 "--steps %lld is the total number of steps; give a larger "
+                 "--steps to train on\n",
+                 static_cast<long long>(firstStep),
+                 static_cast<long long>(options.steps));
   for (int64_t step = firstStep; step < options.steps; ++step) {
     for (InputData &input : inputs) {
       int index = input.spec - global.specs.data();
@@ -724,9 +796,21 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (global.stage >= 0)
       broadcast(&context.loss, sizeof(context.loss), program.pipeline.lossStage,
                 global.pipelineGroup());
-    if (log && program.training)
+    // JSON has no NaN or infinity: such a loss is logged as null.
+    if (log && program.training && std::isfinite(context.loss))
       std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
                    static_cast<long long>(step), context.loss);
+    else if (log && program.training)
+      std::fprintf(log, "{\"step\":%lld,\"loss\":null}\n",
+                   static_cast<long long>(step));
+    if (!std::isfinite(context.loss) && program.training && root &&
+        !warnedNonFinite) {
+      std::fprintf(stderr,
+                   "warning: the loss of step %lld is %g; the training has "
+                   "diverged (try a smaller --lr, or --clip-grad-norm)\n",
+                   static_cast<long long>(step), context.loss);
+      warnedNonFinite = true;
+    }
     if (!options.quiet && root &&
         ((step + 1) % every == 0 || step + 1 == options.steps)) {
       double seconds = std::chrono::duration<double>(

@@ -306,6 +306,16 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   }
   if (import_.outputIsModel(output_, "compile"))
     return 1;
+  // Checked now: the linker's own message would come after minutes of work.
+  if (llvm::StringRef parent = llvm::sys::path::parent_path(output_);
+      output_ != "-" && !parent.empty() &&
+      (!llvm::sys::fs::is_directory(parent) ||
+       llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))) {
+    llvm::errs() << "cleave compile: error: cannot write the output '"
+                 << output_ << "': '" << parent
+                 << "' is not a writable directory; create it first\n";
+    return 1;
+  }
   llvm::Expected<mlir::cleave::ApplyOptimizerPassOptions> optimizer =
       training_.optimizerOptions();
   if (!optimizer) {
