@@ -6,9 +6,10 @@
 
 #include "tools/cleave/Commands.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -84,6 +85,12 @@ int main(int argc, char **argv) {
   commands.push_back(cleave::driver::makeImportCommand());
   commands.push_back(cleave::driver::makeCompileCommand());
   commands.push_back(cleave::driver::makeAnnotateCommand());
+  // LLVM's and MLIR's own options (hundreds, for backends cleave does not
+  // use) stay accepted but out of --help.
+  for (auto &entry :
+       llvm::cl::getRegisteredOptions(llvm::cl::SubCommand::getTopLevel()))
+    if (!llvm::is_contained({"help", "help-list", "version"}, entry.first))
+      entry.second->setHiddenFlag(llvm::cl::ReallyHidden);
   if (!llvm::cl::ParseCommandLineOptions(
           argc, argv,
           "Cleave: compiles an ONNX training graph into a distributed "
