@@ -11,6 +11,7 @@
 
 #include "dialects/cleave/CleaveOps.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace mlir::cleave {
@@ -29,6 +30,42 @@ LogicalResult importReshapeLike(NodeImporter &node) {
   if (failed(type))
     return failure();
   node.setOutput(0, node.create<OpTy>(*type, node.input(0)).getResult());
+  return success();
+}
+
+/// Squeeze and Unsqueeze: ONNX 1.12's inference drops Squeeze axes out of
+/// range without a word, so the axes are checked here before the reshape to
+/// the inferred shape.
+template <bool Unsqueeze> LogicalResult importSqueezeLike(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  if (node.hasInput(1)) {
+    FailureOr<std::vector<int64_t>> axes = node.constantInts(1);
+    if (failed(axes))
+      return failure();
+    ArrayRef<int64_t> in =
+        cast<RankedTensorType>(node.input(0).getType()).getShape();
+    int64_t rank = in.size() + (Unsqueeze ? axes->size() : 0);
+    llvm::SmallDenseSet<int64_t> seen;
+    for (int64_t axis : *axes) {
+      FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
+      if (failed(normalized))
+        return failure();
+      if (!seen.insert(*normalized).second)
+        return node.emitError() << "axis " << axis << " is given twice",
+               failure();
+    }
+    if (type->getRank() !=
+        static_cast<int64_t>(in.size()) +
+            (Unsqueeze ? 1 : -1) * static_cast<int64_t>(axes->size()))
+      return node.emitError()
+                 << "ONNX shape inference gave the output rank "
+                 << type->getRank() << ", which does not match " << axes->size()
+                 << " axes on an input of rank " << in.size(),
+             failure();
+  }
+  node.setOutput(0, node.create<ReshapeOp>(*type, node.input(0)).getResult());
   return success();
 }
 
@@ -199,8 +236,8 @@ LogicalResult importReduce(NodeImporter &node) {
 void registerTensorImporters(OpImportTable &table) {
   table["Reshape"] = importReshapeLike<ReshapeOp>;
   table["Flatten"] = importReshapeLike<ReshapeOp>;
-  table["Squeeze"] = importReshapeLike<ReshapeOp>;
-  table["Unsqueeze"] = importReshapeLike<ReshapeOp>;
+  table["Squeeze"] = importSqueezeLike</*Unsqueeze=*/false>;
+  table["Unsqueeze"] = importSqueezeLike</*Unsqueeze=*/true>;
   table["Transpose"] = importTranspose;
   table["Concat"] = importConcat;
   table["Split"] = importSplit;

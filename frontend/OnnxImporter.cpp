@@ -8,6 +8,7 @@
 
 #include "frontend/OnnxImporter.h"
 #include "frontend/GraphImporter.h"
+#include "frontend/IndexInputRanges.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -364,6 +365,7 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
       return {};
 
   eraseDeadOps(*module);
+  module->walk([](func::FuncOp func) { annotateIndexInputRanges(func); });
   if (failed(verify(*module)))
     return {};
   if (artifacts) {

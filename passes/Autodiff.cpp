@@ -14,8 +14,6 @@
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/SmallBitVector.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/GlobPattern.h"
 
@@ -586,29 +584,13 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
 
   // Trainable parameters, in argument order.
   SmallVector<std::pair<BlockArgument, StringAttr>> params;
-  SmallVector<StringRef> names;
-  llvm::SmallBitVector used(frozen.size());
-  for (BlockArgument arg : body.getArguments()) {
-    auto name = func.getArgAttrOfType<StringAttr>(
-        arg.getArgNumber(), CleaveDialect::kParamAttrName);
-    if (!name)
-      continue;
-    names.push_back(name.getValue());
-    bool isFrozen = false;
-    for (auto [index, pattern] : llvm::enumerate(frozen))
-      if (pattern.match(name.getValue()))
-        isFrozen = true, used.set(index);
-    if (!isFrozen)
-      params.emplace_back(arg, name);
-  }
-  // A pattern that freezes nothing is almost always a typo.
-  for (auto [index, text] : llvm::enumerate(freeze))
-    if (!used.test(index))
-      return func.emitError()
-             << "--freeze '" << text << "' matches no parameter; the "
-             << "parameters are: "
-             << llvm::join(llvm::ArrayRef(names).take_front(8), ", ")
-             << (names.size() > 8 ? ", ..." : "");
+  for (BlockArgument arg : body.getArguments())
+    if (auto name = func.getArgAttrOfType<StringAttr>(
+            arg.getArgNumber(), CleaveDialect::kParamAttrName))
+      if (llvm::none_of(frozen, [&](const llvm::GlobPattern &p) {
+            return p.match(name.getValue());
+          }))
+        params.emplace_back(arg, name);
 
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator())

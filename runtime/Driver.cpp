@@ -320,6 +320,29 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
   return input;
 }
 
+/// Refuses the first value of a loaded index input outside its range.
+template <typename I>
+void checkIndexValues(const InputData &input, const IndexInputCheck &check,
+                      const std::string &path) {
+  const I *values = reinterpret_cast<const I *>(input.array.data.data());
+  int64_t count = static_cast<int64_t>(input.array.data.size() / sizeof(I));
+  int64_t perSample = input.samples ? count / input.samples : count;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t value = values[i];
+    if ((value >= check.low && value < check.high) ||
+        (check.hasIgnore && value == check.ignore))
+      continue;
+    fail("'" + path + "' sample " +
+         std::to_string(perSample ? i / perSample : 0) + " holds " +
+         std::to_string(value) + ", but graph input '" + input.spec->name +
+         "' gives " + check.use + ", which must be in [" +
+         std::to_string(check.low) + ", " + std::to_string(check.high) + ")" +
+         (check.hasIgnore
+              ? " or the ignore_index " + std::to_string(check.ignore)
+              : std::string()));
+  }
+}
+
 /// The sample of batch row `row` at `step`: in order, or through a seeded
 /// permutation that is redrawn every pass over the data (so a resumed run
 /// sees the same order as an uninterrupted one).
@@ -591,6 +614,16 @@ int runProgram(const Program &program, int argc, char **argv) {
     pointers.push_back(buffers.back().get());
     if (spec.role == Role::Input) {
       inputs.push_back(loadInput(global.specs[i], options));
+      for (int c = 0; c < program.numIndexChecks; ++c) {
+        const IndexInputCheck &check = program.indexChecks[c];
+        if (check.tensor != i || options.synthetic)
+          continue;
+        std::string path = options.data + "/" + global.specs[i].name + ".npy";
+        if (global.specs[i].dtype == DType::I64)
+          checkIndexValues<int64_t>(inputs.back(), check, path);
+        else if (global.specs[i].dtype == DType::I32)
+          checkIndexValues<int32_t>(inputs.back(), check, path);
+      }
       batch = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
     } else if ((spec.role == Role::Param || spec.role == Role::State) &&
                global.holds(i)) {

@@ -64,6 +64,20 @@ struct PipelineSpec {
   int lossStage = 0;
 };
 
+/// An integer graph input the step reads as class labels or gather
+/// indices: every value must lie in [low, high), or equal `ignore` when
+/// `hasIgnore`. The driver checks the data as it loads it, naming the file
+/// and the sample (the GPU kernels cannot report a bad value).
+struct IndexInputCheck {
+  /// Row of the input in the tensor table.
+  int tensor;
+  int64_t low, high;
+  bool hasIgnore;
+  int64_t ignore;
+  /// What reads the values, e.g. "the class labels of node 'loss'".
+  const char *use;
+};
+
 /// What the step function sees: one pointer per TensorSpec (in table
 /// order), the scratch arena, and where to put the loss.
 struct StepContext {
@@ -124,6 +138,8 @@ struct Program {
   /// Device memory the kernels borrow during a call, at most
   /// (runtime/cuda/KernelScratch.h); the cuda target's.
   int64_t kernelScratchBytes = 0;
+  const IndexInputCheck *indexChecks = nullptr;
+  int numIndexChecks = 0;
 };
 
 /// Runs the training loop; returns the process exit code.

@@ -69,6 +69,12 @@ def Cleave_Dialect : Dialect {
     /// stages: the stage that runs the op or holds the value. Ops without
     /// it run on every stage.
     static constexpr llvm::StringLiteral kStageAttrName = "cleave.stage";
+    /// Argument attribute of an integer input read as class labels or
+    /// gather indices: {low, high, ignore (optional), use}, the values it
+    /// may hold ([low, high) or `ignore`) and what reads it, for the
+    /// training program to check its data against.
+    static constexpr llvm::StringLiteral kIndexRangeAttrName =
+        "cleave.index_range";
     /// Op attribute of a micro-batch's copy of an op
     /// (cleave-unroll-microbatches): [micro-batch, number of the op it
     /// copies], so that later passes treat the copies of one op alike.

@@ -24,6 +24,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -421,6 +422,27 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     sizes.push_back(distribution_.microbatches);
     mesh = mlir::cleave::MeshAttr::get(&context, names, sizes);
     (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
+  }
+
+  // A --freeze pattern that freezes nothing is almost always a typo.
+  llvm::SmallVector<llvm::StringRef> parameters;
+  module->walk([&](mlir::func::FuncOp func) {
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(
+              i, mlir::cleave::CleaveDialect::kParamAttrName))
+        parameters.push_back(name.getValue());
+  });
+  for (const std::string &text : training_.freeze) {
+    auto pattern = llvm::GlobPattern::create(text);
+    if (pattern && llvm::none_of(parameters, [&](llvm::StringRef name) {
+          return pattern->match(name);
+        })) {
+      llvm::errs() << "cleave compile: error: --freeze '" << text
+                   << "' matches no parameter; the parameters are: "
+                   << llvm::join(llvm::ArrayRef(parameters).take_front(8), ", ")
+                   << (parameters.size() > 8 ? ", ..." : "") << "\n";
+      return 1;
+    }
   }
 
   // The training step: gradients, the optimizer update, then clean-up.
