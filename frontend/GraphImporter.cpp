@@ -167,6 +167,19 @@ FailureOr<RankedTensorType> GraphImporter::typeOf(const std::string &name,
              failure();
     shape.push_back(dim.dim_value());
   }
+  // Sizes in bytes must stay far from int64 overflow in every later
+  // computation (offsets, products of dims in the kernels).
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t elements = 1;
+  for (int64_t dim : shape)
+    if (dim != 0 && elements > kMaxElements / dim)
+      return emitError(loc) << role << " '" << name << "' has shape ["
+                            << llvm::make_range(shape.begin(), shape.end())
+                            << "], more than 2^48 elements; check the sizes "
+                               "given with --input-shape",
+             failure();
+    else
+      elements *= dim;
   return RankedTensorType::get(shape, element);
 }
 
