@@ -53,10 +53,9 @@ bool loadTensors(const std::string &dir, const Program &program,
       continue;
     NpyArray array;
     if (!readNpy(path, array, error)) {
-      error += spec.role == Role::Param
-                   ? " (every parameter needs a file; '" +
-                         std::string(spec.name) + "' has none)"
-                   : "";
+      if (spec.role == Role::Param && !fileExists(path))
+        error += " (every parameter needs a file; '" + std::string(spec.name) +
+                 "' has none)";
       return false;
     }
     std::vector<int64_t> shape(spec.shape.dims,
