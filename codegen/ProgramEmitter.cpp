@@ -328,11 +328,11 @@ private:
   LogicalResult emitConstant(ConstantOp op);
   /// The send on the source stage, the receive on the destination stage.
   LogicalResult emitSendRecv(SendRecvOp op);
-  /// The tensor table (one row per argument, then per graph output) and
-  /// the lines that bind the arguments' pointers.
   /// The table of integer inputs whose values the driver checks on
   /// loading (cleave.index_range), and the count of its rows.
   std::pair<std::string, int> indexChecks();
+  /// The tensor table (one row per argument, then per graph output) and
+  /// the lines that bind the arguments' pointers.
   LogicalResult emitTable(EmittedProgram &program, std::string &table,
                           std::string &argPointers, int &numTensors);
   /// The body of the step of `stage` (-1: the whole step); whether it

@@ -1,4 +1,4 @@
-//===- GuardedSchemaRegistry.cpp - ONNX schemas safe on bad models --------===//
+//===- GuardedSchemaRegistry.cpp - ONNX schemas safe on bad input ---------===//
 
 #include "frontend/GuardedSchemaRegistry.h"
 

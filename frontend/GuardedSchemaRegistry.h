@@ -1,5 +1,4 @@
-//===- GuardedSchemaRegistry.h - ONNX schemas safe on bad models -*- C++
-//-*-===//
+//===- GuardedSchemaRegistry.h - ONNX schemas safe on bad input -*- C++ -*-===//
 //
 // ONNX 1.12's shape inference divides by a zero stride and indexes past the
 // input's dims when a convolution weight has more dims than its input,

@@ -1,4 +1,4 @@
-//===- IndexInputRanges.h - ranges of label and index inputs ---*- C++ -*-===//
+//===- IndexInputRanges.h - ranges of label and index inputs ----*- C++ -*-===//
 //
 // A class label beyond the number of classes, or a token id beyond the
 // vocabulary, is a data error the training program should report when it

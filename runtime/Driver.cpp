@@ -482,10 +482,11 @@ bool canWriteLater(const std::string &path, bool directory, const char *flag,
     }
     return true;
   }
-  size_t slash = path.find_last_of('/');
+  std::string trimmed = path.substr(0, path.find_last_not_of('/') + 1);
+  size_t slash = trimmed.find_last_of('/');
   std::string parent = slash == std::string::npos ? "."
                        : slash == 0               ? "/"
-                                                  : path.substr(0, slash);
+                                                  : trimmed.substr(0, slash);
   if (stat(parent.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
       access(parent.c_str(), W_OK) != 0) {
     error = std::string(flag) + " '" + path + "': the directory '" + parent +
