@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -1214,6 +1215,9 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
   Block &block = func.getBody().front();
   llvm::raw_string_ostream tableOs(table);
   llvm::raw_string_ostream pointersOs(argPointers);
+  // Parameters and state share checkpoint and dump directories, a file
+  // each: two of one name would overwrite each other.
+  llvm::StringMap<StringRef> persistentRoles;
   for (BlockArgument arg : block.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto attrName = [&](StringRef kind) {
@@ -1234,6 +1238,17 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
       return func.emitError() << "argument #" << i
                               << " is neither an input, a parameter, a "
                                  "state nor the step counter";
+    }
+    if (role == "Param" || role == "State") {
+      auto [it, inserted] = persistentRoles.try_emplace(name, role);
+      if (!inserted)
+        return func.emitError()
+               << "two tensors are named '" << name << "' (a "
+               << (it->second == "Param" ? "parameter" : "training state")
+               << " and a "
+               << (role == "Param" ? "parameter" : "training state")
+               << ", such as an optimizer state named after its parameter); "
+                  "the program would mix them up: rename the parameter";
     }
     std::string element = cType(tensorType(arg).getElementType());
     std::string dtype = dtypeEnum(tensorType(arg).getElementType());

@@ -149,6 +149,14 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
     }
     loss = scalars.front();
   }
+  Type element =
+      cast<RankedTensorType>(func.getResultTypes()[*loss]).getElementType();
+  if (!element.isF32())
+    return emitError(loc) << "loss '" << outputName(*loss) << "' is " << element
+                          << ", but a training loss is a float32 scalar; "
+                             "export the loss before any cast to another "
+                             "type",
+           failure();
   func.setResultAttr(*loss, CleaveDialect::kLossAttrName,
                      UnitAttr::get(func.getContext()));
   return success();
