@@ -667,6 +667,25 @@ LogicalResult Emitter::emitOp(Operation *op) {
         .str();
   };
 
+  // These ops' runtime kernels compute in float32 only (data movement,
+  // casts and elementwise ops are generic over the element type).
+  if (isa<GemmOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp,
+          LogSoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp,
+          BatchNormOp, BatchNormGradOp, ConvOp, ConvGradInputOp,
+          ConvGradWeightOp, MaxPoolOp, MaxPoolGradOp, AvgPoolOp, AvgPoolGradOp,
+          SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp, NllLossOp,
+          NllLossGradOp, DropoutOp, SliceGradOp, GatherGradOp>(op)) {
+    SmallVector<Value> data = {op->getResult(0)};
+    if (op->getNumOperands())
+      data.push_back(op->getOperand(0));
+    for (Value value : data)
+      if (Type element = tensorType(value).getElementType(); !element.isF32())
+        return op->emitOpError()
+               << "computes in " << element << ", but the " << targetName()
+               << " target's kernel for it computes in float32 only; export "
+                  "the model in float32 (model.float() before "
+                  "torch.onnx.export)";
+  }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ReshapeOp) {
         body << "  // " << base << ": a view of its input\n";

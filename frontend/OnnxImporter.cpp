@@ -154,8 +154,8 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
   if (!element.isF32())
     return emitError(loc) << "loss '" << outputName(*loss) << "' is " << element
                           << ", but a training loss is a float32 scalar; "
-                             "export the loss before any cast to another "
-                             "type",
+                             "export the model in float32 (model.float()), "
+                             "with the loss before any cast",
            failure();
   func.setResultAttr(*loss, CleaveDialect::kLossAttrName,
                      UnitAttr::get(func.getContext()));
