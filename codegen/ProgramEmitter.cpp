@@ -329,6 +329,8 @@ private:
   LogicalResult emitConstant(ConstantOp op);
   /// The send on the source stage, the receive on the destination stage.
   LogicalResult emitSendRecv(SendRecvOp op);
+  /// Fails unless tensor `name`'s .npy file name fits a file system.
+  LogicalResult checkFileName(StringRef name);
   /// The table of integer inputs whose values the driver checks on
   /// loading (cleave.index_range), and the count of its rows.
   std::pair<std::string, int> indexChecks();
@@ -1258,6 +1260,8 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
                               << " is neither an input, a parameter, a "
                                  "state nor the step counter";
     }
+    if (failed(checkFileName(name)))
+      return failure();
     if (role == "Param" || role == "State") {
       auto [it, inserted] = persistentRoles.try_emplace(name, role);
       if (!inserted)
@@ -1334,6 +1338,8 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
         func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kOutputAttrName);
     if (!output)
       continue;
+    if (failed(checkFileName(output.getValue())))
+      return failure();
     std::string dtype = dtypeEnum(tensorType(value).getElementType());
     if (dtype.empty())
       return func.emitError()
@@ -1351,6 +1357,18 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
     ++numTensors;
   }
   return success();
+}
+
+LogicalResult Emitter::checkFileName(StringRef name) {
+  // runtime/Npy.h's npyFileName: '/' and '%' take 3 bytes, ".npy" follows.
+  size_t bytes = name.size() + 2 * (name.count('/') + name.count('%')) + 4;
+  if (bytes <= 255)
+    return success();
+  return func.emitError() << "tensor '" << name.take_front(40)
+                          << "...' has a name of " << name.size()
+                          << " bytes; its .npy file in data, checkpoint and "
+                             "dump directories would exceed the 255 bytes "
+                             "file systems allow: rename it";
 }
 
 std::pair<std::string, int> Emitter::indexChecks() {

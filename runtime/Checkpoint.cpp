@@ -36,7 +36,7 @@ bool makeDirectory(const std::string &path, std::string &error) {
 /// Removes a directory of plain files (an abandoned temporary checkpoint).
 void removeFlatDirectory(const std::string &dir, const Program &program) {
   for (int i = 0; i < program.numTensors; ++i)
-    std::remove((dir + "/" + program.tensors[i].name + ".npy").c_str());
+    std::remove((dir + "/" + npyFileName(program.tensors[i].name)).c_str());
   rmdir(dir.c_str());
 }
 
@@ -48,7 +48,7 @@ bool loadTensors(const std::string &dir, const Program &program,
     const TensorSpec &spec = program.tensors[i];
     if (!isPersistent(spec))
       continue;
-    std::string path = dir + "/" + spec.name + ".npy";
+    std::string path = dir + "/" + npyFileName(spec.name);
     if (spec.role == Role::State && !requireStates && !fileExists(path))
       continue;
     NpyArray array;
@@ -81,9 +81,9 @@ bool writeTensors(const std::string &dir, const Program &program,
       continue;
     std::vector<int64_t> shape(spec.shape.dims,
                                spec.shape.dims + spec.shape.rank);
-    if (!writeNpy(dir + "/" + spec.name + ".npy", dtypeNpyKind(spec.dtype), shape,
-                  tensors[i], spec.shape.numElements() * dtypeSize(spec.dtype),
-                  error))
+    if (!writeNpy(dir + "/" + npyFileName(spec.name), dtypeNpyKind(spec.dtype),
+                  shape, tensors[i],
+                  spec.shape.numElements() * dtypeSize(spec.dtype), error))
       return false;
   }
   return true;

@@ -95,18 +95,21 @@ const char *kUsage =
     "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
-    "                     step k uses the k-th batch in order, wrapping around\n"
+    "                     step k uses the k-th batch in order, wrapping "
+    "around\n"
     "  --synthetic        random inputs (for benchmarks)\n"
     "  --shuffle SEED     visit the samples in a seeded random order\n"
     "                     (a new permutation every pass over the data)\n"
     "  --steps N          train until N steps are done (default 1)\n"
-    "  --init DIR         initial values from DIR/<name>.npy (every parameter;\n"
+    "  --init DIR         initial values from DIR/<name>.npy (every "
+    "parameter;\n"
     "                     states optional) instead of the ONNX initializers\n"
     "  --checkpoint-dir DIR  write checkpoints there (at the end, and every\n"
     "                     --checkpoint-every N steps)\n"
     "  --resume           continue from the newest checkpoint in\n"
     "                     --checkpoint-dir; the log is appended to\n"
-    "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of step\n"
+    "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of "
+    "step\n"
     "                     k's forward pass, before its update\n"
     "  --dump-params DIR  write each trained parameter as DIR/<name>.npy\n"
     "  --export-onnx FILE write the trained model as ONNX (the compiled\n"
@@ -121,6 +124,7 @@ const char *kUsage =
     "                     and of scratch (activations, gradients)\n"
     "  --print-comm       print the bytes each rank sent per step, by\n"
     "                     collective kind\n"
+    "In <name>.npy, '/' and '%' of a tensor's name are written %2F and %25.\n"
     "A distributed program runs under mpirun with as many ranks as its\n"
     "mesh has; rank 0 logs, dumps, exports and writes checkpoints.\n";
 
@@ -282,7 +286,7 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
     }
     return input;
   }
-  std::string path = options.data + "/" + spec.name + ".npy";
+  std::string path = options.data + "/" + npyFileName(spec.name);
   std::string error;
   if (!readNpy(path, input.array, error))
     fail(error + " (graph input '" + spec.name + "' is " +
@@ -619,7 +623,8 @@ int runProgram(const Program &program, int argc, char **argv) {
         const IndexInputCheck &check = program.indexChecks[c];
         if (check.tensor != i || options.synthetic)
           continue;
-        std::string path = options.data + "/" + global.specs[i].name + ".npy";
+        std::string path =
+            options.data + "/" + npyFileName(global.specs[i].name);
         if (global.specs[i].dtype == DType::I64)
           checkIndexValues<int64_t>(inputs.back(), check, path);
         else if (global.specs[i].dtype == DType::I32)

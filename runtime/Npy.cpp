@@ -53,6 +53,13 @@ int64_t kindSize(const std::string &kind) {
 
 } // namespace
 
+std::string npyFileName(const std::string &name) {
+  std::string file;
+  for (char c : name)
+    file += c == '/' ? "%2F" : c == '%' ? "%25" : std::string(1, c);
+  return file + ".npy";
+}
+
 bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

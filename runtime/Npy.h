@@ -21,6 +21,11 @@ struct NpyArray {
   std::vector<char> data;
 };
 
+/// The file holding tensor `name` in a data, checkpoint or dump directory:
+/// `<name>.npy`, with '/' and '%' written as %2F and %25 so that every
+/// name stays one file inside the directory.
+std::string npyFileName(const std::string &name);
+
 /// Reads `path`; on failure returns false and sets `error` to a message
 /// that names the file and what is wrong.
 bool readNpy(const std::string &path, NpyArray &array, std::string &error);

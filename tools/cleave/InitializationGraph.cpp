@@ -99,7 +99,8 @@ runInitializationGraph(const onnx::ModelProto &model) {
   for (const onnx::ValueInfoProto &info : model.graph().output()) {
     rt::NpyArray array;
     std::string error;
-    if (!rt::readNpy(at("outputs/" + info.name() + ".npy"), array, error))
+    if (!rt::readNpy(at("outputs/" + rt::npyFileName(info.name())), array,
+                     error))
       return fail("the training_info initialization graph's output '" +
                   info.name() + "' could not be read back: " + error);
     onnx::TensorProto tensor;

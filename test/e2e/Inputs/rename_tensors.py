@@ -1,6 +1,6 @@
-"""Gives tiny.onnxtxt's tensors and nodes names with quotes, backslashes and
-a newline (ONNX allows any string), to check the generated source quotes
-them.
+"""Gives tiny.onnxtxt's tensors and nodes names with quotes, backslashes,
+slashes, '..', '%' and a newline (ONNX allows any string), to check the
+generated source quotes them and their files stay in their directory.
 
 usage: rename_tensors.py IN.onnxtxt OUT.onnx
 """
@@ -11,7 +11,8 @@ from onnx import parser
 
 model = parser.parse_model(open(sys.argv[1]).read())
 graph = model.graph
-renames = {"w": 'w"eight\\', "y": 'lab"els', "loss": "lo\\ss"}
+renames = {"w": 'w"eight\\', "b": "../sub/b%", "y": 'lab"els',
+           "loss": "lo\\ss"}
 for node in graph.node:
     node.input[:] = [renames.get(n, n) for n in node.input]
     node.output[:] = [renames.get(n, n) for n in node.output]
