@@ -255,8 +255,21 @@ LogicalResult importAlgorithm(GraphImporter &importer, ModuleOp module,
   std::set<std::string> keys, algorithmInitializers;
   for (const auto &[key, value] : *bindings)
     keys.insert(key);
-  for (const auto &init : info.algorithm().initializer())
+  std::set<std::string> modelNames;
+  for (const auto &init : model.graph().initializer())
+    modelNames.insert(init.name());
+  for (const auto &input : model.graph().input())
+    modelNames.insert(input.name());
+  for (const auto &init : info.algorithm().initializer()) {
+    // The algorithm runs on the model graph's tensors (one SSA graph).
+    if (modelNames.count(init.name()))
+      return emitError(loc) << "training_info[" << index
+                            << "]: the algorithm's initializer '" << init.name()
+                            << "' has the name of a model tensor; rename "
+                               "the algorithm's",
+             failure();
     algorithmInitializers.insert(init.name());
+  }
   std::set<std::string> stats = runningStatistics(model.graph());
 
   // Bound values that are model outputs become results of the algorithm.

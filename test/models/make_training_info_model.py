@@ -29,6 +29,7 @@ training_info, which the checker ignores, run on the good model only):
   bad-init-value     an initialization_binding value names no output
   init-unsupported   the initialization graph uses Abs (not supported)
   init-no-graph      initialization_binding without an initialization graph
+  algo-init-shadow   the algorithm has an initializer named W, as the model
 """
 
 import argparse
@@ -41,7 +42,7 @@ from onnx import TensorProto, helper, numpy_helper
 TRAINING_DOMAIN = "ai.onnx.preview.training"
 BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs",
                 "bad-init-shape", "bad-init-key", "bad-init-value",
-                "init-unsupported", "init-no-graph")
+                "init-unsupported", "init-no-graph", "algo-init-shadow")
 
 
 def tensor_info(name, elem_type, shape):
@@ -98,6 +99,9 @@ def algorithm_graph(broken):
         numpy_helper.from_array(np.zeros((4, 2), np.float32), "V_W"),
         numpy_helper.from_array(np.zeros((2,), np.float32), "V_B"),
     ]
+    if broken == "algo-init-shadow":
+        initializers.append(
+            numpy_helper.from_array(np.zeros((4, 2), np.float32), "W"))
     outputs = [
         tensor_info("W_new", TensorProto.FLOAT, [4, 2]),
         tensor_info("B_new", TensorProto.FLOAT, [2]),
