@@ -26,19 +26,35 @@ bool exportOnnx(const std::string &path, const Program &program,
     if (program.tensors[i].role == Role::Param ||
         program.tensors[i].role == Role::State)
       persistent[program.tensors[i].name] = i;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
-    auto it = persistent.find(init.name());
-    if (it == persistent.end())
-      continue;
-    const TensorSpec &spec = program.tensors[it->second];
-    int64_t bytes = spec.shape.numElements() * dtypeSize(spec.dtype);
-    // Replace whichever field held the value by raw little-endian bytes.
-    onnx::TensorProto fresh;
-    fresh.set_name(init.name());
-    fresh.set_data_type(init.data_type());
-    *fresh.mutable_dims() = init.dims();
-    fresh.set_raw_data(tensors[it->second], bytes);
-    init = std::move(fresh);
+  auto updateInitializers = [&](onnx::GraphProto &graph) {
+    for (onnx::TensorProto &init : *graph.mutable_initializer()) {
+      auto it = persistent.find(init.name());
+      if (it == persistent.end())
+        continue;
+      const TensorSpec &spec = program.tensors[it->second];
+      int64_t bytes = spec.shape.numElements() * dtypeSize(spec.dtype);
+      // Replace whichever field held the value by raw little-endian bytes.
+      onnx::TensorProto fresh;
+      fresh.set_name(init.name());
+      fresh.set_data_type(init.data_type());
+      *fresh.mutable_dims() = init.dims();
+      fresh.set_raw_data(tensors[it->second], bytes);
+      init = std::move(fresh);
+    }
+  };
+  updateInitializers(*model.mutable_graph());
+  // A training_info algorithm's state (momenta, step counts) lives in its
+  // own initializers. Its initialization graph must not reset the trained
+  // tensors when the model is compiled again: their bindings go (the ones
+  // of values the step does not change, a learning rate, stay).
+  for (onnx::TrainingInfoProto &info : *model.mutable_training_info()) {
+    updateInitializers(*info.mutable_algorithm());
+    auto *bindings = info.mutable_initialization_binding();
+    for (int i = bindings->size() - 1; i >= 0; --i)
+      if (persistent.count(bindings->Get(i).key()))
+        bindings->DeleteSubrange(i, 1);
+    if (bindings->empty())
+      info.clear_initialization();
   }
   std::string temporary = path + ".tmp-" + std::to_string(getpid());
   {
