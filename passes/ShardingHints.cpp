@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/YAMLTraits.h"
@@ -178,6 +179,9 @@ static int64_t nestingBound(StringRef text) {
 
 llvm::Expected<std::vector<ShardingHint>>
 mlir::cleave::readHintsFile(StringRef path) {
+  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path))
+    return fail("the hints file '" + path +
+                "' is not a regular file; give a YAML or JSON file");
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return fail("cannot read the hints file '" + path +
