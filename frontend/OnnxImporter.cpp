@@ -157,6 +157,20 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
                              "export the model in float32 (model.float()), "
                              "with the loss before any cast",
            failure();
+  // A batch of size 0 has a loss of 0/0.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto input =
+            func.getArgAttrOfType<StringAttr>(i, CleaveDialect::kInputAttrName);
+        input &&
+        llvm::is_contained(
+            cast<RankedTensorType>(func.getArgumentTypes()[i]).getShape(), 0))
+      return emitError(loc)
+                 << "input '" << input.getValue() << "' has shape ["
+                 << cast<RankedTensorType>(func.getArgumentTypes()[i])
+                        .getShape()
+                 << "]: a dimension of size 0 leaves nothing to train on; "
+                    "give it a size (with --input-shape for a dynamic dim)",
+             failure();
   func.setResultAttr(*loss, CleaveDialect::kLossAttrName,
                      UnitAttr::get(func.getContext()));
   return success();

@@ -274,13 +274,23 @@ LogicalResult LogSoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), shapedType(getInput()).getRank());
 }
 
+/// epsilon >= 0 and finite: the normalizations divide by sqrt(var + eps).
+template <typename NormOp> static LogicalResult verifyEpsilon(NormOp op) {
+  float epsilon = op.getEpsilon().convertToFloat();
+  if (!(epsilon >= 0) || std::isinf(epsilon))
+    return op.emitOpError()
+           << "epsilon " << epsilon << " must be finite and >= 0";
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
   ArrayRef<int64_t> shape = shapeOf(getInput());
   int64_t axis = getAxis();
   if (failed(verifyAxis(*this, axis, shape.size())))
     return failure();
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
-  if (failed(expectShape(*this, "scale", shapeOf(getScale()), normalized)))
+  if (failed(verifyEpsilon(*this)) ||
+      failed(expectShape(*this, "scale", shapeOf(getScale()), normalized)))
     return failure();
   if (getBias() &&
       (failed(expectShape(*this, "bias", shapeOf(getBias()), normalized)) ||
@@ -301,6 +311,11 @@ LogicalResult BatchNormOp::verify() {
     return emitOpError() << "expects an input of rank >= 2 ([N, C, ...]) but "
                             "got rank "
                          << shape.size();
+  if (failed(verifyEpsilon(*this)))
+    return failure();
+  float momentum = getMomentum().convertToFloat();
+  if (!(momentum >= 0 && momentum <= 1))
+    return emitOpError() << "momentum " << momentum << " must be in [0, 1]";
   int64_t channels = shape[1];
   for (auto [name, value] :
        {std::pair<StringRef, Value>{"scale", getScale()},

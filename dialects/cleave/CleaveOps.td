@@ -411,6 +411,7 @@ def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
     **Constraints:**
     - `0 <= axis < rank(input)`;
     - `scale` and `bias` have shape `input.shape[axis:]`;
+    - `epsilon` is finite and >= 0;
     - `y` has the input's type; `mean` and `inv_std_dev` have the reduced
       shape.
   }];
@@ -449,6 +450,7 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm", [Pure]> {
     - `input` has rank at least 2;
     - `scale`, `bias`, `running_mean`, `running_var` and the new statistics
       are 1-d of size `C = input.shape[1]`;
+    - `epsilon` is finite and >= 0, `momentum` in [0, 1];
     - `y` has the input's type.
   }];
   let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$scale,

@@ -315,6 +315,15 @@ func.func @layer_norm_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
 
 // -----
 
+func.func @layer_norm_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{epsilon -1.000000e+00 must be finite and >= 0}}
+  %y, %m, %r = cleave.layer_norm %x, %g {axis = 1 : i64, epsilon = -1.0 : f32}
+      : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_scale(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) {
   // expected-error @+1 {{scale has shape [64] but [8, 64] was expected}}
   %y, %m, %r = cleave.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-05 : f32}
@@ -364,6 +373,24 @@ func.func @batch_norm_rank(%x: tensor<16xf32>, %s: tensor<16xf32>) {
   // expected-error @+1 {{expects an input of rank >= 2 ([N, C, ...]) but got rank 1}}
   %y, %rm, %rv = cleave.batch_norm %x, %s, %s, %s, %s {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = false}
       : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_momentum(%x: tensor<8x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{momentum 1.500000e+00 must be in [0, 1]}}
+  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 1.5 : f32, training = true}
+      : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_epsilon(%x: tensor<8x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{epsilon nan must be finite and >= 0}}
+  %y, %rm, %rv = cleave.batch_norm %x, %c, %c, %c, %c {epsilon = 0x7FC00000 : f32, momentum = 0.9 : f32, training = true}
+      : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 
