@@ -58,6 +58,8 @@ llvm::Expected<MeshAttr> mlir::cleave::parseMesh(MLIRContext *context,
   SmallVector<int64_t> sizes;
   SmallVector<StringRef> axes;
   text.split(axes, ',');
+  constexpr int64_t kMaxRanks = int64_t(1) << 20;
+  int64_t ranks = 1;
   for (StringRef axis : axes) {
     auto [name, sizeText] = axis.trim().split('=');
     int64_t size;
@@ -66,12 +68,23 @@ llvm::Expected<MeshAttr> mlir::cleave::parseMesh(MLIRContext *context,
       return fail("--mesh '" + text +
                   "' is not a list of NAME=SIZE axes with sizes >= 1 (for "
                   "example --mesh dp=2,tp=2)");
+    name = name.trim();
+    // Names appear in hints ([dp,_]) and in the generated program.
+    if ((!llvm::isAlpha(name.front()) && name.front() != '_') ||
+        !llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+      return fail("--mesh axis '" + name +
+                  "' is not a name of letters, digits and '_' (for example "
+                  "dp, tp, pp)");
     for (StringAttr seen : names)
-      if (seen.getValue() == name.trim())
-        return fail("--mesh '" + text + "' names axis '" + name.trim() +
-                    "' twice");
-    names.push_back(StringAttr::get(context, name.trim()));
+      if (seen.getValue() == name)
+        return fail("--mesh '" + text + "' names axis '" + name + "' twice");
+    names.push_back(StringAttr::get(context, name));
     sizes.push_back(size);
+    ranks *= size;
+    if (ranks > kMaxRanks)
+      return fail("--mesh '" + text + "' has more than " +
+                  llvm::Twine(kMaxRanks) + " ranks");
   }
   return MeshAttr::get(context, names, sizes);
 }

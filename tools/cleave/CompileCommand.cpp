@@ -141,6 +141,17 @@ struct TrainingFlags {
                                   flag));
     if (lr <= 0)
       return fail("--lr must be positive");
+    // A flag of the other optimizer would be ignored without a word.
+    bool adamw = optimizer == Optimizer::AdamW;
+    // The first two are AdamW's, the others SGD's.
+    const cl::Option *flags[] = {&betas, &eps, &momentum, &dampening,
+                                 &nesterov};
+    for (const cl::Option *flag :
+         llvm::ArrayRef(flags).slice(adamw ? 2 : 0, adamw ? 3 : 2))
+      if (flag->getNumOccurrences())
+        return fail("--" + flag->ArgStr + " applies to --optimizer " +
+                    (adamw ? "sgd" : "adamw") + ", not " +
+                    (adamw ? "adamw" : "sgd"));
     for (auto [flag, value] : {std::pair{"momentum", momentum.getValue()},
                                {"weight-decay", weightDecay.getValue()},
                                {"eps", eps.getValue()}})
@@ -322,6 +333,13 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (!optimizer) {
     llvm::errs() << "cleave compile: error: "
                  << llvm::toString(optimizer.takeError()) << "\n";
+    return 1;
+  }
+  if (target_.target != mlir::cleave::Target::Cuda &&
+      (target_.cudaArch.getNumOccurrences() ||
+       target_.cudaHostEmulation.getNumOccurrences())) {
+    llvm::errs() << "cleave compile: error: --cuda-arch and "
+                    "--cuda-host-emulation apply to --target cuda\n";
     return 1;
   }
   if (target_.target == mlir::cleave::Target::Cuda)
