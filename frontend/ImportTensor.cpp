@@ -11,6 +11,7 @@
 
 #include "dialects/cleave/CleaveOps.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -182,6 +183,18 @@ LogicalResult importGather(NodeImporter &node) {
       node.normalizeAxis(node.intAttr("axis", 0), rankOf(node.input(0)));
   if (failed(axis))
     return failure();
+  // Constant indices are checked now; the kernels check computed ones.
+  int64_t size =
+      cast<RankedTensorType>(node.input(0).getType()).getDimSize(*axis);
+  DenseIntElementsAttr indices;
+  if (matchPattern(node.input(1), m_Constant(&indices)))
+    for (const APInt &index : indices)
+      if (index.getSExtValue() < -size || index.getSExtValue() >= size)
+        return node.emitError()
+                   << "index " << index.getSExtValue()
+                   << " is out of range for axis " << *axis << " of size "
+                   << size << " (expected [" << -size << ", " << size << "))",
+               failure();
   node.setOutput(0, node.create<GatherOp>(*type, node.input(0), node.input(1),
                                           node.builder().getI64IntegerAttr(
                                               *axis))

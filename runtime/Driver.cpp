@@ -9,6 +9,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/Collectives.h"
 #include "runtime/Export.h"
+#include "runtime/KernelSupport.h"
 #include "runtime/Npy.h"
 #include "runtime/Program.h"
 #include "runtime/Sharding.h"
@@ -151,6 +152,7 @@ Options parseOptions(int argc, char **argv) {
   Options options;
   programName = argv[0];
   programName = programName.substr(programName.find_last_of('/') + 1);
+  detail::programName = programName.c_str();
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     size_t eq = arg.find('=');
@@ -824,6 +826,7 @@ int runProgram(const Program &program, int argc, char **argv) {
         *static_cast<int64_t *>(pointers[i]) = step;
     transfer(/*toDevice=*/true, {Role::Input, Role::Step});
     context.step = step;
+    detail::currentStep = step;
     CommCounters before = commCounters();
     program.step(context);
     for (int k = 0; k < kNumCollectiveKinds; ++k) {

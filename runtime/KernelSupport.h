@@ -28,8 +28,15 @@ namespace cleave::rt::detail {
 /// report to: a generated program has no error channel, and carrying on would
 /// read out of bounds. Print and exit with status 1 (_Exit: this may run on
 /// an OpenMP worker, where running exit handlers is not safe).
+/// The program's name and the step it is in, for fatal's messages (the
+/// driver sets them).
+inline const char *programName = "train";
+inline int64_t currentStep = -1;
+
 [[noreturn]] inline void fatal(const char *format, ...) {
-  std::fprintf(stderr, "error: ");
+  std::fprintf(stderr, "%s: error: ", programName);
+  if (currentStep >= 0)
+    std::fprintf(stderr, "in step %lld: ", static_cast<long long>(currentStep));
   va_list args;
   va_start(args, format);
   std::vfprintf(stderr, format, args);
