@@ -135,15 +135,24 @@ bool findLatestCheckpoint(const std::string &dir, std::string &path,
     return false;
   }
   char *end = nullptr;
-  if (name.rfind("step-", 0) != 0 ||
+  std::string rest;
+  if (name.rfind("step-", 0) != 0 || name.size() == 5 ||
       (step = std::strtoll(name.c_str() + 5, &end, 10), *end != '\0') ||
-      step < 0) {
-    error = "'" + dir + "/latest' names '" + name +
-            "', which is not a checkpoint (step-<k>); the directory is "
-            "corrupt";
+      step < 0 || (std::getline(latest, rest) && !rest.empty())) {
+    error = "'" + dir +
+            "/latest' does not hold one line step-<k> naming a "
+            "checkpoint (it starts '" +
+            name + "'); the directory is corrupt";
     return false;
   }
   path = dir + "/" + name;
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    error = "'" + dir + "/latest' names '" + name +
+            "', but there is no such checkpoint directory; the directory is "
+            "corrupt";
+    return false;
+  }
   return true;
 }
 

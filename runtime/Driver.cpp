@@ -793,7 +793,7 @@ int runProgram(const Program &program, int argc, char **argv) {
   CommCounters stepComm{};
   std::vector<char> wholeBatch;
   bool warnedNonFinite = false;
-  if (firstStep >= options.steps && root)
+  if (options.resume && firstStep >= options.steps && root)
     std::fprintf(stderr,
                  "nothing to train: the checkpoint is after step %lld and "
                  "--steps %lld is the total number of steps; give a larger "
