@@ -135,8 +135,7 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   if (!output)
     return fail(error);
   output->os() << bytes;
-  output->keep();
-  return 0;
+  return keepOutput(*output, output_, "annotate") ? 0 : 1;
 }
 
 } // namespace

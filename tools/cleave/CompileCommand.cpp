@@ -301,8 +301,7 @@ int writeFile(llvm::StringRef path, llvm::StringRef contents) {
     return 1;
   }
   file->os() << contents;
-  file->keep();
-  return 0;
+  return keepOutput(*file, path, "compile") ? 0 : 1;
 }
 
 int CompileCommand::run(mlir::MLIRContext &context) {
@@ -318,6 +317,11 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   }
   if (import_.outputIsModel(output_, "compile"))
     return 1;
+  if (output_ == "-" && emit_ == Emit::Binary) {
+    llvm::errs() << "cleave compile: error: -o - (standard output) is for "
+                    "--emit=mlir or --emit=source; name the program's file\n";
+    return 1;
+  }
   // Checked now: the linker's own message would come after minutes of work.
   if (llvm::StringRef parent = llvm::sys::path::parent_path(output_);
       output_ != "-" && !parent.empty() &&

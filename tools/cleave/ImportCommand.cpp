@@ -65,8 +65,7 @@ public:
           .useLocalScope();
     module->print(output->os(), printing);
     output->os() << "\n";
-    output->keep();
-    return 0;
+    return keepOutput(*output, output_, "import") ? 0 : 1;
   }
 
 private:

@@ -61,6 +61,19 @@ static void printDiagnostic(const mlir::Diagnostic &diag) {
     printDiagnostic(note);
 }
 
+bool keepOutput(llvm::ToolOutputFile &file, llvm::StringRef path,
+                llvm::StringRef command) {
+  file.os().flush();
+  if (std::error_code ec = file.os().error()) {
+    file.os().clear_error();
+    llvm::errs() << "cleave " << command << ": error: cannot write '" << path
+                 << "': " << ec.message() << "\n";
+    return false;
+  }
+  file.keep();
+  return true;
+}
+
 DiagnosticPrinter::DiagnosticPrinter(mlir::MLIRContext &context)
     : context_(context) {
   id_ = context.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
