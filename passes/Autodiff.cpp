@@ -603,6 +603,12 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
       buildGradients(builder, forward, loss, wrt);
   if (failed(grads))
     return failure();
+  // Every gradient a constant (zero): training would change nothing.
+  if (!params.empty() && llvm::all_of(*grads, [](Value grad) {
+        return grad.getDefiningOp<ConstantOp>() != nullptr;
+      }))
+    func.emitWarning() << "the loss depends on none of the " << params.size()
+                       << " trainable parameters; training changes nothing";
 
   // Results: the original ones, then one gradient per parameter, then the
   // running statistics of training-mode batch norms.

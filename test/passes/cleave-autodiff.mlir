@@ -1,5 +1,6 @@
 // RUN: cleave-opt %s --cleave-autodiff | FileCheck %s
 // RUN: cleave-opt %s --cleave-autodiff="freeze=b*" | FileCheck %s --check-prefix=FROZEN
+// RUN: cleave-opt %s --cleave-autodiff 2>&1 >/dev/null | FileCheck %s --check-prefix=WARN
 
 // loss = sum(x * w + b): dw = sum over rows of x, db = 4 (the broadcast rows).
 // CHECK-LABEL: func.func @affine(
@@ -24,8 +25,10 @@ func.func @affine(%x: tensor<4x3xf32> {cleave.input = "x"}, %w: tensor<3xf32> {c
   return %2 : tensor<f32>
 }
 
-// A parameter the loss does not depend on gets a zero gradient; functions
-// without a loss are left alone.
+// A parameter the loss does not depend on gets a zero gradient, and when
+// none is reached a warning says training changes nothing; functions without
+// a loss are left alone.
+// WARN: warning: the loss depends on none of the 1 trainable parameters; training changes nothing
 // CHECK-LABEL: func.func @unused(
 // CHECK: %[[Z:.*]] = cleave.constant dense<0.000000e+00> : tensor<2xf32>
 // CHECK: return %{{.*}}, %[[Z]]
