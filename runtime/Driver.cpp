@@ -233,11 +233,12 @@ Options parseOptions(int argc, char **argv) {
 
 using Buffer = std::unique_ptr<char, std::function<void(void *)>>;
 
-Buffer allocate(int64_t bytes) {
+Buffer allocate(int64_t bytes, const std::string &what) {
   size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
   void *p = std::aligned_alloc(64, size ? size : 64);
   if (!p)
-    fail("cannot allocate " + std::to_string(bytes) + " bytes");
+    fail("cannot allocate " + std::to_string(bytes) + " bytes for " + what +
+         "; the machine has too little memory for this model and batch");
   std::memset(p, 0, size ? size : 64);
   return Buffer(static_cast<char *>(p), [](void *p) { std::free(p); });
 }
@@ -615,9 +616,10 @@ int runProgram(const Program &program, int argc, char **argv) {
   for (int i = 0; i < program.numTensors; ++i) {
     const TensorSpec &spec = program.tensors[i];
     int64_t bytes = global.localBytes(i);
-    buffers.push_back(device && spec.role == Role::Input
-                          ? allocatePinned(*device, bytes)
-                          : allocate(bytes));
+    buffers.push_back(
+        device && spec.role == Role::Input
+            ? allocatePinned(*device, bytes)
+            : allocate(bytes, "tensor '" + std::string(spec.name) + "'"));
     pointers.push_back(buffers.back().get());
     if (spec.role == Role::Input) {
       inputs.push_back(loadInput(global.specs[i], options));
@@ -691,7 +693,9 @@ int runProgram(const Program &program, int argc, char **argv) {
       stepPointers[i] = block + offsets[i];
     arena = block + total;
   } else {
-    hostArena = allocate(program.arenaBytes);
+    hostArena =
+        allocate(program.arenaBytes, "the scratch arena (activations and "
+                                     "gradients)");
     arena = hostArena.get();
   }
   // Copies the tensors of the given roles between the host and the device.
@@ -719,8 +723,11 @@ int runProgram(const Program &program, int argc, char **argv) {
   if (global.distributed)
     for (int i = 0; i < program.numTensors; ++i)
       if (global.isSplit(i)) {
-        wholeBuffers.push_back(allocate(global.specs[i].shape.numElements() *
-                                        dtypeSize(program.tensors[i].dtype)));
+        wholeBuffers.push_back(
+            allocate(global.specs[i].shape.numElements() *
+                         dtypeSize(program.tensors[i].dtype),
+                     "the whole of tensor '" +
+                         std::string(program.tensors[i].name) + "'"));
         whole[i] = wholeBuffers.back().get();
       }
   auto scatterWhole = [&]() {

@@ -112,12 +112,19 @@ LogicalResult verifyClassLoss(Operation *op, Value input, Value target,
   return expectShape(op, "the loss", shapeOf(loss), expected);
 }
 
-/// Verifies an optimizer op: every operand group has one tensor per
-/// parameter, of its type, and the results are `resultGroups` groups of the
-/// parameters' types.
+/// Verifies an optimizer op: its float attributes are finite, every operand
+/// group has one tensor per parameter, of its type, and the results are
+/// `resultGroups` groups of the parameters' types.
 LogicalResult verifyOptimizer(Operation *op, ValueRange params,
                               ArrayRef<std::pair<StringRef, ValueRange>> groups,
                               size_t resultGroups) {
+  // Hyper-parameters (alpha, beta, epsilon, ...) become float constants.
+  for (NamedAttribute attr : op->getAttrs())
+    if (auto value = dyn_cast<FloatAttr>(attr.getValue());
+        value && !value.getValue().isFinite())
+      return op->emitOpError()
+             << attr.getName().getValue() << " is " << value.getValueAsDouble()
+             << "; hyper-parameters must be finite";
   for (auto [name, group] : groups) {
     if (group.size() != params.size())
       return op->emitOpError()

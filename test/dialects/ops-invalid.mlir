@@ -1139,6 +1139,15 @@ func.func @momentum_new_params_count(%lr: tensor<f32>, %t: tensor<i64>, %w: tens
 
 // -----
 
+func.func @momentum_alpha_nan(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{alpha is nan; hyper-parameters must be finite}}
+  %0:2 = "cleave.momentum"(%lr, %t, %w, %w, %w) <{alpha = 0x7FC00000 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+      : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 func.func @momentum_new_velocity_type(%lr: tensor<f32>, %t: tensor<i64>, %w: tensor<4xf32>) {
   // expected-error @+1 {{result #1 has type 'tensor<4xf64>' but its parameter has 'tensor<4xf32>'}}
   %0:2 = "cleave.momentum"(%lr, %t, %w, %w, %w) <{alpha = 0.9 : f32, beta = 1.0 : f32, mode = #cleave.momentum_mode<nesterov>, norm_coefficient = 0.0 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
