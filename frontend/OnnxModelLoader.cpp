@@ -58,7 +58,8 @@ int64_t elementSize(int32_t type) {
 
 llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
   // A device or a pipe (/dev/zero) would be read until memory runs out.
-  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path))
+  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path) &&
+      !llvm::sys::fs::is_directory(path))
     return fail(formatv("'{0}' is not a regular file; give the model's file",
                         path));
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,

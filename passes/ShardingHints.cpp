@@ -192,7 +192,8 @@ static int64_t nestingBound(StringRef text) {
 
 llvm::Expected<std::vector<ShardingHint>>
 mlir::cleave::readHintsFile(StringRef path) {
-  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path))
+  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path) &&
+      !llvm::sys::fs::is_directory(path))
     return fail("the hints file '" + path +
                 "' is not a regular file; give a YAML or JSON file");
   auto buffer = llvm::MemoryBuffer::getFile(path);
@@ -224,7 +225,9 @@ mlir::cleave::readHintsFile(StringRef path) {
     return fail("the hints file '" + path +
                 "' is not a mapping {hints: [{tensor: GLOB, sharding: "
                 "\"[...]\", priority: N}, ...]}: " +
-                StringRef(diagnostics).trim());
+                ((*buffer)->getBufferSize() == 0
+                     ? StringRef("the file is empty")
+                     : StringRef(diagnostics).trim()));
   std::vector<ShardingHint> hints;
   for (const HintEntry &entry : file.hints) {
     auto hint = parseShardingHint(entry.tensor + "=" + entry.sharding, path);

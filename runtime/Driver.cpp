@@ -162,11 +162,13 @@ Options parseOptions(int argc, char **argv) {
       arg = arg.substr(0, eq);
     }
     auto takeValue = [&]() -> std::string {
-      if (inlineValue)
-        return value;
-      if (i + 1 >= argc)
+      if (!inlineValue && i + 1 >= argc)
         fail("flag '" + arg + "' needs a value; run with --help");
-      return argv[++i];
+      std::string text = inlineValue ? value : argv[++i];
+      // An empty path would mean "off" without a word.
+      if (text.empty())
+        fail("flag '" + arg + "' needs a non-empty value");
+      return text;
     };
     auto takeInt = [&](int64_t minimum) {
       std::string text = takeValue();

@@ -67,13 +67,21 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   if (model_.empty())
     return fail("no model given; usage: cleave annotate MODEL.onnx --shard "
                 "'GLOB=[...]' -o OUT.onnx");
+  if (llvm::sys::fs::exists(model_) &&
+      !llvm::sys::fs::is_regular_file(model_) &&
+      !llvm::sys::fs::is_directory(model_))
+    return fail("'" + model_ +
+                "' is not a regular file; give the model's file");
   auto buffer = llvm::MemoryBuffer::getFile(model_);
   if (!buffer)
     return fail("cannot read '" + model_ + "': " + buffer.getError().message());
   onnx::ModelProto model;
   if (!model.ParseFromArray((*buffer)->getBufferStart(),
                             (*buffer)->getBufferSize()))
-    return fail("'" + model_ + "' is not a binary ONNX model");
+    return fail("'" + model_ +
+                "' is not a binary ONNX model; annotate writes protobuf "
+                "models (save ONNX text as one with onnx.save(onnx.parser."
+                "parse_model(text), 'model.onnx'))");
 
   std::vector<ShardingHint> hints;
   if (!shardFile_.empty()) {
