@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -120,6 +122,28 @@ bool saveCheckpoint(const std::string &dir, int64_t step,
   }
   if (std::rename(latestTemporary.c_str(), (dir + "/latest").c_str()) != 0) {
     error = "cannot update '" + dir + "/latest': " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool lockCheckpointDirectory(const std::string &dir, std::string &error) {
+  if (!makeDirectory(dir, error))
+    return false;
+  std::string path = dir + "/.lock";
+  // Left open on purpose: the lock lasts until the process ends.
+  int fd = open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = "cannot open '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    error = errno == EWOULDBLOCK
+                ? "another run is using the checkpoint directory '" + dir +
+                      "' (it holds " + path +
+                      "); give each run its own --checkpoint-dir"
+                : "cannot lock '" + path + "': " + std::strerror(errno);
+    close(fd);
     return false;
   }
   return true;

@@ -31,6 +31,11 @@ bool saveCheckpoint(const std::string &dir, int64_t step,
                     const Program &program, void *const *tensors,
                     std::string &error);
 
+/// Makes `dir` and takes an exclusive lock on `dir`/.lock for the rest of
+/// the process, so that two runs cannot interleave their checkpoints;
+/// false, and why in `error`, when another run holds it.
+bool lockCheckpointDirectory(const std::string &dir, std::string &error);
+
 /// Finds the newest checkpoint in `dir`: its path and step count.
 bool findLatestCheckpoint(const std::string &dir, std::string &path,
                           int64_t &step, std::string &error);

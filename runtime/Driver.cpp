@@ -606,7 +606,11 @@ int runProgram(const Program &program, int argc, char **argv) {
   }
 
   std::string outputError;
-  if (!allSucceeded(checkOutputLocations(options, root, outputError), global))
+  if (!allSucceeded(
+          checkOutputLocations(options, root, outputError) &&
+              (!root || options.checkpointDir.empty() ||
+               lockCheckpointDirectory(options.checkpointDir, outputError)),
+          global))
     fail(outputError.empty() ? "another rank cannot write its --dump-local"
                              : outputError);
 
