@@ -39,6 +39,11 @@ struct ImportFlags {
       }
       options.shapeBindings.push_back(std::move(*binding));
     }
+    if (loss.getNumOccurrences() && loss.empty()) {
+      llvm::errs() << "cleave: error: --loss needs the name of a graph "
+                      "output\n";
+      return false;
+    }
     options.loss = loss;
     options.inference = inference;
     return true;
