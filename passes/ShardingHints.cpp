@@ -138,6 +138,12 @@ mlir::cleave::parseShardingHint(StringRef text, StringRef origin) {
       return bad("expected ',' after '}'");
     body = body.trim();
   }
+  // A tensor is split over a mesh axis at most once.
+  llvm::StringSet<> used;
+  for (const std::vector<std::string> &axes : hint.dims)
+    for (const std::string &axis : axes)
+      if (!used.insert(axis).second)
+        return bad("axis '" + axis + "' splits two dimensions");
   return hint;
 }
 
@@ -429,16 +435,10 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
       if (a == arg)
         name = n;
     SmallVector<Attribute> dims;
-    llvm::StringSet<> used;
     for (const std::vector<std::string> &axes : hint->dims) {
       SmallVector<Attribute> dim;
-      for (const std::string &axis : axes) {
-        if (!used.insert(axis).second)
-          return fail("sharding hint '" + formatShardingHint(*hint) + "' (" +
-                      hint->origin + ") splits tensor '" + name +
-                      "' twice over axis '" + axis + "'");
+      for (const std::string &axis : axes)
         dim.push_back(StringAttr::get(context, axis));
-      }
       dims.push_back(ArrayAttr::get(context, dim));
     }
     auto empty = ArrayAttr::get(context, {});

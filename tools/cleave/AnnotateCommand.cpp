@@ -99,24 +99,36 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   if (hints.empty())
     return fail("no hints given: use --shard or --shard-file");
 
-  // Every hint must name a tensor the compiled program will have.
-  std::vector<std::string> names;
+  // Every hint must name a tensor the compiled program will have, with a
+  // dimension per dimension of it (-1: rank unknown here).
+  std::vector<std::pair<std::string, int>> tensors;
   for (const auto &init : model.graph().initializer())
-    names.push_back(init.name());
+    tensors.emplace_back(init.name(), init.dims_size());
   for (const auto &input : model.graph().input())
-    names.push_back(input.name());
+    tensors.emplace_back(input.name(),
+                         input.type().tensor_type().has_shape()
+                             ? input.type().tensor_type().shape().dim_size()
+                             : -1);
   for (const ShardingHint &hint : hints) {
+    std::string text = mlir::cleave::formatShardingHint(hint);
     auto glob = llvm::GlobPattern::create(hint.pattern);
     if (!glob)
-      return fail("hint '" + mlir::cleave::formatShardingHint(hint) +
+      return fail("hint '" + text +
                   "': bad glob: " + llvm::toString(glob.takeError()));
     bool matched = false;
-    for (const std::string &name : names)
-      for (const char *suffix : kStateSuffixes)
-        matched |= glob->match(name + suffix);
+    for (const auto &[name, rank] : tensors)
+      for (const char *suffix : kStateSuffixes) {
+        if (!glob->match(name + suffix))
+          continue;
+        matched = true;
+        if (rank >= 0 && static_cast<size_t>(rank) != hint.dims.size())
+          return fail("hint '" + text + "' gives " +
+                      llvm::Twine(hint.dims.size()) + " dimensions, but '" +
+                      name + suffix + "' has rank " + llvm::Twine(rank));
+      }
     if (!matched)
-      return fail("hint '" + mlir::cleave::formatShardingHint(hint) +
-                  "' names no initializer or input of '" + model_ + "'");
+      return fail("hint '" + text + "' names no initializer or input of '" +
+                  model_ + "'");
   }
 
   std::string lines;
