@@ -697,11 +697,33 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     if (llvm::Error err =
             runInitialization(model, info, index, options.runInitialization))
       return std::move(err);
-  for (const auto &info : model.training_info()) {
+  std::set<std::string> modelNames;
+  for (const auto &init : model.graph().initializer())
+    modelNames.insert(init.name());
+  for (const auto &input : model.graph().input())
+    modelNames.insert(input.name());
+  for (auto [index, info] : llvm::enumerate(model.training_info())) {
+    // The algorithm runs on the model graph's tensors (one SSA graph).
+    for (const auto &init : info.algorithm().initializer())
+      if (modelNames.count(init.name()))
+        return fail(formatv("training_info[{0}]: the algorithm's initializer "
+                            "'{1}' has the name of a model tensor; rename the "
+                            "algorithm's",
+                            index, init.name()));
     onnx::ModelProto combined = model;
     combined.clear_training_info();
     *combined.mutable_graph() =
         combineWithAlgorithm(model.graph(), info.algorithm());
+    // ONNX's checker skips training_info: check the algorithm's nodes
+    // (attributes, arities) as part of one graph.
+    try {
+      onnx::checker::check_model(combined);
+    } catch (const std::exception &e) {
+      return fail(formatv("'{0}': the training algorithm '{1}' fails the ONNX "
+                          "checker: {2}",
+                          path, info.algorithm().name(),
+                          StringRef(e.what()).trim()));
+    }
     if (llvm::Error err = inferShapes(
             combined, formatv("the training algorithm '{0}'",
                               info.algorithm().name())

@@ -30,6 +30,7 @@ training_info, which the checker ignores, run on the good model only):
   init-unsupported   the initialization graph uses Abs (not supported)
   init-no-graph      initialization_binding without an initialization graph
   algo-init-shadow   the algorithm has an initializer named W, as the model
+  algo-bad-attr      the Momentum node has an attribute Momentum does not know
 """
 
 import argparse
@@ -42,7 +43,8 @@ from onnx import TensorProto, helper, numpy_helper
 TRAINING_DOMAIN = "ai.onnx.preview.training"
 BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs",
                 "bad-init-shape", "bad-init-key", "bad-init-value",
-                "init-unsupported", "init-no-graph", "algo-init-shadow")
+                "init-unsupported", "init-no-graph", "algo-init-shadow",
+                "algo-bad-attr")
 
 
 def tensor_info(name, elem_type, shape):
@@ -99,6 +101,8 @@ def algorithm_graph(broken):
         numpy_helper.from_array(np.zeros((4, 2), np.float32), "V_W"),
         numpy_helper.from_array(np.zeros((2,), np.float32), "V_B"),
     ]
+    if broken == "algo-bad-attr":
+        nodes[1].attribute.append(helper.make_attribute("decay_factor", 0.5))
     if broken == "algo-init-shadow":
         initializers.append(
             numpy_helper.from_array(np.zeros((4, 2), np.float32), "W"))
