@@ -8,6 +8,10 @@
 
 #include "dialects/cleave/CleaveOps.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
 namespace mlir::cleave {
 
 namespace {
@@ -41,6 +45,14 @@ LogicalResult importGradient(NodeImporter &node) {
                             << " inputs but xs and zs name "
                             << xs.size() + zs.size()
                             << " tensors; the i-th input feeds the i-th name";
+  std::vector<std::string> names(xs);
+  llvm::append_range(names, zs);
+  llvm::sort(names);
+  if (auto twice = std::adjacent_find(names.begin(), names.end());
+      twice != names.end())
+    return node.emitError()
+               << "xs and zs name '" << *twice << "' twice; each tensor once",
+           failure();
   if (node.numOutputs() != xs.size())
     return node.emitError() << "has " << node.numOutputs()
                             << " outputs but xs names " << xs.size();

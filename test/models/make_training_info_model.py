@@ -24,6 +24,7 @@ training_info, which the checker ignores, run on the good model only):
   bad-binding-key    an update_binding key names no initializer
   bad-binding-value  an update_binding value names no algorithm output
   bad-gradient-xs    the Gradient node's xs names an unknown tensor
+  gradient-xs-twice  the Gradient node's xs names W twice
   bad-init-shape     the initialization graph's W is 2x4, W is 4x2
   bad-init-key       an initialization_binding key names no initializer
   bad-init-value     an initialization_binding value names no output
@@ -42,6 +43,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
 BROKEN_KINDS = ("bad-binding-key", "bad-binding-value", "bad-gradient-xs",
+                "gradient-xs-twice",
                 "bad-init-shape", "bad-init-key", "bad-init-value",
                 "init-unsupported", "init-no-graph", "algo-init-shadow",
                 "algo-bad-attr")
@@ -79,6 +81,8 @@ def algorithm_graph(broken):
     xs = ["W", "B"]
     if broken == "bad-gradient-xs":
         xs = ["W", "B_typo"]
+    if broken == "gradient-xs-twice":
+        xs = ["W", "W"]
     nodes = [
         helper.make_node(
             "Gradient", ["W", "B", "X", "T"], ["dW", "dB"], name="gradient",
