@@ -670,14 +670,18 @@ LogicalResult Emitter::emitOp(Operation *op) {
   };
 
   // These ops' runtime kernels compute in float32 only (data movement,
-  // casts and elementwise ops are generic over the element type).
-  if (isa<GemmOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp,
+  // casts, elementwise ops and inference-mode Dropout, a copy, are generic
+  // over the element type). Their first result and operand are the data.
+  auto dropout = dyn_cast<DropoutOp>(op);
+  if ((dropout && dropout.getTraining()) ||
+      isa<GemmOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp,
           LogSoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp,
           BatchNormOp, BatchNormGradOp, ConvOp, ConvGradInputOp,
           ConvGradWeightOp, MaxPoolOp, MaxPoolGradOp, AvgPoolOp, AvgPoolGradOp,
           SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp, NllLossOp,
-          NllLossGradOp, DropoutOp, SliceGradOp, GatherGradOp>(op)) {
-    SmallVector<Value> data = {op->getResult(0)};
+          NllLossGradOp, SliceGradOp, GatherGradOp, SgdOp, AdamwOp, MomentumOp,
+          AdamOp, AdagradOp>(op)) {
+    SmallVector<Value> data(op->getResults().take_front(1));
     if (op->getNumOperands())
       data.push_back(op->getOperand(0));
     for (Value value : data)
@@ -686,7 +690,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
                << "computes in " << element << ", but the " << targetName()
                << " target's kernel for it computes in float32 only; export "
                   "the model in float32 (model.float() before "
-                  "torch.onnx.export)";
+                  "torch.onnx.export), and cast integer tensors to float "
+                  "before such ops";
   }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ReshapeOp) {
@@ -1431,7 +1436,8 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
       body << formatv("  {0}({1}, {2}, static_cast<{3} *>(ctx.tensors[{4}]));"
                       "  // output {5}\n",
                       copyFunction(), ref(value), numElements(value),
-                      elementType(value), outputIndex++, output.getValue());
+                      elementType(value), outputIndex++,
+                      commentText(output.getValue()));
     auto target =
         func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kUpdateAttrName);
     if (!target)
@@ -1448,7 +1454,7 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
     if (plan.root(value) != arg)
       body << formatv("  {0}({1}, {2}, {3});  // update {4}\n", copyFunction(),
                       ref(value), numElements(value), ref(arg),
-                      target.getValue());
+                      commentText(target.getValue()));
   }
 
   return haveLoss;

@@ -59,9 +59,11 @@ std::optional<IndexRange> rangeRequiredBy(Operation *user, Value operand) {
   return std::nullopt;
 }
 
-/// Whether `op` only moves its operands' elements to its results.
-bool movesValues(Operation *op) {
-  return isa<ReshapeOp, TransposeOp, SliceOp, SplitOp, ConcatOp>(op);
+/// Whether `op` passes every element of its operands to its results (a
+/// slice or split passes some elements to some readers: the values a reader
+/// requires would not bind the others).
+bool passesAllValues(Operation *op) {
+  return isa<ReshapeOp, TransposeOp, ConcatOp>(op);
 }
 
 } // namespace
@@ -80,7 +82,7 @@ void annotateIndexInputRanges(func::FuncOp func) {
     for (size_t i = 0; i < values.size(); ++i)
       for (OpOperand &use : values[i].getUses()) {
         Operation *user = use.getOwner();
-        if (movesValues(user)) {
+        if (passesAllValues(user)) {
           values.insert(user->result_begin(), user->result_end());
           continue;
         }

@@ -15,8 +15,8 @@
 
 namespace mlir::cleave {
 
-/// Marks each integer input that reaches a loss's labels or a gather's
-/// indices (through reshapes, transposes, slices, splits and concats) with
+/// Marks each integer input whose every element reaches a loss's labels or
+/// a gather's indices (through reshapes, transposes and concats) with
 /// `cleave.index_range`.
 void annotateIndexInputRanges(func::FuncOp func);
 

@@ -157,7 +157,6 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
                              "export the model in float32 (model.float()), "
                              "with the loss before any cast",
            failure();
-  // A batch of size 0 has a loss of 0/0.
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (auto input =
             func.getArgAttrOfType<StringAttr>(i, CleaveDialect::kInputAttrName);
@@ -168,7 +167,8 @@ LogicalResult markLoss(func::FuncOp func, const ImportOptions &options,
                  << "input '" << input.getValue() << "' has shape ["
                  << cast<RankedTensorType>(func.getArgumentTypes()[i])
                         .getShape()
-                 << "]: a dimension of size 0 leaves nothing to train on; "
+                 << "]: a dimension of size 0 leaves nothing to train on "
+                    "(the mean loss would be 0/0); "
                     "give it a size (with --input-shape for a dynamic dim)",
              failure();
   func.setResultAttr(*loss, CleaveDialect::kLossAttrName,
@@ -269,21 +269,8 @@ LogicalResult importAlgorithm(GraphImporter &importer, ModuleOp module,
   std::set<std::string> keys, algorithmInitializers;
   for (const auto &[key, value] : *bindings)
     keys.insert(key);
-  std::set<std::string> modelNames;
-  for (const auto &init : model.graph().initializer())
-    modelNames.insert(init.name());
-  for (const auto &input : model.graph().input())
-    modelNames.insert(input.name());
-  for (const auto &init : info.algorithm().initializer()) {
-    // The algorithm runs on the model graph's tensors (one SSA graph).
-    if (modelNames.count(init.name()))
-      return emitError(loc) << "training_info[" << index
-                            << "]: the algorithm's initializer '" << init.name()
-                            << "' has the name of a model tensor; rename "
-                               "the algorithm's",
-             failure();
+  for (const auto &init : info.algorithm().initializer())
     algorithmInitializers.insert(init.name());
-  }
   std::set<std::string> stats = runningStatistics(model.graph());
 
   // Bound values that are model outputs become results of the algorithm.

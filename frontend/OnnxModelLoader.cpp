@@ -57,11 +57,12 @@ int64_t elementSize(int32_t type) {
 }
 
 llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
-  // A device or a pipe (/dev/zero) would be read until memory runs out.
-  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path) &&
-      !llvm::sys::fs::is_directory(path))
-    return fail(formatv("'{0}' is not a regular file; give the model's file",
-                        path));
+  // A device (/dev/zero) would be read until memory runs out.
+  if (auto type = llvm::sys::fs::get_file_type(path);
+      type == llvm::sys::fs::file_type::character_file ||
+      type == llvm::sys::fs::file_type::block_file)
+    return fail(
+        formatv("'{0}' is a device, not a file; give the model's file", path));
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/true);
   if (!buffer)
@@ -693,17 +694,14 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     if (llvm::Error err = inferShapes(model, "the model graph"))
       return std::move(err);
 
-  for (auto [index, info] : llvm::enumerate(*model.mutable_training_info()))
-    if (llvm::Error err =
-            runInitialization(model, info, index, options.runInitialization))
-      return std::move(err);
+  // Each algorithm with the model is one graph, checked before any
+  // initialization graph is compiled and run.
   std::set<std::string> modelNames;
   for (const auto &init : model.graph().initializer())
     modelNames.insert(init.name());
   for (const auto &input : model.graph().input())
     modelNames.insert(input.name());
   for (auto [index, info] : llvm::enumerate(model.training_info())) {
-    // The algorithm runs on the model graph's tensors (one SSA graph).
     for (const auto &init : info.algorithm().initializer())
       if (modelNames.count(init.name()))
         return fail(formatv("training_info[{0}]: the algorithm's initializer "
@@ -714,8 +712,8 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     combined.clear_training_info();
     *combined.mutable_graph() =
         combineWithAlgorithm(model.graph(), info.algorithm());
-    // ONNX's checker skips training_info: check the algorithm's nodes
-    // (attributes, arities) as part of one graph.
+    // ONNX's checker skips training_info: it checks the algorithm's nodes
+    // (attributes, arities) here.
     try {
       onnx::checker::check_model(combined);
     } catch (const std::exception &e) {
@@ -724,6 +722,17 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
                           path, info.algorithm().name(),
                           StringRef(e.what()).trim()));
     }
+  }
+
+  for (auto [index, info] : llvm::enumerate(*model.mutable_training_info()))
+    if (llvm::Error err =
+            runInitialization(model, info, index, options.runInitialization))
+      return std::move(err);
+  for (const auto &info : model.training_info()) {
+    onnx::ModelProto combined = model;
+    combined.clear_training_info();
+    *combined.mutable_graph() =
+        combineWithAlgorithm(model.graph(), info.algorithm());
     if (llvm::Error err = inferShapes(
             combined, formatv("the training algorithm '{0}'",
                               info.algorithm().name())

@@ -198,10 +198,11 @@ static int64_t nestingBound(StringRef text) {
 
 llvm::Expected<std::vector<ShardingHint>>
 mlir::cleave::readHintsFile(StringRef path) {
-  if (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path) &&
-      !llvm::sys::fs::is_directory(path))
+  if (auto type = llvm::sys::fs::get_file_type(path);
+      type == llvm::sys::fs::file_type::character_file ||
+      type == llvm::sys::fs::file_type::block_file)
     return fail("the hints file '" + path +
-                "' is not a regular file; give a YAML or JSON file");
+                "' is a device, not a file; give a YAML or JSON file");
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return fail("cannot read the hints file '" + path +

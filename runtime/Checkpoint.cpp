@@ -137,15 +137,20 @@ bool lockCheckpointDirectory(const std::string &dir, std::string &error) {
     error = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    error = errno == EWOULDBLOCK
-                ? "another run is using the checkpoint directory '" + dir +
-                      "' (it holds " + path +
-                      "); give each run its own --checkpoint-dir"
-                : "cannot lock '" + path + "': " + std::strerror(errno);
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+    return true;
+  if (errno == EWOULDBLOCK) {
+    error = "another run is using the checkpoint directory '" + dir +
+            "' (it holds " + path + "); give each run its own --checkpoint-dir";
     close(fd);
     return false;
   }
+  // Some cluster file systems have no flock: go on unprotected.
+  std::fprintf(stderr,
+               "warning: cannot lock '%s' (%s); make sure no other run uses "
+               "this checkpoint directory\n",
+               path.c_str(), std::strerror(errno));
+  close(fd);
   return true;
 }
 

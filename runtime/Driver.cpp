@@ -484,12 +484,15 @@ bool canWriteLater(const std::string &path, bool directory, const char *flag,
               (directory ? "directory" : "file name");
       return false;
     }
-    if (access(path.c_str(), W_OK) != 0) {
+    // A file is replaced by renaming a new one over it: only its
+    // directory must be writable.
+    if (directory && access(path.c_str(), W_OK) != 0) {
       error = std::string(flag) + " '" + path +
               "' cannot be written: " + std::strerror(errno);
       return false;
     }
-    return true;
+    if (directory)
+      return true;
   }
   std::string trimmed = path.substr(0, path.find_last_not_of('/') + 1);
   size_t slash = trimmed.find_last_of('/');
@@ -609,10 +612,15 @@ int runProgram(const Program &program, int argc, char **argv) {
   if (!allSucceeded(
           checkOutputLocations(options, root, outputError) &&
               (!root || options.checkpointDir.empty() ||
+               // A mistyped --resume directory is not created.
+               (options.resume &&
+                access(options.checkpointDir.c_str(), F_OK) != 0) ||
                lockCheckpointDirectory(options.checkpointDir, outputError)),
           global))
-    fail(outputError.empty() ? "another rank cannot write its --dump-local"
-                             : outputError);
+    fail(outputError.empty()
+             ? "another rank cannot use an output location (see rank 0's "
+               "message, or that rank's --dump-local)"
+             : outputError);
 
   std::vector<Buffer> buffers;
   // The host copy of every tensor, which files and logs read and write.

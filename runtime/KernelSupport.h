@@ -24,14 +24,15 @@
 
 namespace cleave::rt::detail {
 
-/// Bad run-time data (an index or label out of range) has no caller to
-/// report to: a generated program has no error channel, and carrying on would
-/// read out of bounds. Print and exit with status 1 (_Exit: this may run on
-/// an OpenMP worker, where running exit handlers is not safe).
 /// The program's name and the step it is in, for fatal's messages (the
 /// driver sets them).
 inline const char *programName = "train";
 inline int64_t currentStep = -1;
+
+/// Bad run-time data (an index or label out of range) has no caller to
+/// report to: a generated program has no error channel, and carrying on would
+/// read out of bounds. Print and exit with status 1 (_Exit: this may run on
+/// an OpenMP worker, where running exit handlers is not safe).
 
 [[noreturn]] inline void fatal(const char *format, ...) {
   std::fprintf(stderr, "%s: error: ", programName);

@@ -896,6 +896,7 @@ def Cleave_MomentumOp
 
     **Constraints:**
     - `lr` is a 0-d float tensor and `step` a 0-d integer tensor;
+    - the float attributes (hyper-parameters) are finite;
     - `params`, `grads` and `velocities` have one length and pairwise equal
       types;
     - the results are the new params then the new velocities, of the
@@ -941,6 +942,7 @@ def Cleave_AdamOp : Cleave_OptimizerOp<"adam",
 
     **Constraints:**
     - `lr` is a 0-d float tensor and `step` a 0-d integer tensor;
+    - the float attributes (hyper-parameters) are finite;
     - `params`, `grads`, `first_moments` and `second_moments` have one
       length and pairwise equal types;
     - the results are the new params, first moments and second moments, of
@@ -984,6 +986,7 @@ def Cleave_AdagradOp
 
     **Constraints:**
     - `lr` is a 0-d float tensor and `step` a 0-d integer tensor;
+    - the float attributes (hyper-parameters) are finite;
     - `params`, `grads` and `accumulators` have one length and pairwise
       equal types;
     - the results are the new params then the new accumulators, of the

@@ -67,11 +67,12 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   if (model_.empty())
     return fail("no model given; usage: cleave annotate MODEL.onnx --shard "
                 "'GLOB=[...]' -o OUT.onnx");
-  if (llvm::sys::fs::exists(model_) &&
-      !llvm::sys::fs::is_regular_file(model_) &&
-      !llvm::sys::fs::is_directory(model_))
+  if (auto type = llvm::sys::fs::get_file_type(model_);
+      type == llvm::sys::fs::file_type::character_file ||
+      type == llvm::sys::fs::file_type::block_file)
     return fail("'" + model_ +
-                "' is not a regular file; give the model's file");
+                "' is a device, not a file; give the model's "
+                "file");
   auto buffer = llvm::MemoryBuffer::getFile(model_);
   if (!buffer)
     return fail("cannot read '" + model_ + "': " + buffer.getError().message());
@@ -99,8 +100,9 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   if (hints.empty())
     return fail("no hints given: use --shard or --shard-file");
 
-  // Every hint must name a tensor the compiled program will have, with a
-  // dimension per dimension of it (-1: rank unknown here).
+  // Every hint must name a tensor the compiled program will have; one that
+  // names a tensor exactly has a dimension per dimension of it (-1: rank
+  // unknown here).
   std::vector<std::pair<std::string, int>> tensors;
   for (const auto &init : model.graph().initializer())
     tensors.emplace_back(init.name(), init.dims_size());
@@ -121,7 +123,10 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
         if (!glob->match(name + suffix))
           continue;
         matched = true;
-        if (rank >= 0 && static_cast<size_t>(rank) != hint.dims.size())
+        // A glob may also match tensors a stronger hint covers; compile
+        // checks the hint each tensor gets.
+        if (hint.pattern == name + suffix && rank >= 0 &&
+            static_cast<size_t>(rank) != hint.dims.size())
           return fail("hint '" + text + "' gives " +
                       llvm::Twine(hint.dims.size()) + " dimensions, but '" +
                       name + suffix + "' has rank " + llvm::Twine(rank));
