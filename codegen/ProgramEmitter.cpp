@@ -14,6 +14,7 @@
 #include "codegen/MemoryPlan.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "runtime/Npy.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -1365,9 +1366,7 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
 }
 
 LogicalResult Emitter::checkFileName(StringRef name) {
-  // runtime/Npy.h's npyFileName: '/' and '%' take 3 bytes, ".npy" follows.
-  size_t bytes = name.size() + 2 * (name.count('/') + name.count('%')) + 4;
-  if (bytes <= 255)
+  if (::cleave::rt::npyFileName(name.str()).size() <= 255)
     return success();
   return func.emitError() << "tensor '" << name.take_front(40)
                           << "...' has a name of " << name.size()

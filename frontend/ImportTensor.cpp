@@ -57,14 +57,6 @@ template <bool Unsqueeze> LogicalResult importSqueezeLike(NodeImporter &node) {
         return node.emitError() << "axis " << axis << " is given twice",
                failure();
     }
-    if (type->getRank() !=
-        static_cast<int64_t>(in.size()) +
-            (Unsqueeze ? 1 : -1) * static_cast<int64_t>(axes->size()))
-      return node.emitError()
-                 << "ONNX shape inference gave the output rank "
-                 << type->getRank() << ", which does not match " << axes->size()
-                 << " axes on an input of rank " << in.size(),
-             failure();
   }
   node.setOutput(0, node.create<ReshapeOp>(*type, node.input(0)).getResult());
   return success();

@@ -266,13 +266,15 @@ std::string shapeText(const int64_t *dims, int rank) {
 /// One graph input's samples, loaded from --data or random.
 struct InputData {
   const TensorSpec *spec;
+  /// The .npy file (empty with --synthetic).
+  std::string path;
   NpyArray array;
   int64_t samples = 0;
   int64_t sampleBytes = 0;
 };
 
 InputData loadInput(const TensorSpec &spec, const Options &options) {
-  InputData input{&spec, {}, 0, 0};
+  InputData input{&spec, "", {}, 0, 0};
   int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
   input.sampleBytes =
       batch ? spec.shape.numElements() / batch * dtypeSize(spec.dtype) : 0;
@@ -291,7 +293,8 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
     }
     return input;
   }
-  std::string path = options.data + "/" + npyFileName(spec.name);
+  input.path = options.data + "/" + npyFileName(spec.name);
+  const std::string &path = input.path;
   std::string error;
   if (!readNpy(path, input.array, error))
     fail(error + " (graph input '" + spec.name + "' is " +
@@ -331,8 +334,7 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
 
 /// Refuses the first value of a loaded index input outside its range.
 template <typename I>
-void checkIndexValues(const InputData &input, const IndexInputCheck &check,
-                      const std::string &path) {
+void checkIndexValues(const InputData &input, const IndexInputCheck &check) {
   const I *values = reinterpret_cast<const I *>(input.array.data.data());
   int64_t count = static_cast<int64_t>(input.array.data.size() / sizeof(I));
   int64_t perSample = input.samples ? count / input.samples : count;
@@ -341,7 +343,7 @@ void checkIndexValues(const InputData &input, const IndexInputCheck &check,
     if ((value >= check.low && value < check.high) ||
         (check.hasIgnore && value == check.ignore))
       continue;
-    fail("'" + path + "' sample " +
+    fail("'" + input.path + "' sample " +
          std::to_string(perSample ? i / perSample : 0) + " holds " +
          std::to_string(value) + ", but graph input '" + input.spec->name +
          "' gives " + check.use + ", which must be in [" +
@@ -484,31 +486,28 @@ bool canWriteLater(const std::string &path, bool directory, const char *flag,
               (directory ? "directory" : "file name");
       return false;
     }
-    // A file is replaced by renaming a new one over it: only its
-    // directory must be writable.
-    if (directory && access(path.c_str(), W_OK) != 0) {
+    if (directory) {
+      if (access(path.c_str(), W_OK) == 0)
+        return true;
       error = std::string(flag) + " '" + path +
               "' cannot be written: " + std::strerror(errno);
       return false;
     }
-    if (directory)
-      return true;
+    // A file is replaced by renaming a new one over it: only its
+    // directory must be writable.
   }
   std::string trimmed = path.substr(0, path.find_last_not_of('/') + 1);
   size_t slash = trimmed.find_last_of('/');
   std::string parent = slash == std::string::npos ? "."
                        : slash == 0               ? "/"
                                                   : trimmed.substr(0, slash);
-  if (stat(parent.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
-      access(parent.c_str(), W_OK) != 0) {
-    error = std::string(flag) + " '" + path + "': the directory '" + parent +
-            "' " +
-            (stat(parent.c_str(), &info) != 0 ? "does not exist"
-                                              : "is not a writable directory") +
-            "; create it first";
-    return false;
-  }
-  return true;
+  bool exists = stat(parent.c_str(), &info) == 0;
+  if (exists && S_ISDIR(info.st_mode) && access(parent.c_str(), W_OK) == 0)
+    return true;
+  error = std::string(flag) + " '" + path + "': the directory '" + parent +
+          "' " + (exists ? "is not a writable directory" : "does not exist") +
+          "; create it first";
+  return false;
 }
 
 /// Checks every output location the run will write (rank 0's files, and
@@ -641,12 +640,10 @@ int runProgram(const Program &program, int argc, char **argv) {
         const IndexInputCheck &check = program.indexChecks[c];
         if (check.tensor != i || options.synthetic)
           continue;
-        std::string path =
-            options.data + "/" + npyFileName(global.specs[i].name);
         if (global.specs[i].dtype == DType::I64)
-          checkIndexValues<int64_t>(inputs.back(), check, path);
+          checkIndexValues<int64_t>(inputs.back(), check);
         else if (global.specs[i].dtype == DType::I32)
-          checkIndexValues<int32_t>(inputs.back(), check, path);
+          checkIndexValues<int32_t>(inputs.back(), check);
       }
       batch = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
     } else if ((spec.role == Role::Param || spec.role == Role::State) &&
