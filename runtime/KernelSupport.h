@@ -62,6 +62,13 @@ inline int threadNum() {
   return 0;
 #endif
 }
+inline int numThreads() {
+#ifdef _OPENMP
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
 
 /// Runs work item f(i) for i in [0, n) on the OpenMP threads, or in order on
 /// this one when the whole job (`work` elements touched) is too small to pay

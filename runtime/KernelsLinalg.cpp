@@ -5,13 +5,40 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Elementwise.h"
+#include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 #include "runtime/MatmulGeometry.h"
+#include "runtime/SkinnyGemm.h"
 
 #include <algorithm>
 #include <cblas.h>
 
 namespace cleave::rt {
+
+namespace {
+
+void blasGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              float alpha, const float *a, int64_t lda, const float *b,
+              int64_t ldb, float beta, float *c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+
+/// OpenBLAS's own threads would be a second thread pool beside OpenMP's.
+/// Its idle workers spin for a while after each call, so an OpenMP kernel
+/// right after a GEMM shares the cores with them (a 2-core machine ran the
+/// large MLP's step 15-25% slower). Every kernel therefore runs on the
+/// OpenMP threads, OpenBLAS single-threaded inside them.
+void useOpenMPThreadsOnly() {
+  static bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+} // namespace
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, const float *b, float beta, float *c) {
@@ -23,11 +50,34 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       c[i] = beta == 0.0f ? 0.0f : beta * c[i];
     return;
   }
+  if (!transA && transB && skinnyGemmPays(m, n, k))
+    return skinnyGemmXWt(m, n, k, alpha, a, b, beta, c);
+  useOpenMPThreadsOnly();
   int64_t lda = transA ? m : k;
   int64_t ldb = transB ? k : n;
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, n);
+  int threads = detail::maxThreads();
+  if (threads == 1 || m * n * k < detail::kParallelGrain * 64)
+    return blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                    n);
+  // One block of C per thread: whole rows when C is tall, else columns
+  // (in multiples of 16, whole cache lines).
+  bool byRows = m >= n;
+  int64_t extent = byRows ? m : n, grain = byRows ? 1 : 16;
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t t = detail::threadNum(), units = (extent + grain - 1) / grain;
+    int64_t first = std::min(extent, units * t / threads * grain);
+    int64_t last = std::min(extent, units * (t + 1) / threads * grain);
+    if (first < last) {
+      if (byRows)
+        blasGemm(transA, transB, last - first, n, k, alpha,
+                 a + first * (transA ? 1 : lda), lda, b, ldb, beta,
+                 c + first * n, n);
+      else
+        blasGemm(transA, transB, m, last - first, k, alpha, a, lda,
+                 b + first * (transB ? ldb : 1), ldb, beta, c + first, n);
+    }
+  }
 }
 
 void matmul(const float *a, const Shape &aShape, const float *b,

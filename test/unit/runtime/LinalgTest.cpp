@@ -1,10 +1,14 @@
 //===- LinalgTest.cpp - gemm and matmul -----------------------------------===//
 
 #include "runtime/Kernels.h"
+#include "runtime/SkinnyGemm.h"
 
 #include "test/unit/runtime/RuntimeTestUtil.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 
 using namespace cleave::rt;
 using cleave::rt::test::randomVector;
@@ -60,6 +64,58 @@ TEST(Linalg, GemmEmptyInnerDim) {
   EXPECT_EQ(c, (std::vector<float>{0.5f, 1, 1.5f, 2}));
   gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.0f, c.data());
   EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0}));
+}
+
+/// Every shape's tails: rows not a multiple of 16, weight rows not a
+/// multiple of 6 (nor of the threads' shares), depths not a multiple of the
+/// 256 block. beta 0 must not read y (NaN there would show).
+TEST(Linalg, SkinnyGemmMatchesNaive) {
+  if (!skinnyGemmPays(32, 4096, 4096))
+    GTEST_SKIP() << "built without AVX2/FMA: gemm uses OpenBLAS only";
+  struct Case {
+    int64_t rows, n, k;
+  };
+  for (Case c : {Case{1, 64, 64}, Case{5, 67, 100}, Case{16, 70, 300},
+                 Case{17, 131, 513}, Case{32, 64, 1030}, Case{64, 97, 257}})
+    for (float beta : {0.0f, 2.0f}) {
+      auto x = randomVector(c.rows * c.k, 6), w = randomVector(c.n * c.k, 7);
+      auto y0 = randomVector(c.rows * c.n, 8);
+      std::vector<float> y = y0;
+      if (beta == 0.0f)
+        std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
+      skinnyGemmXWt(c.rows, c.n, c.k, 0.5f, x.data(), w.data(), beta,
+                    y.data());
+      auto want = naiveGemm(false, true, c.rows, c.n, c.k, 0.5f, x, w, beta,
+                            y0);
+      for (int64_t i = 0; i < c.rows * c.n; ++i)
+        ASSERT_NEAR(y[i], want[i], 1e-4f)
+            << c.rows << "x" << c.n << "x" << c.k << " beta " << beta
+            << " at " << i;
+    }
+}
+
+/// Products large enough to be split over the OpenMP threads, by rows of C
+/// and by columns (a width not a multiple of 16), in every transposition,
+/// and a linear layer's forward product at small batch (the skinny kernel
+/// where it pays).
+TEST(Linalg, GemmLargeMatchesNaive) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case c : {Case{300, 70, 100}, Case{40, 530, 100}, Case{8, 1024, 1030}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        auto a = randomVector(c.m * c.k, 9), b = randomVector(c.k * c.n, 10);
+        auto c0 = randomVector(c.m * c.n, 11);
+        std::vector<float> out = c0;
+        gemm(ta, tb, c.m, c.n, c.k, 0.5f, a.data(), b.data(), 1.0f,
+             out.data());
+        auto want = naiveGemm(ta, tb, c.m, c.n, c.k, 0.5f, a, b, 1.0f, c0);
+        for (int64_t i = 0; i < c.m * c.n; ++i)
+          ASSERT_NEAR(out[i], want[i], 1e-4f)
+              << c.m << "x" << c.n << "x" << c.k << " " << ta << tb
+              << " at " << i;
+      }
 }
 
 /// numpy.matmul by definition, for operands of rank >= 2.
