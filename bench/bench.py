@@ -60,30 +60,35 @@ Environment, identical for both processes (printed as the "env" line):
   back to slow kernels otherwise), else pins the core type OpenBLAS detects
   by itself (Zen on the AMD EPYC of our dev machines: SkylakeX kernels would
   die there with SIGILL, as that CPU has no AVX-512).
-  OMP_WAIT_POLICY=PASSIVE, for both. Both processes have two thread pools
-  of T threads sharing the main thread: libgomp's (Cleave's elementwise
-  kernels, PyTorch's intra-op parallelism) and OpenBLAS's pthreads (the
-  pthread build ignores OpenMP). They never run nested, but libgomp's
-  default policy spins after every parallel region and OpenBLAS's idle
-  workers spin too, so with T = cores each core has two busy-waiting
-  threads, and any other load on the machine makes it much worse. Measured
-  on the 2-core dev machine (load ~4 from other users; ms/step, default
-  policy -> PASSIVE): Cleave mlp 19.6 -> 1.34, cnn 41.6 -> 5.0, mlp-large
-  514 -> 300, gpt 1.2 -> 1.7 (noise: its tensors are below the parallel
-  grain, no OpenMP regions); PyTorch mlp 38.7 -> 2.5, cnn 37.4 -> 12.7,
-  gpt 58.9 -> 10.1, mlp-large 688 -> 408. PASSIVE is the fastest setting
-  for both, so both get it. (OPENBLAS_NUM_THREADS=1 next to OpenMP T=2
-  would be the other way out; it makes the GEMMs single-threaded, which
-  is not the "T threads" being compared.) --env KEY=VALUE (repeatable)
-  sets a variable in both environments (KEY= unsets it), e.g.
+  OMP_WAIT_POLICY=PASSIVE, for both. PyTorch has two thread pools of T
+  threads sharing the main thread: libgomp's (its intra-op parallelism) and
+  OpenBLAS's pthreads (the pthread build ignores OpenMP). They never run
+  nested, but libgomp's default policy spins after every parallel region
+  and OpenBLAS's idle workers spin too, so with T = cores each core has two
+  busy-waiting threads, and any other load on the machine makes it much
+  worse. Cleave had the same two pools until it set OpenBLAS to one thread
+  and runs every GEMM split over its OpenMP threads (runtime/
+  KernelsLinalg.cpp); its OPENBLAS_NUM_THREADS is now ignored. Measured on
+  the 2-core dev machine with both pools (load ~4 from other users; ms/step,
+  default policy -> PASSIVE): Cleave mlp 19.6 -> 1.34, cnn 41.6 -> 5.0,
+  mlp-large 514 -> 300, gpt 1.2 -> 1.7 (noise: its tensors are below the
+  parallel grain, no OpenMP regions); PyTorch mlp 38.7 -> 2.5, cnn 37.4 ->
+  12.7, gpt 58.9 -> 10.1, mlp-large 688 -> 408. With one pool, on a quiet
+  machine, Cleave's default policy is as fast as PASSIVE for mlp-large and
+  faster for cnn (9100 against 6500 samples/s); PASSIVE is kept for both,
+  PyTorch's fastest setting in the measurement above. --env KEY=VALUE
+  (repeatable) sets a variable in both environments (KEY= unsets it), e.g.
   --env OMP_WAIT_POLICY= to see libgomp's default.
 
 sgemm reference: the worker calls cblas_sgemm of the same library through
 ctypes with T threads: a large 1024x4096x4096 product ("peak"), and, per
 model, the exact sequence of sgemm calls one Cleave training step makes
 (parsed from the generated C++: gemm, matmul and the im2col GEMMs of conv,
-convGradInput, convGradWeight), timed back to back. That "GEMM floor" is
-what a step would cost if everything but the GEMMs were free. For mlp-large
+convGradInput, convGradWeight), timed back to back: "OpenBLAS GEMMs", what
+the step's GEMMs cost on OpenBLAS alone with its own T threads. Cleave's
+step can take less: it runs a linear layer's forward product at batch <= 64
+with a kernel of its own (runtime/SkinnyGemm.h), and every other GEMM on its
+OpenMP threads with OpenBLAS single-threaded inside them. For mlp-large
 the table also gives its model FLOP/s: forward 2*M*N*K per Linear, backward
 the weight gradient (2*M*N*K) for every Linear and the input gradient for all
 but the first (the input needs none), 4.56 GFLOP per step at batch 32, as a
@@ -610,7 +615,7 @@ def main():
             results.append(res)
             log(f"{name}: Cleave {fmt_ms(res['cleave_s'])} ms "
                 f"{[fmt_ms(v) for v in cl]}, PyTorch {fmt_ms(res['torch_s'])} "
-                f"ms {[fmt_ms(v) for v in pt]}, GEMM floor "
+                f"ms {[fmt_ms(v) for v in pt]}, OpenBLAS GEMMs "
                 f"{fmt_ms(floor['seconds'])} ms ({len(calls)} sgemm calls), "
                 f"Cleave's BLAS {blas_path}")
         w.close()
@@ -636,7 +641,8 @@ def main():
         envline += "; --env " + " ".join(extra_env)
 
     head = ["model", "batch", "Cleave ms/step", "PyTorch ms/step",
-            "PyTorch/Cleave", "GEMM floor ms", "model GFLOP/s (% of sgemm)"]
+            "PyTorch/Cleave", "OpenBLAS GEMMs ms",
+            "model GFLOP/s (% of sgemm)"]
     rows = []
     for r in results:
         gf = "-"
@@ -654,8 +660,9 @@ def main():
         for row in rows:
             print("| " + " | ".join(row) + " |")
         print()
-        print("PyTorch/Cleave > 1: Cleave is faster. GEMM floor: the sgemm "
-              "calls of one Cleave step, timed alone with the same OpenBLAS.")
+        print("PyTorch/Cleave > 1: Cleave is faster. OpenBLAS GEMMs: the "
+              "GEMMs of one Cleave step, timed alone through the same "
+              "OpenBLAS with its own threads.")
         print()
         print(f"Environment: {envline}.")
     else:

@@ -62,6 +62,13 @@ inline int threadNum() {
   return 0;
 #endif
 }
+inline bool inParallel() {
+#ifdef _OPENMP
+  return omp_in_parallel();
+#else
+  return false;
+#endif
+}
 inline int numThreads() {
 #ifdef _OPENMP
   return omp_get_num_threads();

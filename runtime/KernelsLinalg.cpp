@@ -55,8 +55,10 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   useOpenMPThreadsOnly();
   int64_t lda = transA ? m : k;
   int64_t ldb = transB ? k : n;
-  int threads = detail::maxThreads();
-  if (threads == 1 || m * n * k < detail::kParallelGrain * 64)
+  // Threads for products above OpenBLAS's own threading threshold, unless
+  // a caller already runs this on one of its threads.
+  int threads = detail::inParallel() ? 1 : detail::maxThreads();
+  if (threads == 1 || m * n * k < (int64_t{1} << 18))
     return blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
                     n);
   // One block of C per thread: whole rows when C is tall, else columns

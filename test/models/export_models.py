@@ -197,6 +197,16 @@ def make_mlp():
     return MLP(), (x, y), ["x", "y"], dynamic
 
 
+def make_mlp_wide():
+    # fc1 (1400x784) and fc2 (760x1400) hold over 2^20 weights each, so at a
+    # batch of at most 64 their forward products run the runtime's own
+    # skinny kernel (runtime/SkinnyGemm.h) instead of OpenBLAS.
+    x = torch.randn(4, 784)
+    y = torch.randint(0, 10, (4,))
+    dynamic = {"x": {0: "batch"}, "y": {0: "batch"}}
+    return MLP((784, 1400, 760, 10)), (x, y), ["x", "y"], dynamic
+
+
 def make_cnn():
     x = torch.randn(8, 1, 28, 28)
     y = torch.randint(0, 10, (8,))
@@ -216,7 +226,7 @@ def make_gpt():
     return GPT(cfg), (idx, targets), ["idx", "targets"], None
 
 
-MODELS = {"mlp": make_mlp, "cnn": make_cnn, "resnet": make_resnet,
+MODELS = {"mlp": make_mlp, "mlp-wide": make_mlp_wide, "cnn": make_cnn, "resnet": make_resnet,
           "gpt": make_gpt}
 
 

@@ -193,7 +193,7 @@ class HashDropout(nn.Module):
 
 def make_data(model_name, samples, seed):
     rng = np.random.default_rng(seed)
-    if model_name in ("mlp", "cnn", "resnet"):
+    if model_name in ("mlp", "mlp-wide", "cnn", "resnet"):
         # Smooth class templates plus noise, and 30% random labels: learnable
         # (the losses decrease) without ever approaching 0, where a float32
         # cross-entropy loses its relative precision.
@@ -203,7 +203,7 @@ def make_data(model_name, samples, seed):
         x = templates[y] + rng.standard_normal((samples, 1, 28, 28))
         flip = rng.random(samples) < 0.3
         y = np.where(flip, rng.integers(0, 10, samples, dtype=np.int64), y)
-        if model_name == "mlp":
+        if model_name in ("mlp", "mlp-wide"):
             x = x.reshape(samples, 784)
         return {"x": x.astype(np.float32), "y": y.astype(np.int64)}
     cfg = export_models.GPTConfig()
