@@ -52,10 +52,6 @@ bool isPointwise(const Window3 &w) {
 /// col[(c, k), o] = x[c, o * stride - padBegin + k * dilation], 0 in the
 /// padding; col is [channels * kernelSize, outSize].
 ///
-/// im2col and col2im run on one thread on purpose: they alternate with
-/// sgemm calls, and OpenMP workers left spinning after a parallel im2col
-/// steal the cores OpenBLAS's own threads need (a 2-core machine measured
-/// 10x slower convolutions that way). They cost ~15% of a 3x3 convolution.
 void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
   int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
   int64_t rows = channels * kSize;
@@ -123,6 +119,15 @@ struct ConvDims {
   }
 };
 
+/// Whether a convolution runs its samples on the OpenMP threads, each with
+/// its own im2col matrix and single-threaded GEMMs: when there are samples
+/// enough for the threads and work enough to pay for them. Otherwise the
+/// samples run in order, each GEMM split over the threads.
+bool samplesInParallel(const ConvDims &cd, int64_t oSize) {
+  return cd.batch >= detail::maxThreads() &&
+         cd.batch * cd.outChannels * cd.kRows * oSize > kParallelGrain;
+}
+
 } // namespace
 
 void conv(const float *x, const Shape &xShape, const float *w,
@@ -135,18 +140,22 @@ void conv(const float *x, const Shape &xShape, const float *w,
   if (yShape.numElements() == 0)
     return;
   bool pointwise = isPointwise(win);
-  std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
-  for (int64_t b = 0; b < cd.batch; ++b) {
-    for (int64_t g = 0; g < group; ++g) {
-      const float *xg = x + (b * cd.inChannels + g * cd.groupIn) * inSize;
-      const float *src = xg;
-      if (!pointwise) {
-        im2col(xg, cd.groupIn, win, col.data());
-        src = col.data();
+#pragma omp parallel if (samplesInParallel(cd, oSize))
+  {
+    std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < cd.batch; ++b) {
+      for (int64_t g = 0; g < group; ++g) {
+        const float *xg = x + (b * cd.inChannels + g * cd.groupIn) * inSize;
+        const float *src = xg;
+        if (!pointwise) {
+          im2col(xg, cd.groupIn, win, col.data());
+          src = col.data();
+        }
+        gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
+             w + g * cd.groupOut * cd.kRows, src, 0.0f,
+             y + (b * cd.outChannels + g * cd.groupOut) * oSize);
       }
-      gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
-           w + g * cd.groupOut * cd.kRows, src, 0.0f,
-           y + (b * cd.outChannels + g * cd.groupOut) * oSize);
     }
   }
   if (!bias)
@@ -172,21 +181,26 @@ void convGradInput(const float *dy, const Shape &yShape, const float *w,
   if (xShape.numElements() == 0 || oSize == 0)
     return;
   bool pointwise = isPointwise(win);
-  std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
-  for (int64_t b = 0; b < cd.batch; ++b) {
-    for (int64_t g = 0; g < group; ++g) {
-      const float *dyg = dy + (b * cd.outChannels + g * cd.groupOut) * oSize;
-      const float *wg = w + g * cd.groupOut * cd.kRows;
-      float *dxg = dx + (b * cd.inChannels + g * cd.groupIn) * inSize;
-      // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
-      if (pointwise) {
+#pragma omp parallel if (samplesInParallel(cd, oSize))
+  {
+    std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < cd.batch; ++b) {
+      for (int64_t g = 0; g < group; ++g) {
+        const float *dyg =
+            dy + (b * cd.outChannels + g * cd.groupOut) * oSize;
+        const float *wg = w + g * cd.groupOut * cd.kRows;
+        float *dxg = dx + (b * cd.inChannels + g * cd.groupIn) * inSize;
+        // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
+        if (pointwise) {
+          gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
+               dxg);
+          continue;
+        }
         gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
-             dxg);
-        continue;
+             col.data());
+        col2im(col.data(), cd.groupIn, win, dxg);
       }
-      gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
-           col.data());
-      col2im(col.data(), cd.groupIn, win, dxg);
     }
   }
 }
