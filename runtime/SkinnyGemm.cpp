@@ -83,7 +83,7 @@ void partialTile(int rows, int64_t depth, const float *a, int64_t aRow,
 
 bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k) {
   // Below a few MB, w stays in cache and OpenBLAS's packing is cheap; at
-  // larger batches its blocking wins (bench/README.md has the timings).
+  // larger batches its blocking wins (README.md, Benchmarks, has the timings).
   return rows > 0 && rows <= kMaxRows && n * k >= (int64_t{1} << 20) &&
          n >= 64 && k >= 64;
 }

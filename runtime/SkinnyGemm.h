@@ -10,7 +10,7 @@
 // each element of w once, straight from memory, and uses it for all rows.
 // (The backward products, dy w and the K = rows weight update, were timed
 // the same way and OpenBLAS runs them as fast as a kernel of this kind, so
-// they stay with OpenBLAS: see bench/README.md.)
+// they stay with OpenBLAS: see README.md, Benchmarks.)
 //
 //===----------------------------------------------------------------------===//
 
