@@ -1,7 +1,7 @@
 //===- KernelSupport.h - helpers private to the cpu kernels -----*- C++ -*-===//
 //
-// Part of the Cleave runtime; included by Kernels*.cpp only, never by
-// generated programs.
+// Part of the Cleave runtime; included by the cpu kernels' sources
+// (Kernels*.cpp, SkinnyGemm.cpp) only, never by generated programs.
 //
 //===----------------------------------------------------------------------===//
 

@@ -119,13 +119,33 @@ struct ConvDims {
   }
 };
 
-/// Whether a convolution runs its samples on the OpenMP threads, each with
-/// its own im2col matrix and single-threaded GEMMs: when there are samples
-/// enough for the threads and work enough to pay for them. Otherwise the
-/// samples run in order, each GEMM split over the threads.
-bool samplesInParallel(const ConvDims &cd, int64_t oSize) {
-  return cd.batch >= detail::maxThreads() &&
-         cd.batch * cd.outChannels * cd.kRows * oSize > kParallelGrain;
+/// Runs body(b, col) for every sample b, with `col` an im2col matrix of
+/// `colFloats`: on the OpenMP threads, each with a matrix of its own and
+/// single-threaded GEMMs, when there are samples enough for the threads and
+/// work enough to pay for them; otherwise in order, each GEMM split over the
+/// threads. (Not an `if` clause on one region: an inactive region still
+/// counts as a nesting level, and libgomp starts fresh threads for every
+/// region nested in one, here every GEMM's.)
+template <typename Body>
+void forEachSample(const ConvDims &cd, int64_t oSize, int64_t colFloats,
+                   const Body &body) {
+  bool parallel = cd.batch >= detail::maxThreads() &&
+                  cd.batch * cd.outChannels * cd.kRows * oSize >
+                      kParallelGrain &&
+                  !detail::inParallel();
+  if (!parallel) {
+    std::vector<float> col(colFloats);
+    for (int64_t b = 0; b < cd.batch; ++b)
+      body(b, col.data());
+    return;
+  }
+#pragma omp parallel
+  {
+    std::vector<float> col(colFloats);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < cd.batch; ++b)
+      body(b, col.data());
+  }
 }
 
 } // namespace
@@ -140,24 +160,21 @@ void conv(const float *x, const Shape &xShape, const float *w,
   if (yShape.numElements() == 0)
     return;
   bool pointwise = isPointwise(win);
-#pragma omp parallel if (samplesInParallel(cd, oSize))
-  {
-    std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < cd.batch; ++b) {
-      for (int64_t g = 0; g < group; ++g) {
-        const float *xg = x + (b * cd.inChannels + g * cd.groupIn) * inSize;
-        const float *src = xg;
-        if (!pointwise) {
-          im2col(xg, cd.groupIn, win, col.data());
-          src = col.data();
-        }
-        gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
-             w + g * cd.groupOut * cd.kRows, src, 0.0f,
-             y + (b * cd.outChannels + g * cd.groupOut) * oSize);
-      }
-    }
-  }
+  forEachSample(cd, oSize, pointwise ? 0 : cd.kRows * oSize,
+                [&](int64_t b, float *col) {
+                  for (int64_t g = 0; g < group; ++g) {
+                    const float *xg =
+                        x + (b * cd.inChannels + g * cd.groupIn) * inSize;
+                    const float *src = xg;
+                    if (!pointwise) {
+                      im2col(xg, cd.groupIn, win, col);
+                      src = col;
+                    }
+                    gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
+                         w + g * cd.groupOut * cd.kRows, src, 0.0f,
+                         y + (b * cd.outChannels + g * cd.groupOut) * oSize);
+                  }
+                });
   if (!bias)
     return;
   int64_t planes = cd.batch * cd.outChannels;
@@ -181,28 +198,20 @@ void convGradInput(const float *dy, const Shape &yShape, const float *w,
   if (xShape.numElements() == 0 || oSize == 0)
     return;
   bool pointwise = isPointwise(win);
-#pragma omp parallel if (samplesInParallel(cd, oSize))
-  {
-    std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < cd.batch; ++b) {
-      for (int64_t g = 0; g < group; ++g) {
-        const float *dyg =
-            dy + (b * cd.outChannels + g * cd.groupOut) * oSize;
-        const float *wg = w + g * cd.groupOut * cd.kRows;
-        float *dxg = dx + (b * cd.inChannels + g * cd.groupIn) * inSize;
-        // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
-        if (pointwise) {
+  forEachSample(
+      cd, oSize, pointwise ? 0 : cd.kRows * oSize, [&](int64_t b, float *col) {
+        for (int64_t g = 0; g < group; ++g) {
+          const float *dyg =
+              dy + (b * cd.outChannels + g * cd.groupOut) * oSize;
+          const float *wg = w + g * cd.groupOut * cd.kRows;
+          float *dxg = dx + (b * cd.inChannels + g * cd.groupIn) * inSize;
+          // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
           gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
-               dxg);
-          continue;
+               pointwise ? dxg : col);
+          if (!pointwise)
+            col2im(col, cd.groupIn, win, dxg);
         }
-        gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
-             col.data());
-        col2im(col.data(), cd.groupIn, win, dxg);
-      }
-    }
-  }
+      });
 }
 
 void convGradWeight(const float *dy, const Shape &yShape, const float *x,

@@ -1,6 +1,7 @@
-//===- KernelsLinalg.cpp - gemm and matmul on OpenBLAS --------------------===//
+//===- KernelsLinalg.cpp - gemm and matmul --------------------------------===//
 //
-// Part of the Cleave runtime.
+// Part of the Cleave runtime. Products go to OpenBLAS, single-threaded, on
+// the OpenMP threads, or to the skinny kernel (SkinnyGemm.h) where it pays.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,13 @@
 
 #include <algorithm>
 #include <cblas.h>
+
+// OpenBLAS's own API, declared here because the cblas.h found may be
+// another BLAS's (it is the alternative Debian points it at).
+extern "C" {
+void openblas_set_num_threads(int threads);
+int openblas_get_parallel(void);
+}
 
 namespace cleave::rt {
 
@@ -25,14 +33,18 @@ void blasGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               ldb, beta, c, ldc);
 }
 
-/// OpenBLAS's own threads would be a second thread pool beside OpenMP's.
+/// OpenBLAS's pthreads build has a thread pool of its own beside OpenMP's.
 /// Its idle workers spin for a while after each call, so an OpenMP kernel
 /// right after a GEMM shares the cores with them (a 2-core machine ran the
 /// large MLP's step 15-25% slower). Every kernel therefore runs on the
-/// OpenMP threads, OpenBLAS single-threaded inside them.
+/// OpenMP threads, OpenBLAS single-threaded inside them. (The OpenMP build
+/// of OpenBLAS needs nothing: it runs single-threaded inside a parallel
+/// region, and its thread count is OpenMP's, which must stay as it is.)
 void useOpenMPThreadsOnly() {
   static bool once = [] {
-    openblas_set_num_threads(1);
+    constexpr int kPthreadsBuild = 1;
+    if (openblas_get_parallel() == kPthreadsBuild)
+      openblas_set_num_threads(1);
     return true;
   }();
   (void)once;
@@ -50,7 +62,8 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       c[i] = beta == 0.0f ? 0.0f : beta * c[i];
     return;
   }
-  if (!transA && transB && skinnyGemmPays(m, n, k))
+  // (alpha 0 stays with BLAS, which then reads neither a nor b.)
+  if (!transA && transB && alpha != 0.0f && skinnyGemmPays(m, n, k))
     return skinnyGemmXWt(m, n, k, alpha, a, b, beta, c);
   useOpenMPThreadsOnly();
   int64_t lda = transA ? m : k;
@@ -67,9 +80,11 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   int64_t extent = byRows ? m : n, grain = byRows ? 1 : 16;
 #pragma omp parallel num_threads(threads)
   {
-    int64_t t = detail::threadNum(), units = (extent + grain - 1) / grain;
-    int64_t first = std::min(extent, units * t / threads * grain);
-    int64_t last = std::min(extent, units * (t + 1) / threads * grain);
+    // The team OpenMP gave, which may be smaller than asked for.
+    int64_t t = detail::threadNum(), team = detail::numThreads();
+    int64_t units = (extent + grain - 1) / grain;
+    int64_t first = std::min(extent, units * t / team * grain);
+    int64_t last = std::min(extent, units * (t + 1) / team * grain);
     if (first < last) {
       if (byRows)
         blasGemm(transA, transB, last - first, n, k, alpha,
@@ -97,7 +112,7 @@ void matmul(const float *a, const Shape &aShape, const float *b,
   int64_t aStrides[kMaxRank], bStrides[kMaxRank];
   detail::StridedLoop<1>::broadcastStrides(g.aBatch, batch, aStrides);
   detail::StridedLoop<1>::broadcastStrides(g.bBatch, batch, bStrides);
-  // Batches run one after another; OpenBLAS threads each product.
+  // Batches run one after another; gemm threads each product.
   for (int64_t bi = 0; bi < batchCount; ++bi) {
     int64_t aOff = 0, bOff = 0, rest = bi;
     for (int i = batch.rank - 1; i >= 0; --i) {

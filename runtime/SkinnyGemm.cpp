@@ -82,9 +82,12 @@ void partialTile(int rows, int64_t depth, const float *a, int64_t aRow,
 } // namespace
 
 bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k) {
-  // Below a few MB, w stays in cache and OpenBLAS's packing is cheap; at
-  // larger batches its blocking wins (README.md, Benchmarks, has the timings).
-  return rows > 0 && rows <= kMaxRows && n * k >= (int64_t{1} << 20) &&
+  // Timed against OpenBLAS split over the same 2 OpenMP threads (README.md,
+  // Benchmarks): from 2^22 weights (16 MB) this kernel is faster whether w
+  // comes from cache or from memory; below, a w read from memory favours
+  // OpenBLAS (at 1-2.5 M weights, 50-118 against 59-131 GFLOP/s). At more
+  // than 64 rows OpenBLAS's blocking wins.
+  return rows > 0 && rows <= kMaxRows && n * k >= (int64_t{1} << 22) &&
          n >= 64 && k >= 64;
 }
 
@@ -96,7 +99,7 @@ void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
   if (static_cast<int64_t>(xtBuffer.size()) < k * padded)
     xtBuffer.resize(k * padded);
   float *xt = xtBuffer.data();
-#pragma omp parallel
+#pragma omp parallel if (!detail::inParallel())
   {
 #pragma omp for
     for (int64_t p = 0; p < k; ++p)

@@ -8,9 +8,11 @@
 // 0.3.21 runs far below its square-matrix rate: it packs all of w on every
 // call, and the packed panels feed only a few rows. The kernel here reads
 // each element of w once, straight from memory, and uses it for all rows.
-// (The backward products, dy w and the K = rows weight update, were timed
-// the same way and OpenBLAS runs them as fast as a kernel of this kind, so
-// they stay with OpenBLAS: see README.md, Benchmarks.)
+// gemm() runs every product of that form on it where skinnyGemmPays says
+// so (a convolution's weight gradient can be one). The backward products of
+// a linear layer, dy w and the K = rows weight update, were timed against a
+// kernel of this kind and OpenBLAS ran them as fast, so they stay with
+// OpenBLAS (README.md, Benchmarks).
 //
 //===----------------------------------------------------------------------===//
 

@@ -198,13 +198,13 @@ def make_mlp():
 
 
 def make_mlp_wide():
-    # fc1 (1400x784) and fc2 (760x1400) hold over 2^20 weights each, so at a
+    # fc1 (5380x784) and fc2 (800x5380) hold over 2^22 weights each, so at a
     # batch of at most 64 their forward products run the runtime's own
     # skinny kernel (runtime/SkinnyGemm.h) instead of OpenBLAS.
     x = torch.randn(4, 784)
     y = torch.randint(0, 10, (4,))
     dynamic = {"x": {0: "batch"}, "y": {0: "batch"}}
-    return MLP((784, 1400, 760, 10)), (x, y), ["x", "y"], dynamic
+    return MLP((784, 5380, 800, 10)), (x, y), ["x", "y"], dynamic
 
 
 def make_cnn():

@@ -12,6 +12,7 @@
 
 using namespace cleave::rt;
 using cleave::rt::test::randomVector;
+using cleave::rt::test::ScopedThreads;
 
 namespace {
 
@@ -67,11 +68,12 @@ TEST(Linalg, GemmEmptyInnerDim) {
 }
 
 /// Every shape's tails: rows not a multiple of 16, weight rows not a
-/// multiple of 6 (nor of the threads' shares), depths not a multiple of the
-/// 256 block. beta 0 must not read y (NaN there would show).
+/// multiple of 6 (nor of the 3 threads' shares), depths not a multiple of
+/// the 256 block. beta 0 must not read y (NaN there would show).
 TEST(Linalg, SkinnyGemmMatchesNaive) {
   if (!skinnyGemmPays(32, 4096, 4096))
     GTEST_SKIP() << "built without AVX2/FMA: gemm uses OpenBLAS only";
+  ScopedThreads threads(3);
   struct Case {
     int64_t rows, n, k;
   };
@@ -94,15 +96,16 @@ TEST(Linalg, SkinnyGemmMatchesNaive) {
     }
 }
 
-/// Products large enough to be split over the OpenMP threads, by rows of C
+/// Products large enough to be split over 3 OpenMP threads, by rows of C
 /// and by columns (a width not a multiple of 16), in every transposition,
 /// and a linear layer's forward product at small batch (the skinny kernel
-/// where it pays).
+/// where it pays, with alpha 0 kept from it: NaN in a must not show).
 TEST(Linalg, GemmLargeMatchesNaive) {
+  ScopedThreads threads(3);
   struct Case {
     int64_t m, n, k;
   };
-  for (Case c : {Case{300, 70, 100}, Case{40, 530, 100}, Case{8, 1024, 1030}})
+  for (Case c : {Case{300, 70, 100}, Case{40, 530, 100}, Case{8, 2048, 2050}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         auto a = randomVector(c.m * c.k, 9), b = randomVector(c.k * c.n, 10);
@@ -116,6 +119,12 @@ TEST(Linalg, GemmLargeMatchesNaive) {
               << c.m << "x" << c.n << "x" << c.k << " " << ta << tb
               << " at " << i;
       }
+  auto a = randomVector(8 * 2050, 12), b = randomVector(2048 * 2050, 13);
+  a[5] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> out(8 * 2048, 1.0f);
+  gemm(false, true, 8, 2048, 2050, 0.0f, a.data(), b.data(), 2.0f, out.data());
+  for (float v : out)
+    ASSERT_EQ(v, 2.0f);
 }
 
 /// numpy.matmul by definition, for operands of rank >= 2.

@@ -19,6 +19,10 @@
 #include <random>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace cleave::rt::test {
 
 inline std::vector<float> randomVector(int64_t n, uint32_t seed,
@@ -92,6 +96,26 @@ inline void unflatten(const Shape &shape, int64_t f, int64_t *idx) {
     f /= shape.dims[i];
   }
 }
+
+/// Runs the kernels on `threads` OpenMP threads for the scope, so that the
+/// threads' shares of a test's shapes do not depend on the machine.
+class ScopedThreads {
+public:
+  explicit ScopedThreads(int threads) {
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+#endif
+  }
+  ~ScopedThreads() {
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+  }
+
+private:
+  int saved = 1;
+};
 
 } // namespace cleave::rt::test
 
