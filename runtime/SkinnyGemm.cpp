@@ -85,8 +85,7 @@ bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k) {
   // Timed against OpenBLAS split over the same 2 OpenMP threads (README.md,
   // Benchmarks): from 2^22 weights (16 MB) this kernel is faster whether w
   // comes from cache or from memory; below, a w read from memory favours
-  // OpenBLAS (at 1-2.5 M weights, 50-118 against 59-131 GFLOP/s). At more
-  // than 64 rows OpenBLAS's blocking wins.
+  // OpenBLAS. At more than 64 rows OpenBLAS's blocking wins.
   return rows > 0 && rows <= kMaxRows && n * k >= (int64_t{1} << 22) &&
          n >= 64 && k >= 64;
 }

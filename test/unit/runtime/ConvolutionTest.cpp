@@ -185,57 +185,41 @@ TEST(Convolution, PointwiseAndDepthwise) {
   checkConv(strided, false);
 }
 
-TEST(Convolution, ConvLargeThreaded) {
-  // Big enough that im2col and col2im run threaded.
-  ConvCase cc{{2, 8, 40, 40},
-              {16, 8, 3, 3},
-              {2, 16, 40, 40},
-              {1, 1},
-              {1, 1, 1, 1},
-              {1, 1},
-              1};
-  auto x = randomVector(cc.x.numElements(), 5);
-  auto w = randomVector(cc.w.numElements(), 6);
+/// conv against directConv, and convGradInput as conv's adjoint in x:
+/// <conv(x), r> = <x, convGradInput(r)>.
+void checkConvAndGradInput(const ConvCase &cc, uint32_t seed) {
+  auto x = randomVector(cc.x.numElements(), seed);
+  auto w = randomVector(cc.w.numElements(), seed + 1);
   std::vector<float> y;
   runConv(cc, x, w, nullptr, y);
   auto want = directConv(cc, x, w, nullptr);
   for (size_t i = 0; i < y.size(); ++i)
     ASSERT_NEAR(y[i], want[i], 1e-4f) << "at " << i;
-  // convGradInput is the adjoint of conv in x: <conv(x), r> = <x, dx(r)>.
-  auto r = randomVector(cc.y.numElements(), 7);
+  auto r = randomVector(cc.y.numElements(), seed + 2);
   std::vector<float> dx(x.size());
   convGradInput(r.data(), cc.y, w.data(), cc.w, cc.strides.data(),
-                cc.pads.data(), cc.dilations.data(), 1, dx.data(), cc.x);
+                cc.pads.data(), cc.dilations.data(), cc.group, dx.data(),
+                cc.x);
   EXPECT_NEAR(dot(y, r), dot(x, dx), 1e-3 * std::fabs(dot(y, r)) + 1e-2);
+}
+
+TEST(Convolution, ConvLargeThreaded) {
+  // Big enough to run threaded: its samples or, on more threads than
+  // samples, its GEMMs.
+  checkConvAndGradInput(
+      {{2, 8, 40, 40}, {16, 8, 3, 3}, {2, 16, 40, 40}, {1, 1}, {1, 1, 1, 1},
+       {1, 1}, 1},
+      5);
 }
 
 TEST(Convolution, ConvSamplesOnThreads) {
   // More samples than threads (3 here) and work enough: the samples run on
   // the threads, each with its own im2col matrix; grouped, strided, padded.
   ScopedThreads threads(3);
-  ConvCase cc{{5, 6, 20, 20},
-              {8, 3, 3, 3},
-              {5, 8, 10, 10},
-              {2, 2},
-              {1, 1, 1, 1},
-              {1, 1},
-              2};
-  auto x = randomVector(cc.x.numElements(), 8);
-  auto w = randomVector(cc.w.numElements(), 9);
-  auto bias = randomVector(8, 10);
-  std::vector<float> y;
-  runConv(cc, x, w, bias.data(), y);
-  auto want = directConv(cc, x, w, bias.data());
-  for (size_t i = 0; i < y.size(); ++i)
-    ASSERT_NEAR(y[i], want[i], 1e-4f) << "at " << i;
-  // convGradInput is the adjoint of conv in x (without the bias).
-  runConv(cc, x, w, nullptr, y);
-  auto r = randomVector(cc.y.numElements(), 11);
-  std::vector<float> dx(x.size());
-  convGradInput(r.data(), cc.y, w.data(), cc.w, cc.strides.data(),
-                cc.pads.data(), cc.dilations.data(), cc.group, dx.data(),
-                cc.x);
-  EXPECT_NEAR(dot(y, r), dot(x, dx), 1e-3 * std::fabs(dot(y, r)) + 1e-2);
+  checkConvAndGradInput(
+      {{5, 6, 20, 20}, {8, 3, 3, 3}, {5, 8, 10, 10}, {2, 2}, {1, 1, 1, 1},
+       {1, 1}, 2},
+      8);
 }
 
 //===----------------------------------------------------------------------===//
