@@ -28,7 +28,6 @@ namespace {
 
 constexpr int64_t kTileCols = 16; // rows of x per tile: two AVX vectors
 constexpr int kTileRows = 6;      // rows of w per tile
-constexpr int64_t kMaxRows = 64;
 constexpr int64_t kDepthBlock = 256; // x^T's block: 32 KB at 32 rows
 
 /// c[R x 16] (+)= sum over p < depth of a[i * aRow + p] * b[p * bRow + j].
@@ -85,9 +84,12 @@ bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k) {
   // Timed against OpenBLAS split over the same 2 OpenMP threads (README.md,
   // Benchmarks): from 2^22 weights (16 MB) this kernel is faster whether w
   // comes from cache or from memory; below, a w read from memory favours
-  // OpenBLAS. At more than 64 rows OpenBLAS's blocking wins.
-  return rows > 0 && rows <= kMaxRows && n * k >= (int64_t{1} << 22) &&
-         n >= 64 && k >= 64;
+  // OpenBLAS. Rows are computed 16 at a time, so more than an eighth of
+  // padding (24 rows: parity) loses, and from 40 rows OpenBLAS's blocking
+  // wins.
+  int64_t padded = (rows + kTileCols - 1) / kTileCols * kTileCols;
+  return rows > 0 && rows <= 32 && 8 * rows >= 7 * padded &&
+         n * k >= (int64_t{1} << 22) && n >= 64 && k >= 64;
 }
 
 void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,

@@ -199,7 +199,7 @@ def make_mlp():
 
 def make_mlp_wide():
     # fc1 (5380x784) and fc2 (800x5380) hold over 2^22 weights each, so at a
-    # batch of at most 64 their forward products run the runtime's own
+    # batch of 14-16 or 28-32 their forward products run the runtime's own
     # skinny kernel (runtime/SkinnyGemm.h) instead of OpenBLAS.
     x = torch.randn(4, 784)
     y = torch.randint(0, 10, (4,))
