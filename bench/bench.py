@@ -373,8 +373,8 @@ def _dims(text):
 
 def gemm_calls(source):
     """The cblas_sgemm calls of one training step of a generated program,
-    in order, as the runtime makes them (runtime/KernelsLinalg.cpp,
-    KernelsConvolution.cpp)."""
+    in order, as OpenBLAS alone would make them (runtime/KernelsLinalg.cpp,
+    KernelsConvolution.cpp; linearBackwardSgd as its two GEMMs)."""
     calls = []
     for line in source.splitlines():
         line = line.strip()
@@ -386,6 +386,13 @@ def gemm_calls(source):
                               m=int(m.group(3)), n=int(m.group(4)),
                               k=int(m.group(5)),
                               beta=float(m.group(6).rstrip("f"))))
+            continue
+        m = re.match(r"linearBackwardSgd\((\d+), (\d+), (\d+),", line)
+        if m:
+            # dx = dy w, then w += alpha dy^T x: OpenBLAS's two calls.
+            rows, n, k = (int(m.group(i)) for i in (1, 2, 3))
+            calls.append(dict(ta=0, tb=0, m=rows, n=k, k=n, beta=0.0))
+            calls.append(dict(ta=1, tb=0, m=n, n=k, k=rows, beta=1.0))
             continue
         m = re.match(rf"matmul\([^,]+, {SHAPE}, [^,]+, {SHAPE}, [^,]+, "
                      rf"{SHAPE}\)", line)

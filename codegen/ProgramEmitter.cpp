@@ -347,6 +347,10 @@ private:
   void planFusion(Block &block);
   /// Emits the fused loop of the group ending at `tail`.
   void emitFusedGroup(Operation *tail);
+  /// Pairs each input-gradient GEMM dx = dy w with the plain-SGD update of
+  /// w that a GEMM of the same dy computes (plan.gemmInUpdate), where no op
+  /// between them reads w: both then run at the first, in one pass over w.
+  void planBackwardFusion(Block &block);
 
   /// The expression naming `value`'s buffer, typed.
   std::string ref(Value value) { return names.lookup(value); }
@@ -437,6 +441,9 @@ private:
   /// ReLUs that the GEMM before them applies (cuda: cuBLASLt's RELU_BIAS
   /// epilogue).
   llvm::DenseSet<Operation *> reluInGemm;
+  /// Input-gradient GEMMs that also apply their weight's plain-SGD update
+  /// (cpu: linearBackwardSgd), with that update.
+  llvm::DenseMap<Operation *, SgdOp> updateWithInputGradient;
   /// Started all-reduce buckets, by the op that first reads them.
   llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
   /// Ops whose operands stay live up to a later op (MemoryPlan.h).
@@ -474,6 +481,42 @@ void Emitter::planFusion(Block &block) {
     for (Operation *op : ArrayRef<Operation *>(chain).drop_back())
       fusedAway.insert(op);
     fusedGroups[chain.back()] = chain;
+  }
+}
+
+void Emitter::planBackwardFusion(Block &block) {
+  updateWithInputGradient.clear();
+  if (cuda)
+    return;
+  for (auto [updateGemmOp, sgdOp] : plan.gemmInUpdate) {
+    auto update = cast<GemmOp>(updateGemmOp);
+    auto sgd = cast<SgdOp>(sgdOp);
+    Value w = sgd.getParam();
+    // The update's gradient dw = dy^T x, unscaled.
+    if (!update.getTransA() || update.getTransB() ||
+        !update.getAlpha().isExactlyValue(1.0))
+      continue;
+    Value dy = update.getA();
+    for (Operation *user : dy.getUsers()) {
+      auto dx = dyn_cast<GemmOp>(user);
+      if (!dx || dx == update || dx.getB() != w || dx.getTransA() ||
+          dx.getTransB() || dx.getC() ||
+          !dx.getAlpha().isExactlyValue(1.0) || !runsOnStage(dx, stage) ||
+          dx->getBlock() != sgd->getBlock() || !dx->isBeforeInBlock(sgd) ||
+          updateWithInputGradient.count(dx))
+        continue;
+      // Nothing from the input gradient to the update may read w (or a
+      // view of it), which is updated early.
+      bool readsW = false;
+      for (Operation *op = dx->getNextNode(); op && op != sgd.getOperation();
+           op = op->getNextNode())
+        for (Value operand : op->getOperands())
+          readsW |= plan.root(operand) == plan.root(w);
+      if (!readsW) {
+        updateWithInputGradient[dx] = sgd;
+        break; // one update, once
+      }
+    }
   }
 }
 
@@ -703,6 +746,19 @@ LogicalResult Emitter::emitOp(Operation *op) {
         // A gradient GEMM of a plain SGD update runs there.
         if (plan.gemmInUpdate.count(op))
           return success();
+        if (SgdOp sgd = updateWithInputGradient.lookup(op)) {
+          // dx = dy w, then w += -lr * dy^T x: one pass over w.
+          auto update = cast<GemmOp>(sgd.getGrad().getDefiningOp());
+          ArrayRef<int64_t> dyShape = tensorType(gemm.getA()).getShape();
+          ArrayRef<int64_t> wShape = tensorType(gemm.getB()).getShape();
+          call(op, formatv("linearBackwardSgd({0}, {1}, {2}, {3}, {4}, {5}, "
+                           "{6}f, {7})",
+                           dyShape[0], wShape[0], wShape[1], t(gemm.getA()),
+                           t(sgd.getParam()), t(update.getB()),
+                           floatLiteral(-sgd.getLr().convertToFloat()),
+                           t(gemm.getResult())));
+          return success();
+        }
         ArrayRef<int64_t> a = tensorType(gemm.getA()).getShape();
         ArrayRef<int64_t> r = tensorType(gemm.getResult()).getShape();
         int64_t k = gemm.getTransA() ? a[0] : a[1];
@@ -1081,6 +1137,12 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](SgdOp sgd) {
+        for (auto &[dx, fusedSgd] : updateWithInputGradient)
+          if (fusedSgd == sgd) {
+            body << "  // " << base
+                 << ": in the input gradient's linearBackwardSgd\n";
+            return success();
+          }
         if (Operation *producer = sgd.getGrad().getDefiningOp();
             producer && plan.gemmInUpdate.count(producer)) {
           // param += (-lr * alpha) * op(a) * op(b): the gradient is never
@@ -1406,6 +1468,7 @@ std::pair<std::string, int> Emitter::indexChecks() {
 FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
   Block &block = func.getBody().front();
   plan = planMemory(func, executedAt, stage);
+  planBackwardFusion(block);
   pendingWaits.clear();
   body << argPointers;
   for (Operation &op : block.without_terminator())

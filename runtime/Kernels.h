@@ -19,6 +19,16 @@ namespace cleave::rt {
 
 #include "runtime/KernelApi.inc"
 
+/// The cpu target only: a linear layer's input gradient and its plain-SGD
+/// weight update, dx = dy w (w as on entry; dx [rows, k]; none when dx is
+/// null) then
+/// w += alpha * dy^T x, with dy [rows, n], w [n, k], x [rows, k]. The same
+/// as gemm(false, false, rows, k, n, 1, dy, w, 0, dx) followed by
+/// gemm(true, false, n, k, rows, alpha, dy, x, 1, w), in one pass over w
+/// where that is faster.
+void linearBackwardSgd(int64_t rows, int64_t n, int64_t k, const float *dy,
+                       float *w, const float *x, float alpha, float *dx);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_KERNELS_H

@@ -97,6 +97,15 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
 }
 
+void linearBackwardSgd(int64_t rows, int64_t n, int64_t k, const float *dy,
+                       float *w, const float *x, float alpha, float *dx) {
+  if (skinnyBackwardPays(rows, n, k))
+    return skinnyLinearBackward(rows, n, k, dy, w, x, alpha, dx);
+  if (dx)
+    gemm(false, false, rows, k, n, 1.0f, dy, w, 0.0f, dx);
+  gemm(true, false, n, k, rows, alpha, dy, x, 1.0f, w);
+}
+
 void matmul(const float *a, const Shape &aShape, const float *b,
             const Shape &bShape, float *out, const Shape &outShape) {
   MatmulGeometry g(aShape, bShape);

@@ -138,6 +138,151 @@ void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
   }
 }
 
+namespace {
+
+/// One group of G rows of w by one 16-column tile, held in registers: the
+/// input gradient's contribution dxt[m] += sum_i dyt[i][m] * w[i] (old w),
+/// then the update w[i] += sum_m dyst[i][m] * xt[m]; dyt, dyst [G][rows]
+/// (dy transposed, the second scaled by alpha), xt and dxt [rows][16].
+template <int G>
+void backwardTile(int64_t rows, float *w, int64_t k, const float *dyt,
+                  const float *dyst, const float *xt, float *dxt) {
+  __m256 w0[G], w1[G];
+#pragma GCC unroll 6
+  for (int i = 0; i < G; ++i) {
+    w0[i] = _mm256_loadu_ps(w + i * k);
+    w1[i] = _mm256_loadu_ps(w + i * k + 8);
+  }
+  if (dxt)
+    for (int64_t m = 0; m < rows; ++m) {
+      __m256 s0 = _mm256_loadu_ps(dxt + m * kTileCols);
+      __m256 s1 = _mm256_loadu_ps(dxt + m * kTileCols + 8);
+#pragma GCC unroll 6
+      for (int i = 0; i < G; ++i) {
+        __m256 d = _mm256_broadcast_ss(dyt + i * rows + m);
+        s0 = _mm256_fmadd_ps(d, w0[i], s0);
+        s1 = _mm256_fmadd_ps(d, w1[i], s1);
+      }
+      _mm256_storeu_ps(dxt + m * kTileCols, s0);
+      _mm256_storeu_ps(dxt + m * kTileCols + 8, s1);
+    }
+  for (int64_t m = 0; m < rows; ++m) {
+    __m256 x0 = _mm256_loadu_ps(xt + m * kTileCols);
+    __m256 x1 = _mm256_loadu_ps(xt + m * kTileCols + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < G; ++i) {
+      __m256 d = _mm256_broadcast_ss(dyst + i * rows + m);
+      w0[i] = _mm256_fmadd_ps(d, x0, w0[i]);
+      w1[i] = _mm256_fmadd_ps(d, x1, w1[i]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < G; ++i) {
+    _mm256_storeu_ps(w + i * k, w0[i]);
+    _mm256_storeu_ps(w + i * k + 8, w1[i]);
+  }
+}
+
+void partialBackwardTile(int group, int64_t rows, float *w, int64_t k,
+                         const float *dyt, const float *dyst, const float *xt,
+                         float *dxt) {
+  switch (group) {
+  case 1:
+    return backwardTile<1>(rows, w, k, dyt, dyst, xt, dxt);
+  case 2:
+    return backwardTile<2>(rows, w, k, dyt, dyst, xt, dxt);
+  case 3:
+    return backwardTile<3>(rows, w, k, dyt, dyst, xt, dxt);
+  case 4:
+    return backwardTile<4>(rows, w, k, dyt, dyst, xt, dxt);
+  default:
+    return backwardTile<5>(rows, w, k, dyt, dyst, xt, dxt);
+  }
+}
+
+} // namespace
+
+bool skinnyBackwardPays(int64_t rows, int64_t n, int64_t k) {
+  // Timed against OpenBLAS's two calls split over the same 2 threads
+  // (README.md, Benchmarks); its tiles are whole 16-column tiles.
+  return rows >= 16 && rows <= 32 && k % kTileCols == 0 &&
+         n * k >= (int64_t{1} << 22);
+}
+
+void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
+                          const float *dy, float *w, const float *x,
+                          float alpha, float *dx) {
+  int64_t tiles = k / kTileCols;
+  // dy^T and alpha * dy^T [n][rows]; x in column tiles [tile][rows][16].
+  static thread_local std::vector<float> dytBuffer, xtBuffer;
+  if (static_cast<int64_t>(dytBuffer.size()) < 2 * n * rows)
+    dytBuffer.resize(2 * n * rows);
+  if (static_cast<int64_t>(xtBuffer.size()) < k * rows)
+    xtBuffer.resize(k * rows);
+  float *dyt = dytBuffer.data(), *dyst = dyt + n * rows;
+  float *xt = xtBuffer.data();
+  // Columns in chunks of 512: a chunk of dx stays in L2 while every group
+  // of w's rows passes over it.
+  constexpr int64_t kChunkTiles = 32;
+  constexpr int64_t kPrefetchTiles = 2; // w's lines fetched ahead
+#pragma omp parallel if (!detail::inParallel())
+  {
+#pragma omp for
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t m = 0; m < rows; ++m) {
+        dyt[r * rows + m] = dy[m * n + r];
+        dyst[r * rows + m] = alpha * dy[m * n + r];
+      }
+#pragma omp for
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int64_t m = 0; m < rows; ++m)
+        std::copy_n(x + m * k + t * kTileCols, kTileCols,
+                    xt + (t * rows + m) * kTileCols);
+    // Each thread owns whole column tiles: its columns of dx and of w.
+    int64_t th = detail::threadNum(), team = detail::numThreads();
+    int64_t first = tiles * th / team, last = tiles * (th + 1) / team;
+    static thread_local std::vector<float> dxtBuffer;
+    float *dxt = nullptr;
+    if (dx) {
+      dxtBuffer.assign((last - first) * rows * kTileCols, 0.0f);
+      dxt = dxtBuffer.data();
+    }
+    for (int64_t c0 = first; c0 < last; c0 += kChunkTiles) {
+      int64_t c1 = std::min(last, c0 + kChunkTiles);
+      for (int64_t r0 = 0; r0 < n; r0 += kTileRows) {
+        int group = static_cast<int>(std::min<int64_t>(kTileRows, n - r0));
+        for (int64_t t = c0; t < c1; ++t) {
+          // Rows a power of two apart stream poorly on their own: fetch
+          // the tile kPrefetchTiles ahead (wrapping to the next group).
+          int64_t pt = t + kPrefetchTiles, pr = r0;
+          if (pt >= c1) {
+            pt = c0 + (pt - c1);
+            pr = r0 + kTileRows;
+          }
+          for (int64_t i = pr; i < std::min(n, pr + kTileRows); ++i)
+            _mm_prefetch(reinterpret_cast<const char *>(w + i * k +
+                                                        pt * kTileCols),
+                         _MM_HINT_T0);
+          float *wt = w + r0 * k + t * kTileCols;
+          const float *xtt = xt + t * rows * kTileCols;
+          float *dxtt = dxt ? dxt + (t - first) * rows * kTileCols : nullptr;
+          if (group == kTileRows)
+            backwardTile<kTileRows>(rows, wt, k, dyt + r0 * rows,
+                                    dyst + r0 * rows, xtt, dxtt);
+          else
+            partialBackwardTile(group, rows, wt, k, dyt + r0 * rows,
+                                dyst + r0 * rows, xtt, dxtt);
+        }
+      }
+    }
+    if (dx)
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t t = first; t < last; ++t)
+          std::copy_n(dxt + ((t - first) * rows + m) * kTileCols, kTileCols,
+                      dx + m * k + t * kTileCols);
+  }
+}
+
 #else // Without AVX2 the callers keep to OpenBLAS.
 
 bool skinnyGemmPays(int64_t, int64_t, int64_t) { return false; }
@@ -145,6 +290,13 @@ bool skinnyGemmPays(int64_t, int64_t, int64_t) { return false; }
 void skinnyGemmXWt(int64_t, int64_t, int64_t, float, const float *,
                    const float *, float, float *) {
   detail::fatal("skinnyGemmXWt called without AVX2 (a bug in cleave)");
+}
+
+bool skinnyBackwardPays(int64_t, int64_t, int64_t) { return false; }
+
+void skinnyLinearBackward(int64_t, int64_t, int64_t, const float *, float *,
+                          const float *, float, float *) {
+  detail::fatal("skinnyLinearBackward called without AVX2 (a bug in cleave)");
 }
 
 #endif

@@ -33,6 +33,17 @@ bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k);
 void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
                    const float *x, const float *w, float beta, float *y);
 
+/// Whether skinnyLinearBackward was built for this machine and is faster
+/// than OpenBLAS's two products for these shapes.
+bool skinnyBackwardPays(int64_t rows, int64_t n, int64_t k);
+
+/// A linear layer's backward pass under plain SGD, in one pass over w: with
+/// dy [rows, n] and x [rows, k], dx = dy w [rows, k] from w's values on
+/// entry (when dx is given), and w += alpha * dy^T x (alpha = -lr).
+void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
+                          const float *dy, float *w, const float *x,
+                          float alpha, float *dx);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_SKINNYGEMM_H

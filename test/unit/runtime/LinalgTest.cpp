@@ -128,6 +128,42 @@ TEST(Linalg, GemmLargeMatchesNaive) {
     ASSERT_EQ(v, 2.0f);
 }
 
+/// A linear layer's backward pass under plain SGD, in one call, against the
+/// two naive products: through the one-pass kernel (rows 16, 17, 30, 32;
+/// weight rows leaving every partial group of 1-5; with and without dx) and
+/// through the two-GEMM path (shapes the kernel does not take).
+TEST(Linalg, LinearBackwardSgdMatchesNaive) {
+  ScopedThreads threads(3);
+  struct Case {
+    int64_t rows, n, k;
+    bool withDx;
+  };
+  for (Case c : {Case{16, 6 * 700 + 1, 1024, true},
+                 Case{17, 6 * 1000 + 2, 704, true},
+                 Case{30, 6 * 500 + 3, 1408, false},
+                 Case{32, 6 * 400 + 4, 1760, true},
+                 Case{32, 6 * 300 + 5, 2400, true}, Case{8, 100, 200, true},
+                 Case{32, 70, 1030, true}}) {
+    auto dy = randomVector(c.rows * c.n, 14), x = randomVector(c.rows * c.k, 15);
+    auto w0 = randomVector(c.n * c.k, 16);
+    std::vector<float> w = w0, dx(c.rows * c.k, -99.0f);
+    linearBackwardSgd(c.rows, c.n, c.k, dy.data(), w.data(), x.data(), -0.5f,
+                      c.withDx ? dx.data() : nullptr);
+    if (c.withDx) {
+      auto want = naiveGemm(false, false, c.rows, c.k, c.n, 1.0f, dy, w0, 0.0f,
+                            std::vector<float>(c.rows * c.k));
+      for (int64_t i = 0; i < c.rows * c.k; ++i)
+        ASSERT_NEAR(dx[i], want[i], 1e-4f * (1 + std::fabs(want[i])))
+            << c.rows << "x" << c.n << "x" << c.k << " dx at " << i;
+    }
+    auto wantW = naiveGemm(true, false, c.n, c.k, c.rows, -0.5f, dy, x, 1.0f,
+                           w0);
+    for (int64_t i = 0; i < c.n * c.k; ++i)
+      ASSERT_NEAR(w[i], wantW[i], 1e-4f)
+          << c.rows << "x" << c.n << "x" << c.k << " w at " << i;
+  }
+}
+
 /// numpy.matmul by definition, for operands of rank >= 2.
 std::vector<float> naiveMatmul(const std::vector<float> &a, const Shape &as,
                                const std::vector<float> &b, const Shape &bs,
