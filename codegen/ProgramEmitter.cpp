@@ -505,6 +505,11 @@ void Emitter::planBackwardFusion(Block &block) {
           dx->getBlock() != sgd->getBlock() || !dx->isBeforeInBlock(sgd) ||
           updateWithInputGradient.count(dx))
         continue;
+      // The update's x must exist by then (it runs early), in a buffer.
+      Operation *xDef = update.getB().getDefiningOp();
+      if (xDef && (xDef->getBlock() != dx->getBlock() ||
+                   !xDef->isBeforeInBlock(dx) || fusedAway.contains(xDef)))
+        continue;
       // Nothing from the input gradient to the update may read w (or a
       // view of it), which is updated early.
       bool readsW = false;

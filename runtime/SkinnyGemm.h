@@ -1,18 +1,20 @@
-//===- SkinnyGemm.h - a linear layer's product at small batch ---*- C++ -*-===//
+//===- SkinnyGemm.h - linear layers at small batch --------------*- C++ -*-===//
 //
 // Part of the Cleave runtime; included by the cpu kernels and the runtime
 // tests, never by generated programs.
 //
-// A linear layer's forward product at small batch, x w^T with x a few rows
-// and w [n, k] large, is the one GEMM of a training step that OpenBLAS
-// 0.3.21 runs far below its square-matrix rate: it packs all of w on every
-// call, and the packed panels feed only a few rows. The kernel here reads
-// each element of w once, straight from memory, and uses it for all rows.
-// gemm() runs every product of that form on it where skinnyGemmPays says
-// so (a convolution's weight gradient can be one). The backward products of
-// a linear layer, dy w and the K = rows weight update, were timed against a
-// kernel of this kind and OpenBLAS ran them as fast, so they stay with
-// OpenBLAS (README.md, Benchmarks).
+// A linear layer at small batch multiplies a large weight w [n, k] by a
+// few rows of activations, and OpenBLAS 0.3.21 runs those products far
+// below its square-matrix rate: it packs all of w on every call, and the
+// packed panels feed only a few rows. The kernels here stream w instead.
+// The forward product x w^T reads each element of w once, straight from
+// memory, for all rows; gemm() runs every product of that form on it where
+// skinnyGemmPays says so (a convolution's weight gradient can be one). The
+// backward pass under plain SGD holds a block of w in registers, adds its
+// part of the input gradient dy w and then applies the update to it, so w
+// is read and written once (linearBackwardSgd). A weight update without an
+// input gradient (the first layer's) stays with OpenBLAS, which runs it as
+// fast (README.md, Benchmarks).
 //
 //===----------------------------------------------------------------------===//
 
