@@ -52,9 +52,17 @@ planMemory(func::FuncOp func,
       plan.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
     }
   }
+  // Buffers the optimizer updates write in place.
+  llvm::DenseSet<Value> updatedInPlace;
+  for (Operation &op : body)
+    if (isa<SgdOp, AdamwOp>(op))
+      for (Value result : op.getResults())
+        updatedInPlace.insert(plan.root(result));
   // A plain SGD step (no momentum, no weight decay, a constant learning
   // rate) on a gradient that one GEMM computes for it alone: the GEMM adds
-  // its scaled product to the parameter itself, where the update is.
+  // its scaled product to the parameter itself, where the update is. Not
+  // when the GEMM reads a buffer that an update writes (a parameter fed
+  // straight into a layer): run at the update, it could read the new value.
   for (Operation &op : body) {
     auto sgd = dyn_cast<SgdOp>(op);
     if (!sgd || sgd.getMomentumBuffer() || sgd.getLrFactor() ||
@@ -62,7 +70,9 @@ planMemory(func::FuncOp func,
       continue;
     auto gemm = sgd.getGrad().getDefiningOp<GemmOp>();
     if (gemm && !gemm.getC() && sgd.getGrad().hasOneUse() &&
-        gemm.getType() == sgd.getParam().getType()) {
+        gemm.getType() == sgd.getParam().getType() &&
+        !updatedInPlace.contains(plan.root(gemm.getA())) &&
+        !updatedInPlace.contains(plan.root(gemm.getB()))) {
       plan.gemmInUpdate[gemm] = sgd;
       plan.storageOf[gemm.getResult()] = sgd.getParam();
     }

@@ -205,6 +205,7 @@ public:
     // Names the generated code already uses: runtime functions and types,
     // and the C++ keywords an ONNX name could spell.
     for (const char *name : {"gemm",
+                             "linearBackwardSgd",
                              "matmul",
                              "broadcastTo",
                              "transpose",
@@ -444,6 +445,7 @@ private:
   /// Input-gradient GEMMs that also apply their weight's plain-SGD update
   /// (cpu: linearBackwardSgd), with that update.
   llvm::DenseMap<Operation *, SgdOp> updateWithInputGradient;
+  llvm::DenseSet<Operation *> fusedUpdates;
   /// Started all-reduce buckets, by the op that first reads them.
   llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
   /// Ops whose operands stay live up to a later op (MemoryPlan.h).
@@ -485,9 +487,19 @@ void Emitter::planFusion(Block &block) {
 }
 
 void Emitter::planBackwardFusion(Block &block) {
+  fusedUpdates.clear();
   updateWithInputGradient.clear();
   if (cuda)
     return;
+  // Where each op runs: a fused op in its group's loop, an all-reduce up to
+  // its first reader, a gradient GEMM at its update.
+  auto runsAt = [&](Operation *op) {
+    if (Operation *at = executedAt.lookup(op))
+      return at;
+    if (Operation *at = plan.gemmInUpdate.lookup(op))
+      return at;
+    return op;
+  };
   for (auto [updateGemmOp, sgdOp] : plan.gemmInUpdate) {
     auto update = cast<GemmOp>(updateGemmOp);
     auto sgd = cast<SgdOp>(sgdOp);
@@ -499,27 +511,36 @@ void Emitter::planBackwardFusion(Block &block) {
     Value dy = update.getA();
     for (Operation *user : dy.getUsers()) {
       auto dx = dyn_cast<GemmOp>(user);
+      // dx in a buffer of its own (not itself a parameter's update).
       if (!dx || dx == update || dx.getB() != w || dx.getTransA() ||
           dx.getTransB() || dx.getC() ||
           !dx.getAlpha().isExactlyValue(1.0) || !runsOnStage(dx, stage) ||
           dx->getBlock() != sgd->getBlock() || !dx->isBeforeInBlock(sgd) ||
-          updateWithInputGradient.count(dx))
+          updateWithInputGradient.count(dx) || fusedUpdates.contains(sgd) ||
+          plan.root(dx.getResult()) != dx.getResult())
         continue;
-      // The update's x must exist by then (it runs early), in a buffer.
+      // The update's x must be complete by then (it runs early), in a
+      // buffer.
       Operation *xDef = update.getB().getDefiningOp();
       if (xDef && (xDef->getBlock() != dx->getBlock() ||
-                   !xDef->isBeforeInBlock(dx) || fusedAway.contains(xDef)))
+                   !runsAt(xDef)->isBeforeInBlock(dx) ||
+                   fusedAway.contains(xDef)))
         continue;
-      // Nothing from the input gradient to the update may read w (or a
-      // view of it), which is updated early.
+      // Nothing that runs from the input gradient to the update may read w
+      // (or a view of it), which is updated early.
       bool readsW = false;
-      for (Operation *op = dx->getNextNode(); op && op != sgd.getOperation();
-           op = op->getNextNode())
-        for (Value operand : op->getOperands())
+      for (Operation &op : block.without_terminator()) {
+        Operation *at = runsAt(&op);
+        if (&op == dx.getOperation() || &op == sgd.getOperation() ||
+            !runsOnStage(&op, stage) || !dx->isBeforeInBlock(at) ||
+            !at->isBeforeInBlock(sgd))
+          continue;
+        for (Value operand : op.getOperands())
           readsW |= plan.root(operand) == plan.root(w);
+      }
       if (!readsW) {
         updateWithInputGradient[dx] = sgd;
-        break; // one update, once
+        fusedUpdates.insert(sgd);
       }
     }
   }
@@ -1142,12 +1163,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](SgdOp sgd) {
-        for (auto &[dx, fusedSgd] : updateWithInputGradient)
-          if (fusedSgd == sgd) {
-            body << "  // " << base
-                 << ": in the input gradient's linearBackwardSgd\n";
-            return success();
-          }
+        if (fusedUpdates.contains(sgd)) {
+          body << "  // " << base
+               << ": in the input gradient's linearBackwardSgd\n";
+          return success();
+        }
         if (Operation *producer = sgd.getGrad().getDefiningOp();
             producer && plan.gemmInUpdate.count(producer)) {
           // param += (-lr * alpha) * op(a) * op(b): the gradient is never

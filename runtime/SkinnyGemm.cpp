@@ -210,13 +210,17 @@ void partialBackwardTile(int group, int64_t rows, float *w, int64_t k,
 bool skinnyBackwardPays(int64_t rows, int64_t n, int64_t k) {
   // Timed against OpenBLAS's two calls split over the same 2 threads
   // (README.md, Benchmarks); its tiles are whole 16-column tiles.
-  return rows >= 16 && rows <= 32 && k % kTileCols == 0 &&
+  return rows >= 16 && rows <= 32 && k % kTileCols == 0 && k >= 64 &&
          n * k >= (int64_t{1} << 22);
 }
 
 void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
                           const float *dy, float *w, const float *x,
                           float alpha, float *dx) {
+  if (k % kTileCols != 0)
+    detail::fatal("skinnyLinearBackward needs whole 16-column tiles, got "
+                  "%lld columns (a bug in cleave)",
+                  static_cast<long long>(k));
   int64_t tiles = k / kTileCols;
   // dy^T and alpha * dy^T [n][rows]; x in column tiles [tile][rows][16].
   static thread_local std::vector<float> dytBuffer, xtBuffer;
