@@ -445,6 +445,7 @@ private:
   /// Input-gradient GEMMs that also apply their weight's plain-SGD update
   /// (cpu: linearBackwardSgd), with that update.
   llvm::DenseMap<Operation *, SgdOp> updateWithInputGradient;
+  /// Those updates, which emit nothing where they stand.
   llvm::DenseSet<Operation *> fusedUpdates;
   /// Started all-reduce buckets, by the op that first reads them.
   llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;

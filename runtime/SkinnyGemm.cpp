@@ -19,6 +19,7 @@
 #include "runtime/KernelSupport.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -32,7 +33,7 @@ namespace cleave::rt {
 namespace {
 
 constexpr int64_t kTileCols = 16; // rows of x per tile: two AVX vectors
-constexpr int kTileRows = 6;      // rows of w per tile
+constexpr int64_t kTileRows = 6;  // rows of w per tile
 constexpr int64_t kDepthBlock = 256; // x^T's block: 32 KB at 32 rows
 
 /// c[R x 16] (+)= sum over p < depth of a[i * aRow + p] * b[p * bRow + j].
@@ -65,21 +66,31 @@ inline void tile(int64_t depth, const float *a, int64_t aRow, const float *b,
   }
 }
 
-/// `tile` for the last rows of a thread's share, fewer than 6.
-void partialTile(int rows, int64_t depth, const float *a, int64_t aRow,
-                 const float *b, int64_t bRow, float *c, int64_t cRow,
-                 bool accumulate) {
+/// `buffer`'s data, grown to at least `floats` (kept between calls: the
+/// kernels run every step).
+float *atLeast(std::vector<float> &buffer, int64_t floats) {
+  if (static_cast<int64_t>(buffer.size()) < floats)
+    buffer.resize(floats);
+  return buffer.data();
+}
+
+/// Calls f(std::integral_constant<int, R>) for `rows` = R in 1..6: the
+/// kernels are unrolled over a group's rows, so its size is a template
+/// argument (6, or fewer for the last group of a share).
+template <typename F> void withGroupSize(int64_t rows, F &&f) {
   switch (rows) {
   case 1:
-    return tile<1>(depth, a, aRow, b, bRow, c, cRow, accumulate);
+    return f(std::integral_constant<int, 1>());
   case 2:
-    return tile<2>(depth, a, aRow, b, bRow, c, cRow, accumulate);
+    return f(std::integral_constant<int, 2>());
   case 3:
-    return tile<3>(depth, a, aRow, b, bRow, c, cRow, accumulate);
+    return f(std::integral_constant<int, 3>());
   case 4:
-    return tile<4>(depth, a, aRow, b, bRow, c, cRow, accumulate);
+    return f(std::integral_constant<int, 4>());
+  case 5:
+    return f(std::integral_constant<int, 5>());
   default:
-    return tile<5>(depth, a, aRow, b, bRow, c, cRow, accumulate);
+    return f(std::integral_constant<int, kTileRows>());
   }
 }
 
@@ -102,9 +113,7 @@ void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
   // x^T with its columns padded with zeros to whole tiles: [k][padded].
   int64_t padded = (rows + kTileCols - 1) / kTileCols * kTileCols;
   static thread_local std::vector<float> xtBuffer;
-  if (static_cast<int64_t>(xtBuffer.size()) < k * padded)
-    xtBuffer.resize(k * padded);
-  float *xt = xtBuffer.data();
+  float *xt = atLeast(xtBuffer, k * padded);
 #pragma omp parallel if (!detail::inParallel())
   {
 #pragma omp for
@@ -117,22 +126,16 @@ void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
     int64_t first = std::min(n, groups * t / threads * kTileRows);
     int64_t last = std::min(n, groups * (t + 1) / threads * kTileRows);
     static thread_local std::vector<float> ytBuffer;
-    if (static_cast<int64_t>(ytBuffer.size()) < (last - first) * padded)
-      ytBuffer.resize((last - first) * padded);
-    float *yt = ytBuffer.data();
+    float *yt = atLeast(ytBuffer, (last - first) * padded);
     for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
       int64_t depth = std::min(kDepthBlock, k - p0);
       for (int64_t r = first; r < last; r += kTileRows) {
-        int rowsHere = static_cast<int>(std::min<int64_t>(kTileRows, last - r));
-        for (int64_t m = 0; m < padded; m += kTileCols) {
-          const float *a = w + r * k + p0;
-          const float *b = xt + p0 * padded + m;
-          float *c = yt + (r - first) * padded + m;
-          if (rowsHere == kTileRows)
-            tile<kTileRows>(depth, a, k, b, padded, c, padded, p0 > 0);
-          else
-            partialTile(rowsHere, depth, a, k, b, padded, c, padded, p0 > 0);
-        }
+        withGroupSize(std::min(kTileRows, last - r), [&](auto group) {
+          for (int64_t m = 0; m < padded; m += kTileCols)
+            tile<decltype(group)::value>(
+                depth, w + r * k + p0, k, xt + p0 * padded + m, padded,
+                yt + (r - first) * padded + m, padded, p0 > 0);
+        });
       }
     }
     for (int64_t m = 0; m < rows; ++m)
@@ -145,20 +148,21 @@ void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
 
 namespace {
 
-/// One group of G rows of w by one 16-column tile, held in registers: the
-/// input gradient's contribution dxt[m] += sum_i dyt[i][m] * w[i] (old w),
-/// then the update w[i] += sum_m dyst[i][m] * xt[m]; dyt, dyst [G][rows]
+/// One group of G rows of w by one 16-column tile: the input gradient's
+/// contribution dxt[m] += sum_i dyt[i][m] * w[i], from the old w held in
+/// registers, then the update w[i] += sum_m dyst[i][m] * xt[m] (a `tile`
+/// whose accumulators are w, just read into the cache). dyt, dyst [G][rows]
 /// (dy transposed, the second scaled by alpha), xt and dxt [rows][16].
 template <int G>
 void backwardTile(int64_t rows, float *w, int64_t k, const float *dyt,
                   const float *dyst, const float *xt, float *dxt) {
-  __m256 w0[G], w1[G];
+  if (dxt) {
+    __m256 w0[G], w1[G];
 #pragma GCC unroll 6
-  for (int i = 0; i < G; ++i) {
-    w0[i] = _mm256_loadu_ps(w + i * k);
-    w1[i] = _mm256_loadu_ps(w + i * k + 8);
-  }
-  if (dxt)
+    for (int i = 0; i < G; ++i) {
+      w0[i] = _mm256_loadu_ps(w + i * k);
+      w1[i] = _mm256_loadu_ps(w + i * k + 8);
+    }
     for (int64_t m = 0; m < rows; ++m) {
       __m256 s0 = _mm256_loadu_ps(dxt + m * kTileCols);
       __m256 s1 = _mm256_loadu_ps(dxt + m * kTileCols + 8);
@@ -171,38 +175,8 @@ void backwardTile(int64_t rows, float *w, int64_t k, const float *dyt,
       _mm256_storeu_ps(dxt + m * kTileCols, s0);
       _mm256_storeu_ps(dxt + m * kTileCols + 8, s1);
     }
-  for (int64_t m = 0; m < rows; ++m) {
-    __m256 x0 = _mm256_loadu_ps(xt + m * kTileCols);
-    __m256 x1 = _mm256_loadu_ps(xt + m * kTileCols + 8);
-#pragma GCC unroll 6
-    for (int i = 0; i < G; ++i) {
-      __m256 d = _mm256_broadcast_ss(dyst + i * rows + m);
-      w0[i] = _mm256_fmadd_ps(d, x0, w0[i]);
-      w1[i] = _mm256_fmadd_ps(d, x1, w1[i]);
-    }
   }
-#pragma GCC unroll 6
-  for (int i = 0; i < G; ++i) {
-    _mm256_storeu_ps(w + i * k, w0[i]);
-    _mm256_storeu_ps(w + i * k + 8, w1[i]);
-  }
-}
-
-void partialBackwardTile(int group, int64_t rows, float *w, int64_t k,
-                         const float *dyt, const float *dyst, const float *xt,
-                         float *dxt) {
-  switch (group) {
-  case 1:
-    return backwardTile<1>(rows, w, k, dyt, dyst, xt, dxt);
-  case 2:
-    return backwardTile<2>(rows, w, k, dyt, dyst, xt, dxt);
-  case 3:
-    return backwardTile<3>(rows, w, k, dyt, dyst, xt, dxt);
-  case 4:
-    return backwardTile<4>(rows, w, k, dyt, dyst, xt, dxt);
-  default:
-    return backwardTile<5>(rows, w, k, dyt, dyst, xt, dxt);
-  }
+  tile<G>(rows, dyst, rows, xt, kTileCols, w, k, true);
 }
 
 } // namespace
@@ -224,12 +198,8 @@ void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
   int64_t tiles = k / kTileCols;
   // dy^T and alpha * dy^T [n][rows]; x in column tiles [tile][rows][16].
   static thread_local std::vector<float> dytBuffer, xtBuffer;
-  if (static_cast<int64_t>(dytBuffer.size()) < 2 * n * rows)
-    dytBuffer.resize(2 * n * rows);
-  if (static_cast<int64_t>(xtBuffer.size()) < k * rows)
-    xtBuffer.resize(k * rows);
-  float *dyt = dytBuffer.data(), *dyst = dyt + n * rows;
-  float *xt = xtBuffer.data();
+  float *dyt = atLeast(dytBuffer, 2 * n * rows), *dyst = dyt + n * rows;
+  float *xt = atLeast(xtBuffer, k * rows);
   // Columns in chunks of 512: a chunk of dx stays in L2 while every group
   // of w's rows passes over it.
   constexpr int64_t kChunkTiles = 32;
@@ -259,29 +229,25 @@ void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
     for (int64_t c0 = first; c0 < last; c0 += kChunkTiles) {
       int64_t c1 = std::min(last, c0 + kChunkTiles);
       for (int64_t r0 = 0; r0 < n; r0 += kTileRows) {
-        int group = static_cast<int>(std::min<int64_t>(kTileRows, n - r0));
-        for (int64_t t = c0; t < c1; ++t) {
-          // Rows a power of two apart stream poorly on their own: fetch
-          // the tile kPrefetchTiles ahead (wrapping to the next group).
-          int64_t pt = t + kPrefetchTiles, pr = r0;
-          if (pt >= c1) {
-            pt = c0 + (pt - c1);
-            pr = r0 + kTileRows;
+        withGroupSize(std::min(kTileRows, n - r0), [&](auto group) {
+          for (int64_t t = c0; t < c1; ++t) {
+            // Rows a power of two apart stream poorly on their own: fetch
+            // the tile kPrefetchTiles ahead (wrapping to the next group).
+            int64_t pt = t + kPrefetchTiles, pr = r0;
+            if (pt >= c1) {
+              pt = c0 + (pt - c1);
+              pr = r0 + kTileRows;
+            }
+            for (int64_t i = pr; i < std::min(n, pr + kTileRows); ++i)
+              _mm_prefetch(reinterpret_cast<const char *>(w + i * k +
+                                                          pt * kTileCols),
+                           _MM_HINT_T0);
+            backwardTile<decltype(group)::value>(
+                rows, w + r0 * k + t * kTileCols, k, dyt + r0 * rows,
+                dyst + r0 * rows, xt + t * rows * kTileCols,
+                dxt ? dxt + (t - first) * rows * kTileCols : nullptr);
           }
-          for (int64_t i = pr; i < std::min(n, pr + kTileRows); ++i)
-            _mm_prefetch(reinterpret_cast<const char *>(w + i * k +
-                                                        pt * kTileCols),
-                         _MM_HINT_T0);
-          float *wt = w + r0 * k + t * kTileCols;
-          const float *xtt = xt + t * rows * kTileCols;
-          float *dxtt = dxt ? dxt + (t - first) * rows * kTileCols : nullptr;
-          if (group == kTileRows)
-            backwardTile<kTileRows>(rows, wt, k, dyt + r0 * rows,
-                                    dyst + r0 * rows, xtt, dxtt);
-          else
-            partialBackwardTile(group, rows, wt, k, dyt + r0 * rows,
-                                dyst + r0 * rows, xtt, dxtt);
-        }
+        });
       }
     }
     if (dx)
