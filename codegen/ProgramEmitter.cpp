@@ -14,6 +14,7 @@
 #include "codegen/MemoryPlan.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "codegen/SourceText.h"
 #include "runtime/Npy.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -81,49 +82,11 @@ std::string listLiteral(ArrayRef<int64_t> values) {
   return text;
 }
 
-/// `text` safe inside a `//` comment: ONNX names may hold any byte, and a
-/// newline or a line-ending backslash would end or extend the comment.
-std::string commentText(StringRef text) {
-  std::string safe;
-  for (char c : text)
-    safe += llvm::isPrint(c) && c != '\\' ? c : '_';
-  return safe;
-}
-
-/// `text` as a C string literal.
-std::string stringLiteral(StringRef text) {
-  std::string literal = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\')
-      literal += std::string("\\") + static_cast<char>(c);
-    else if (llvm::isPrint(c))
-      literal += static_cast<char>(c);
-    else {
-      char octal[5];
-      std::snprintf(octal, sizeof(octal), "\\%03o", c);
-      literal += octal;
-    }
-  }
-  return literal + "\"";
-}
-
 /// The ONNX node name in a location, if any, fit for a comment.
 std::string nodeName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
-    return commentText(name.getName());
+    return cppCommentText(name.getName());
   return "";
-}
-
-/// A C identifier from an ONNX name: `/h.0/attn/MatMul` -> `h_0_attn_MatMul`.
-std::string identifier(StringRef name) {
-  std::string id;
-  for (char c : name)
-    id += llvm::isAlnum(c) ? c : '_';
-  size_t start = id.find_first_not_of('_');
-  id = start == std::string::npos ? "" : id.substr(start);
-  if (id.empty() || llvm::isDigit(id[0]))
-    id = "t_" + id;
-  return id;
 }
 
 std::string floatLiteral(double value) {
@@ -331,8 +294,11 @@ private:
   LogicalResult emitConstant(ConstantOp op);
   /// The send on the source stage, the receive on the destination stage.
   LogicalResult emitSendRecv(SendRecvOp op);
-  /// Fails unless tensor `name`'s .npy file name fits a file system.
-  LogicalResult checkFileName(StringRef name);
+  /// Tensor `name`'s .npy file name (runtime/Npy.h), as a C literal;
+  /// fails unless it fits a file system and no other tensor has it.
+  FailureOr<std::string> fileNameLiteral(StringRef name);
+  /// The file names given so far, to the tensor names they came from.
+  llvm::StringMap<std::string> fileNames;
   /// The table of integer inputs whose values the driver checks on
   /// loading (cleave.index_range), and the count of its rows.
   std::pair<std::string, int> indexChecks();
@@ -377,7 +343,7 @@ private:
   /// Declares the variable of an op result (unless it is an alias).
   void declare(Value value, StringRef base);
   std::string uniqueName(StringRef base) {
-    std::string name = identifier(base);
+    std::string name = cppIdentifier(base);
     std::string candidate = name;
     for (int i = 1; !usedNames.insert(candidate).second; ++i)
       candidate = name + "_" + std::to_string(i);
@@ -1354,7 +1320,8 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
                               << " is neither an input, a parameter, a "
                                  "state nor the step counter";
     }
-    if (failed(checkFileName(name)))
+    FailureOr<std::string> file = fileNameLiteral(name);
+    if (failed(file))
       return failure();
     if (role == "Param" || role == "State") {
       auto [it, inserted] = persistentRoles.try_emplace(name, role);
@@ -1393,7 +1360,7 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
           dim = "{" + dim + "}";
         text += (d ? "," : "") + dim;
       }
-      sharding = "\"[" + text + "]\"";
+      sharding = cppStringLiteral("[" + text + "]");
       globalType = RankedTensorType::get(shape, globalType.getElementType());
     }
     int64_t offset = -1;
@@ -1414,9 +1381,9 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
                       at.getInt());
     else if (!sharding.empty())
       where = ", " + sharding;
-    tableOs << formatv("    {{{0}, {1}, {2}, Role::{3}, {4}{5}},\n",
-                       stringLiteral(name), dtype, shapeLiteral(arg), role,
-                       offset, where);
+    tableOs << formatv("    {{{0}, {1}, {2}, {3}, Role::{4}, {5}{6}},\n",
+                       cppStringLiteral(name), *file, dtype, shapeLiteral(arg),
+                       role, offset, where);
     std::string var = uniqueName(name);
     names[arg] = var;
     pointersOs << formatv(
@@ -1432,7 +1399,8 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
         func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kOutputAttrName);
     if (!output)
       continue;
-    if (failed(checkFileName(output.getValue())))
+    FailureOr<std::string> file = fileNameLiteral(output.getValue());
+    if (failed(file))
       return failure();
     std::string dtype = dtypeEnum(tensorType(value).getElementType());
     if (dtype.empty())
@@ -1445,22 +1413,32 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
             i, CleaveDialect::kStageAttrName);
         at && numStages > 1)
       where = formatv(", nullptr, {0}", at.getInt());
-    tableOs << formatv("    {{{0}, {1}, {2}, Role::Output, -1{3}},\n",
-                       stringLiteral(output.getValue()), dtype,
+    tableOs << formatv("    {{{0}, {1}, {2}, {3}, Role::Output, -1{4}},\n",
+                       cppStringLiteral(output.getValue()), *file, dtype,
                        shapeLiteral(value), where);
     ++numTensors;
   }
   return success();
 }
 
-LogicalResult Emitter::checkFileName(StringRef name) {
-  if (::cleave::rt::npyFileName(name.str()).size() <= 255)
-    return success();
-  return func.emitError() << "tensor '" << name.take_front(40)
-                          << "...' has a name of " << name.size()
-                          << " bytes; its .npy file in data, checkpoint and "
-                             "dump directories would exceed the 255 bytes "
-                             "file systems allow: rename it";
+FailureOr<std::string> Emitter::fileNameLiteral(StringRef name) {
+  std::string file = ::cleave::rt::npyFileName(name.str());
+  if (file.size() > 255)
+    return func.emitError()
+           << "tensor '" << cppCommentText(name.take_front(40))
+           << "...' has a name of " << name.size()
+           << " bytes; its .npy file in data, checkpoint and dump directories "
+              "would exceed the 255 bytes file systems allow: rename it";
+  // npyFileName is injective, so only one name can own a file; the same
+  // name may appear twice (a graph output that is also an input).
+  auto [it, inserted] = fileNames.try_emplace(file, name.str());
+  if (!inserted && it->second != name)
+    return func.emitError() << "tensors '" << cppCommentText(it->second)
+                            << "' and '" << cppCommentText(name)
+                            << "' would share the file '" << cppCommentText(file)
+                            << "' in data, checkpoint and dump directories: "
+                               "rename one";
+  return cppStringLiteral(file);
 }
 
 std::pair<std::string, int> Emitter::indexChecks() {
@@ -1479,7 +1457,7 @@ std::pair<std::string, int> Emitter::indexChecks() {
     rows += formatv("    {{{0}, {1}, {2}, {3}, {4}, {5}},\n",
                     arg.getArgNumber(), field("low"), field("high"),
                     range.get("ignore") ? "true" : "false", field("ignore"),
-                    stringLiteral(use ? use.getValue() : "an index"))
+                    cppStringLiteral(use ? use.getValue() : "an index"))
                 .str();
     ++count;
   }
@@ -1507,6 +1485,13 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
   finishCollectivesUsedBy(ret);
   bool haveLoss = false;
   int outputIndex = block.getNumArguments();
+  // Parameters and states by name, for the updates that land in them.
+  llvm::DenseMap<Attribute, BlockArgument> persistentArgs;
+  for (BlockArgument candidate : block.getArguments())
+    for (StringRef kind :
+         {CleaveDialect::kParamAttrName, CleaveDialect::kStateAttrName})
+      if (Attribute name = func.getArgAttr(candidate.getArgNumber(), kind))
+        persistentArgs[name] = candidate;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     bool isOutput =
         func.getResultAttr(i, CleaveDialect::kOutputAttrName) != nullptr;
@@ -1525,24 +1510,19 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
                       "  // output {5}\n",
                       copyFunction(), ref(value), numElements(value),
                       elementType(value), outputIndex++,
-                      commentText(output.getValue()));
+                      cppCommentText(output.getValue()));
     auto target =
         func.getResultAttrOfType<StringAttr>(i, CleaveDialect::kUpdateAttrName);
     if (!target)
       continue;
-    BlockArgument arg;
-    for (BlockArgument candidate : block.getArguments())
-      for (StringRef kind :
-           {CleaveDialect::kParamAttrName, CleaveDialect::kStateAttrName})
-        if (func.getArgAttr(candidate.getArgNumber(), kind) == target)
-          arg = candidate;
+    BlockArgument arg = persistentArgs.lookup(target);
     if (!arg)
       return func.emitError() << "result #" << i << " updates '"
                               << target.getValue() << "', which is no argument";
     if (plan.root(value) != arg)
       body << formatv("  {0}({1}, {2}, {3});  // update {4}\n", copyFunction(),
                       ref(value), numElements(value), ref(arg),
-                      commentText(target.getValue()));
+                      cppCommentText(target.getValue()));
   }
 
   return haveLoss;
@@ -1606,7 +1586,7 @@ FailureOr<EmittedProgram> Emitter::run() {
     std::string names, sizes;
     for (auto [name, size] :
          llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
-      names += (names.empty() ? "\"" : ", \"") + name.getValue().str() + "\"";
+      names += (names.empty() ? "" : ", ") + cppStringLiteral(name.getValue());
       sizes += (sizes.empty() ? "" : ", ") + std::to_string(size);
     }
     meshText =
@@ -1627,10 +1607,10 @@ FailureOr<EmittedProgram> Emitter::run() {
   program.arenaBytes = arenaBytes;
   program.modelOffset = program.embeddedBytes;
   llvm::raw_string_ostream os(program.source);
-  os << "// Generated by cleave from " << commentText(options.modelName)
+  os << "// Generated by cleave from " << cppCommentText(options.modelName)
      << ". Do not edit: recompile the model instead.\n"
      << "//\n// The " << (haveLoss ? "training" : "inference") << " step of @"
-     << func.getSymName() << " for the " << targetName()
+     << cppCommentText(func.getSymName()) << " for the " << targetName()
      << " target: one runtime call per op, each commented with its ONNX "
         "node.\n"
      << "// Scratch memory (static plan"
@@ -1659,13 +1639,13 @@ FailureOr<EmittedProgram> Emitter::run() {
      << "extern \"C\" const char cleave_initial_values[];\n"
      << "asm(\".section .rodata\\n.balign 64\\n"
      << ".globl cleave_initial_values\\ncleave_initial_values:\\n"
-     << ".incbin \\\"" << options.blobPath << "\\\"\\n"
+     << ".incbin \\\"" << kInitialValuesFile << "\\\"\\n"
      << ".byte 0\\n.previous\\n\");\n\n"
      << globalsText << "\n"
      << "static const TensorSpec kTensors[] = {\n"
      << table << "};\n\n"
      << checksText << steps << "int main(int argc, char **argv) {\n"
-     << "  Program program{" << stringLiteral(options.modelName)
+     << "  Program program{" << cppStringLiteral(options.modelName)
      << ", kTensors, " << numTensors << ", " << arenaBytes
      << ", cleave_initial_values, " << program.embeddedBytes
      << ", trainStep, /*training=*/" << (haveLoss ? "true" : "false")

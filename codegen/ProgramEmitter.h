@@ -38,8 +38,6 @@ enum class Target { Cpu, Cuda };
 
 struct EmitOptions {
   Target target = Target::Cpu;
-  /// Path of the file holding the initial-values blob, for `.incbin`.
-  std::string blobPath;
   /// The model file named in the program's messages.
   std::string modelName;
   /// Size of the serialized ONNX model, which the blob holds after the

@@ -1,6 +1,7 @@
 //===- GraphImporter.cpp - one ONNX graph to one func ---------------------===//
 
 #include "frontend/GraphImporter.h"
+#include "frontend/TensorSize.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -69,9 +70,15 @@ FailureOr<std::string> GraphImporter::tensorBytes(const TensorProto &tensor,
                           << onnxTypeName(tensor.data_type())
                           << ", which cleave does not support",
            failure();
-  int64_t count = 1;
-  for (int64_t d : tensor.dims())
-    count *= d;
+  std::optional<int64_t> elements = ::cleave::frontend::checkedElementCount(tensor.dims());
+  if (!elements)
+    return emitError(loc) << "tensor '" << tensor.name() << "' has shape ["
+                          << llvm::make_range(tensor.dims().begin(),
+                                              tensor.dims().end())
+                          << "]: a negative dim, or more than 2^48 elements; "
+                             "the model file is corrupt",
+           failure();
+  int64_t count = *elements;
   unsigned width = element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
   std::string bytes;
   if (tensor.has_raw_data()) {
@@ -167,19 +174,12 @@ FailureOr<RankedTensorType> GraphImporter::typeOf(const std::string &name,
              failure();
     shape.push_back(dim.dim_value());
   }
-  // Sizes in bytes must stay far from int64 overflow in every later
-  // computation (offsets, products of dims in the kernels).
-  constexpr int64_t kMaxElements = int64_t(1) << 48;
-  int64_t elements = 1;
-  for (int64_t dim : shape)
-    if (dim != 0 && elements > kMaxElements / dim)
-      return emitError(loc) << role << " '" << name << "' has shape ["
-                            << llvm::make_range(shape.begin(), shape.end())
-                            << "], more than 2^48 elements; check the sizes "
-                               "given with --input-shape",
-             failure();
-    else
-      elements *= dim;
+  if (!::cleave::frontend::checkedElementCount(shape))
+    return emitError(loc) << role << " '" << name << "' has shape ["
+                          << llvm::make_range(shape.begin(), shape.end())
+                          << "], more than 2^48 elements; check the sizes "
+                             "given with --input-shape",
+           failure();
   return RankedTensorType::get(shape, element);
 }
 
@@ -275,8 +275,11 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
   auto func =
       func::FuncOp::create(builder_, fileLoc_, name,
                            builder_.getFunctionType(argTypes, resultTypes));
-  for (auto [i, attr] : llvm::enumerate(argAttrs))
-    func.setArgAttr(i, attr.getName(), attr.getValue());
+  // In one edit: setting them one at a time is quadratic in the arguments.
+  SmallVector<DictionaryAttr> argDictionaries;
+  for (NamedAttribute attr : argAttrs)
+    argDictionaries.push_back(builder_.getDictionaryAttr({attr}));
+  func.setAllArgAttrs(argDictionaries);
   // Arguments are located at the ONNX tensor they come from.
   Block *body = new Block();
   func.getBody().push_back(body);

@@ -9,6 +9,7 @@
 #include "frontend/OnnxImporter.h"
 #include "frontend/GraphImporter.h"
 #include "frontend/IndexInputRanges.h"
+#include "frontend/TensorSize.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -338,6 +339,27 @@ void eraseDeadOps(ModuleOp module) {
   });
 }
 
+/// Refuses a node whose result has more than 2^48 elements (a broadcast of
+/// two huge dims, say): its byte size would overflow later arithmetic.
+/// Inputs and initializers were checked as they were read.
+LogicalResult checkResultSizes(ModuleOp module) {
+  WalkResult walk = module.walk([](Operation *op) {
+    for (Value result : op->getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || ::cleave::frontend::checkedElementCount(type.getShape()))
+        continue;
+      op->emitError() << "produces a tensor of shape ["
+                      << llvm::make_range(type.getShape().begin(),
+                                          type.getShape().end())
+                      << "], more than 2^48 elements; check the model's "
+                         "sizes and those given with --input-shape";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 } // namespace
 
 std::vector<std::string> supportedOnnxOperators() {
@@ -388,7 +410,7 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
 
   eraseDeadOps(*module);
   module->walk([](func::FuncOp func) { annotateIndexInputRanges(func); });
-  if (failed(verify(*module)))
+  if (failed(checkResultSizes(*module)) || failed(verify(*module)))
     return {};
   if (artifacts) {
     artifacts->initialValues = std::move(importer.initialValues());

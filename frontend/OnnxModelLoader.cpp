@@ -3,6 +3,7 @@
 #include "frontend/OnnxModelLoader.h"
 #include "frontend/GuardedSchemaRegistry.h"
 #include "frontend/ShapeArithmetic.h"
+#include "frontend/TensorSize.h"
 
 #include "onnx/checker.h"
 #include "onnx/defs/parser.h"
@@ -235,9 +236,13 @@ llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
       return fail(formatv("initializer '{0}': cannot read '{1}': {2}",
                           tensor.name(), location,
                           buffer.getError().message()));
-    int64_t expected = elementSize(tensor.data_type());
-    for (int64_t d : tensor.dims())
-      expected *= d;
+    std::optional<int64_t> elements =
+        checkedElementCount(tensor.dims());
+    if (!elements)
+      return fail(formatv("initializer '{0}' has a negative dim or more than "
+                          "2^48 elements; the model file is corrupt",
+                          tensor.name()));
+    int64_t expected = elementSize(tensor.data_type()) * *elements;
     if (length < 0)
       length = expected;
     int64_t fileSize = (*buffer)->getBufferSize();
@@ -465,12 +470,9 @@ bool foldShapeArithmetic(onnx::GraphProto &graph,
           results = std::vector<IntTensor>{t};
         }
       } else if (node.op_type() == "Size" && node.input_size() == 1) {
-        if (auto dims = staticShape(findType(graph, node.input(0)))) {
-          int64_t n = 1;
-          for (int64_t d : *dims)
-            n *= d;
-          results = std::vector<IntTensor>{IntTensor{{}, {n}}};
-        }
+        if (auto dims = staticShape(findType(graph, node.input(0))))
+          if (std::optional<int64_t> n = checkedElementCount(*dims))
+            results = std::vector<IntTensor>{IntTensor{{}, {*n}}};
       } else if (node.op_type() == "Constant" && node.attribute_size() == 1 &&
                  !graphOutputs.count(node.output(0))) {
         // Any tensor constant becomes an initializer, so that importers can

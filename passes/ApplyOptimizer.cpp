@@ -60,22 +60,6 @@ struct ApplyOptimizerPass
       results[index] = MulOp::create(b, loc, results[index].getType(),
                                      results[index], clipped);
   }
-
-  /// Appends a zero-initialized state argument named `name`.
-  BlockArgument addState(func::FuncOp func, Type type, StringRef name) {
-    unsigned index = func.getNumArguments();
-    MLIRContext *ctx = func.getContext();
-    NamedAttribute attrs[] = {
-        NamedAttribute(StringAttr::get(ctx, CleaveDialect::kStateAttrName),
-                       StringAttr::get(ctx, name)),
-        NamedAttribute(StringAttr::get(ctx, CleaveDialect::kInitAttrName),
-                       StringAttr::get(ctx, "zeros"))};
-    if (failed(func.insertArgument(index, type,
-                                   DictionaryAttr::get(ctx, attrs),
-                                   func.getLoc())))
-      return {};
-    return func.getArgument(index);
-  }
 };
 
 void ApplyOptimizerPass::runOnOperation() {
@@ -120,31 +104,67 @@ void ApplyOptimizerPass::runOnOperation() {
       return signalPassFailure();
     lrFactor = op;
   }
-  SmallVector<std::pair<unsigned, StringAttr>> updates;
-  auto f32 = [&](double v) { return b.getF32FloatAttr(v); };
+  // The parameter of every gradient, and the optimizer state each needs,
+  // appended as zero-initialized arguments in one edit (one at a time
+  // would rebuild the argument attributes each time: quadratic).
+  llvm::DenseMap<Attribute, BlockArgument> paramByName;
+  for (BlockArgument arg : func.getArguments())
+    if (Attribute name =
+            func.getArgAttr(arg.getArgNumber(), CleaveDialect::kParamAttrName))
+      paramByName[name] = arg;
+  SmallVector<StringRef, 2> stateSuffixes;
+  if (optimizer == "adamw")
+    stateSuffixes = {".exp_avg", ".exp_avg_sq"};
+  else if (momentum != 0.0)
+    stateSuffixes = {".momentum_buffer"};
+  SmallVector<BlockArgument> params;
+  SmallVector<unsigned> stateIndices;
+  SmallVector<Type> stateTypes;
+  SmallVector<DictionaryAttr> stateAttrs;
+  SmallVector<Location> stateLocs;
   for (unsigned index : gradResults) {
-    StringAttr name =
+    auto name =
         func.getResultAttrOfType<StringAttr>(index, CleaveDialect::kGradAttrName);
-    BlockArgument param;
-    for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), CleaveDialect::kParamAttrName) ==
-          name)
-        param = arg;
+    BlockArgument param = paramByName.lookup(name);
     if (!param) {
       func.emitError() << "gradient of '" << name.getValue()
                        << "' has no parameter argument";
       return signalPassFailure();
     }
+    params.push_back(param);
+    for (StringRef suffix : stateSuffixes) {
+      NamedAttribute attrs[] = {
+          NamedAttribute(StringAttr::get(ctx, CleaveDialect::kStateAttrName),
+                         StringAttr::get(ctx, name.getValue() + suffix)),
+          NamedAttribute(StringAttr::get(ctx, CleaveDialect::kInitAttrName),
+                         StringAttr::get(ctx, "zeros"))};
+      stateIndices.push_back(func.getNumArguments());
+      stateTypes.push_back(param.getType());
+      stateAttrs.push_back(DictionaryAttr::get(ctx, attrs));
+      stateLocs.push_back(func.getLoc());
+    }
+  }
+  unsigned firstState = func.getNumArguments();
+  if (failed(func.insertArguments(stateIndices, stateTypes, stateAttrs,
+                                  stateLocs)))
+    return signalPassFailure();
+
+  SmallVector<std::pair<unsigned, StringAttr>> updates;
+  auto f32 = [&](double v) { return b.getF32FloatAttr(v); };
+  for (auto [i, index] : llvm::enumerate(gradResults)) {
+    StringAttr name =
+        func.getResultAttrOfType<StringAttr>(index, CleaveDialect::kGradAttrName);
+    BlockArgument param = params[i];
+    auto state = [&](unsigned k) {
+      return func.getArgument(firstState + i * stateSuffixes.size() + k);
+    };
     Value grad = results[index];
     Location loc = NameLoc::get(
         StringAttr::get(ctx, name.getValue() + "/" + optimizer.getValue()),
         func.getLoc());
     SmallVector<std::pair<Value, std::string>> produced;
     if (optimizer == "sgd") {
-      Value buffer;
-      if (momentum != 0.0)
-        buffer = addState(func, param.getType(),
-                          (name.getValue() + ".momentum_buffer").str());
+      Value buffer = stateSuffixes.empty() ? Value() : state(0);
       auto op = SgdOp::create(
           b, loc,
           SmallVector<Type>(buffer ? 2 : 1, param.getType()), param, grad,
@@ -155,10 +175,7 @@ void ApplyOptimizerPass::runOnOperation() {
         produced.emplace_back(op.getUpdated()[1],
                               (name.getValue() + ".momentum_buffer").str());
     } else {
-      Value m = addState(func, param.getType(),
-                         (name.getValue() + ".exp_avg").str());
-      Value v = addState(func, param.getType(),
-                         (name.getValue() + ".exp_avg_sq").str());
+      Value m = state(0), v = state(1);
       auto op = AdamwOp::create(b, loc, param.getType(), param.getType(),
                                 param.getType(), param, grad, m, v, step,
                                 lrFactor, f32(lr), f32(beta1), f32(beta2), f32(eps),
@@ -181,11 +198,19 @@ void ApplyOptimizerPass::runOnOperation() {
   SmallVector<Type> types;
   for (Value v : results)
     types.push_back(v.getType());
+  // The result attributes in one edit: gradients become updates.
+  SmallVector<NamedAttrList> resultAttrs(results.size());
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    resultAttrs[i] = NamedAttrList(func.getResultAttrDict(i));
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(), types));
   for (unsigned index : gradResults)
-    func.removeResultAttr(index, StringAttr::get(ctx, CleaveDialect::kGradAttrName));
+    resultAttrs[index].erase(CleaveDialect::kGradAttrName);
   for (auto &[index, name] : updates)
-    func.setResultAttr(index, CleaveDialect::kUpdateAttrName, name);
+    resultAttrs[index].set(CleaveDialect::kUpdateAttrName, name);
+  SmallVector<DictionaryAttr> dictionaries;
+  for (NamedAttrList &attrs : resultAttrs)
+    dictionaries.push_back(attrs.getDictionary(ctx));
+  func.setAllResultAttrs(dictionaries);
 }
 
 } // namespace

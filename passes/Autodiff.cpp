@@ -603,12 +603,21 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
       buildGradients(builder, forward, loss, wrt);
   if (failed(grads))
     return failure();
-  // Every gradient a constant (zero): training would change nothing.
-  if (!params.empty() && llvm::all_of(*grads, [](Value grad) {
+  // No parameter to train, or every gradient a constant (zero): the
+  // program would run and change nothing.
+  if (params.empty() || llvm::all_of(*grads, [](Value grad) {
         return grad.getDefiningOp<ConstantOp>() != nullptr;
-      }))
-    func.emitWarning() << "the loss depends on none of the " << params.size()
-                       << " trainable parameters; training changes nothing";
+      })) {
+    InFlightDiagnostic diag = func.emitError();
+    if (params.empty())
+      diag << "the model has no trainable parameter"
+           << (frozen.empty() ? "" : " (--freeze froze them all)");
+    else
+      diag << "the loss depends on none of the " << params.size()
+           << " trainable parameters";
+    return diag << "; training would change nothing: compile it with "
+                   "--inference to run it forward";
+  }
 
   // Results: the original ones, then one gradient per parameter, then the
   // running statistics of training-mode batch norms.
@@ -643,10 +652,15 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
   SmallVector<Type> resultTypes(func.getResultTypes());
   for (Value v : ArrayRef<Value>(results).drop_front(firstNew))
     resultTypes.push_back(v.getType());
-  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                 resultTypes));
-  for (auto [i, attr] : llvm::enumerate(attrs))
-    func.setResultAttr(firstNew + i, attr.first, attr.second);
+  // All result attributes in one edit (one at a time is quadratic).
+  SmallVector<DictionaryAttr> resultAttrs;
+  func.getAllResultAttrs(resultAttrs);
+  MLIRContext *ctx = func.getContext();
+  for (auto [name, value] : attrs)
+    resultAttrs.push_back(
+        DictionaryAttr::get(ctx, {NamedAttribute(name, value)}));
+  func.setType(FunctionType::get(ctx, func.getArgumentTypes(), resultTypes));
+  func.setAllResultAttrs(resultAttrs);
   return success();
 }
 

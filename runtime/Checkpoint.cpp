@@ -2,11 +2,13 @@
 
 #include "runtime/Checkpoint.h"
 
+#include "runtime/DurableFile.h"
 #include "runtime/Npy.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <string>
@@ -29,17 +31,71 @@ bool fileExists(const std::string &path) {
 }
 
 bool makeDirectory(const std::string &path, std::string &error) {
-  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST)
+  // A new directory's own entry must reach the disk too.
+  if (mkdir(path.c_str(), 0755) == 0)
+    return syncDirectory(parentDirectory(path), error);
+  if (errno == EEXIST)
     return true;
   error = "cannot create the directory '" + path + "': " + std::strerror(errno);
   return false;
 }
 
-/// Removes a directory of plain files (an abandoned temporary checkpoint).
-void removeFlatDirectory(const std::string &dir, const Program &program) {
-  for (int i = 0; i < program.numTensors; ++i)
-    std::remove((dir + "/" + npyFileName(program.tensors[i].name)).c_str());
-  rmdir(dir.c_str());
+/// Removes a directory of plain files (an abandoned temporary checkpoint,
+/// or a replaced one); false if something stays.
+bool removeFlatDirectory(const std::string &dir) {
+  if (DIR *listing = opendir(dir.c_str())) {
+    while (dirent *entry = readdir(listing))
+      if (std::strcmp(entry->d_name, ".") != 0 &&
+          std::strcmp(entry->d_name, "..") != 0)
+        unlinkat(dirfd(listing), entry->d_name, 0);
+    closedir(listing);
+  }
+  return rmdir(dir.c_str()) == 0 || errno == ENOENT;
+}
+
+/// The first line of `<dir>/latest`, shown printable; empty if none.
+std::string latestName(const std::string &dir) {
+  std::ifstream latest(dir + "/latest");
+  std::string name;
+  if (!latest || !std::getline(latest, name))
+    return "";
+  for (char &c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+      c = '?';
+  return name.substr(0, 80);
+}
+
+/// Writes one tensor's .npy file, checked and flushed to the disk, but not
+/// yet committed.
+bool writeTensorFile(DurableFile &file, const std::string &path,
+                     DurableFile::Placement placement, const TensorSpec &spec,
+                     const void *data, std::string &error) {
+  std::vector<int64_t> shape(spec.shape.dims,
+                             spec.shape.dims + spec.shape.rank);
+  std::string header = npyHeader(dtypeNpyKind(spec.dtype), shape);
+  int64_t bytes = spec.shape.numElements() * dtypeSize(spec.dtype);
+  return file.open(path, placement, error) &&
+         file.write(header.data(), header.size(), error) &&
+         file.write(data, static_cast<size_t>(bytes), error) &&
+         file.close(error);
+}
+
+/// Writes every parameter and state (or every output) into `dir`, which
+/// exists, as files that are whole and on the disk.
+bool writeTensorFiles(const std::string &dir, const Program &program,
+                      void *const *tensors, bool outputs,
+                      DurableFile::Placement placement,
+                      std::vector<DurableFile> &files, std::string &error) {
+  for (int i = 0; i < program.numTensors; ++i) {
+    const TensorSpec &spec = program.tensors[i];
+    if (outputs ? spec.role != Role::Output : !isPersistent(spec))
+      continue;
+    files.emplace_back();
+    if (!writeTensorFile(files.back(), dir + "/" + spec.file, placement, spec,
+                         tensors[i], error))
+      return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -50,7 +106,7 @@ bool loadTensors(const std::string &dir, const Program &program,
     const TensorSpec &spec = program.tensors[i];
     if (!isPersistent(spec))
       continue;
-    std::string path = dir + "/" + npyFileName(spec.name);
+    std::string path = dir + "/" + spec.file;
     if (spec.role == Role::State && !requireStates && !fileExists(path))
       continue;
     NpyArray array;
@@ -77,18 +133,19 @@ bool writeTensors(const std::string &dir, const Program &program,
                   void *const *tensors, bool outputs, std::string &error) {
   if (!makeDirectory(dir, error))
     return false;
-  for (int i = 0; i < program.numTensors; ++i) {
-    const TensorSpec &spec = program.tensors[i];
-    if (outputs ? spec.role != Role::Output : !isPersistent(spec))
-      continue;
-    std::vector<int64_t> shape(spec.shape.dims,
-                               spec.shape.dims + spec.shape.rank);
-    if (!writeNpy(dir + "/" + npyFileName(spec.name), dtypeNpyKind(spec.dtype),
-                  shape, tensors[i],
-                  spec.shape.numElements() * dtypeSize(spec.dtype), error))
-      return false;
+  // Every new file is whole on the disk before the first one replaces an
+  // earlier dump's: a failure leaves that dump as it was. (The temporaries
+  // of a failure are removed with `files`.)
+  std::vector<DurableFile> files;
+  if (!writeTensorFiles(dir, program, tensors, outputs,
+                        DurableFile::Placement::Beside, files, error)) {
+    error += "; no file in '" + dir + "' was replaced";
+    return false;
   }
-  return true;
+  for (DurableFile &file : files)
+    if (!file.commit(error, /*syncDirectory=*/false))
+      return false;
+  return syncDirectory(dir, error);
 }
 
 bool saveCheckpoint(const std::string &dir, int64_t step,
@@ -97,34 +154,120 @@ bool saveCheckpoint(const std::string &dir, int64_t step,
   if (!makeDirectory(dir, error))
     return false;
   std::string name = "step-" + std::to_string(step);
-  std::string temporary =
-      dir + "/." + name + ".tmp-" + std::to_string(getpid());
-  if (!writeTensors(temporary, program, tensors, /*outputs=*/false, error)) {
-    removeFlatDirectory(temporary, program);
-    return false;
-  }
+  std::string pid = std::to_string(getpid());
+  std::string temporary = dir + "/." + name + ".tmp-" + pid;
   std::string final = dir + "/" + name;
-  if (fileExists(final))
-    removeFlatDirectory(final, program);
-  if (std::rename(temporary.c_str(), final.c_str()) != 0) {
-    error = "cannot rename '" + temporary + "' to '" + final +
-            "': " + std::strerror(errno);
+  std::string previous = latestName(dir);
+  auto failed = [&](const std::string &why) {
+    removeFlatDirectory(temporary);
+    error = why + "; the checkpoint of step " + std::to_string(step) +
+            " is not saved (" +
+            (previous.empty() ? "there is no earlier one in '" + dir + "'"
+                              : "'" + dir + "/latest' still names " + previous +
+                                    ": --resume continues there") +
+            ")";
     return false;
-  }
-  std::string latestTemporary = dir + "/.latest.tmp-" + std::to_string(getpid());
+  };
+  // Left by an earlier process of the same id, killed while writing.
+  removeFlatDirectory(temporary);
+  if (mkdir(temporary.c_str(), 0755) != 0)
+    return failed("cannot create the directory '" + temporary +
+                  "': " + std::strerror(errno));
   {
-    std::ofstream latest(latestTemporary);
-    latest << name << "\n";
-    if (!latest) {
-      error = "cannot write '" + latestTemporary + "'";
-      return false;
-    }
+    std::vector<DurableFile> files;
+    if (!writeTensorFiles(temporary, program, tensors, /*outputs=*/false,
+                          DurableFile::Placement::InPlace, files, error) ||
+        !syncDirectory(temporary, error))
+      return failed(error);
+    for (DurableFile &file : files)
+      if (!file.commit(error, /*syncDirectory=*/false))
+        return failed(error);
   }
-  if (std::rename(latestTemporary.c_str(), (dir + "/latest").c_str()) != 0) {
-    error = "cannot update '" + dir + "/latest': " + std::strerror(errno);
+  // A step-N of an abandoned run (killed before its `latest` moved) is
+  // replaced only by a whole new one: exchanged atomically where the file
+  // system can, else moved aside first.
+  bool replaced = false;
+  std::string aside = dir + "/." + name + ".old-" + pid;
+  if (fileExists(final)) {
+    if (renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, final.c_str(),
+                  RENAME_EXCHANGE) == 0) {
+      aside = temporary;
+    } else {
+      removeFlatDirectory(aside);
+      if (std::rename(final.c_str(), aside.c_str()) != 0)
+        return failed("cannot move the earlier '" + final +
+                      "' aside: " + std::strerror(errno));
+      if (std::rename(temporary.c_str(), final.c_str()) != 0) {
+        std::string why = "cannot rename '" + temporary + "' to '" + final +
+                          "': " + std::strerror(errno);
+        std::rename(aside.c_str(), final.c_str());
+        return failed(why);
+      }
+    }
+    replaced = true;
+  } else if (std::rename(temporary.c_str(), final.c_str()) != 0) {
+    return failed("cannot rename '" + temporary + "' to '" + final +
+                  "': " + std::strerror(errno));
+  }
+  if (!syncDirectory(dir, error))
+    return false;
+  // `latest` moves only now that the checkpoint it names is durable.
+  std::string latest = name + "\n";
+  if (!writeFileDurably(dir + "/latest", latest.data(), latest.size(), error)) {
+    error += "; '" + final + "' is whole, but '" + dir + "/latest' " +
+             (previous.empty() ? "is missing" : "still names " + previous);
     return false;
   }
+  if (replaced)
+    removeFlatDirectory(aside);
   return true;
+}
+
+bool holdsCheckpoints(const std::string &dir, std::string &what) {
+  std::string latest = latestName(dir);
+  if (!latest.empty() || fileExists(dir + "/latest")) {
+    what = "its 'latest' names " + (latest.empty() ? "nothing" : latest);
+    return true;
+  }
+  DIR *listing = opendir(dir.c_str());
+  if (!listing)
+    return false;
+  bool found = false;
+  while (dirent *entry = readdir(listing))
+    if (std::strncmp(entry->d_name, "step-", 5) == 0) {
+      what = "it holds '" + std::string(entry->d_name) + "'";
+      found = true;
+      break;
+    }
+  closedir(listing);
+  return found;
+}
+
+bool removeOtherCheckpoints(const std::string &dir, int64_t step,
+                            std::string &error) {
+  DIR *listing = opendir(dir.c_str());
+  if (!listing) {
+    error = "cannot list '" + dir + "': " + std::strerror(errno);
+    return false;
+  }
+  std::string keep = "step-" + std::to_string(step);
+  std::vector<std::string> others;
+  while (dirent *entry = readdir(listing)) {
+    std::string name = entry->d_name;
+    if (name.size() > 5 && name.rfind("step-", 0) == 0 && name != keep &&
+        name.find_first_not_of("0123456789", 5) == std::string::npos)
+      others.push_back(name);
+  }
+  closedir(listing);
+  bool ok = true;
+  for (const std::string &name : others)
+    if (!removeFlatDirectory(dir + "/" + name)) {
+      error = "cannot remove the earlier run's checkpoint '" + dir + "/" +
+              name + "': " + std::strerror(errno);
+      ok = false;
+    }
+  std::string syncError;
+  return syncDirectory(dir, syncError) && ok;
 }
 
 bool lockCheckpointDirectory(const std::string &dir, std::string &error) {

@@ -9,12 +9,16 @@
 #include "runtime/MeshDetail.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -40,6 +44,100 @@ int64_t reducePieceBytes(int64_t stepBytes) {
 constexpr int64_t kChainPieceBytes = 1 << 20;
 /// MPI counts are ints: longer messages go as several.
 constexpr int64_t kMaxMessageBytes = 1 << 30;
+
+//===----------------------------------------------------------------------===//
+// Waiting, under a watchdog
+//===----------------------------------------------------------------------===//
+
+/// --collective-timeout, in seconds (0: none). Atomic: the driver sets it
+/// while the communication thread may read it.
+std::atomic<int64_t> timeoutSeconds{kDefaultCollectiveTimeoutSeconds};
+
+/// The collective running now, for the watchdog's message. Collectives run
+/// one at a time, so one record serves both threads; only the thread
+/// running the collective touches it.
+struct CurrentCollective {
+  const char *name = "?";
+  AxisGroup group = {{}, 0};
+  /// Over MPI_COMM_WORLD rather than a group of the mesh.
+  bool world = false;
+  /// Collectives started by this process so far, this one included.
+  int64_t number = 0;
+};
+CurrentCollective current;
+
+void beginCollective(const char *name, AxisGroup group, bool world = false) {
+  current.name = name;
+  current.group = group;
+  current.world = world;
+  ++current.number;
+}
+
+/// How a wait polls: spinning first, as MPI_Waitall does, so that short
+/// waits keep MPI's latency; then yielding the core (ranks may outnumber
+/// cores); then short sleeps, so that ranks waiting long for a straggler
+/// (rank 0 writing a checkpoint, say) leave the cores to it. A sleep
+/// delays a late message by at most kMaxSleep.
+using Clock = std::chrono::steady_clock;
+constexpr auto kSpinTime = std::chrono::milliseconds(1);
+constexpr auto kYieldTime = std::chrono::milliseconds(20);
+constexpr auto kFirstSleep = std::chrono::microseconds(20);
+constexpr auto kMaxSleep = std::chrono::microseconds(250);
+constexpr auto kFrozenGap = std::chrono::seconds(1);
+constexpr int64_t kCenturySeconds = int64_t(100) * 365 * 24 * 3600;
+
+[[noreturn]] void abortStalledJob(int64_t seconds) {
+  std::fprintf(
+      stderr,
+      "%s: error: rank %d: %s over %s made no progress for %lld s "
+      "(collective #%lld of this run); another rank has stopped or "
+      "is stuck; aborting the job (--collective-timeout)\n",
+      detail::meshProgramName(), worldRank(), current.name,
+      current.world ? "all ranks" : detail::groupName(current.group).c_str(),
+      static_cast<long long>(seconds), static_cast<long long>(current.number));
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+/// MPI_Waitall, but aborting the job when the requests stay incomplete for
+/// the collective timeout: every blocking wait of the collectives goes
+/// through here.
+void waitFor(int count, MPI_Request *requests) {
+  int done = 0;
+  MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+  if (done)
+    return;
+  int64_t limit = timeoutSeconds.load(std::memory_order_relaxed);
+  Clock::time_point start = Clock::now();
+  // Limits beyond a century (which would overflow the clock) wait forever.
+  Clock::time_point deadline = limit > 0 && limit < kCenturySeconds
+                                   ? start + std::chrono::seconds(limit)
+                                   : Clock::time_point::max();
+  auto sleep = kFirstSleep;
+  Clock::time_point last = start;
+  for (;;) {
+    MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+    if (done)
+      return;
+    Clock::time_point now = Clock::now();
+    // A gap between two polls is time this process did not run (stopped,
+    // or starved by the host): its peers are not to blame for it.
+    if (now - last > kFrozenGap && deadline != Clock::time_point::max())
+      deadline += now - last;
+    last = now;
+    if (now - start < kSpinTime)
+      continue;
+    if (now >= deadline)
+      abortStalledJob(limit);
+    if (now - start < kYieldTime) {
+      sched_yield();
+      continue;
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min<decltype(sleep)>(2 * sleep, kMaxSleep);
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // Running collectives one at a time, in start order
@@ -207,8 +305,7 @@ void postRecvs(const Group &group, int peer, void *data, int64_t bytes,
 void waitRequests(std::vector<MPI_Request> &requests) {
   if (requests.empty())
     return;
-  MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-              MPI_STATUSES_IGNORE);
+  waitFor(static_cast<int>(requests.size()), requests.data());
   requests.clear();
 }
 
@@ -283,7 +380,7 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
   postSends(group, group.right(), send, sendCount * elementBytes,
             pieceCount * elementBytes, kind, sends);
   for (int64_t piece = 0; piece < numPieces; ++piece) {
-    MPI_Wait(&recvs[piece % 2], MPI_STATUS_IGNORE);
+    waitFor(1, &recvs[piece % 2]);
     int64_t offset = piece * pieceCount * elementBytes;
     add(static_cast<char *>(dst) + offset,
         static_cast<const char *>(own) + offset, slot(piece), pieceSize(piece),
@@ -298,8 +395,10 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
 // The algorithms, run one at a time on either thread
 //===----------------------------------------------------------------------===//
 
-void countCall(CollectiveKind kind) {
+/// Counts a collective and makes it the watchdog's current one.
+void countCall(CollectiveKind kind, AxisGroup axes) {
   ++counters.calls[static_cast<int>(kind)];
+  beginCollective(collectiveKindName(kind), axes);
 }
 
 /// Reduce-scatter then all-gather around the ring, over chunk c =
@@ -307,7 +406,7 @@ void countCall(CollectiveKind kind) {
 /// holds the full sum of chunk r + 1, reduced once, which the second phase
 /// copies: every rank ends with the same bits.
 void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
-  countCall(CollectiveKind::AllReduce);
+  countCall(CollectiveKind::AllReduce, axes);
   Group group(axes);
   int g = group.size;
   if (g == 1)
@@ -336,7 +435,7 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
                   static_cast<int>(std::min(kEagerPieceBytes, total - offset)),
                   MPI_BYTE, peer, kTag, group.comm, &requests[numRequests++]);
       counters.bytesSent[static_cast<int>(CollectiveKind::AllReduce)] += total;
-      MPI_Waitall(numRequests, requests, MPI_STATUSES_IGNORE);
+      waitFor(numRequests, requests);
       add(bytes, bytes, incoming, count, type);
     }
     return;
@@ -361,7 +460,7 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
 
 void runAllGather(const void *in, void *out, int64_t bytesPerRank,
                   AxisGroup axes) {
-  countCall(CollectiveKind::AllGather);
+  countCall(CollectiveKind::AllGather, axes);
   Group group(axes);
   char *blocks = static_cast<char *>(out);
   copyBytes(blocks + group.rank * bytesPerRank, in, bytesPerRank);
@@ -379,7 +478,7 @@ void runAllGather(const void *in, void *out, int64_t bytesPerRank,
 /// steps that block is r itself, complete.
 void runReduceScatter(const void *in, void *out, int64_t countPerRank,
                       DType type, AxisGroup axes) {
-  countCall(CollectiveKind::ReduceScatter);
+  countCall(CollectiveKind::ReduceScatter, axes);
   Group group(axes);
   int g = group.size;
   int64_t blockBytes = countPerRank * dtypeSize(type);
@@ -406,7 +505,7 @@ void runReduceScatter(const void *in, void *out, int64_t countPerRank,
 /// A chain from the root around the ring, in pieces, so that all links
 /// carry data at once.
 void runBroadcast(void *data, int64_t bytes, int root, AxisGroup axes) {
-  countCall(CollectiveKind::Broadcast);
+  countCall(CollectiveKind::Broadcast, axes);
   Group group(axes);
   if (group.size == 1)
     return;
@@ -420,7 +519,7 @@ void runBroadcast(void *data, int64_t bytes, int root, AxisGroup axes) {
   for (int64_t offset = 0, piece = 0; offset < bytes;
        offset += kChainPieceBytes, ++piece) {
     if (receives)
-      MPI_Wait(&recvs[piece], MPI_STATUS_IGNORE);
+      waitFor(1, &recvs[piece]);
     if (sends)
       postSends(group, group.right(), at + offset,
                 std::min(kChainPieceBytes, bytes - offset), kChainPieceBytes,
@@ -433,7 +532,7 @@ void runBroadcast(void *data, int64_t bytes, int root, AxisGroup axes) {
 /// once and MPI orders them.
 void runAllToAll(const void *in, void *out, int64_t bytesPerRank,
                  AxisGroup axes) {
-  countCall(CollectiveKind::AllToAll);
+  countCall(CollectiveKind::AllToAll, axes);
   Group group(axes);
   const char *from = static_cast<const char *>(in);
   char *to = static_cast<char *>(out);
@@ -453,7 +552,7 @@ void runAllToAll(const void *in, void *out, int64_t bytesPerRank,
 
 void runSendRecv(const void *in, void *out, int64_t bytes, int sendTo,
                  int recvFrom, AxisGroup axes) {
-  countCall(CollectiveKind::SendRecv);
+  countCall(CollectiveKind::SendRecv, axes);
   Group group(axes);
   assert(sendTo >= kNoPeer && sendTo < group.size && recvFrom >= kNoPeer &&
          recvFrom < group.size && "peer outside the group");
@@ -552,12 +651,25 @@ void resetCommCounters() {
   counters = CommCounters();
 }
 
+void setCollectiveTimeout(int64_t seconds) {
+  timeoutSeconds.store(seconds, std::memory_order_relaxed);
+}
+
 namespace detail {
 
 void startCommThread() {
   assert(!commQueue && "the communication thread runs already");
   commQueue = new CommQueue;
   commQueue->thread = std::thread(commThreadMain, std::ref(*commQueue));
+}
+
+void finalBarrier() {
+  runBlocking([] {
+    MPI_Request request;
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    beginCollective("barrier", AxisGroup{{}, 0}, /*world=*/true);
+    waitFor(1, &request);
+  });
 }
 
 void stopCommThread() {

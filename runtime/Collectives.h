@@ -13,6 +13,11 @@
 // it until the collective completes. Collectives are started from one
 // thread.
 //
+// A collective whose messages make no progress for the collective timeout
+// aborts the whole job (MPI_Abort), naming this rank and the collective: a
+// rank that stopped or hangs must not hold the others forever (NCCL's
+// watchdog and PyTorch's process-group timeout do the same).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_RUNTIME_COLLECTIVES_H
@@ -72,6 +77,12 @@ using CollectiveHandle = int64_t;
 CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
                                    AxisGroup group);
 void waitCollective(CollectiveHandle handle);
+
+/// How long, in seconds, a collective waits for its peers before it aborts
+/// the job (--collective-timeout); 0 waits forever. Set before the
+/// collectives it should apply to start.
+constexpr int64_t kDefaultCollectiveTimeoutSeconds = 300;
+void setCollectiveTimeout(int64_t seconds);
 
 /// What this rank handed to MPI sends, per CollectiveKind. `calls` counts
 /// every collective call, trivial groups included.

@@ -12,11 +12,13 @@
 #include "runtime/KernelSupport.h"
 #include "runtime/Npy.h"
 #include "runtime/Program.h"
+#include "runtime/RankAgreement.h"
 #include "runtime/Sharding.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,18 +84,20 @@ struct Options {
   std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
       exportOnnx, dumpLocal;
   bool synthetic = false, quiet = false, resume = false, shuffle = false,
-       printComm = false, printMemory = false;
+       printComm = false, printMemory = false, overwriteCheckpoints = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
+  int64_t collectiveTimeout = kDefaultCollectiveTimeoutSeconds;
 };
 
 const char *kUsage =
     "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
     "          [--init DIR] [--checkpoint-dir DIR [--checkpoint-every N]\n"
-    "          [--resume]] [--dump-params DIR] [--dump-outputs DIR]\n"
-    "          [--export-onnx FILE]\n"
+    "          [--resume | --overwrite-checkpoints]] [--dump-params DIR]\n"
+    "          [--dump-outputs DIR] [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
     "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
+    "          [--collective-timeout SECONDS]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping "
@@ -109,6 +113,10 @@ const char *kUsage =
     "                     --checkpoint-every N steps)\n"
     "  --resume           continue from the newest checkpoint in\n"
     "                     --checkpoint-dir; the log is appended to\n"
+    "  --overwrite-checkpoints  start afresh in a --checkpoint-dir that holds\n"
+    "                     another run's checkpoints (refused without this or\n"
+    "                     --resume); they stay until this run's first\n"
+    "                     checkpoint is saved, then are removed\n"
     "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of "
     "step\n"
     "                     k's forward pass, before its update\n"
@@ -125,9 +133,18 @@ const char *kUsage =
     "                     and of scratch (activations, gradients)\n"
     "  --print-comm       print the bytes each rank sent per step, by\n"
     "                     collective kind\n"
-    "In <name>.npy, '/' and '%' of a tensor's name are written %2F and %25.\n"
+    "  --collective-timeout SECONDS  abort the whole job when a collective\n"
+    "                     waits this long for another rank (default 300;\n"
+    "                     0: wait forever, e.g. while a debugger holds a rank)\n"
+    "Checkpoints, dumps and exports are written beside their destination,\n"
+    "flushed to the disk and renamed into place: on a full disk or a file\n"
+    "size limit the program exits 1 naming the file, and 'latest' and\n"
+    "earlier dumps stay whole.\n"
+    "In <name>.npy, '/', '%%', control characters and a leading '.' of a\n"
+    "tensor's name are written %%XX (hex), as in %%2F for '/'.\n"
     "A distributed program runs under mpirun with as many ranks as its\n"
-    "mesh has; rank 0 logs, dumps, exports and writes checkpoints.\n";
+    "mesh has; rank 0 logs, dumps, exports and writes checkpoints. All\n"
+    "ranks must get the same options and data: they check at start-up.\n";
 
 /// The program's name in messages (argv[0]'s base name).
 std::string programName = "train";
@@ -213,9 +230,13 @@ Options parseOptions(int argc, char **argv) {
       options.checkpointEvery = takeInt(1);
     } else if (arg == "--resume") {
       options.resume = true;
+    } else if (arg == "--overwrite-checkpoints") {
+      options.overwriteCheckpoints = true;
     } else if (arg == "--shuffle") {
       options.shuffle = true;
       options.shuffleSeed = static_cast<uint64_t>(takeInt(0));
+    } else if (arg == "--collective-timeout") {
+      options.collectiveTimeout = takeInt(0);
     } else {
       fail("unknown flag '" + arg + "'; run with --help");
     }
@@ -223,6 +244,11 @@ Options parseOptions(int argc, char **argv) {
   if ((options.resume || options.checkpointEvery) &&
       options.checkpointDir.empty())
     fail("--resume and --checkpoint-every need --checkpoint-dir DIR");
+  if (options.overwriteCheckpoints && options.checkpointDir.empty())
+    fail("--overwrite-checkpoints needs --checkpoint-dir DIR");
+  if (options.resume && options.overwriteCheckpoints)
+    fail("--resume and --overwrite-checkpoints exclude each other: a run "
+         "either continues the checkpoints or replaces them");
   if (options.resume && !options.init.empty())
     fail("--resume and --init exclude each other: a resumed run starts from "
          "its checkpoint");
@@ -293,7 +319,7 @@ InputData loadInput(const TensorSpec &spec, const Options &options) {
     }
     return input;
   }
-  input.path = options.data + "/" + npyFileName(spec.name);
+  input.path = options.data + "/" + spec.file;
   const std::string &path = input.path;
   std::string error;
   if (!readNpy(path, input.array, error))
@@ -510,6 +536,20 @@ bool canWriteLater(const std::string &path, bool directory, const char *flag,
   return false;
 }
 
+/// A fresh run must not overwrite another run's checkpoints (and move its
+/// `latest` back) unless told to.
+bool checkpointDirectoryIsFree(const Options &options, std::string &error) {
+  std::string what;
+  if (options.resume || options.overwriteCheckpoints ||
+      !holdsCheckpoints(options.checkpointDir, what))
+    return true;
+  error = "--checkpoint-dir '" + options.checkpointDir +
+          "' holds another run's checkpoints (" + what +
+          "); give --resume to continue that run, --overwrite-checkpoints to "
+          "replace it, or another --checkpoint-dir";
+  return false;
+}
+
 /// Checks every output location the run will write (rank 0's files, and
 /// each rank's --dump-local).
 bool checkOutputLocations(const Options &options, bool root,
@@ -587,8 +627,13 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 } // namespace
 
 int runProgram(const Program &program, int argc, char **argv) {
+  // Under a file size limit (ulimit -f) the kernel's SIGXFSZ would kill
+  // the program mid-write; ignored, the write fails with EFBIG and the
+  // program says which file.
+  std::signal(SIGXFSZ, SIG_IGN);
   initMesh(program.mesh, argc, argv);
   Options options = parseOptions(argc, argv);
+  setCollectiveTimeout(options.collectiveTimeout);
   // A one-rank program started as several ranks would train several
   // independent copies; Open MPI tells each process how many there are.
   if (program.mesh.numAxes == 0)
@@ -614,7 +659,8 @@ int runProgram(const Program &program, int argc, char **argv) {
                // A mistyped --resume directory is not created.
                (options.resume &&
                 access(options.checkpointDir.c_str(), F_OK) != 0) ||
-               lockCheckpointDirectory(options.checkpointDir, outputError)),
+               (lockCheckpointDirectory(options.checkpointDir, outputError) &&
+                checkpointDirectoryIsFree(options, outputError))),
           global))
     fail(outputError.empty()
              ? "another rank cannot use an output location (see rank 0's "
@@ -791,10 +837,47 @@ int runProgram(const Program &program, int argc, char **argv) {
                    path.c_str(), static_cast<long long>(firstStep));
   }
 
+  // Ranks that would compute different things would wait in mismatched
+  // collectives: all check first that they agree (RankAgreement.h).
+  if (global.distributed) {
+    RankAgreement agreement(program);
+    agreement.addValue("--steps", options.steps);
+    agreement.addValue("--seed", static_cast<int64_t>(options.seed));
+    agreement.addValue("--shuffle", static_cast<int64_t>(options.shuffleSeed),
+                       options.shuffle);
+    agreement.addFlag("--synthetic", options.synthetic);
+    agreement.addFlag("--init", !options.init.empty());
+    agreement.addValue("--resume (the step of the checkpoint found)",
+                       firstStep, options.resume);
+    agreement.addFlag("--checkpoint-dir", !options.checkpointDir.empty());
+    agreement.addValue("--checkpoint-every", options.checkpointEvery);
+    // Each of these makes every rank take part in collectives at the end.
+    agreement.addFlag("--dump-params", !options.dumpParams.empty());
+    agreement.addFlag("--export-onnx", !options.exportOnnx.empty());
+    agreement.addFlag("--dump-outputs", !options.dumpOutputs.empty());
+    agreement.addFlag("--dump-local", !options.dumpLocal.empty());
+    agreement.addFlag("--print-memory", options.printMemory);
+    agreement.addFlag("--print-comm", options.printComm);
+    for (const InputData &input : inputs)
+      agreement.addInputData(input.spec->name, input.array.shape,
+                             input.array.data.data(),
+                             static_cast<int64_t>(input.array.data.size()));
+    if (!options.init.empty() || options.resume)
+      agreement.addLoadedValues(options.resume ? "--resume" : "--init", io,
+                                whole.data());
+    agreement.require();
+  }
+
   std::FILE *log = nullptr;
   if (root && !options.log.empty() &&
       !(log = std::fopen(options.log.c_str(), options.resume ? "a" : "w")))
     fail("cannot write the log '" + options.log + "': " + std::strerror(errno));
+  // A log that cannot be written (a full disk, /dev/full) ends the run: it
+  // must not report success with the record lost.
+  auto logError = [&]() {
+    return "cannot write the log '" + options.log +
+           "': " + std::strerror(errno);
+  };
   if (!options.quiet && root)
     std::fprintf(stderr,
                  "%s: %lld steps, batch %lld, parameters and state %.1f MiB, "
@@ -810,7 +893,7 @@ int runProgram(const Program &program, int argc, char **argv) {
   SampleOrder order(dataset ? dataset->samples : 1, options);
   CommCounters stepComm{};
   std::vector<char> wholeBatch;
-  bool warnedNonFinite = false;
+  bool warnedNonFinite = false, savedCheckpoint = false;
   if (options.resume && firstStep >= options.steps && root)
     std::fprintf(stderr,
                  "nothing to train: the checkpoint is after step %lld and "
@@ -857,12 +940,14 @@ int runProgram(const Program &program, int argc, char **argv) {
       broadcast(&context.loss, sizeof(context.loss), program.pipeline.lossStage,
                 global.pipelineGroup());
     // JSON has no NaN or infinity: such a loss is logged as null.
-    if (log && program.training && std::isfinite(context.loss))
-      std::fprintf(log, "{\"step\":%lld,\"loss\":%.9g}\n",
-                   static_cast<long long>(step), context.loss);
-    else if (log && program.training)
-      std::fprintf(log, "{\"step\":%lld,\"loss\":null}\n",
-                   static_cast<long long>(step));
+    if (log && program.training) {
+      char loss[32] = "null";
+      if (std::isfinite(context.loss))
+        std::snprintf(loss, sizeof(loss), "%.9g", context.loss);
+      if (std::fprintf(log, "{\"step\":%lld,\"loss\":%s}\n",
+                       static_cast<long long>(step), loss) < 0)
+        fail(logError());
+    }
     if (!std::isfinite(context.loss) && program.training && root &&
         !warnedNonFinite) {
       std::fprintf(stderr,
@@ -884,20 +969,35 @@ int runProgram(const Program &program, int argc, char **argv) {
                    static_cast<long long>(options.steps), loss.c_str(),
                    batch / perStep, perStep * (options.steps - step - 1));
     }
-    // The log reaches the disk before the checkpoint that covers it.
-    if (log)
-      std::fflush(log);
+    if (log && std::fflush(log) != 0)
+      fail(logError());
     bool last = step + 1 == options.steps;
     if (!options.checkpointDir.empty() &&
         (last || (options.checkpointEvery &&
                   (step + 1) % options.checkpointEvery == 0)))
       writeOnRoot([&](std::string &error) {
-        return saveCheckpoint(options.checkpointDir, step + 1, io,
-                              whole.data(), error);
+        // The log reaches the disk before the checkpoint that covers it
+        // (a device such as /dev/null cannot be synced).
+        if (log && fsync(fileno(log)) != 0 && errno != EINVAL &&
+            errno != EROFS) {
+          error = logError();
+          return false;
+        }
+        if (!saveCheckpoint(options.checkpointDir, step + 1, io, whole.data(),
+                            error))
+          return false;
+        // --overwrite-checkpoints: the earlier run's checkpoints go once
+        // this run has one of its own.
+        std::string warning;
+        if (options.overwriteCheckpoints && !savedCheckpoint &&
+            !removeOtherCheckpoints(options.checkpointDir, step + 1, warning))
+          std::fprintf(stderr, "warning: %s\n", warning.c_str());
+        savedCheckpoint = true;
+        return true;
       });
   }
-  if (log)
-    std::fclose(log);
+  if (log && std::fclose(log) != 0)
+    fail(logError());
 
   if (!options.dumpParams.empty())
     writeOnRoot([&](std::string &error) {

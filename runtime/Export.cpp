@@ -2,14 +2,11 @@
 
 #include "runtime/Export.h"
 
+#include "runtime/DurableFile.h"
+
 #include "onnx/onnx_pb.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <unistd.h>
 
 namespace cleave::rt {
 
@@ -56,22 +53,15 @@ bool exportOnnx(const std::string &path, const Program &program,
     if (bindings->empty())
       info.clear_initialization();
   }
-  std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    if (!out || !model.SerializeToOstream(&out)) {
-      error = "cannot write '" + temporary + "': " + std::strerror(errno);
-      std::remove(temporary.c_str());
-      return false;
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = "cannot rename '" + temporary + "' to '" + path +
-            "': " + std::strerror(errno);
-    std::remove(temporary.c_str());
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    error = "cannot write '" + path +
+            "': the model does not serialize (an ONNX file holds at most "
+            "2 GiB)";
     return false;
   }
-  return true;
+  // Beside `path`, checked, fsynced and renamed over it.
+  return writeFileDurably(path, bytes.data(), bytes.size(), error);
 }
 
 } // namespace cleave::rt

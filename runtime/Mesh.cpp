@@ -32,6 +32,10 @@ struct MeshState {
   int coords[kMaxMeshAxes] = {};
   int worldRank = 0;
   int worldSize = 1;
+  /// For messages: argv[0]'s base name and the axis names (copied, as the
+  /// spec's may not outlive initMesh's caller).
+  std::string program = "train";
+  std::string axisNames[kMaxMeshAxes];
   /// The communicator of every group of size > 1, by groupKey; the other
   /// entries are MPI_COMM_NULL.
   MPI_Comm comms[kNumGroupKeys];
@@ -160,8 +164,10 @@ void initMesh(const MeshSpec &spec, int &argc, char **&argv) {
   }
 
   mesh.numAxes = spec.numAxes;
+  mesh.program = program;
   int rest = mesh.worldRank;
   for (int axis = spec.numAxes - 1; axis >= 0; --axis) {
+    mesh.axisNames[axis] = spec.axisNames[axis];
     mesh.sizes[axis] = static_cast<int>(spec.axisSizes[axis]);
     mesh.coords[axis] = rest % mesh.sizes[axis];
     rest /= mesh.sizes[axis];
@@ -178,6 +184,10 @@ void initMesh(const MeshSpec &spec, int &argc, char **&argv) {
 void finalizeMesh() {
   if (!mesh.active)
     return;
+  // MPI_Finalize waits for every rank without a time limit: a rank that
+  // stopped would hold the others there forever. The barrier before it has
+  // the collectives' watchdog.
+  detail::finalBarrier();
   detail::stopCommThread();
   for (MPI_Comm &comm : mesh.comms)
     if (comm != MPI_COMM_NULL)
@@ -216,6 +226,15 @@ namespace detail {
 MPI_Comm groupComm(AxisGroup group) {
   assert(mesh.active && groupSize(group) > 1 && "no communicator to use");
   return mesh.comms[groupKey(group)];
+}
+
+const char *meshProgramName() { return mesh.program.c_str(); }
+
+std::string groupName(AxisGroup group) {
+  std::string name = "{";
+  for (int i = 0; i < group.count; ++i)
+    name += (i ? "," : "") + mesh.axisNames[group.axes[i]];
+  return name + "}";
 }
 
 } // namespace detail

@@ -12,17 +12,26 @@
 
 #include <mpi.h>
 
+#include <string>
+
 namespace cleave::rt::detail {
 
 /// The communicator of a group of size > 1, whose MPI ranks are the group
 /// ranks (Mesh.cpp).
 MPI_Comm groupComm(AxisGroup group);
+/// argv[0]'s base name, for messages (Mesh.cpp).
+const char *meshProgramName();
+/// The group as its axis names, "{dp}" or "{tp,dp}" (Mesh.cpp).
+std::string groupName(AxisGroup group);
 
 /// Start and stop the thread that runs asynchronous collectives
 /// (Collectives.cpp). stopCommThread runs the queued collectives to the end
 /// first.
 void startCommThread();
 void stopCommThread();
+/// Waits until every rank of the world gets here, under the collectives'
+/// watchdog (Collectives.cpp).
+void finalBarrier();
 
 } // namespace cleave::rt::detail
 

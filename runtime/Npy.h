@@ -7,6 +7,7 @@
 #ifndef CLEAVE_RUNTIME_NPY_H
 #define CLEAVE_RUNTIME_NPY_H
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,18 +23,28 @@ struct NpyArray {
 };
 
 /// The file holding tensor `name` in a data, checkpoint or dump directory:
-/// `<name>.npy`, with '/' and '%' written as %2F and %25 so that every
-/// name stays one file inside the directory.
+/// `<name>.npy`, with '/', '%', control bytes (NUL included) and a leading
+/// '.' written as %XX, so that every name stays one file inside the
+/// directory, is never hidden, and different names get different files.
 std::string npyFileName(const std::string &name);
 
 /// Reads `path`; on failure returns false and sets `error` to a message
-/// that names the file and what is wrong.
+/// that names the file and what is wrong. The header must be the dict
+/// numpy.save writes ('descr', 'fortran_order' and 'shape', each once, and
+/// nothing else); every length it declares is checked against the file's
+/// size before anything is allocated.
 bool readNpy(const std::string &path, NpyArray &array, std::string &error);
 
-/// Writes a little-endian C-order array of `kind` ("f4", ...).
-bool writeNpy(const std::string &path, const std::string &kind,
-              const std::vector<int64_t> &shape, const void *data,
-              int64_t bytes, std::string &error);
+/// readNpy of a whole file held in memory (`size` bytes at `bytes`); `path`
+/// names it in messages.
+bool parseNpy(const char *bytes, size_t size, const std::string &path,
+              NpyArray &array, std::string &error);
+
+/// The bytes a .npy file of a little-endian C-order array of `kind` ("f4",
+/// ...) and `shape` starts with; its data follows. (Files are written by
+/// runtime/Checkpoint.cpp through a DurableFile.)
+std::string npyHeader(const std::string &kind,
+                      const std::vector<int64_t> &shape);
 
 } // namespace cleave::rt
 

@@ -43,6 +43,9 @@ enum class Role : int {
 
 struct TensorSpec {
   const char *name;
+  /// Its file in data, checkpoint and dump directories (npyFileName of the
+  /// whole name, computed by the compiler: `name` stops at a NUL byte).
+  const char *file;
   DType dtype;
   Shape shape;
   Role role;

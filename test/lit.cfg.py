@@ -46,6 +46,16 @@ import subprocess
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-gpu")
+# clang with libFuzzer's runtime (Debian's clang-22 and libclang-rt-22-dev):
+# test/fuzz/ checks that the fuzz targets build; elsewhere UNSUPPORTED.
+import glob
+clang = shutil.which("clang++-22") or shutil.which("clang++")
+if clang:
+    resource_dir = subprocess.run([clang, "--print-resource-dir"],
+                                  capture_output=True, text=True).stdout.strip()
+    if resource_dir and glob.glob(os.path.join(
+            resource_dir, "lib", "**", "libclang_rt.fuzzer*.a"), recursive=True):
+        config.available_features.add("libfuzzer")
 
 llvm_config.add_tool_substitutions(
     [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),

@@ -71,8 +71,8 @@ import numpy as np
 DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64,
           "I32": np.int32, "Bool": np.bool_}
 
-SPEC = re.compile(r'\{"([^"]+)", DType::(\w+), Shape\{([0-9, ]*)\}, '
-                  r'Role::(\w+), ')
+SPEC = re.compile(r'\{"([^"]+)", "[^"]*", DType::(\w+), '
+                  r'Shape\{([0-9, ]*)\}, Role::(\w+), ')
 
 
 def die(message):

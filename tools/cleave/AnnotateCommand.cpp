@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/cleave/Commands.h"
+#include "tools/cleave/OutputFile.h"
 
 #include "passes/ShardingHints.h"
 
@@ -155,12 +156,7 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     return fail("cannot serialize the annotated model");
-  std::string error;
-  auto output = mlir::openOutputFile(output_, &error);
-  if (!output)
-    return fail(error);
-  output->os() << bytes;
-  return keepOutput(*output, output_, "annotate") ? 0 : 1;
+  return writeOutputFile(output_, bytes, "annotate") ? 0 : 1;
 }
 
 } // namespace

@@ -6,7 +6,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace cleave::driver {
 
@@ -26,12 +25,6 @@ std::unique_ptr<Command> makeCompileCommand();
 /// `cleave annotate MODEL --shard ... -o OUT`: stores sharding hints in the
 /// model.
 std::unique_ptr<Command> makeAnnotateCommand();
-
-/// Flushes `file` and keeps it; on a write error (a full disk) reports it
-/// as `cleave <command>: error: ...` and returns false (the file is
-/// removed).
-bool keepOutput(llvm::ToolOutputFile &file, llvm::StringRef path,
-                llvm::StringRef command);
 
 /// Installs a diagnostic handler that prints `FILE: error: message` (plus
 /// notes) to stderr, and returns whether any error was reported.

@@ -2,12 +2,11 @@
 
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/ImportFlags.h"
+#include "tools/cleave/OutputFile.h"
 
 #include "frontend/OnnxImporter.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace cleave::driver {
 
@@ -53,19 +52,15 @@ public:
         mlir::cleave::importOnnxModel(context, flags_.model, options);
     if (!module)
       return 1;
-    std::string error;
-    auto output = mlir::openOutputFile(output_, &error);
-    if (!output) {
-      llvm::errs() << "cleave: error: " << error << "\n";
-      return 1;
-    }
     mlir::OpPrintingFlags printing;
     if (printLocations_)
       printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false)
           .useLocalScope();
-    module->print(output->os(), printing);
-    output->os() << "\n";
-    return keepOutput(*output, output_, "import") ? 0 : 1;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, printing);
+    os << "\n";
+    return writeOutputFile(output_, text, "import") ? 0 : 1;
   }
 
 private:

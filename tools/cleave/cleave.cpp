@@ -13,6 +13,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
+
 #ifndef CLEAVE_VERSION
 #define CLEAVE_VERSION "unknown"
 #endif
@@ -61,19 +63,6 @@ static void printDiagnostic(const mlir::Diagnostic &diag) {
     printDiagnostic(note);
 }
 
-bool keepOutput(llvm::ToolOutputFile &file, llvm::StringRef path,
-                llvm::StringRef command) {
-  file.os().flush();
-  if (std::error_code ec = file.os().error()) {
-    file.os().clear_error();
-    llvm::errs() << "cleave " << command << ": error: cannot write '" << path
-                 << "': " << ec.message() << "\n";
-    return false;
-  }
-  file.keep();
-  return true;
-}
-
 DiagnosticPrinter::DiagnosticPrinter(mlir::MLIRContext &context)
     : context_(context) {
   id_ = context.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
@@ -90,6 +79,9 @@ DiagnosticPrinter::~DiagnosticPrinter() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Past a file-size limit (ulimit -f) a write must fail with EFBIG and be
+  // reported with the file's name, not kill the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "cleave " << CLEAVE_VERSION << " (MLIR/LLVM " << LLVM_VERSION_STRING
        << ", ONNX opsets 13-17)\n";
