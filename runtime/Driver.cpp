@@ -8,6 +8,8 @@
 
 #include "runtime/Checkpoint.h"
 #include "runtime/Collectives.h"
+#include "runtime/DriverData.h"
+#include "runtime/DriverOptions.h"
 #include "runtime/Export.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Npy.h"
@@ -80,193 +82,14 @@ const char *dtypeNpyKind(DType type) {
 
 namespace {
 
-struct Options {
-  std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
-      exportOnnx, dumpLocal;
-  bool synthetic = false, quiet = false, resume = false, shuffle = false,
-       printComm = false, printMemory = false, overwriteCheckpoints = false;
-  int64_t steps = 1, checkpointEvery = 0;
-  uint64_t seed = 1234, shuffleSeed = 0;
-  int64_t collectiveTimeout = kDefaultCollectiveTimeoutSeconds;
-};
-
-const char *kUsage =
-    "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
-    "          [--init DIR] [--checkpoint-dir DIR [--checkpoint-every N]\n"
-    "          [--resume | --overwrite-checkpoints]] [--dump-params DIR]\n"
-    "          [--dump-outputs DIR] [--export-onnx FILE]\n"
-    "          [--shuffle SEED] [--seed S]\n"
-    "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
-    "          [--collective-timeout SECONDS]\n"
-    "Trains the model compiled into this program.\n"
-    "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
-    "                     step k uses the k-th batch in order, wrapping "
-    "around\n"
-    "  --synthetic        random inputs (for benchmarks)\n"
-    "  --shuffle SEED     visit the samples in a seeded random order\n"
-    "                     (a new permutation every pass over the data)\n"
-    "  --steps N          train until N steps are done (default 1)\n"
-    "  --init DIR         initial values from DIR/<name>.npy (every "
-    "parameter;\n"
-    "                     states optional) instead of the ONNX initializers\n"
-    "  --checkpoint-dir DIR  write checkpoints there (at the end, and every\n"
-    "                     --checkpoint-every N steps)\n"
-    "  --resume           continue from the newest checkpoint in\n"
-    "                     --checkpoint-dir; the log is appended to\n"
-    "  --overwrite-checkpoints  start afresh in a --checkpoint-dir that holds\n"
-    "                     another run's checkpoints (refused without this or\n"
-    "                     --resume); they stay until this run's first\n"
-    "                     checkpoint is saved, then are removed\n"
-    "  --log FILE         JSON lines {\"step\":k,\"loss\":x}: the loss of "
-    "step\n"
-    "                     k's forward pass, before its update\n"
-    "  --dump-params DIR  write each trained parameter as DIR/<name>.npy\n"
-    "  --export-onnx FILE write the trained model as ONNX (the compiled\n"
-    "                     graph with the trained initializers)\n"
-    "  --dump-outputs DIR write the last step's graph outputs as\n"
-    "                     DIR/<name>.npy\n"
-    "  --seed S           seed of the dropout masks (default 1234)\n"
-    "  --quiet            no progress lines on stderr\n"
-    "  --dump-local DIR   write each rank's own blocks of the parameters and\n"
-    "                     states as DIR/rank<R>/<name>.npy\n"
-    "  --print-memory     print each rank's bytes of parameters and state\n"
-    "                     and of scratch (activations, gradients)\n"
-    "  --print-comm       print the bytes each rank sent per step, by\n"
-    "                     collective kind\n"
-    "  --collective-timeout SECONDS  abort the whole job when a collective\n"
-    "                     waits this long for another rank (default 300;\n"
-    "                     0: wait forever, e.g. while a debugger holds a rank)\n"
-    "Checkpoints, dumps and exports are written beside their destination,\n"
-    "flushed to the disk and renamed into place: on a full disk or a file\n"
-    "size limit the program exits 1 naming the file, and 'latest' and\n"
-    "earlier dumps stay whole.\n"
-    "In <name>.npy, '/', '%%', control characters and a leading '.' of a\n"
-    "tensor's name are written %%XX (hex), as in %%2F for '/'.\n"
-    "A distributed program runs under mpirun with as many ranks as its\n"
-    "mesh has; rank 0 logs, dumps, exports and writes checkpoints. All\n"
-    "ranks must get the same options and data: they check at start-up.\n";
-
-/// The program's name in messages (argv[0]'s base name).
-std::string programName = "train";
-
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "%s: error: %s\n", programName.c_str(),
-               message.c_str());
-  std::exit(1);
-}
-
-bool parseInt(const std::string &text, int64_t &value) {
-  char *end = nullptr;
-  errno = 0;
-  long long parsed = std::strtoll(text.c_str(), &end, 10);
-  if (errno || end == text.c_str() || *end)
-    return false;
-  value = parsed;
-  return true;
-}
-
-Options parseOptions(int argc, char **argv) {
-  Options options;
-  programName = argv[0];
-  programName = programName.substr(programName.find_last_of('/') + 1);
-  detail::programName = programName.c_str();
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    size_t eq = arg.find('=');
-    bool inlineValue = eq != std::string::npos;
-    if (inlineValue) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    auto takeValue = [&]() -> std::string {
-      if (!inlineValue && i + 1 >= argc)
-        fail("flag '" + arg + "' needs a value; run with --help");
-      std::string text = inlineValue ? value : argv[++i];
-      // An empty path would mean "off" without a word.
-      if (text.empty())
-        fail("flag '" + arg + "' needs a non-empty value");
-      return text;
-    };
-    auto takeInt = [&](int64_t minimum) {
-      std::string text = takeValue();
-      int64_t parsed;
-      if (!parseInt(text, parsed) || parsed < minimum)
-        fail("flag '" + arg + "' needs an integer >= " +
-             std::to_string(minimum) + ", not '" + text + "'");
-      return parsed;
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::printf(kUsage, argv[0]);
-      std::exit(0);
-    } else if (arg == "--data") {
-      options.data = takeValue();
-    } else if (arg == "--synthetic") {
-      options.synthetic = true;
-    } else if (arg == "--steps") {
-      options.steps = takeInt(0);
-    } else if (arg == "--log") {
-      options.log = takeValue();
-    } else if (arg == "--dump-params") {
-      options.dumpParams = takeValue();
-    } else if (arg == "--seed") {
-      options.seed = static_cast<uint64_t>(takeInt(0));
-    } else if (arg == "--quiet") {
-      options.quiet = true;
-    } else if (arg == "--dump-local") {
-      options.dumpLocal = takeValue();
-    } else if (arg == "--print-memory") {
-      options.printMemory = true;
-    } else if (arg == "--print-comm") {
-      options.printComm = true;
-    } else if (arg == "--export-onnx") {
-      options.exportOnnx = takeValue();
-    } else if (arg == "--dump-outputs") {
-      options.dumpOutputs = takeValue();
-    } else if (arg == "--init") {
-      options.init = takeValue();
-    } else if (arg == "--checkpoint-dir") {
-      options.checkpointDir = takeValue();
-    } else if (arg == "--checkpoint-every") {
-      options.checkpointEvery = takeInt(1);
-    } else if (arg == "--resume") {
-      options.resume = true;
-    } else if (arg == "--overwrite-checkpoints") {
-      options.overwriteCheckpoints = true;
-    } else if (arg == "--shuffle") {
-      options.shuffle = true;
-      options.shuffleSeed = static_cast<uint64_t>(takeInt(0));
-    } else if (arg == "--collective-timeout") {
-      options.collectiveTimeout = takeInt(0);
-    } else {
-      fail("unknown flag '" + arg + "'; run with --help");
-    }
-  }
-  if ((options.resume || options.checkpointEvery) &&
-      options.checkpointDir.empty())
-    fail("--resume and --checkpoint-every need --checkpoint-dir DIR");
-  if (options.overwriteCheckpoints && options.checkpointDir.empty())
-    fail("--overwrite-checkpoints needs --checkpoint-dir DIR");
-  if (options.resume && options.overwriteCheckpoints)
-    fail("--resume and --overwrite-checkpoints exclude each other: a run "
-         "either continues the checkpoints or replaces them");
-  if (options.resume && !options.init.empty())
-    fail("--resume and --init exclude each other: a resumed run starts from "
-         "its checkpoint");
-  if (options.data.empty() == !options.synthetic)
-    fail(options.synthetic ? "--data and --synthetic exclude each other"
-                           : "no training data: give --data DIR (or "
-                             "--synthetic for random inputs)");
-  return options;
-}
-
 using Buffer = std::unique_ptr<char, std::function<void(void *)>>;
 
 Buffer allocate(int64_t bytes, const std::string &what) {
   size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
   void *p = std::aligned_alloc(64, size ? size : 64);
   if (!p)
-    fail("cannot allocate " + std::to_string(bytes) + " bytes for " + what +
-         "; the machine has too little memory for this model and batch");
+    failRun("cannot allocate " + std::to_string(bytes) + " bytes for " + what +
+            "; the machine has too little memory for this model and batch");
   std::memset(p, 0, size ? size : 64);
   return Buffer(static_cast<char *>(p), [](void *p) { std::free(p); });
 }
@@ -281,138 +104,6 @@ Buffer allocatePinned(const DeviceHooks &device, int64_t bytes) {
 
 /// Device tensors start on 256-byte boundaries, as cudaMalloc's do.
 int64_t alignUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
-std::string shapeText(const int64_t *dims, int rank) {
-  std::string text = "[";
-  for (int i = 0; i < rank; ++i)
-    text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
-/// One graph input's samples, loaded from --data or random.
-struct InputData {
-  const TensorSpec *spec;
-  /// The .npy file (empty with --synthetic).
-  std::string path;
-  NpyArray array;
-  int64_t samples = 0;
-  int64_t sampleBytes = 0;
-};
-
-InputData loadInput(const TensorSpec &spec, const Options &options) {
-  InputData input{&spec, "", {}, 0, 0};
-  int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
-  input.sampleBytes =
-      batch ? spec.shape.numElements() / batch * dtypeSize(spec.dtype) : 0;
-  if (options.synthetic) {
-    // Random but valid: small floats, and zeros for integer inputs (valid
-    // class labels and token ids for any model).
-    input.samples = batch;
-    input.array.data.assign(batch * input.sampleBytes, 0);
-    if (spec.dtype == DType::F32) {
-      float *f = reinterpret_cast<float *>(input.array.data.data());
-      uint64_t state = 42;
-      for (int64_t i = 0; i < spec.shape.numElements(); ++i) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        f[i] = static_cast<float>((state >> 40) * 0x1.0p-24) - 0.5f;
-      }
-    }
-    return input;
-  }
-  input.path = options.data + "/" + spec.file;
-  const std::string &path = input.path;
-  std::string error;
-  if (!readNpy(path, input.array, error))
-    fail(error + " (graph input '" + spec.name + "' is " +
-         dtypeName(spec.dtype) + " " +
-         shapeText(spec.shape.dims, spec.shape.rank) + ")");
-  if (input.array.kind != dtypeNpyKind(spec.dtype))
-    fail("'" + path + "' holds numpy dtype '" + input.array.kind +
-         "' but graph input '" + spec.name + "' is " + dtypeName(spec.dtype) +
-         "; save it with .astype(numpy." + dtypeName(spec.dtype) + ")");
-  const std::vector<int64_t> &shape = input.array.shape;
-  if (spec.shape.rank == 0) {
-    // A 0-d input has no samples: the file holds the value itself.
-    if (!shape.empty())
-      fail("'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
-           " but graph input '" + spec.name + "' is 0-d");
-    input.samples = 1;
-    return input;
-  }
-  bool sampleShapeMatches =
-      static_cast<int>(shape.size()) == spec.shape.rank && spec.shape.rank > 0;
-  for (int i = 1; sampleShapeMatches && i < spec.shape.rank; ++i)
-    sampleShapeMatches = shape[i] == spec.shape.dims[i];
-  if (!sampleShapeMatches)
-    fail("'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
-         " but graph input '" + spec.name + "' needs [N" +
-         (spec.shape.rank > 1
-              ? ", " + shapeText(spec.shape.dims + 1, spec.shape.rank - 1)
-                           .substr(1)
-              : std::string("]")) +
-         " (N samples along dim 0)");
-  input.samples = shape[0];
-  if (input.samples < batch)
-    fail("'" + path + "' holds " + std::to_string(input.samples) +
-         " samples, fewer than one batch of " + std::to_string(batch));
-  return input;
-}
-
-/// Refuses the first value of a loaded index input outside its range.
-template <typename I>
-void checkIndexValues(const InputData &input, const IndexInputCheck &check) {
-  const I *values = reinterpret_cast<const I *>(input.array.data.data());
-  int64_t count = static_cast<int64_t>(input.array.data.size() / sizeof(I));
-  int64_t perSample = input.samples ? count / input.samples : count;
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t value = values[i];
-    if ((value >= check.low && value < check.high) ||
-        (check.hasIgnore && value == check.ignore))
-      continue;
-    fail("'" + input.path + "' sample " +
-         std::to_string(perSample ? i / perSample : 0) + " holds " +
-         std::to_string(value) + ", but graph input '" + input.spec->name +
-         "' gives " + check.use + ", which must be in [" +
-         std::to_string(check.low) + ", " + std::to_string(check.high) + ")" +
-         (check.hasIgnore
-              ? " or the ignore_index " + std::to_string(check.ignore)
-              : std::string()));
-  }
-}
-
-/// The sample of batch row `row` at `step`: in order, or through a seeded
-/// permutation that is redrawn every pass over the data (so a resumed run
-/// sees the same order as an uninterrupted one).
-class SampleOrder {
-public:
-  SampleOrder(int64_t samples, const Options &options)
-      : samples(samples), shuffle(options.shuffle), seed(options.shuffleSeed) {}
-
-  int64_t sample(int64_t position) {
-    int64_t pass = position / samples, offset = position % samples;
-    if (!shuffle)
-      return offset;
-    if (pass != currentPass) {
-      permutation.resize(samples);
-      for (int64_t i = 0; i < samples; ++i)
-        permutation[i] = i;
-      uint64_t state = seed * 0x9E3779B97F4A7C15ull + pass;
-      for (int64_t i = samples - 1; i > 0; --i) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        std::swap(permutation[i], permutation[(state >> 33) % (i + 1)]);
-      }
-      currentPass = pass;
-    }
-    return permutation[offset];
-  }
-
-private:
-  int64_t samples;
-  bool shuffle;
-  uint64_t seed;
-  int64_t currentPass = -1;
-  std::vector<int64_t> permutation;
-};
 
 } // namespace
 
@@ -442,7 +133,7 @@ struct GlobalTensors {
       std::string error;
       if (!parseSharding(spec.sharding, local.mesh, spec.shape.rank, sharding,
                          error))
-        fail(error + " (tensor '" + spec.name + "'); recompile the program");
+        failRun(error + " (tensor '" + spec.name + "'); recompile the program");
       spec.shape = globalShape(spec.shape, sharding, local.mesh);
       specs.push_back(spec);
       shardings.push_back(sharding);
@@ -481,8 +172,8 @@ struct GlobalTensors {
     }
     copyBlock(const_cast<char *>(global), specs[i].shape,
               static_cast<char *>(local), localShape(i), shardings[i],
-              program.mesh, coords.data(),
-              dtypeSize(specs[i].dtype), /*toLocal=*/true);
+              program.mesh, coords.data(), dtypeSize(specs[i].dtype),
+              /*toLocal=*/true);
   }
   /// The block's shape: the generated table's own.
   const Shape &localShape(int i) const { return localTensors[i].shape; }
@@ -538,7 +229,7 @@ bool canWriteLater(const std::string &path, bool directory, const char *flag,
 
 /// A fresh run must not overwrite another run's checkpoints (and move its
 /// `latest` back) unless told to.
-bool checkpointDirectoryIsFree(const Options &options, std::string &error) {
+bool checkpointDirectoryIsFree(const RunOptions &options, std::string &error) {
   std::string what;
   if (options.resume || options.overwriteCheckpoints ||
       !holdsCheckpoints(options.checkpointDir, what))
@@ -552,7 +243,7 @@ bool checkpointDirectoryIsFree(const Options &options, std::string &error) {
 
 /// Checks every output location the run will write (rank 0's files, and
 /// each rank's --dump-local).
-bool checkOutputLocations(const Options &options, bool root,
+bool checkOutputLocations(const RunOptions &options, bool root,
                           std::string &error) {
   struct Output {
     const std::string &path;
@@ -595,7 +286,8 @@ void printCommunication(const CommCounters &counters, int64_t steps,
   for (int r = 0; r < ranks; ++r) {
     std::printf("  rank %d:", r);
     for (int k = 0; k < kNumCollectiveKinds; ++k)
-      std::printf(" %s=%lld", collectiveKindName(static_cast<CollectiveKind>(k)),
+      std::printf(" %s=%lld",
+                  collectiveKindName(static_cast<CollectiveKind>(k)),
                   static_cast<long long>(all[r * kNumCollectiveKinds + k]));
     std::printf("\n");
   }
@@ -632,24 +324,24 @@ int runProgram(const Program &program, int argc, char **argv) {
   // program says which file.
   std::signal(SIGXFSZ, SIG_IGN);
   initMesh(program.mesh, argc, argv);
-  Options options = parseOptions(argc, argv);
+  RunOptions options = parseRunOptions(argc, argv);
   setCollectiveTimeout(options.collectiveTimeout);
   // A one-rank program started as several ranks would train several
   // independent copies; Open MPI tells each process how many there are.
   if (program.mesh.numAxes == 0)
     if (const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
         size && std::atoi(size) > 1)
-      fail("this program was compiled for one rank but mpirun started " +
-           std::string(size) +
-           "; recompile with --mesh (for example --mesh dp=" + size +
-           " --strategy dp) to train on several");
+      failRun("this program was compiled for one rank but mpirun started " +
+              std::string(size) +
+              "; recompile with --mesh (for example --mesh dp=" + size +
+              " --strategy dp) to train on several");
   GlobalTensors global(program);
   bool root = !global.distributed || isMeshRoot();
   const DeviceHooks *device = program.device;
   if (device) {
     std::string error;
     if (!allSucceeded(device->start(error), global))
-      fail(error.empty() ? "another rank has no GPU it can use" : error);
+      failRun(error.empty() ? "another rank has no GPU it can use" : error);
   }
 
   std::string outputError;
@@ -662,10 +354,10 @@ int runProgram(const Program &program, int argc, char **argv) {
                (lockCheckpointDirectory(options.checkpointDir, outputError) &&
                 checkpointDirectoryIsFree(options, outputError))),
           global))
-    fail(outputError.empty()
-             ? "another rank cannot use an output location (see rank 0's "
-               "message, or that rank's --dump-local)"
-             : outputError);
+    failRun(outputError.empty()
+                ? "another rank cannot use an output location (see rank 0's "
+                  "message, or that rank's --dump-local)"
+                : outputError);
 
   std::vector<Buffer> buffers;
   // The host copy of every tensor, which files and logs read and write.
@@ -686,10 +378,7 @@ int runProgram(const Program &program, int argc, char **argv) {
         const IndexInputCheck &check = program.indexChecks[c];
         if (check.tensor != i || options.synthetic)
           continue;
-        if (global.specs[i].dtype == DType::I64)
-          checkIndexValues<int64_t>(inputs.back(), check);
-        else if (global.specs[i].dtype == DType::I32)
-          checkIndexValues<int32_t>(inputs.back(), check);
+        checkIndexValues(inputs.back(), check);
       }
       batch = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
     } else if ((spec.role == Role::Param || spec.role == Role::State) &&
@@ -699,8 +388,8 @@ int runProgram(const Program &program, int argc, char **argv) {
         if (spec.initOffset +
                 global.specs[i].shape.numElements() * dtypeSize(spec.dtype) >
             program.initialBytes)
-          fail("the initial value of '" + std::string(spec.name) +
-               "' lies outside the embedded data; recompile the program");
+          failRun("the initial value of '" + std::string(spec.name) +
+                  "' lies outside the embedded data; recompile the program");
         if (global.isSplit(i))
           global.toLocal(i, program.initialValues + spec.initOffset,
                          buffers.back().get());
@@ -719,10 +408,10 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (input.samples == rows)
       continue;
     if (dataset && input.samples != dataset->samples)
-      fail(std::string("inputs '") + dataset->spec->name + "' and '" +
-           input.spec->name + "' hold different numbers of samples (" +
-           std::to_string(dataset->samples) + " and " +
-           std::to_string(input.samples) + ")");
+      failRun(std::string("inputs '") + dataset->spec->name + "' and '" +
+              input.spec->name + "' hold different numbers of samples (" +
+              std::to_string(dataset->samples) + " and " +
+              std::to_string(input.samples) + ")");
     dataset = &input;
   }
   // What the step reads and writes: the host copies (cpu target), or one
@@ -745,7 +434,8 @@ int runProgram(const Program &program, int argc, char **argv) {
         persistentBytes, program.arenaBytes, program.kernelScratchBytes,
         !options.quiet && root, error);
     if (!allSucceeded(block != nullptr, global))
-      fail(error.empty() ? "another rank's GPU has too little memory" : error);
+      failRun(error.empty() ? "another rank's GPU has too little memory"
+                            : error);
     for (int i = 0; i < program.numTensors; ++i)
       stepPointers[i] = block + offsets[i];
     arena = block + total;
@@ -815,14 +505,14 @@ int runProgram(const Program &program, int argc, char **argv) {
     gatherWhole();
     bool ok = !root || write(error);
     if (!allSucceeded(ok, global))
-      fail(error.empty() ? "rank 0 could not write its output" : error);
+      failRun(error.empty() ? "rank 0 could not write its output" : error);
   };
   const Program &io = global.program;
 
   std::string error;
   if (!options.init.empty()) {
     if (!loadTensors(options.init, io, whole.data(), false, error))
-      fail(error);
+      failRun(error);
     scatterWhole();
   }
   int64_t firstStep = 0;
@@ -830,11 +520,11 @@ int runProgram(const Program &program, int argc, char **argv) {
     std::string path;
     if (!findLatestCheckpoint(options.checkpointDir, path, firstStep, error) ||
         !loadTensors(path, io, whole.data(), true, error))
-      fail(error);
+      failRun(error);
     scatterWhole();
     if (!options.quiet && root)
-      std::fprintf(stderr, "resuming from '%s' after step %lld\n",
-                   path.c_str(), static_cast<long long>(firstStep));
+      std::fprintf(stderr, "resuming from '%s' after step %lld\n", path.c_str(),
+                   static_cast<long long>(firstStep));
   }
 
   // Ranks that would compute different things would wait in mismatched
@@ -847,8 +537,8 @@ int runProgram(const Program &program, int argc, char **argv) {
                        options.shuffle);
     agreement.addFlag("--synthetic", options.synthetic);
     agreement.addFlag("--init", !options.init.empty());
-    agreement.addValue("--resume (the step of the checkpoint found)",
-                       firstStep, options.resume);
+    agreement.addValue("--resume (the step of the checkpoint found)", firstStep,
+                       options.resume);
     agreement.addFlag("--checkpoint-dir", !options.checkpointDir.empty());
     agreement.addValue("--checkpoint-every", options.checkpointEvery);
     // Each of these makes every rank take part in collectives at the end.
@@ -871,7 +561,8 @@ int runProgram(const Program &program, int argc, char **argv) {
   std::FILE *log = nullptr;
   if (root && !options.log.empty() &&
       !(log = std::fopen(options.log.c_str(), options.resume ? "a" : "w")))
-    fail("cannot write the log '" + options.log + "': " + std::strerror(errno));
+    failRun("cannot write the log '" + options.log +
+            "': " + std::strerror(errno));
   // A log that cannot be written (a full disk, /dev/full) ends the run: it
   // must not report success with the record lost.
   auto logError = [&]() {
@@ -913,8 +604,8 @@ int runProgram(const Program &program, int argc, char **argv) {
       }
       int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
       for (int64_t j = 0; j < rows; ++j) {
-        int64_t sample = input.samples == rows ? j
-                                               : order.sample(step * rows + j);
+        int64_t sample =
+            input.samples == rows ? j : order.sample(step * rows + j);
         std::memcpy(dest + j * input.sampleBytes,
                     input.array.data.data() + sample * input.sampleBytes,
                     input.sampleBytes);
@@ -931,7 +622,8 @@ int runProgram(const Program &program, int argc, char **argv) {
     CommCounters before = commCounters();
     program.step(context);
     for (int k = 0; k < kNumCollectiveKinds; ++k) {
-      stepComm.bytesSent[k] += commCounters().bytesSent[k] - before.bytesSent[k];
+      stepComm.bytesSent[k] +=
+          commCounters().bytesSent[k] - before.bytesSent[k];
       stepComm.calls[k] += commCounters().calls[k] - before.calls[k];
     }
     // Every rank reports the loss, which one stage computes (outside the
@@ -946,7 +638,7 @@ int runProgram(const Program &program, int argc, char **argv) {
         std::snprintf(loss, sizeof(loss), "%.9g", context.loss);
       if (std::fprintf(log, "{\"step\":%lld,\"loss\":%s}\n",
                        static_cast<long long>(step), loss) < 0)
-        fail(logError());
+        failRun(logError());
     }
     if (!std::isfinite(context.loss) && program.training && root &&
         !warnedNonFinite) {
@@ -970,7 +662,7 @@ int runProgram(const Program &program, int argc, char **argv) {
                    batch / perStep, perStep * (options.steps - step - 1));
     }
     if (log && std::fflush(log) != 0)
-      fail(logError());
+      failRun(logError());
     bool last = step + 1 == options.steps;
     if (!options.checkpointDir.empty() &&
         (last || (options.checkpointEvery &&
@@ -997,7 +689,7 @@ int runProgram(const Program &program, int argc, char **argv) {
       });
   }
   if (log && std::fclose(log) != 0)
-    fail(logError());
+    failRun(logError());
 
   if (!options.dumpParams.empty())
     writeOnRoot([&](std::string &error) {
@@ -1033,7 +725,8 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (!allSucceeded(writeTensors(dir, mine, heldPointers.data(),
                                    /*outputs=*/false, error),
                       global))
-      fail(error.empty() ? "another rank could not write --dump-local" : error);
+      failRun(error.empty() ? "another rank could not write --dump-local"
+                            : error);
   }
   if (options.printMemory)
     printMemory(persistentBytes, program.arenaBytes, global);

@@ -1,0 +1,110 @@
+//===- DriverData.cpp - the training data a program reads -----------------===//
+
+#include "runtime/DriverData.h"
+
+namespace cleave::rt {
+
+namespace {
+
+/// Refuses the first value of a loaded index input outside its range.
+template <typename I>
+void checkValues(const InputData &input, const IndexInputCheck &check) {
+  const I *values = reinterpret_cast<const I *>(input.array.data.data());
+  int64_t count = static_cast<int64_t>(input.array.data.size() / sizeof(I));
+  int64_t perSample = input.samples ? count / input.samples : count;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t value = values[i];
+    if ((value >= check.low && value < check.high) ||
+        (check.hasIgnore && value == check.ignore))
+      continue;
+    failRun("'" + input.path + "' sample " +
+            std::to_string(perSample ? i / perSample : 0) + " holds " +
+            std::to_string(value) + ", but graph input '" + input.spec->name +
+            "' gives " + check.use + ", which must be in [" +
+            std::to_string(check.low) + ", " + std::to_string(check.high) +
+            ")" +
+            (check.hasIgnore
+                 ? " or the ignore_index " + std::to_string(check.ignore)
+                 : std::string()));
+  }
+}
+
+} // namespace
+
+std::string shapeText(const int64_t *dims, int rank) {
+  std::string text = "[";
+  for (int i = 0; i < rank; ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+void checkIndexValues(const InputData &input, const IndexInputCheck &check) {
+  if (input.spec->dtype == DType::I64)
+    checkValues<int64_t>(input, check);
+  else if (input.spec->dtype == DType::I32)
+    checkValues<int32_t>(input, check);
+}
+
+InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
+  InputData input{&spec, "", {}, 0, 0};
+  int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
+  input.sampleBytes =
+      batch ? spec.shape.numElements() / batch * dtypeSize(spec.dtype) : 0;
+  if (options.synthetic) {
+    // Random but valid: small floats, and zeros for integer inputs (valid
+    // class labels and token ids for any model).
+    input.samples = batch;
+    input.array.data.assign(batch * input.sampleBytes, 0);
+    if (spec.dtype == DType::F32) {
+      float *f = reinterpret_cast<float *>(input.array.data.data());
+      uint64_t state = 42;
+      for (int64_t i = 0; i < spec.shape.numElements(); ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        f[i] = static_cast<float>((state >> 40) * 0x1.0p-24) - 0.5f;
+      }
+    }
+    return input;
+  }
+  input.path = options.data + "/" + spec.file;
+  const std::string &path = input.path;
+  std::string error;
+  if (!readNpy(path, input.array, error))
+    failRun(error + " (graph input '" + spec.name + "' is " +
+            dtypeName(spec.dtype) + " " +
+            shapeText(spec.shape.dims, spec.shape.rank) + ")");
+  if (input.array.kind != dtypeNpyKind(spec.dtype))
+    failRun("'" + path + "' holds numpy dtype '" + input.array.kind +
+            "' but graph input '" + spec.name + "' is " +
+            dtypeName(spec.dtype) + "; save it with .astype(numpy." +
+            dtypeName(spec.dtype) + ")");
+  const std::vector<int64_t> &shape = input.array.shape;
+  if (spec.shape.rank == 0) {
+    // A 0-d input has no samples: the file holds the value itself.
+    if (!shape.empty())
+      failRun("'" + path + "' has shape " +
+              shapeText(shape.data(), shape.size()) + " but graph input '" +
+              spec.name + "' is 0-d");
+    input.samples = 1;
+    return input;
+  }
+  bool sampleShapeMatches =
+      static_cast<int>(shape.size()) == spec.shape.rank && spec.shape.rank > 0;
+  for (int i = 1; sampleShapeMatches && i < spec.shape.rank; ++i)
+    sampleShapeMatches = shape[i] == spec.shape.dims[i];
+  if (!sampleShapeMatches)
+    failRun(
+        "'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
+        " but graph input '" + spec.name + "' needs [N" +
+        (spec.shape.rank > 1
+             ? ", " +
+                   shapeText(spec.shape.dims + 1, spec.shape.rank - 1).substr(1)
+             : std::string("]")) +
+        " (N samples along dim 0)");
+  input.samples = shape[0];
+  if (input.samples < batch)
+    failRun("'" + path + "' holds " + std::to_string(input.samples) +
+            " samples, fewer than one batch of " + std::to_string(batch));
+  return input;
+}
+
+} // namespace cleave::rt

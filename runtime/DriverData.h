@@ -1,0 +1,79 @@
+//===- DriverData.h - the training data a program reads ---------*- C++ -*-===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR). Loads each graph
+// input's samples (--data DIR/<input>.npy, or --synthetic), checks labels
+// and indices as they load, and orders the samples of each step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_DRIVERDATA_H
+#define CLEAVE_RUNTIME_DRIVERDATA_H
+
+#include "runtime/DriverOptions.h"
+#include "runtime/Npy.h"
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cleave::rt {
+
+/// One graph input's samples, loaded from --data or random.
+struct InputData {
+  const TensorSpec *spec;
+  /// The .npy file (empty with --synthetic).
+  std::string path;
+  NpyArray array;
+  int64_t samples = 0;
+  int64_t sampleBytes = 0;
+};
+
+/// Loads graph input `spec` (its global shape) as the options say; exits
+/// with a message naming the file on a bad or mismatched file.
+InputData loadInput(const TensorSpec &spec, const RunOptions &options);
+
+/// Exits naming the file and sample at the first value of an integer input
+/// outside the range `check` gives.
+void checkIndexValues(const InputData &input, const IndexInputCheck &check);
+
+/// `[d0, d1, ...]`.
+std::string shapeText(const int64_t *dims, int rank);
+
+/// The sample of batch row `row` at `step`: in order, or through a seeded
+/// permutation that is redrawn every pass over the data (so a resumed run
+/// sees the same order as an uninterrupted one).
+class SampleOrder {
+public:
+  SampleOrder(int64_t samples, const RunOptions &options)
+      : samples(samples), shuffle(options.shuffle), seed(options.shuffleSeed) {}
+
+  int64_t sample(int64_t position) {
+    int64_t pass = position / samples, offset = position % samples;
+    if (!shuffle)
+      return offset;
+    if (pass != currentPass) {
+      permutation.resize(samples);
+      for (int64_t i = 0; i < samples; ++i)
+        permutation[i] = i;
+      uint64_t state = seed * 0x9E3779B97F4A7C15ull + pass;
+      for (int64_t i = samples - 1; i > 0; --i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(permutation[i], permutation[(state >> 33) % (i + 1)]);
+      }
+      currentPass = pass;
+    }
+    return permutation[offset];
+  }
+
+private:
+  int64_t samples;
+  bool shuffle;
+  uint64_t seed;
+  int64_t currentPass = -1;
+  std::vector<int64_t> permutation;
+};
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_DRIVERDATA_H
