@@ -655,6 +655,10 @@ void setCollectiveTimeout(int64_t seconds) {
   timeoutSeconds.store(seconds, std::memory_order_relaxed);
 }
 
+int64_t collectiveTimeout() {
+  return timeoutSeconds.load(std::memory_order_relaxed);
+}
+
 namespace detail {
 
 void startCommThread() {

@@ -83,6 +83,7 @@ void waitCollective(CollectiveHandle handle);
 /// collectives it should apply to start.
 constexpr int64_t kDefaultCollectiveTimeoutSeconds = 300;
 void setCollectiveTimeout(int64_t seconds);
+int64_t collectiveTimeout();
 
 /// What this rank handed to MPI sends, per CollectiveKind. `calls` counts
 /// every collective call, trivial groups included.

@@ -260,6 +260,22 @@ void writeAxisIndex(int64_t *out, AxisGroup group) {
                                     cudaMemcpyHostToDevice, computeStream()));
 }
 
+void checkCommunicators() {
+  for (auto &[axes, comm] : communicators) {
+    ncclResult_t asyncError = ncclSuccess;
+    CLEAVE_NCCL_CHECK(ncclCommGetAsyncError(comm, &asyncError));
+    if (asyncError != ncclSuccess && asyncError != ncclInProgress)
+      cudaFailure("an NCCL collective", __FILE__, __LINE__,
+                  ncclGetErrorString(asyncError));
+  }
+}
+
+void abortCommunicators() {
+  for (auto &[axes, comm] : communicators)
+    ncclCommAbort(comm);
+  communicators.clear();
+}
+
 void destroyCommunicators() {
   for (auto &[key, comm] : communicators)
     CLEAVE_NCCL_CHECK(ncclCommDestroy(comm));

@@ -49,6 +49,14 @@ void writeAxisIndex(int64_t *out, AxisGroup group);
 /// Frees the NCCL communicators (CudaDevice.cu, when the program ends).
 void destroyCommunicators();
 
+/// Fails the program, naming the communicator's group, when NCCL reports
+/// an asynchronous error on one (a peer that died, a network failure).
+void checkCommunicators();
+
+/// Aborts every communicator (ncclCommAbort), so that kernels waiting on
+/// a peer that will never come return, before the job is aborted.
+void abortCommunicators();
+
 } // namespace cleave::rt::cuda
 
 #endif // CLEAVE_RUNTIME_CUDA_CUDACOLLECTIVES_H

@@ -14,14 +14,19 @@
 #include "runtime/cuda/KernelScratch.h"
 #include "runtime/cuda/Launch.cuh"
 
+#include "runtime/Collectives.h"
 #include "runtime/HostDevice.h"
+#include "runtime/MeshDetail.h"
 #include "runtime/Program.h"
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace cleave::rt::cuda {
 
@@ -234,17 +239,59 @@ void fillN(bool *dst, int64_t n, bool value) {
     CLEAVE_CUDA_CHECK(cudaMemsetAsync(dst, value ? 1 : 0, n, state.compute));
 }
 
+/// cudaStreamSynchronize(compute), under the collective watchdog: a step
+/// whose NCCL collectives wait for a peer that stopped would block there
+/// forever. Polls the stream's progress and NCCL's asynchronous errors;
+/// after --collective-timeout seconds without the stream finishing it
+/// aborts the communicators and the job, as NCCL's watchdog does.
+void waitForCompute() {
+  cudaEvent_t done;
+  CLEAVE_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  CLEAVE_CUDA_CHECK(cudaEventRecord(done, state.compute));
+  using Clock = std::chrono::steady_clock;
+  int64_t limit = collectiveTimeout();
+  Clock::time_point start = Clock::now();
+  auto sleep = std::chrono::microseconds(20);
+  for (;;) {
+    cudaError_t status = cudaEventQuery(done);
+    if (status == cudaSuccess)
+      break;
+    if (status != cudaErrorNotReady)
+      CLEAVE_CUDA_CHECK(status);
+    checkCommunicators();
+    int64_t waited = std::chrono::duration_cast<std::chrono::seconds>(
+                         Clock::now() - start)
+                         .count();
+    if (limit > 0 && waited >= limit) {
+      std::fprintf(stderr,
+                   "%s: error: rank %d: the step's GPU work (its NCCL "
+                   "collectives) made no progress for %lld s; another rank "
+                   "has stopped or is stuck; aborting the job "
+                   "(--collective-timeout)\n",
+                   detail::meshProgramName(), worldRank(),
+                   static_cast<long long>(waited));
+      std::fflush(stderr);
+      abortCommunicators();
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(2 * sleep, std::chrono::microseconds(1000));
+  }
+  CLEAVE_CUDA_CHECK(cudaEventDestroy(done));
+}
+
 template <typename T> T readScalar(const T *src) {
   T value{};
   CLEAVE_CUDA_CHECK(cudaMemcpyAsync(&value, src, sizeof(T),
                                     cudaMemcpyDeviceToHost, state.compute));
-  CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
+  waitForCompute();
   return value;
 }
 
 void writeScalar(float *dst, float value) { launch(1, SetScalar{dst, value}); }
 
-void synchronize() { CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute)); }
+void synchronize() { waitForCompute(); }
 
 #define CLEAVE_INSTANTIATE(T)                                                  \
   template void copyN<T>(const T *, int64_t, T *);                             \

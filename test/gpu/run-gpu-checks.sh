@@ -13,7 +13,8 @@
 # run is checked the way test/distributed checks the cpu target: losses
 # against PyTorch (compare.py) and against the single-rank cpu run
 # (compare_runs.py), gathered parameters and optimizer state included, every
-# replicated tensor bitwise identical on all ranks.
+# replicated tensor bitwise identical on all ranks. Given 2 GPUs, a rank
+# frozen mid-run must make the other abort the job (the NCCL watchdog).
 #
 # Prints one PASS or FAIL line per run and exits 1 if any failed. Keep the
 # work directory it prints when reporting a failure.
@@ -130,6 +131,16 @@ run_model gpt "--optimizer adamw --lr 0.01 --eps 1e-6 --batch 4" \
 run_pipeline mlp "--input-shape batch=8 --optimizer sgd --lr 0.05 --momentum 0.9" 2
 run_pipeline cnn "--optimizer sgd --lr 0.05 --momentum 0.9" 1 --param-atol 1e-7
 run_pipeline gpt "--optimizer adamw --lr 0.01 --eps 1e-6" 2
+
+# The NCCL watchdog: a rank frozen mid-run (SIGSTOP) leaves its peer's step
+# waiting in NCCL; after --collective-timeout the peer aborts the job,
+# naming itself (runtime/cuda/CudaDevice.cu waitForCompute).
+if [[ "$gpus" -ge 2 ]]; then
+  check "mlp-cuda-watchdog" $python "$root/test/distributed/Inputs/stop_rank.py" \
+    --rank 1 --log "$work/watchdog.jsonl" --limit 60 -- \
+    "${mpirun[@]}" -np 2 "$work/mlp/mesh" --data "$work/mlp/data" \
+    --steps 1000000 --log "$work/watchdog.jsonl" --collective-timeout 10 --quiet
+fi
 
 if [[ "$failures" -gt 0 ]]; then
   echo "FAILED: $failures check(s); logs in $work"

@@ -6,6 +6,7 @@
 
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::cleave::registerCleavePasses();
+  mlir::cleave::registerCleavePipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();

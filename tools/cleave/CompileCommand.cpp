@@ -17,6 +17,7 @@
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/CommunicationPlan.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -39,10 +40,7 @@ namespace cleave::driver {
 
 namespace {
 
-/// The mesh axis whose coordinates are micro-batches while the step is
-/// partitioned (--microbatches); it never reaches the program's mesh.
-constexpr const char *kMicroBatchAxis = "microbatch";
-
+using Phase = mlir::cleave::CompilePhase;
 enum class Emit { Mlir, Source, Binary };
 enum class Optimizer { Sgd, AdamW };
 enum ScheduleKind { constant, linear, cosine };
@@ -204,8 +202,27 @@ public:
         import_(sub_), training_(sub_), distribution_(sub_), target_(sub_),
         output_("o", cl::desc("Output file (default: train)"),
                 cl::value_desc("file"), cl::init("train"), cl::sub(sub_)),
+        compileTo_(
+            "compile-to",
+            cl::desc("Stop after a phase and write its IR (its C++ for emit)"),
+            cl::values(
+                clEnumValN(Phase::Import, "import", "the imported model"),
+                clEnumValN(Phase::Train, "train",
+                           "the training step (gradients, optimizer)"),
+                clEnumValN(Phase::Distribute, "distribute",
+                           "a sharding on every value"),
+                clEnumValN(Phase::Partition, "partition",
+                           "the per-rank program with its collectives"),
+                clEnumValN(Phase::Stages, "stages",
+                           "micro-batches unrolled, pipeline stages assigned"),
+                clEnumValN(Phase::Emit, "emit", "the generated C++ source"),
+                clEnumValN(Phase::Binary, "binary",
+                           "the training program (default)")),
+            cl::init(Phase::Binary), cl::sub(sub_)),
         emit_(
-            "emit", cl::desc("What to produce"),
+            "emit",
+            cl::desc("Shorthand: mlir for --compile-to=stages, source for "
+                     "--compile-to=emit"),
             cl::values(
                 clEnumValN(Emit::Mlir, "mlir", "the training step IR"),
                 clEnumValN(Emit::Source, "source", "the generated C++ source"),
@@ -221,11 +238,14 @@ public:
   int run(mlir::MLIRContext &context) override;
 
 private:
-  /// Splits the training step over the mesh: hints, propagation,
-  /// partitioning. Returns an exit code (0: done).
-  int distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
-                 mlir::cleave::MeshAttr mesh,
-                 const mlir::cleave::ImportArtifacts &artifacts);
+  /// The user's sharding hints, weakest first: the model's metadata,
+  /// --shard-file, --shard. Returns an exit code (0: parsed).
+  int userHints(const mlir::cleave::ImportArtifacts &artifacts,
+                std::vector<mlir::cleave::ShardingHint> &hints);
+  /// Writes the IR to -o (--compile-to before emit). Returns the exit code.
+  int printModule(mlir::ModuleOp module);
+  /// The phase to stop after (--compile-to, or --emit's equivalent).
+  Phase compileTo() const;
 
   cl::SubCommand sub_;
   ImportFlags import_;
@@ -233,6 +253,7 @@ private:
   DistributionFlags distribution_;
   TargetFlags target_;
   cl::opt<std::string> output_;
+  cl::opt<Phase> compileTo_;
   cl::opt<Emit> emit_;
   cl::opt<bool> keepSource_;
 };
@@ -288,6 +309,17 @@ bool refuseUnlessGenerated(llvm::StringRef path) {
   return true;
 }
 
+/// Reports `error` as `cleave compile: error: ...` (nothing more for errors
+/// already reported as diagnostics) and returns the exit code 1.
+int report(llvm::Error error) {
+  llvm::handleAllErrors(
+      std::move(error), [](const mlir::cleave::DiagnosedError &) {},
+      [](const llvm::ErrorInfoBase &info) {
+        llvm::errs() << "cleave compile: error: " << info.message() << "\n";
+      });
+  return 1;
+}
+
 int writeFile(llvm::StringRef path, llvm::StringRef contents) {
   return writeOutputFile(path, contents, "compile") ? 0 : 1;
 }
@@ -330,7 +362,12 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                     "forward-only program; drop one of them\n";
     return 1;
   }
-  if (output_ == "-" && emit_ == Emit::Binary) {
+  if (compileTo_.getNumOccurrences() && emit_.getNumOccurrences()) {
+    llvm::errs() << "cleave compile: error: --emit and --compile-to say the "
+                    "same thing; give one\n";
+    return 1;
+  }
+  if (output_ == "-" && compileTo() == Phase::Binary) {
     llvm::errs() << "cleave compile: error: -o - (standard output) is for "
                     "--emit=mlir or --emit=source; name the program's file\n";
     return 1;
@@ -374,6 +411,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
       context, import_.model, options, &artifacts);
   if (!module)
     return 1;
+  if (compileTo() == Phase::Import)
+    return printModule(*module);
 
   mlir::cleave::MeshAttr mesh;
   if (distribution_.mesh.empty() &&
@@ -397,67 +436,15 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                     "--mesh dp=4, or --mesh pp=2 --pipeline pp)\n";
     return 1;
   }
-  // Micro-batches are a mesh axis while the step is partitioned; the
-  // partitioned step then runs them in turn (cleave-unroll-microbatches).
-  if (!(distribution_.bucketMb > 0 && distribution_.bucketMb <= 1 << 20)) {
-    llvm::errs() << "cleave compile: error: --bucket-mb must be a size in MiB "
-                    "above 0 and at most 1048576 (1 TiB)\n";
-    return 1;
-  }
-  if (distribution_.microbatches < 1) {
-    llvm::errs() << "cleave compile: error: --microbatches must be at least "
-                    "1, got "
-                 << distribution_.microbatches << "\n";
-    return 1;
-  }
-  if (distribution_.microbatches > 1) {
-    if (options.inference) {
-      llvm::errs() << "cleave compile: error: --microbatches splits a "
-                      "training step; it does not apply with --inference\n";
-      return 1;
-    }
-    if (distribution_.strategy != mlir::cleave::Strategy::None &&
-        distribution_.strategy != mlir::cleave::Strategy::DataParallel) {
-      llvm::errs() << "cleave compile: error: --microbatches combines with "
-                      "--strategy dp only (ZeRO and Megatron split "
-                      "parameters, which micro-batches do not support yet)\n";
-      return 1;
-    }
-    if (mesh && mesh.getAxisIndex(kMicroBatchAxis) >= 0) {
-      llvm::errs() << "cleave compile: error: the mesh axis name '"
-                   << kMicroBatchAxis
-                   << "' is reserved for --microbatches; rename the axis\n";
-      return 1;
-    }
-  }
-  if (!distribution_.pipeline.empty()) {
-    if (mesh.getAxisIndex(distribution_.pipeline) < 0) {
-      llvm::errs() << "cleave compile: error: --pipeline names the axis '"
-                   << distribution_.pipeline << "', which the mesh " << mesh
-                   << " does not have; add it to --mesh (for example --mesh "
-                   << distribution_.pipeline << "=2)\n";
-      return 1;
-    }
-    if (options.inference) {
-      llvm::errs() << "cleave compile: error: --pipeline splits a training "
-                      "step; it does not apply with --inference\n";
-      return 1;
-    }
-  }
-
-  mlir::cleave::MeshAttr userMesh = mesh;
-  if (distribution_.microbatches > 1) {
-    llvm::SmallVector<mlir::StringAttr> names;
-    llvm::SmallVector<int64_t> sizes;
-    if (mesh) {
-      names.append(mesh.getAxisNames().begin(), mesh.getAxisNames().end());
-      sizes.append(mesh.getAxisSizes().begin(), mesh.getAxisSizes().end());
-    }
-    names.push_back(mlir::StringAttr::get(&context, kMicroBatchAxis));
-    sizes.push_back(distribution_.microbatches);
-    mesh = mlir::cleave::MeshAttr::get(&context, names, sizes);
-    (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
-  }
+  mlir::cleave::LayoutOptions layout;
+  layout.mesh = mesh;
+  layout.strategy = distribution_.strategy;
+  layout.microbatches = distribution_.microbatches;
+  layout.pipelineAxis = distribution_.pipeline;
+  layout.bucketMb = distribution_.bucketMb;
+  layout.reportReshards = distribution_.printSharding;
+  if (llvm::Error error = mlir::cleave::validateLayout(layout, options.inference))
+    return report(std::move(error));
 
   // A --freeze pattern that freezes nothing is almost always a typo.
   llvm::SmallVector<llvm::StringRef> parameters;
@@ -480,79 +467,45 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     }
   }
 
-  // The training step: gradients, the optimizer update, then clean-up.
-  mlir::PassManager pm(&context);
-  mlir::cleave::AutodiffPassOptions autodiff;
-  autodiff.freeze.assign(training_.freeze.begin(), training_.freeze.end());
-  pm.addPass(mlir::cleave::createExpandGradientPass());
-  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
-  if (!options.inference) {
-    // A mean over a split batch needs the global count.
-    if (mesh)
-      funcPm.addPass(mlir::cleave::createDecomposeMeansPass());
-    funcPm.addPass(mlir::cleave::createAutodiffPass(autodiff));
-    funcPm.addPass(mlir::cleave::createApplyOptimizerPass(*optimizer));
-  }
-  funcPm.addPass(mlir::createCanonicalizerPass());
-  funcPm.addPass(mlir::createCSEPass());
-  if (failed(pm.run(*module)))
-    return 1;
+  mlir::cleave::TrainingOptions training;
+  training.inference = options.inference;
+  training.distributed = mesh || layout.microbatches > 1;
+  training.freeze.assign(training_.freeze.begin(), training_.freeze.end());
+  training.optimizer = *optimizer;
+  llvm::Expected<mlir::func::FuncOp> step =
+      mlir::cleave::buildTrainingStep(*module, training);
+  if (!step)
+    return report(step.takeError());
+  if (compileTo() == Phase::Train)
+    return printModule(*module);
 
-  // The step: the function with the loss, or for --inference the model.
-  mlir::func::FuncOp step;
-  for (auto func : module->getOps<mlir::func::FuncOp>()) {
-    if (options.inference) {
-      step = func;
-      break;
-    }
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
-      if (func.getResultAttr(i, mlir::cleave::CleaveDialect::kLossAttrName))
-        step = func;
-  }
-  if (!step) {
-    llvm::errs() << "cleave compile: error: the model has no loss to train\n";
-    return 1;
-  }
-  if (mesh)
-    if (int rc = distribute(*module, step, mesh, artifacts))
-      return rc;
-  if (distribution_.microbatches > 1) {
-    mlir::PassManager unroll(&context);
-    mlir::cleave::UnrollMicroBatchesPassOptions unrollOptions;
-    unrollOptions.axis = kMicroBatchAxis;
-    unroll.addPass(mlir::cleave::createUnrollMicroBatchesPass(unrollOptions));
-    if (failed(unroll.run(*module)))
-      return 1;
-    mesh = userMesh;
-  }
-  if (!distribution_.pipeline.empty()) {
-    mlir::PassManager stages(&context);
-    mlir::cleave::PipelineStagesPassOptions stageOptions;
-    stageOptions.axis = distribution_.pipeline;
-    stages.addPass(mlir::cleave::createPipelineStagesPass(stageOptions));
-    if (failed(stages.run(*module)))
-      return 1;
-  }
+  if (int rc = userHints(artifacts, layout.hints))
+    return rc;
+  if (llvm::Error error = mlir::cleave::partitionForLayout(
+          *module, *step, layout, std::min(compileTo(), Phase::Stages),
+          [&](mlir::func::FuncOp step) {
+            if (distribution_.printSharding)
+              printShardings(step, llvm::outs());
+          }))
+    return report(std::move(error));
+  if (compileTo() < Phase::Stages)
+    return printModule(*module);
   if (mesh && distribution_.printComm)
     mlir::cleave::printBytesSent(
-        mlir::cleave::predictBytesSent(step, target_.target ==
-                                                 mlir::cleave::Target::Cuda),
+        mlir::cleave::predictBytesSent(*step, target_.target ==
+                                                  mlir::cleave::Target::Cuda),
         llvm::outs());
-  if (emit_ == Emit::Mlir) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    return writeFile(output_, text);
-  }
+  if (compileTo() == Phase::Stages)
+    return printModule(*module);
 
   mlir::cleave::EmitOptions emitOptions{
       target_.target, llvm::sys::path::filename(import_.model).str(),
       static_cast<int64_t>(artifacts.originalModel.size())};
   mlir::FailureOr<mlir::cleave::EmittedProgram> program =
-      mlir::cleave::emitProgram(step, emitOptions);
+      mlir::cleave::emitProgram(*step, emitOptions);
   if (failed(program))
     return 1;
-  if (emit_ == Emit::Source)
+  if (compileTo() == Phase::Emit)
     return writeFile(output_, program->source);
 
   // The initial values, in the layout the program expects.
@@ -579,40 +532,24 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   return buildProgram(build, program->source, blob);
 }
 
-int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
-                               mlir::cleave::MeshAttr mesh,
-                               const mlir::cleave::ImportArtifacts &artifacts) {
+int CompileCommand::userHints(const mlir::cleave::ImportArtifacts &artifacts,
+                              std::vector<mlir::cleave::ShardingHint> &hints) {
   using namespace mlir::cleave;
-  auto report = [](llvm::Error error) {
-    llvm::errs() << "cleave compile: error: " << llvm::toString(std::move(error))
-                 << "\n";
-    return 1;
-  };
-  // Weakest first: a preset, then the model's own hints, a file, flags.
-  std::vector<ShardingHint> hints;
-  auto append = [&](llvm::Expected<std::vector<ShardingHint>> more,
-                    int64_t priorityOffset) -> llvm::Error {
+  // Weakest first: the model's own hints, a file, flags.
+  auto append =
+      [&](llvm::Expected<std::vector<ShardingHint>> more) -> llvm::Error {
     if (!more)
       return more.takeError();
-    for (ShardingHint &hint : *more) {
-      hint.priority += priorityOffset;
-      hints.push_back(std::move(hint));
-    }
+    llvm::append_range(hints, std::move(*more));
     return llvm::Error::success();
   };
-  // A preset's hints are weaker (higher priority numbers) than any the
-  // user writes, so that a user's hint refines the preset.
-  constexpr int64_t kPresetPriority = 1000;
-  if (llvm::Error error = append(
-          strategyHints(distribution_.strategy, step, mesh), kPresetPriority))
-    return report(std::move(error));
   if (auto it = artifacts.metadata.find(kHintsMetadataKey);
       it != artifacts.metadata.end())
-    if (llvm::Error error = append(
-            parseHintLines(it->second, "the model's metadata"), 0))
+    if (llvm::Error error =
+            append(parseHintLines(it->second, "the model's metadata")))
       return report(std::move(error));
   if (!distribution_.shardFile.empty())
-    if (llvm::Error error = append(readHintsFile(distribution_.shardFile), 0))
+    if (llvm::Error error = append(readHintsFile(distribution_.shardFile)))
       return report(std::move(error));
   for (const std::string &text : distribution_.shard) {
     auto hint = parseShardingHint(text, "--shard");
@@ -620,36 +557,28 @@ int CompileCommand::distribute(mlir::ModuleOp module, mlir::func::FuncOp step,
       return report(hint.takeError());
     hints.push_back(std::move(*hint));
   }
-  if (llvm::Error error = applyShardingHints(step, mesh, hints))
-    return report(std::move(error));
-  if (distribution_.microbatches > 1)
-    if (llvm::Error error = splitBatchesOver(step, mesh, kMicroBatchAxis))
-      return report(std::move(error));
-  if (distribution_.strategy == Strategy::Zero3)
-    gatherParametersForCompute(step);
-
-  mlir::PassManager propagate(module.getContext());
-  PropagateShardingPassOptions propagateOptions;
-  propagateOptions.report = distribution_.printSharding;
-  propagate.addPass(createPropagateShardingPass(propagateOptions));
-  if (failed(propagate.run(module)))
-    return 1;
-  if (distribution_.printSharding)
-    printShardings(step, llvm::outs());
-
-  mlir::PassManager partition(module.getContext());
-  PartitionPassOptions partitionOptions;
-  partitionOptions.bucketMb = distribution_.bucketMb;
-  partitionOptions.reduceScatterGradients =
-      distribution_.strategy != Strategy::Zero1;
-  partition.addPass(createPartitionPass(partitionOptions));
-  // Partitioning builds per-rank index arithmetic (vocabulary-split
-  // gathers) once per op; identical pieces merge. Collectives are never
-  // merged (they have side effects).
-  partition.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
-  if (failed(partition.run(module)))
-    return 1;
   return 0;
+}
+
+Phase CompileCommand::compileTo() const {
+  if (!emit_.getNumOccurrences())
+    return compileTo_;
+  switch (emit_) {
+  case Emit::Mlir:
+    return Phase::Stages;
+  case Emit::Source:
+    return Phase::Emit;
+  case Emit::Binary:
+    break;
+  }
+  return Phase::Binary;
+}
+
+int CompileCommand::printModule(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return writeFile(output_, text);
 }
 
 } // namespace

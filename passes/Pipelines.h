@@ -1,0 +1,129 @@
+//===- Pipelines.h - the compile pipeline as a library ----------*- C++ -*-===//
+//
+// The phases `cleave compile` runs between import and emission, as
+// functions a tool or the planner calls: build the training step, then
+// partition it for a layout (mesh, hints, preset, micro-batches, pipeline
+// stages). Flags are the tools' business: these take parsed options and
+// report bad input as llvm::Error (messages without a prefix; the caller
+// adds its own) or, for errors at an op, as MLIR diagnostics (a
+// DiagnosedError, already reported).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PASSES_PIPELINES_H
+#define CLEAVE_PASSES_PIPELINES_H
+
+#include "passes/Passes.h"
+#include "passes/ShardingHints.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::cleave {
+
+/// The phases of compilation, in order. `cleave compile --compile-to=P`
+/// stops after P and writes the IR (the C++ for Emit) to -o.
+enum class CompilePhase {
+  /// The imported model, one func per graph.
+  Import,
+  /// The training step: gradients, optimizer updates, clean-up.
+  Train,
+  /// A sharding on every value (hints applied and propagated).
+  Distribute,
+  /// The per-rank SPMD program with explicit collectives.
+  Partition,
+  /// Micro-batches unrolled and pipeline stages assigned: the program the
+  /// emitter reads.
+  Stages,
+  /// The generated C++ or CUDA C++.
+  Emit,
+  /// The program, built by the C++ compiler (or nvcc).
+  Binary,
+};
+
+/// The phase's name as `--compile-to` spells it ("import", ...).
+StringRef compilePhaseName(CompilePhase phase);
+
+/// Errors already reported as MLIR diagnostics (at the op they concern):
+/// a caller prints nothing more for them.
+class DiagnosedError : public llvm::ErrorInfo<DiagnosedError> {
+public:
+  static char ID;
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override;
+};
+
+/// What the training step computes.
+struct TrainingOptions {
+  /// A forward-only program: no gradients, no optimizer.
+  bool inference = false;
+  /// The step will be split over a mesh: means over the batch become sums
+  /// divided by the global count (cleave-decompose-means).
+  bool distributed = false;
+  /// Globs of parameters kept fixed.
+  std::vector<std::string> freeze;
+  /// cleave-apply-optimizer's options (PyTorch's SGD or AdamW).
+  ApplyOptimizerPassOptions optimizer;
+};
+
+/// Adds the passes that turn the imported model into its training step
+/// (cleave-expand-gradient, cleave-decompose-means when distributed,
+/// cleave-autodiff, cleave-apply-optimizer, canonicalize, CSE).
+void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options);
+
+/// Runs that pipeline on `module` and returns the step: the function with
+/// the loss (with `inference`, the model's function). Fails on a pass error
+/// (a DiagnosedError) or when there is no loss to train.
+llvm::Expected<func::FuncOp> buildTrainingStep(ModuleOp module,
+                                               const TrainingOptions &options);
+
+/// A parallel layout: everything partitioning a step needs.
+struct LayoutOptions {
+  /// The devices (null: one rank, nothing to partition).
+  MeshAttr mesh;
+  /// The user's hints (from flags, files, the model's metadata), in order
+  /// of increasing strength at equal priority; a preset's come first.
+  std::vector<ShardingHint> hints;
+  Strategy strategy = Strategy::None;
+  /// Each rank's batch runs as this many micro-batches, gradients summed.
+  int64_t microbatches = 1;
+  /// The mesh axis whose coordinates are pipeline stages ("": none).
+  std::string pipelineAxis;
+  /// The largest gradient all-reduce bucket, in MiB.
+  double bucketMb = 25.0;
+  /// Propagation reports every reshard it inserts (--print-sharding).
+  bool reportReshards = false;
+};
+
+/// Checks a layout against the step it is for (`inference`): micro-batch
+/// and bucket sizes, the pipeline axis, the micro-batch axis name. The
+/// message says what to change.
+llvm::Error validateLayout(const LayoutOptions &layout, bool inference);
+
+/// The module's mesh while micro-batches are split: the user's axes and
+/// the reserved micro-batch axis.
+inline constexpr const char *kMicroBatchAxis = "microbatch";
+
+/// Partitions the training step `step` of `module` for `layout`: the
+/// preset's hints, then the user's, propagation, SPMD partitioning,
+/// micro-batches and pipeline stages, stopping after `last` (Distribute,
+/// Partition or Stages). `onPropagated` runs once every value has its
+/// sharding (for --print-sharding). A layout with one rank and one
+/// micro-batch leaves the step as it is.
+llvm::Error partitionForLayout(
+    ModuleOp module, func::FuncOp step, const LayoutOptions &layout,
+    CompilePhase last = CompilePhase::Stages,
+    llvm::function_ref<void(func::FuncOp)> onPropagated = {});
+
+/// Registers the pipelines with cleave-opt: `cleave-training` (the
+/// training step with the default optimizer).
+void registerCleavePipelines();
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_PASSES_PIPELINES_H
