@@ -325,6 +325,10 @@ int runProgram(const Program &program, int argc, char **argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   initMesh(program.mesh, argc, argv);
   RunOptions options = parseRunOptions(argc, argv);
+  // An inference program answers for whatever it is given, NaN included
+  // (isnan is a question one may ask); training on NaN never helps.
+  if (!program.training)
+    options.allowNonFinite = true;
   setCollectiveTimeout(options.collectiveTimeout);
   // A one-rank program started as several ranks would train several
   // independent copies; Open MPI tells each process how many there are.
@@ -390,6 +394,11 @@ int runProgram(const Program &program, int argc, char **argv) {
             program.initialBytes)
           failRun("the initial value of '" + std::string(spec.name) +
                   "' lies outside the embedded data; recompile the program");
+        refuseNonFinite(program.initialValues + spec.initOffset,
+                        global.specs[i].shape.numElements(), spec.dtype,
+                        "the initial value of '" + std::string(spec.name) +
+                            "' (an initializer of the model)",
+                        options);
         if (global.isSplit(i))
           global.toLocal(i, program.initialValues + spec.initOffset,
                          buffers.back().get());
@@ -509,10 +518,22 @@ int runProgram(const Program &program, int argc, char **argv) {
   };
   const Program &io = global.program;
 
+  // Loaded values must be numbers: a NaN would train into NaN losses
+  // whose message points at the learning rate.
+  auto refuseLoadedNonFinite = [&](const std::string &dir) {
+    for (int i = 0; i < program.numTensors; ++i)
+      if (program.tensors[i].role == Role::Param ||
+          program.tensors[i].role == Role::State)
+        refuseNonFinite(whole[i], global.specs[i].shape.numElements(),
+                        program.tensors[i].dtype,
+                        "'" + dir + "/" + program.tensors[i].file + "'",
+                        options);
+  };
   std::string error;
   if (!options.init.empty()) {
     if (!loadTensors(options.init, io, whole.data(), false, error))
       failRun(error);
+    refuseLoadedNonFinite(options.init);
     scatterWhole();
   }
   int64_t firstStep = 0;
@@ -521,6 +542,7 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (!findLatestCheckpoint(options.checkpointDir, path, firstStep, error) ||
         !loadTensors(path, io, whole.data(), true, error))
       failRun(error);
+    refuseLoadedNonFinite(path);
     scatterWhole();
     if (!options.quiet && root)
       std::fprintf(stderr, "resuming from '%s' after step %lld\n", path.c_str(),

@@ -2,6 +2,8 @@
 
 #include "runtime/DriverData.h"
 
+#include <cmath>
+
 namespace cleave::rt {
 
 namespace {
@@ -30,6 +32,35 @@ void checkValues(const InputData &input, const IndexInputCheck &check) {
 }
 
 } // namespace
+
+int64_t firstNonFinite(const void *data, int64_t count, DType type) {
+  auto scan = [&](auto *values) -> int64_t {
+    for (int64_t i = 0; i < count; ++i)
+      if (!std::isfinite(values[i]))
+        return i;
+    return -1;
+  };
+  if (type == DType::F32)
+    return scan(static_cast<const float *>(data));
+  if (type == DType::F64)
+    return scan(static_cast<const double *>(data));
+  return -1;
+}
+
+void refuseNonFinite(const void *data, int64_t count, DType type,
+                     const std::string &what, const RunOptions &options) {
+  if (options.allowNonFinite)
+    return;
+  int64_t at = firstNonFinite(data, count, type);
+  if (at < 0)
+    return;
+  double value = type == DType::F32 ? static_cast<const float *>(data)[at]
+                                    : static_cast<const double *>(data)[at];
+  failRun(what + " holds " + std::to_string(value) + " at element " +
+          std::to_string(at) +
+          "; training on it would only spread it (fix the value, or pass "
+          "--allow-non-finite to train anyway)");
+}
 
 std::string shapeText(const int64_t *dims, int rank) {
   std::string text = "[";
@@ -104,6 +135,13 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
   if (input.samples < batch)
     failRun("'" + path + "' holds " + std::to_string(input.samples) +
             " samples, fewer than one batch of " + std::to_string(batch));
+  int64_t count = input.array.data.size() / dtypeSize(spec.dtype);
+  if (int64_t at = firstNonFinite(input.array.data.data(), count, spec.dtype);
+      at >= 0 && !options.allowNonFinite)
+    refuseNonFinite(input.array.data.data(), count, spec.dtype,
+                    "'" + path + "' (sample " +
+                        std::to_string(at / (count / input.samples)) + ")",
+                    options);
   return input;
 }
 

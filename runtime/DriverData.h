@@ -37,6 +37,15 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options);
 /// outside the range `check` gives.
 void checkIndexValues(const InputData &input, const IndexInputCheck &check);
 
+/// The first element of `data` (`count` elements of `type`) that is NaN
+/// or infinite, or -1; integer types have none.
+int64_t firstNonFinite(const void *data, int64_t count, DType type);
+
+/// Exits naming `what` (a tensor or a file) and the element when `data`
+/// holds NaN or infinity, unless the options allow it.
+void refuseNonFinite(const void *data, int64_t count, DType type,
+                     const std::string &what, const RunOptions &options);
+
 /// `[d0, d1, ...]`.
 std::string shapeText(const int64_t *dims, int rank);
 

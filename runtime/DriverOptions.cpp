@@ -12,14 +12,15 @@ namespace cleave::rt {
 
 namespace {
 
+/// After "usage: <program>"; printed verbatim (it holds '%').
 const char *kUsage =
-    "usage: %s [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
+    " [--data DIR | --synthetic] [--steps N] [--log FILE]\n"
     "          [--init DIR] [--checkpoint-dir DIR [--checkpoint-every N]\n"
     "          [--resume | --overwrite-checkpoints]] [--dump-params DIR]\n"
     "          [--dump-outputs DIR] [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
     "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
-    "          [--collective-timeout SECONDS]\n"
+    "          [--collective-timeout SECONDS] [--allow-non-finite]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping "
@@ -48,6 +49,10 @@ const char *kUsage =
     "  --dump-outputs DIR write the last step's graph outputs as\n"
     "                     DIR/<name>.npy\n"
     "  --seed S           seed of the dropout masks (default 1234)\n"
+    "  --allow-non-finite train even when initial values or input data\n"
+    "                     hold NaN or infinity (refused by default, naming\n"
+    "                     the tensor or file and the element; inference\n"
+    "                     programs take them as given)\n"
     "  --quiet            no progress lines on stderr\n"
     "  --dump-local DIR   write each rank's own blocks of the parameters and\n"
     "                     states as DIR/rank<R>/<name>.npy\n"
@@ -63,8 +68,8 @@ const char *kUsage =
     "flushed to the disk and renamed into place: on a full disk or a file\n"
     "size limit the program exits 1 naming the file, and 'latest' and\n"
     "earlier dumps stay whole.\n"
-    "In <name>.npy, '/', '%%', control characters and a leading '.' of a\n"
-    "tensor's name are written %%XX (hex), as in %%2F for '/'.\n"
+    "In <name>.npy, '/', '%', control characters and a leading '.' of a\n"
+    "tensor's name are written %XX (hex), as in %2F for '/'.\n"
     "A distributed program runs under mpirun with as many ranks as its\n"
     "mesh has; rank 0 logs, dumps, exports and writes checkpoints. All\n"
     "ranks must get the same options and data: they check at start-up.\n";
@@ -124,7 +129,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
       return parsed;
     };
     if (arg == "--help" || arg == "-h") {
-      std::printf(kUsage, argv[0]);
+      std::printf("usage: %s", argv[0]);
+      std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (arg == "--data") {
       options.data = takeValue();
@@ -160,6 +166,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
       options.resume = true;
     } else if (arg == "--overwrite-checkpoints") {
       options.overwriteCheckpoints = true;
+    } else if (arg == "--allow-non-finite") {
+      options.allowNonFinite = true;
     } else if (arg == "--shuffle") {
       options.shuffle = true;
       options.shuffleSeed = static_cast<uint64_t>(takeInt(0));

@@ -1,9 +1,80 @@
 #!/usr/bin/env bash
-# The main job on the bundled example: imports examples/gpt.onnx (a tiny
-# GPT-2-style decoder exported from PyTorch with its training loss) and
-# prints it in the cleave dialect. Extra arguments go to `cleave import`
-# (for example --print-locations or -o gpt.mlir).
+# The main job, end to end on this machine: compiles examples/gpt.onnx (a
+# tiny GPT-2-style decoder exported from PyTorch with its training loss) for
+# 4 ranks of the cpu target (dp=2 x tp=2, Megatron-style), prints the plan
+# (the mesh, what each axis does, the bytes each rank will send per step),
+# trains it under mpirun on examples/corpus.txt (characters as tokens) until
+# the loss has visibly fallen, and prints each rank's memory, the bytes
+# each rank sent per step (measured: they equal the prediction) and the loss
+# curve's start and end.
+#
+#   [BUILD_DIR=build] scripts/run-example.sh [--steps N] [--ranks 1|2|4] [--work DIR]
+#                          [--model FILE.onnx] [-- TRAIN_FLAGS...]
+#
+# --ranks 2 is dp=2, 1 a single process. Another --model trains on random
+# inputs (--synthetic). Flags after `--` go to the training program.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/scripts/setup.sh" >&2
-exec "$root/build/bin/cleave" import "$root/examples/gpt.onnx" "$@"
+steps=300
+ranks=4
+build_dir=${BUILD_DIR:-"$root/build"}
+work="$build_dir/example"
+model="$root/examples/gpt.onnx"
+train_flags=()
+while (($#)); do
+  case $1 in
+    --steps) steps=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --) shift; train_flags=("$@"); break ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run-example.sh: unknown argument '$1'; see --help" >&2; exit 1 ;;
+  esac
+done
+case $ranks in
+  1) layout=() ; plan="one process, no mesh" ;;
+  2) layout=(--mesh dp=2 --strategy dp)
+     plan="dp=2: each rank takes half the batch; gradients all-reduced" ;;
+  4) layout=(--mesh dp=2,tp=2 --strategy megatron)
+     plan="dp=2 x tp=2: the batch split over dp; over tp, each attention and
+  MLP block column- then row-parallel (Megatron), the embedding, output head
+  and cross entropy split by vocabulary" ;;
+  *) echo "run-example.sh: --ranks is 1, 2 or 4, not '$ranks'" >&2; exit 1 ;;
+esac
+
+BUILD_DIR=$build_dir "$root/scripts/setup.sh" >/dev/null
+cleave="$build_dir/bin/cleave"
+mkdir -p "$work"
+data_flags=(--synthetic)
+if [[ $model == "$root/examples/gpt.onnx" ]]; then
+  /usr/bin/python3 "$root/examples/make_data.py" "$root/examples/corpus.txt" \
+    "$work/data" >/dev/null
+  data_flags=(--data "$work/data" --shuffle 1)
+fi
+
+echo "== plan: $(basename "$model") on $ranks rank(s)"
+echo "  $plan"
+echo "  predicted by the compiler:"
+"$cleave" compile "$model" "${layout[@]}" --optimizer adamw --lr 0.01 \
+  --print-comm -o "$work/train"
+echo
+echo "== training $steps steps (log: $work/log.jsonl)"
+run=("$work/train" "${data_flags[@]}" --steps "$steps" --log "$work/log.jsonl"
+     --print-memory --print-comm "${train_flags[@]}")
+if ((ranks > 1)); then
+  mpi=(mpirun -np "$ranks" --oversubscribe)
+  [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
+  OMP_NUM_THREADS=1 "${mpi[@]}" "${run[@]}"
+else
+  "${run[@]}"
+fi
+echo
+/usr/bin/python3 - "$work/log.jsonl" <<'EOF'
+import json, sys
+losses = [json.loads(line)["loss"] for line in open(sys.argv[1])]
+k = max(1, len(losses) // 10)
+first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
+print("== loss: %.3f over the first %d steps, %.3f over the last %d"
+      % (first, k, last, k))
+EOF
