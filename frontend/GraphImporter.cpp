@@ -62,56 +62,83 @@ static StringRef onnxTypeName(int32_t onnxType) {
   return "an unknown type";
 }
 
-FailureOr<std::string> GraphImporter::tensorBytes(const TensorProto &tensor,
-                                                  Location loc) {
+/// The data bytes `tensor` holds in raw_data or its typed field, elements of
+/// `width` bytes.
+static int64_t dataBytes(const TensorProto &tensor, unsigned width) {
+  if (tensor.has_raw_data())
+    return tensor.raw_data().size();
+  switch (tensor.data_type()) {
+  case TensorProto::FLOAT:
+    return int64_t{tensor.float_data_size()} * 4;
+  case TensorProto::DOUBLE:
+    return int64_t{tensor.double_data_size()} * 8;
+  case TensorProto::INT64:
+    return int64_t{tensor.int64_data_size()} * 8;
+  default: // int32_data holds every narrower type, one element per entry
+    return int64_t{tensor.int32_data_size()} * width;
+  }
+}
+
+static unsigned elementWidth(Type element) {
+  return element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+}
+
+LogicalResult GraphImporter::checkTensor(const TensorProto &tensor,
+                                         Location loc) {
   Type element = elementType(tensor.data_type());
   if (!element)
-    return emitError(loc) << "tensor '" << tensor.name() << "' has element type "
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has element type "
                           << onnxTypeName(tensor.data_type())
-                          << ", which cleave does not support",
-           failure();
-  std::optional<int64_t> elements = ::cleave::frontend::checkedElementCount(tensor.dims());
+                          << ", which cleave does not support";
+  std::optional<int64_t> elements =
+      ::cleave::frontend::checkedElementCount(tensor.dims());
   if (!elements)
     return emitError(loc) << "tensor '" << tensor.name() << "' has shape ["
                           << llvm::make_range(tensor.dims().begin(),
                                               tensor.dims().end())
                           << "]: a negative dim, or more than 2^48 elements; "
-                             "the model file is corrupt",
-           failure();
+                             "the model file is corrupt";
   int64_t count = *elements;
-  unsigned width = element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+  unsigned width = elementWidth(element);
+  int64_t bytes = dataBytes(tensor, width);
+  if (bytes != count * width)
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds " << bytes
+                          << " bytes of data but its " << count
+                          << " elements need " << count * width
+                          << "; the model file is corrupt";
+  return success();
+}
+
+FailureOr<std::string> GraphImporter::tensorBytes(const TensorProto &tensor,
+                                                  Location loc) {
+  if (failed(checkTensor(tensor, loc)))
+    return failure();
+  if (tensor.has_raw_data())
+    return tensor.raw_data();
+  unsigned width = elementWidth(elementType(tensor.data_type()));
   std::string bytes;
-  if (tensor.has_raw_data()) {
-    bytes = tensor.raw_data();
-  } else {
-    auto append = [&](auto value, unsigned size) {
-      bytes.append(reinterpret_cast<const char *>(&value), size);
-    };
-    switch (tensor.data_type()) {
-    case TensorProto::FLOAT:
-      for (float v : tensor.float_data())
-        append(v, 4);
-      break;
-    case TensorProto::DOUBLE:
-      for (double v : tensor.double_data())
-        append(v, 8);
-      break;
-    case TensorProto::INT64:
-      for (int64_t v : tensor.int64_data())
-        append(v, 8);
-      break;
-    default: // int32_data holds every narrower type, one element per entry
-      for (int32_t v : tensor.int32_data())
-        append(v, width);
-      break;
-    }
+  auto append = [&](auto value, unsigned size) {
+    bytes.append(reinterpret_cast<const char *>(&value), size);
+  };
+  switch (tensor.data_type()) {
+  case TensorProto::FLOAT:
+    for (float v : tensor.float_data())
+      append(v, 4);
+    break;
+  case TensorProto::DOUBLE:
+    for (double v : tensor.double_data())
+      append(v, 8);
+    break;
+  case TensorProto::INT64:
+    for (int64_t v : tensor.int64_data())
+      append(v, 8);
+    break;
+  default:
+    for (int32_t v : tensor.int32_data())
+      append(v, width);
+    break;
   }
-  if (static_cast<int64_t>(bytes.size()) != count * width)
-    return emitError(loc) << "tensor '" << tensor.name() << "' holds "
-                          << bytes.size() << " bytes of data but its "
-                          << count << " elements need " << count * width
-                          << "; the model file is corrupt",
-           failure();
   return bytes;
 }
 
@@ -241,6 +268,10 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
   for (const auto &init : graph.initializer()) {
     InitializerRole role = roleOf(init);
     if (role == InitializerRole::Constant) {
+      // Checked now, so that materializing it where it is first used (an
+      // operand of that node) cannot fail.
+      if (failed(checkTensor(init, fileLoc_)))
+        return failure();
       constants_[init.name()] = &init;
       continue;
     }

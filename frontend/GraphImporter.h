@@ -55,6 +55,9 @@ public:
 
   /// Converts an ONNX element type; null when cleave does not support it.
   Type elementType(int32_t onnxType);
+  /// Checks that cleave supports the tensor's element type and that it
+  /// holds exactly the data its shape needs; reports at `loc` otherwise.
+  LogicalResult checkTensor(const onnx::TensorProto &tensor, Location loc);
   /// The little-endian bytes of a tensor, from raw_data or the typed
   /// fields; reports unsupported types or inconsistent sizes at `loc`.
   FailureOr<std::string> tensorBytes(const onnx::TensorProto &tensor,

@@ -360,21 +360,13 @@ LogicalResult checkResultSizes(ModuleOp module) {
   return failure(walk.wasInterrupted());
 }
 
-} // namespace
-
-std::vector<std::string> supportedOnnxOperators() {
-  return supportedOnnxOperatorsOf(importTable());
-}
-
-OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
-                                      const ImportOptions &options,
-                                      ImportArtifacts *artifacts) {
+/// Imports the model the loader returned for the file (or buffer) `path`.
+OwningOpRef<ModuleOp>
+importLoadedModel(MLIRContext &context, StringRef path,
+                  llvm::Expected<::cleave::frontend::LoadedModel> loaded,
+                  const ImportOptions &options, ImportArtifacts *artifacts) {
   context.loadDialect<CleaveDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
-  ::cleave::frontend::LoadOptions loadOptions{options.shapeBindings,
-                                              options.runInitialization};
-  llvm::Expected<::cleave::frontend::LoadedModel> loaded =
-      ::cleave::frontend::loadOnnxModel(path, loadOptions);
   if (!loaded) {
     emitError(fileLoc) << llvm::toString(loaded.takeError());
     return {};
@@ -409,9 +401,10 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
       return {};
 
   eraseDeadOps(*module);
-  module->walk([](func::FuncOp func) { annotateIndexInputRanges(func); });
   if (failed(checkResultSizes(*module)) || failed(verify(*module)))
     return {};
+  // Reads the shapes the ops' verifiers guarantee (a loss's class dim).
+  module->walk([](func::FuncOp func) { annotateIndexInputRanges(func); });
   if (artifacts) {
     artifacts->initialValues = std::move(importer.initialValues());
     loaded->original.SerializeToString(&artifacts->originalModel);
@@ -419,6 +412,35 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
       artifacts->metadata[prop.key()] = prop.value();
   }
   return module;
+}
+
+::cleave::frontend::LoadOptions loadOptions(const ImportOptions &options) {
+  return {options.shapeBindings, options.runInitialization};
+}
+
+} // namespace
+
+std::vector<std::string> supportedOnnxOperators() {
+  return supportedOnnxOperatorsOf(importTable());
+}
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
+                                      const ImportOptions &options,
+                                      ImportArtifacts *artifacts) {
+  return importLoadedModel(
+      context, path,
+      ::cleave::frontend::loadOnnxModel(path, loadOptions(options)), options,
+      artifacts);
+}
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context,
+                                      llvm::MemoryBufferRef model,
+                                      const ImportOptions &options,
+                                      ImportArtifacts *artifacts) {
+  return importLoadedModel(
+      context, model.getBufferIdentifier(),
+      ::cleave::frontend::loadOnnxModel(model, loadOptions(options)), options,
+      artifacts);
 }
 
 } // namespace mlir::cleave

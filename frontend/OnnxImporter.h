@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBufferRef.h"
 
 #include <string>
 #include <vector>
@@ -25,10 +26,6 @@ struct ImportOptions {
   ::cleave::frontend::InitializationRunner runInitialization;
 };
 
-/// Imports the ONNX model at `path` (binary protobuf or ONNX text) into a
-/// module holding one func per graph: the inference graph, and one per
-/// training_info algorithm. Returns null after emitting diagnostics that name
-/// the file, node or tensor at fault.
 /// What code generation needs of the model besides the IR.
 struct ImportArtifacts {
   /// The little-endian bytes of every initializer that became a function
@@ -40,8 +37,19 @@ struct ImportArtifacts {
   llvm::StringMap<std::string> metadata;
 };
 
+/// Imports the ONNX model at `path` (binary protobuf or ONNX text) into a
+/// module holding one func per graph: the inference graph, and one per
+/// training_info algorithm. Returns null after emitting diagnostics that name
+/// the file, node or tensor at fault.
 /// `artifacts`, when given, receives the initial values and the model.
 OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
+                                      const ImportOptions &options,
+                                      ImportArtifacts *artifacts = nullptr);
+
+/// The same for a model held in memory, named by the buffer's identifier
+/// (external data is refused: there is no directory to read it from).
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context,
+                                      llvm::MemoryBufferRef model,
                                       const ImportOptions &options,
                                       ImportArtifacts *artifacts = nullptr);
 

@@ -57,19 +57,10 @@ int64_t elementSize(int32_t type) {
   }
 }
 
-llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
-  // A device (/dev/zero) would be read until memory runs out.
-  if (auto type = llvm::sys::fs::get_file_type(path);
-      type == llvm::sys::fs::file_type::character_file ||
-      type == llvm::sys::fs::file_type::block_file)
-    return fail(
-        formatv("'{0}' is a device, not a file; give the model's file", path));
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/true);
-  if (!buffer)
-    return fail(formatv("cannot read '{0}': {1}", path,
-                        buffer.getError().message()));
-  StringRef bytes = (*buffer)->getBuffer();
+/// Parses `bytes` (binary protobuf or ONNX text); `path` names them in
+/// messages.
+llvm::Error parseModel(StringRef bytes, StringRef path,
+                       onnx::ModelProto &model) {
   // ONNX text starts with the model header `<ir_version: ...>`, possibly
   // after `#` comment lines; protobuf binary never starts with '<' or '#'.
   StringRef text = bytes.ltrim();
@@ -79,8 +70,10 @@ llvm::Error parseModel(StringRef path, onnx::ModelProto &model) {
     onnx::Status status;
     // ONNX's parser converts numbers with std::stof/stoll, which throw on
     // out-of-range or malformed literals instead of returning a status.
+    // The parser reads a NUL-terminated string.
+    std::string terminated = bytes.str();
     try {
-      status = onnx::OnnxParser::Parse(model, (*buffer)->getBufferStart());
+      status = onnx::OnnxParser::Parse(model, terminated.c_str());
     } catch (const std::exception &e) {
       return fail(formatv(
           "'{0}' is not valid ONNX text: a number literal is "
@@ -151,11 +144,42 @@ llvm::Error checkOpsets(const onnx::ModelProto &model, StringRef path,
   return llvm::Error::success();
 }
 
-/// Upgrades opsets 7-12 to 13 with ONNX's own version converter.
+/// Runs ONNX's checker, whose message names the node or field at fault.
+llvm::Error checkModel(const onnx::ModelProto &model, StringRef path) {
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return fail(formatv("'{0}' fails the ONNX checker: {1}", path, e.what()));
+  }
+  return llvm::Error::success();
+}
+
+/// Refuses a graph output that no input, initializer or node defines. ONNX's
+/// checker lets such outputs through, and its version converter (1.12)
+/// dereferences them.
+llvm::Error checkOutputsDefined(const onnx::GraphProto &graph) {
+  std::set<std::string> defined;
+  for (const auto &input : graph.input())
+    defined.insert(input.name());
+  for (const auto &init : graph.initializer())
+    defined.insert(init.name());
+  for (const auto &node : graph.node())
+    defined.insert(node.output().begin(), node.output().end());
+  for (const auto &output : graph.output())
+    if (!defined.count(output.name()))
+      return fail(
+          formatv("graph output '{0}' is produced by no node", output.name()));
+  return llvm::Error::success();
+}
+
+/// Upgrades opsets 7-12 to 13 with ONNX's own version converter, which
+/// expects a model that passed the checker.
 llvm::Error upgradeOpset(onnx::ModelProto &model, StringRef path,
                          int64_t &opset) {
   if (opset >= kMinOpset)
     return llvm::Error::success();
+  if (llvm::Error err = checkOutputsDefined(model.graph()))
+    return err;
   try {
     model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
   } catch (const std::exception &e) {
@@ -165,12 +189,25 @@ llvm::Error upgradeOpset(onnx::ModelProto &model, StringRef path,
                         path, opset, kMinOpset, e.what()));
   }
   opset = kMinOpset;
-  return llvm::Error::success();
+  // What the converter made is checked like any model.
+  return checkModel(model, path);
 }
 
 /// Replaces every external-data initializer by its bytes, refusing any
-/// location outside the model's directory.
-llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
+/// location outside the model's directory. A model read from memory
+/// (`fromFile` false) has no directory: its external data is refused.
+llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path,
+                             bool fromFile) {
+  if (!fromFile) {
+    for (const onnx::TensorProto &tensor : graph.initializer())
+      if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+        return fail(formatv("initializer '{0}' has external data, but the "
+                            "model '{1}' was given in memory, with no "
+                            "directory to read it from; save the model with "
+                            "its data inside",
+                            tensor.name(), path));
+    return llvm::Error::success();
+  }
   llvm::SmallString<256> modelDir(path);
   llvm::sys::path::remove_filename(modelDir);
   if (modelDir.empty())
@@ -259,6 +296,79 @@ llvm::Error loadExternalData(onnx::GraphProto &graph, StringRef path) {
     tensor.clear_external_data();
     tensor.set_data_location(onnx::TensorProto::DEFAULT);
   }
+  return llvm::Error::success();
+}
+
+/// Entries in the typed field that holds `tensor`'s data when it has no
+/// raw_data.
+int64_t typedEntries(const onnx::TensorProto &tensor) {
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    return tensor.float_data_size();
+  case onnx::TensorProto::DOUBLE:
+    return tensor.double_data_size();
+  case onnx::TensorProto::INT64:
+    return tensor.int64_data_size();
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    return tensor.uint64_data_size();
+  default: // the narrower types, one element per entry
+    return tensor.int32_data_size();
+  }
+}
+
+/// Refuses a numeric tensor whose data is not what its shape needs. ONNX's
+/// shape inference reads such data out of bounds (1.12's ParseData copies
+/// a raw_data shorter than one element into an empty vector).
+llvm::Error checkTensorData(const onnx::TensorProto &tensor,
+                            const llvm::Twine &what) {
+  int64_t size = elementSize(tensor.data_type());
+  if (size == 0) // strings and the types cleave cannot load
+    return llvm::Error::success();
+  std::optional<int64_t> elements = checkedElementCount(tensor.dims());
+  if (!elements)
+    return fail(what + " has a negative dim or more than 2^48 elements; the "
+                       "model file is corrupt");
+  if (tensor.has_raw_data()) {
+    int64_t bytes = tensor.raw_data().size();
+    if (bytes != *elements * size)
+      return fail(what + formatv(" holds {0} bytes of data but its {1} "
+                                 "elements need {2}; the model file is "
+                                 "corrupt",
+                                 bytes, *elements, *elements * size));
+  } else if (int64_t entries = typedEntries(tensor); entries != *elements) {
+    return fail(what + formatv(" holds {0} values but its shape needs {1}; "
+                               "the model file is corrupt",
+                               entries, *elements));
+  }
+  return llvm::Error::success();
+}
+
+/// Checks the data of every initializer and tensor attribute of `graph` and
+/// its subgraphs.
+llvm::Error checkGraphData(const onnx::GraphProto &graph) {
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    if (llvm::Error err = checkTensorData(
+            tensor, formatv("initializer '{0}'", tensor.name()).str()))
+      return err;
+  for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      std::string what =
+          formatv("attribute '{0}' of node '{1}'", attr.name(), node.name())
+              .str();
+      if (attr.has_t())
+        if (llvm::Error err = checkTensorData(attr.t(), what))
+          return err;
+      for (const onnx::TensorProto &tensor : attr.tensors())
+        if (llvm::Error err = checkTensorData(tensor, what))
+          return err;
+      if (attr.has_g())
+        if (llvm::Error err = checkGraphData(attr.g()))
+          return err;
+      for (const onnx::GraphProto &subgraph : attr.graphs())
+        if (llvm::Error err = checkGraphData(subgraph))
+          return err;
+    }
   return llvm::Error::success();
 }
 
@@ -657,13 +767,14 @@ llvm::Error runInitialization(onnx::ModelProto &model,
   return llvm::Error::success();
 }
 
-} // namespace
-
-llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
-                                          const LoadOptions &options) {
+/// Prepares the model `bytes`, read from the file `path` or, when not
+/// `fromFile`, given in memory under that name.
+llvm::Expected<LoadedModel> loadModel(StringRef bytes, StringRef path,
+                                      bool fromFile,
+                                      const LoadOptions &options) {
   LoadedModel loaded;
   onnx::ModelProto &model = loaded.model;
-  if (llvm::Error err = parseModel(path, model))
+  if (llvm::Error err = parseModel(bytes, path, model))
     return std::move(err);
   if (llvm::Error err = checkOpsets(model, path, loaded.opset))
     return std::move(err);
@@ -672,20 +783,25 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     nameNodes(*info.mutable_algorithm());
     nameNodes(*info.mutable_initialization());
   }
-  if (llvm::Error err = loadExternalData(*model.mutable_graph(), path))
+  if (llvm::Error err =
+          loadExternalData(*model.mutable_graph(), path, fromFile))
     return std::move(err);
   for (auto &info : *model.mutable_training_info())
     for (onnx::GraphProto *graph :
          {info.mutable_algorithm(), info.mutable_initialization()})
-      if (llvm::Error err = loadExternalData(*graph, path))
+      if (llvm::Error err = loadExternalData(*graph, path, fromFile))
         return std::move(err);
+  if (llvm::Error err = checkGraphData(model.graph()))
+    return std::move(err);
+  for (const auto &info : model.training_info())
+    for (const onnx::GraphProto *graph :
+         {&info.algorithm(), &info.initialization()})
+      if (llvm::Error err = checkGraphData(*graph))
+        return std::move(err);
+  if (llvm::Error err = checkModel(model, path))
+    return std::move(err);
   if (llvm::Error err = upgradeOpset(model, path, loaded.opset))
     return std::move(err);
-  try {
-    onnx::checker::check_model(model);
-  } catch (const std::exception &e) {
-    return fail(formatv("'{0}' fails the ONNX checker: {1}", path, e.what()));
-  }
   loaded.original = model;
   if (llvm::Error err =
           bindDimensions(*model.mutable_graph(), options.shapeBindings))
@@ -743,6 +859,30 @@ llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
     loaded.algorithms.push_back(combined.graph());
   }
   return loaded;
+}
+
+} // namespace
+
+llvm::Expected<LoadedModel> loadOnnxModel(StringRef path,
+                                          const LoadOptions &options) {
+  // A device (/dev/zero) would be read until memory runs out.
+  if (auto type = llvm::sys::fs::get_file_type(path);
+      type == llvm::sys::fs::file_type::character_file ||
+      type == llvm::sys::fs::file_type::block_file)
+    return fail(
+        formatv("'{0}' is a device, not a file; give the model's file", path));
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail(
+        formatv("cannot read '{0}': {1}", path, buffer.getError().message()));
+  return loadModel((*buffer)->getBuffer(), path, /*fromFile=*/true, options);
+}
+
+llvm::Expected<LoadedModel> loadOnnxModel(llvm::MemoryBufferRef buffer,
+                                          const LoadOptions &options) {
+  return loadModel(buffer.getBuffer(), buffer.getBufferIdentifier(),
+                   /*fromFile=*/false, options);
 }
 
 } // namespace cleave::frontend

@@ -14,6 +14,7 @@
 #include "onnx/onnx_pb.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBufferRef.h"
 
 #include <cstdint>
 #include <functional>
@@ -73,6 +74,11 @@ struct LoadedModel {
 /// Reads, validates and prepares the model at `path`. Errors name the file,
 /// tensor or node at fault and how to fix it.
 llvm::Expected<LoadedModel> loadOnnxModel(llvm::StringRef path,
+                                          const LoadOptions &options);
+
+/// The same for a model held in memory, named in messages by the buffer's
+/// identifier. It has no directory, so external data is refused.
+llvm::Expected<LoadedModel> loadOnnxModel(llvm::MemoryBufferRef buffer,
                                           const LoadOptions &options);
 
 } // namespace cleave::frontend

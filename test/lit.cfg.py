@@ -56,6 +56,8 @@ if clang:
     if resource_dir and glob.glob(os.path.join(
             resource_dir, "lib", "**", "libclang_rt.fuzzer*.a"), recursive=True):
         config.available_features.add("libfuzzer")
+# The importer's fuzz target compiles against the dialect's tablegen output.
+config.substitutions.append(("%cleave_obj_root", config.cleave_obj_root))
 
 llvm_config.add_tool_substitutions(
     [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),

@@ -11,6 +11,8 @@ error tests; each KIND is one model, built with onnx.helper.
   make_bad_model.py external OUT LOCATION [OFFSET]
       initializer 'W' [4,3] float stored externally at LOCATION (48 bytes)
   make_bad_model.py weights OUT [NBYTES]      external data file for 'W'
+  make_bad_model.py short-raw-data OUT        Slice 'cut' whose axes, the
+      Constant 'axes', are an int64[1] of 1 byte of raw_data
 """
 
 import sys
@@ -81,6 +83,16 @@ def main(argv):
     elif kind == "external":
         offset = argv[4] if len(argv) > 4 else "0"
         onnx.save(external_model(argv[3], offset), out)
+    elif kind == "short-raw-data":
+        axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+        axes.raw_data = b"\x01"  # an int64 needs 8 bytes
+        starts = numpy_helper.from_array(np.array([0], np.int64), "starts")
+        ends = numpy_helper.from_array(np.array([2], np.int64), "ends")
+        onnx.save(model(
+            [helper.make_node("Constant", [], ["a"], name="axes", value=axes),
+             helper.make_node("Slice", ["X", "starts", "ends", "a"], ["Y"],
+                              name="cut")],
+            [info("X", [2, 4])], [info("Y", [2, 2])], [starts, ends]), out)
     elif kind == "weights":
         nbytes = int(argv[3]) if len(argv) > 3 else 48
         open(out, "wb").write(np.ones((4, 3), np.float32).tobytes()[:nbytes])
