@@ -286,7 +286,10 @@ def runtime_cases(c, models):
     kill_dir = w + "/killed"
     proc = subprocess.Popen(run + ["--steps", "400", "--checkpoint-dir", kill_dir,
                                    "--checkpoint-every", "1", "--log", w + "/killed.jsonl"])
-    time.sleep(0.5)
+    # Killed once it has committed a checkpoint (and is writing more): a
+    # loaded machine may take seconds to get there.
+    wait_for(kill_dir + "/latest")
+    time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     c.run("train: resume after SIGKILL", run + ["--steps", "400", "--checkpoint-dir", kill_dir,
@@ -296,12 +299,19 @@ def runtime_cases(c, models):
     busy = w + "/busy"
     first = subprocess.Popen(run + ["--steps", "2000", "--checkpoint-dir", busy,
                                     "--checkpoint-every", "1"])
-    time.sleep(0.3)
+    wait_for(busy + "/latest")
     c.run("train: second run on a locked checkpoint dir",
           run + ["--steps", "1", "--checkpoint-dir", busy, "--resume"], "refused",
           r"another run")
     first.kill()
     first.wait()
+
+
+def wait_for(path, seconds=60):
+    """Waits until `path` exists (a program has got that far)."""
+    deadline = time.time() + seconds
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.02)
 
 
 def same_losses(log, run, w):
