@@ -100,6 +100,11 @@ bool DurableFile::open(const std::string &path, Placement placement,
   }
   const std::string &target = temporaryPath.empty() ? finalPath : temporaryPath;
   fd = ::open(target.c_str(), flags, 0666);
+  // A file that replaces another keeps its permissions (a script made
+  // executable, a model made read-only to the group, say).
+  if (fd >= 0 && !temporaryPath.empty() && temporaryPath != finalPath &&
+      stat(finalPath.c_str(), &info) == 0 && S_ISREG(info.st_mode))
+    fchmod(fd, info.st_mode & 07777);
   if (fd < 0) {
     std::string why = osError();
     error = "cannot create '" + target + "'" +

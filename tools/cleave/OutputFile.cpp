@@ -2,6 +2,8 @@
 
 #include "tools/cleave/OutputFile.h"
 
+#include "runtime/DurableFile.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -10,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cleave::driver {
@@ -22,22 +23,6 @@ bool report(llvm::StringRef command, llvm::StringRef path,
   llvm::errs() << "cleave " << command << ": error: cannot write '" << path
                << "': " << reason << "\n";
   return false;
-}
-
-/// The directory holding `path` ("." for a bare file name).
-std::string directoryOf(llvm::StringRef path) {
-  llvm::StringRef parent = llvm::sys::path::parent_path(path);
-  return parent.empty() ? "." : parent.str();
-}
-
-/// fsync of the directory holding `path`, so that a rename in it survives
-/// a crash. Some file systems refuse fsync on directories: not an error.
-void syncDirectoryOf(llvm::StringRef path) {
-  int fd = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 } // namespace
@@ -52,7 +37,7 @@ bool isSpecialFile(llvm::StringRef path) {
 
 std::string temporaryBeside(llvm::StringRef path, llvm::StringRef command) {
   llvm::SmallString<256> temporary;
-  llvm::SmallString<256> model(directoryOf(path));
+  llvm::SmallString<256> model(::cleave::rt::parentDirectory(path.str()));
   llvm::sys::path::append(model, "." + llvm::sys::path::filename(path) +
                                      ".tmp-%%%%%%");
   int fd = -1;
@@ -80,8 +65,10 @@ bool commitOutputFile(llvm::StringRef temporary, llvm::StringRef path,
     llvm::sys::fs::remove(temporary);
     return report(command, path, ec.message());
   }
-  syncDirectoryOf(path);
-  return true;
+  std::string error;
+  return ::cleave::rt::syncDirectory(::cleave::rt::parentDirectory(path.str()),
+                                     error) ||
+         report(command, path, error);
 }
 
 bool writeOutputFile(llvm::StringRef path, llvm::StringRef contents,
@@ -95,48 +82,12 @@ bool writeOutputFile(llvm::StringRef path, llvm::StringRef contents,
     }
     return true;
   }
-  // A device or a pipe (-o /dev/null) is written in place: renaming over
-  // it would replace the device node.
-  if (isSpecialFile(path)) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Append);
-    if (!ec) {
-      os << contents;
-      os.close();
-      ec = os.error();
-      os.clear_error();
-    }
-    return ec ? report(command, path, ec.message()) : true;
-  }
-  std::string temporary = temporaryBeside(path, command);
-  if (temporary.empty())
-    return false;
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temporary, ec);
-    if (!ec) {
-      os << contents;
-      os.close();
-      ec = os.error();
-      os.clear_error();
-    }
-    if (ec) {
-      llvm::sys::fs::remove(temporary);
-      return report(command, path, ec.message());
-    }
-  }
-  // A file that replaces another keeps its permissions (a script made
-  // executable, say); a new one gets the usual 0666 & ~umask.
-  llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status) &&
-      llvm::sys::fs::is_regular_file(status))
-    llvm::sys::fs::setPermissions(temporary, status.permissions());
-  else {
-    mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::chmod(temporary.c_str(), 0666 & ~mask);
-  }
-  return commitOutputFile(temporary, path, command);
+  std::string error;
+  if (::cleave::rt::writeFileDurably(path.str(), contents.data(),
+                                     contents.size(), error))
+    return true;
+  llvm::errs() << "cleave " << command << ": error: " << error << "\n";
+  return false;
 }
 
 bool refuseOutputOverInput(llvm::StringRef output, llvm::StringRef input,

@@ -3,8 +3,9 @@
 // Every file `cleave` writes for the user (IR, source, annotated models,
 // programs) is written beside its destination under a temporary name,
 // checked after its last flush and close, fsynced, and renamed over the
-// destination: a full disk or a failed build leaves the earlier file as it
-// was, never a truncated one.
+// destination (the runtime's DurableFile, which training programs use for
+// their files too): a full disk or a failed build leaves the earlier file
+// as it was, never a truncated one.
 //
 //===----------------------------------------------------------------------===//
 
