@@ -49,6 +49,59 @@ std::pair<int, int> groupOf(MeshAttr mesh, ArrayAttr axes,
 
 } // namespace
 
+int64_t mlir::cleave::bytesSentBy(Operation *op, MeshAttr mesh,
+                                  ArrayRef<int64_t> coords, int64_t stage,
+                                  bool ringOnly, int &kind) {
+  if (!runsOnStage(op, stage))
+    return 0;
+  if (auto transfer = dyn_cast<SendRecvOp>(op)) {
+    kind = SendRecv;
+    if (transfer.getSourceAttr().getInt() != stage)
+      return 0;
+    return ::cleave::rt::sendRecvBytesSent(
+        bytesOf(transfer.getInput()), transfer.getDestAttr().getInt(),
+        mesh.getAxisSizes()[mesh.getAxisIndex(transfer.getAxis())], stage);
+  }
+  if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+    // A bucket travels as one reduction of all its elements.
+    kind = AllReduce;
+    auto [size, index] = groupOf(mesh, allReduce.getAxes(), coords);
+    int64_t count = 0;
+    for (Value input : allReduce.getInputs())
+      count += cast<ShapedType>(input.getType()).getNumElements();
+    int64_t bytes = elementBytes(allReduce.getInputs()[0].getType());
+    return ringOnly
+               ? ::cleave::rt::ringAllReduceBytesSent(count, bytes, size, index)
+               : ::cleave::rt::allReduceBytesSent(count, bytes, size, index);
+  }
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    kind = AllGather;
+    auto [size, index] = groupOf(mesh, gather.getAxes(), coords);
+    return ::cleave::rt::allGatherBytesSent(bytesOf(gather.getInput()), size,
+                                            index);
+  }
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    kind = ReduceScatter;
+    auto [size, index] = groupOf(mesh, scatter.getAxes(), coords);
+    return ::cleave::rt::reduceScatterBytesSent(
+        cast<ShapedType>(scatter.getType()).getNumElements(),
+        elementBytes(scatter.getType()), size, index);
+  }
+  if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
+    kind = AllToAll;
+    auto [size, index] = groupOf(mesh, allToAll.getAxes(), coords);
+    return ::cleave::rt::allToAllBytesSent(bytesOf(allToAll.getInput()) / size,
+                                           size, index);
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    kind = Broadcast;
+    auto [size, index] = groupOf(mesh, broadcast.getAxes(), coords);
+    return ::cleave::rt::broadcastBytesSent(bytesOf(broadcast.getInput()),
+                                            broadcast.getRoot(), size, index);
+  }
+  return 0;
+}
+
 std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
                                                         bool ringOnly) {
   MeshAttr mesh = getModuleMesh(func);
@@ -67,44 +120,10 @@ std::vector<BytesByKind> mlir::cleave::predictBytesSent(func::FuncOp func,
                 CleaveDialect::kPipelineAttrName))
       stage = coords[mesh.getAxisIndex(axis.getValue())];
     func.walk([&](Operation *op) {
-      if (!runsOnStage(op, stage))
-        return;
-      if (auto transfer = dyn_cast<SendRecvOp>(op)) {
-        if (transfer.getSourceAttr().getInt() == stage)
-          mine[SendRecv] += ::cleave::rt::sendRecvBytesSent(
-              bytesOf(transfer.getInput()), transfer.getDestAttr().getInt(),
-              mesh.getAxisSizes()[mesh.getAxisIndex(transfer.getAxis())],
-              stage);
-      } else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-        // A bucket travels as one reduction of all its elements.
-        auto [size, index] = groupOf(mesh, allReduce.getAxes(), coords);
-        int64_t count = 0;
-        for (Value input : allReduce.getInputs())
-          count += cast<ShapedType>(input.getType()).getNumElements();
-        int64_t bytes = elementBytes(allReduce.getInputs()[0].getType());
-        mine[AllReduce] +=
-            ringOnly
-                ? ::cleave::rt::ringAllReduceBytesSent(count, bytes, size,
-                                                       index)
-                : ::cleave::rt::allReduceBytesSent(count, bytes, size, index);
-      } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
-        auto [size, index] = groupOf(mesh, gather.getAxes(), coords);
-        mine[AllGather] +=
-            ::cleave::rt::allGatherBytesSent(bytesOf(gather.getInput()), size, index);
-      } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-        auto [size, index] = groupOf(mesh, scatter.getAxes(), coords);
-        mine[ReduceScatter] += ::cleave::rt::reduceScatterBytesSent(
-            cast<ShapedType>(scatter.getType()).getNumElements(),
-            elementBytes(scatter.getType()), size, index);
-      } else if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
-        auto [size, index] = groupOf(mesh, allToAll.getAxes(), coords);
-        mine[AllToAll] += ::cleave::rt::allToAllBytesSent(
-            bytesOf(allToAll.getInput()) / size, size, index);
-      } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-        auto [size, index] = groupOf(mesh, broadcast.getAxes(), coords);
-        mine[Broadcast] += ::cleave::rt::broadcastBytesSent(
-            bytesOf(broadcast.getInput()), broadcast.getRoot(), size, index);
-      }
+      int kind = -1;
+      int64_t sent = bytesSentBy(op, mesh, coords, stage, ringOnly, kind);
+      if (kind >= 0)
+        mine[kind] += sent;
     });
   }
   return bytes;

@@ -11,6 +11,7 @@
 #ifndef CLEAVE_PASSES_COMMUNICATIONPLAN_H
 #define CLEAVE_PASSES_COMMUNICATIONPLAN_H
 
+#include "dialects/cleave/CleaveOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -27,6 +28,13 @@ using BytesByKind = std::array<int64_t, 6>;
 /// doubling.
 std::vector<BytesByKind> predictBytesSent(func::FuncOp func,
                                           bool ringOnly = false);
+
+/// The bytes the rank at mesh coordinates `coords` sends in the collective
+/// `op` (0 for an op of another pipeline stage than `stage`, -1: none),
+/// the formulas predictBytesSent sums. Sets `kind` (the index in
+/// BytesByKind) for collectives and leaves it for other ops.
+int64_t bytesSentBy(Operation *op, MeshAttr mesh, ArrayRef<int64_t> coords,
+                    int64_t stage, bool ringOnly, int &kind);
 
 /// Prints the prediction in the format of the program's --print-comm.
 void printBytesSent(ArrayRef<BytesByKind> bytes, llvm::raw_ostream &os);

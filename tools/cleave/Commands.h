@@ -26,6 +26,10 @@ std::unique_ptr<Command> makeCompileCommand();
 /// model.
 std::unique_ptr<Command> makeAnnotateCommand();
 
+/// `cleave plan MODEL --cluster C --nodes N --global-batch B`: ranks the
+/// parallel layouts of a model on a cluster.
+std::unique_ptr<Command> makePlanCommand();
+
 /// Installs a diagnostic handler that prints `FILE: error: message` (plus
 /// notes) to stderr, and returns whether any error was reported.
 class DiagnosticPrinter {

@@ -1,6 +1,6 @@
 //===- cleave.cpp - the cleave compiler driver ----------------------------===//
 //
-// `cleave <command> [options]`. Commands: import, compile, annotate.
+// `cleave <command> [options]`. Commands: import, compile, annotate, plan.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +90,7 @@ int main(int argc, char **argv) {
   commands.push_back(cleave::driver::makeImportCommand());
   commands.push_back(cleave::driver::makeCompileCommand());
   commands.push_back(cleave::driver::makeAnnotateCommand());
+  commands.push_back(cleave::driver::makePlanCommand());
   // LLVM's and MLIR's own options (hundreds, for backends cleave does not
   // use) stay accepted but out of --help.
   for (auto &entry :

@@ -1,0 +1,329 @@
+//===- Cluster.cpp - cluster presets and cluster files --------------------===//
+//
+// The presets' device numbers are NVIDIA's data sheets:
+//  - A100 (NVIDIA A100 Tensor Core GPU data sheet, SXM4): 19.5 TFLOP/s
+//    fp32, 156 tf32, 312 bf16/fp16 (dense); HBM2 1,555 GB/s (40 GB),
+//    HBM2e 2,039 GB/s (80 GB); NVLink 3 600 GB/s per GPU, both directions
+//    together (300 GB/s each way).
+//  - DGX A100 (system data sheet): 8 A100, 8 single-port Mellanox
+//    ConnectX-6 200 Gb/s HDR InfiniBand for compute: 25 GB/s per GPU
+//    each way.
+//  - H100 SXM5 (NVIDIA H100 Tensor Core GPU data sheet): 67 TFLOP/s fp32,
+//    494.7 tf32, 989.4 bf16 (dense); 80 GB HBM3 at 3.35 TB/s; NVLink 4
+//    900 GB/s per GPU (450 each way).
+//  - DGX H100 (system data sheet): 8 H100, 8 ConnectX-7 400 Gb/s NDR:
+//    50 GB/s per GPU each way.
+// Latencies and efficiencies are not on data sheets; they are this
+// project's assumptions until fitted against measurements (README,
+// "Planning"): 3 us per NVLink message, 5 us per InfiniBand message
+// (typical NCCL ring step latencies), 70% of peak for matrix products,
+// 80% of memory and link bandwidth (NCCL's all-reduce bus bandwidth on a
+// DGX A100 is about 230 of 300 GB/s).
+//
+//===----------------------------------------------------------------------===//
+
+#include "planner/Cluster.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+
+#include <cmath>
+
+namespace cleave::planner {
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+Cluster dgxA100(double memoryGiB, double bandwidthGBs) {
+  Cluster c;
+  c.devicesPerNode = 8;
+  c.memoryGiB = memoryGiB;
+  c.peakTflopsFp32 = 19.5;
+  c.peakTflopsTf32 = 156;
+  c.peakTflopsBf16 = 312;
+  c.memoryBandwidthGBs = bandwidthGBs;
+  c.intraNode = {300, 3};
+  c.interNode = {25, 5};
+  c.computeEfficiency = 0.7;
+  c.memoryEfficiency = 0.8;
+  c.networkEfficiency = 0.8;
+  return c;
+}
+
+std::vector<Cluster> presets() {
+  Cluster a40 = dgxA100(40, 1555);
+  a40.name = "dgx-a100-40g";
+  a40.source = "NVIDIA A100 and DGX A100 data sheets (A100 SXM4 40 GB)";
+  Cluster a80 = dgxA100(80, 2039);
+  a80.name = "dgx-a100-80g";
+  a80.source = "NVIDIA A100 and DGX A100 data sheets (A100 SXM4 80 GB)";
+  Cluster h100;
+  h100.name = "dgx-h100";
+  h100.source = "NVIDIA H100 and DGX H100 data sheets (H100 SXM5 80 GB)";
+  h100.devicesPerNode = 8;
+  h100.memoryGiB = 80;
+  h100.peakTflopsFp32 = 67;
+  h100.peakTflopsTf32 = 494.7;
+  h100.peakTflopsBf16 = 989.4;
+  h100.memoryBandwidthGBs = 3350;
+  h100.intraNode = {450, 3};
+  h100.interNode = {50, 5};
+  h100.computeEfficiency = 0.7;
+  h100.memoryEfficiency = 0.8;
+  h100.networkEfficiency = 0.8;
+  return {a40, a80, h100};
+}
+
+/// Walks a parsed YAML document, reporting problems as FILE: field 'a.b'.
+class Reader {
+public:
+  Reader(llvm::StringRef file, llvm::SourceMgr &sm,
+         const std::string &syntaxError)
+      : file_(file), sm_(sm), syntaxError_(syntaxError) {}
+
+  /// An error at `field`; a YAML syntax error met on the way comes first
+  /// (the parser reads lazily, so the walk is what finds it).
+  llvm::Error error(const llvm::Twine &field, const llvm::Twine &what,
+                    llvm::yaml::Node *at = nullptr) {
+    if (!syntaxError_.empty())
+      return fail(syntaxError_);
+    std::string where;
+    if (at) {
+      auto lineCol = sm_.getLineAndColumn(at->getSourceRange().Start);
+      where = llvm::formatv(":{0}:{1}", lineCol.first, lineCol.second).str();
+    }
+    return fail(file_ + where + ": field '" + field + "' " + what);
+  }
+
+  /// The mapping's entries by key; refuses keys outside `known`.
+  llvm::Expected<llvm::StringMap<llvm::yaml::Node *>>
+  entries(llvm::yaml::Node *node, const llvm::Twine &path,
+          llvm::ArrayRef<llvm::StringRef> known) {
+    auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(node);
+    if (!map)
+      return error(path.isTriviallyEmpty() ? "(top level)" : path,
+                   "must be a mapping of keys to values", node);
+    llvm::StringMap<llvm::yaml::Node *> result;
+    for (llvm::yaml::KeyValueNode &entry : *map) {
+      auto *key =
+          llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
+      if (!key)
+        return error(path, "has a key that is not a plain name", map);
+      llvm::SmallString<32> storage;
+      std::string name = key->getValue(storage).str();
+      std::string full = join(path, name);
+      if (!llvm::is_contained(known, name))
+        return error(full, "is not part of the schema; the keys here are " +
+                               llvm::join(known, ", "),
+                     key);
+      if (!result.try_emplace(name, entry.getValue()).second)
+        return error(full, "is given twice", key);
+    }
+    return result;
+  }
+
+  /// A number >= 0 (> 0 unless `zeroOk`), required unless `optional`.
+  llvm::Error number(const llvm::StringMap<llvm::yaml::Node *> &map,
+                     llvm::StringRef key, const llvm::Twine &path,
+                     double &out, bool optional = false, bool zeroOk = false) {
+    std::string full = join(path, key);
+    auto it = map.find(key);
+    if (it == map.end())
+      return optional ? llvm::Error::success()
+                      : error(full, "is missing");
+    auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(it->second);
+    llvm::SmallString<32> storage;
+    double value;
+    if (!scalar || scalar->getValue(storage).getAsDouble(value) ||
+        !std::isfinite(value))
+      return error(full, "must be a number", it->second);
+    if (value < 0 || (!zeroOk && value == 0))
+      return error(full,
+                   llvm::formatv("must be {0} 0, not {1}",
+                                 zeroOk ? ">=" : ">", scalar->getValue(storage)),
+                   it->second);
+    out = value;
+    return llvm::Error::success();
+  }
+
+  llvm::Error string(const llvm::StringMap<llvm::yaml::Node *> &map,
+                     llvm::StringRef key, std::string &out) {
+    auto it = map.find(key);
+    if (it == map.end())
+      return llvm::Error::success();
+    auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(it->second);
+    if (!scalar)
+      return error(key, "must be a string", it->second);
+    llvm::SmallString<32> storage;
+    out = scalar->getValue(storage).str();
+    return llvm::Error::success();
+  }
+
+  static std::string join(const llvm::Twine &path, llvm::StringRef key) {
+    std::string prefix = path.str();
+    return prefix.empty() ? key.str() : prefix + "." + key.str();
+  }
+
+private:
+  std::string file_;
+  llvm::SourceMgr &sm_;
+  const std::string &syntaxError_;
+};
+
+} // namespace
+
+std::vector<std::string> clusterPresetNames() {
+  std::vector<std::string> names;
+  for (const Cluster &preset : presets())
+    names.push_back(preset.name);
+  return names;
+}
+
+llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
+                                     llvm::StringRef file) {
+  llvm::SourceMgr sm;
+  std::string diagnostic;
+  sm.setDiagHandler(
+      [](const llvm::SMDiagnostic &diag, void *context) {
+        auto *out = static_cast<std::string *>(context);
+        if (out->empty())
+          *out = llvm::formatv("{0}:{1}:{2}: {3}", diag.getFilename(),
+                               diag.getLineNo(), diag.getColumnNo() + 1,
+                               diag.getMessage())
+                     .str();
+      },
+      &diagnostic);
+  llvm::yaml::Stream stream(llvm::MemoryBufferRef(text, file), sm);
+  llvm::yaml::document_iterator doc = stream.begin();
+  llvm::yaml::Node *root = doc != stream.end() ? doc->getRoot() : nullptr;
+  Reader reader(file, sm, diagnostic);
+  Cluster c;
+  c.source = file.str();
+  auto top = reader.entries(root, "",
+                            {"name", "target", "nodes", "devices_per_node",
+                             "device", "intra_node", "inter_node",
+                             "efficiency"});
+  if (!top)
+    return top.takeError();
+  if (llvm::Error e = reader.string(*top, "name", c.name))
+    return std::move(e);
+  if (c.name.empty())
+    c.name = file.str();
+  if (llvm::Error e = reader.string(*top, "target", c.target))
+    return std::move(e);
+  if (c.target != "cuda" && c.target != "cpu")
+    return reader.error("target", "must be cuda or cpu, not '" + c.target +
+                                      "'");
+  double nodes = 0, perNode = 0;
+  if (llvm::Error e = reader.number(*top, "nodes", "", nodes, true))
+    return std::move(e);
+  if (llvm::Error e = reader.number(*top, "devices_per_node", "", perNode))
+    return std::move(e);
+  if (nodes != std::floor(nodes) || perNode != std::floor(perNode))
+    return reader.error(nodes != std::floor(nodes) ? "nodes"
+                                                   : "devices_per_node",
+                        "must be a whole number");
+  c.nodes = static_cast<int64_t>(nodes);
+  c.devicesPerNode = static_cast<int64_t>(perNode);
+
+  auto deviceNode = top->lookup("device");
+  if (!deviceNode)
+    return reader.error("device", "is missing");
+  auto device = reader.entries(
+      deviceNode, "device",
+      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs"});
+  if (!device)
+    return device.takeError();
+  if (llvm::Error e = reader.number(*device, "memory_gib", "device",
+                                    c.memoryGiB))
+    return std::move(e);
+  if (llvm::Error e = reader.number(*device, "memory_bandwidth_gbs", "device",
+                                    c.memoryBandwidthGBs))
+    return std::move(e);
+  auto peakNode = device->lookup("peak_tflops");
+  if (!peakNode)
+    return reader.error("device.peak_tflops", "is missing");
+  auto peak =
+      reader.entries(peakNode, "device.peak_tflops", {"fp32", "tf32", "bf16"});
+  if (!peak)
+    return peak.takeError();
+  if (llvm::Error e = reader.number(*peak, "fp32", "device.peak_tflops",
+                                    c.peakTflopsFp32))
+    return std::move(e);
+  c.peakTflopsTf32 = c.peakTflopsBf16 = 0;
+  for (auto [key, out] : {std::pair{"tf32", &c.peakTflopsTf32},
+                          std::pair{"bf16", &c.peakTflopsBf16}})
+    if (llvm::Error e = reader.number(*peak, key, "device.peak_tflops", *out,
+                                      /*optional=*/true))
+      return std::move(e);
+  // A device without faster matrix units runs those precisions at fp32's.
+  if (c.peakTflopsTf32 == 0)
+    c.peakTflopsTf32 = c.peakTflopsFp32;
+  if (c.peakTflopsBf16 == 0)
+    c.peakTflopsBf16 = c.peakTflopsTf32;
+
+  for (auto [key, link] : {std::pair{"intra_node", &c.intraNode},
+                           std::pair{"inter_node", &c.interNode}}) {
+    auto node = top->lookup(key);
+    if (!node)
+      return reader.error(key, "is missing");
+    auto entries = reader.entries(node, key, {"bandwidth_gbs", "latency_us"});
+    if (!entries)
+      return entries.takeError();
+    if (llvm::Error e =
+            reader.number(*entries, "bandwidth_gbs", key, link->bandwidthGBs))
+      return std::move(e);
+    if (llvm::Error e = reader.number(*entries, "latency_us", key,
+                                      link->latencyUs, false, /*zeroOk=*/true))
+      return std::move(e);
+  }
+
+  if (auto node = top->lookup("efficiency")) {
+    auto entries =
+        reader.entries(node, "efficiency", {"compute", "memory", "network"});
+    if (!entries)
+      return entries.takeError();
+    for (auto [key, out] : {std::pair{"compute", &c.computeEfficiency},
+                            std::pair{"memory", &c.memoryEfficiency},
+                            std::pair{"network", &c.networkEfficiency}}) {
+      if (llvm::Error e =
+              reader.number(*entries, key, "efficiency", *out, true))
+        return std::move(e);
+      if (*out > 1)
+        return reader.error(Reader::join("efficiency", key),
+                            "is a fraction of peak and must be at most 1",
+                            entries->lookup(key));
+    }
+  }
+  if (!diagnostic.empty())
+    return fail(diagnostic);
+  return c;
+}
+
+llvm::Expected<Cluster> loadCluster(llvm::StringRef nameOrPath) {
+  for (const Cluster &preset : presets())
+    if (preset.name == nameOrPath)
+      return preset;
+  auto buffer = llvm::MemoryBuffer::getFile(nameOrPath, /*IsText=*/true);
+  if (!buffer) {
+    // A name without a path separator or extension was meant as a preset.
+    if (!nameOrPath.contains('/') && !nameOrPath.contains('.'))
+      return fail("unknown cluster preset '" + nameOrPath +
+                  "'; the presets are " +
+                  llvm::join(clusterPresetNames(), ", ") +
+                  ", or give a YAML or JSON file");
+    return fail("cannot read the cluster file '" + nameOrPath +
+                "': " + buffer.getError().message());
+  }
+  return parseCluster((*buffer)->getBuffer(), nameOrPath);
+}
+
+} // namespace cleave::planner

@@ -1,0 +1,247 @@
+//===- CostModel.cpp - predicted step time, memory and traffic ------------===//
+
+#include "planner/CostModel.h"
+
+#include "planner/OpCost.h"
+
+#include "codegen/MemoryPlan.h"
+#include "dialects/cleave/CleaveOps.h"
+#include "passes/Pipelines.h"
+#include "runtime/CommVolume.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
+
+namespace cleave::planner {
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// Times ops and collectives of one rank on `cluster`.
+class StepTimer {
+public:
+  StepTimer(const Cluster &cluster, MeshAttr mesh, bool ringOnly)
+      : cluster(cluster), mesh(mesh), ringOnly(ringOnly) {}
+
+  /// Seconds of a compute op.
+  double opSeconds(const OpCost &cost, Operation *op) const {
+    if (cost.free)
+      return 0;
+    double peak = cluster.peakTflopsFp32;
+    if (cost.matrix && op->getNumResults())
+      if (auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
+          type && (type.getElementType().isBF16() ||
+                   type.getElementType().isF16()))
+        peak = cluster.peakTflopsBf16;
+    double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
+    double memory = cost.bytes / (cluster.memoryBandwidthGBs * 1e9 *
+                                  cluster.memoryEfficiency);
+    return std::max(compute, memory);
+  }
+
+  /// Seconds of a collective sending `bytes` from the rank at `coords`.
+  double collectiveSeconds(Operation *op, int64_t bytes,
+                           ArrayRef<int64_t> coords) {
+    SmallVector<StringRef> axes;
+    if (auto transfer = dyn_cast<SendRecvOp>(op))
+      axes.push_back(transfer.getAxis());
+    else if (auto attr = op->getAttrOfType<ArrayAttr>("axes"))
+      for (auto axis : attr.getAsRange<StringAttr>())
+        axes.push_back(axis.getValue());
+    int64_t group = 1;
+    for (StringRef axis : axes)
+      group *= mesh.getAxisSizes()[mesh.getAxisIndex(axis)];
+    if (group <= 1 && !isa<SendRecvOp>(op))
+      return 0;
+    const Link &link = crossesNodes(axes, coords) ? cluster.interNode
+                                                  : cluster.intraNode;
+    int64_t steps = group - 1;
+    if (isa<SendRecvOp>(op))
+      steps = bytes ? 1 : 0;
+    else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+      steps = 2 * (group - 1);
+      int64_t total = 0;
+      for (Value input : allReduce.getInputs())
+        total += tensorBytes(input.getType());
+      if (!ringOnly && ::cleave::rt::usesRecursiveDoubling(
+                           total, static_cast<int>(group))) {
+        steps = 0;
+        for (int64_t mask = 1; mask < group; mask <<= 1)
+          ++steps;
+      }
+    }
+    return steps * link.latencyUs * 1e-6 +
+           bytes / (link.bandwidthGBs * 1e9 * cluster.networkEfficiency);
+  }
+
+private:
+  /// Whether the group over `axes` holding `coords` spans several nodes:
+  /// ranks are the mesh coordinates row-major, a node the next
+  /// devicesPerNode of them.
+  bool crossesNodes(ArrayRef<StringRef> axes, ArrayRef<int64_t> coords) {
+    SmallVector<int64_t> indices;
+    for (StringRef axis : axes)
+      indices.push_back(mesh.getAxisIndex(axis));
+    llvm::DenseSet<int64_t> nodes;
+    SmallVector<int64_t> at(coords);
+    for (int64_t a : indices)
+      at[a] = 0;
+    // Every member's rank, odometer-style over the group's axes.
+    while (true) {
+      int64_t rank = 0;
+      for (auto [a, size] : llvm::enumerate(mesh.getAxisSizes()))
+        rank = rank * size + at[a];
+      nodes.insert(rank / cluster.devicesPerNode);
+      if (nodes.size() > 1)
+        return true;
+      int64_t i = static_cast<int64_t>(indices.size()) - 1;
+      for (; i >= 0; --i) {
+        int64_t a = indices[i];
+        if (++at[a] < mesh.getAxisSizes()[a])
+          break;
+        at[a] = 0;
+      }
+      if (i < 0)
+        return false;
+    }
+  }
+
+  const Cluster &cluster;
+  MeshAttr mesh;
+  bool ringOnly;
+};
+
+Operation *firstUser(Operation *op) {
+  Operation *first = nullptr;
+  for (Operation *user : op->getUsers())
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  return first;
+}
+
+struct StageTime {
+  double total = 0, compute = 0, flops = 0;
+};
+
+/// One rank's step at `coords` on pipeline stage `stage` (-1: none): a
+/// compute stream and a communication stream in program order.
+StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
+                    ArrayRef<int64_t> coords, int64_t stage, bool ringOnly) {
+  StageTime time;
+  double now = 0, commFree = 0, lastWait = 0;
+  llvm::DenseMap<Operation *, double> waitAt;
+  for (Operation &op : step.getBody().front()) {
+    if (!runsOnStage(&op, stage))
+      continue;
+    if (auto it = waitAt.find(&op); it != waitAt.end())
+      now = std::max(now, it->second);
+    if (isCollective(&op)) {
+      int kind = -1;
+      int64_t bytes = bytesSentBy(&op, mesh, coords, stage, ringOnly, kind);
+      double seconds = timer.collectiveSeconds(&op, bytes, coords);
+      double start = std::max(now, commFree);
+      commFree = start + seconds;
+      // The emitter starts every all-reduce and finishes it before the
+      // first op that reads a result; the others complete in place.
+      if (isa<AllReduceOp>(op)) {
+        if (Operation *user = firstUser(&op))
+          waitAt[user] = std::max(waitAt.lookup(user), commFree);
+        else
+          lastWait = std::max(lastWait, commFree);
+      } else {
+        now = commFree;
+      }
+      continue;
+    }
+    OpCost cost = costOf(&op);
+    double seconds = timer.opSeconds(cost, &op);
+    now += seconds;
+    time.compute += seconds;
+    time.flops += cost.flops;
+  }
+  time.total = std::max({now, commFree, lastWait});
+  return time;
+}
+
+} // namespace
+
+llvm::Expected<Prediction> predictStep(func::FuncOp step,
+                                       const Cluster &cluster,
+                                       int64_t microbatches, Target target) {
+  Prediction p;
+  bool ringOnly = target == Target::Cuda;
+  MeshAttr mesh = getModuleMesh(step);
+  auto module = step->getParentOfType<ModuleOp>();
+  int64_t stages = 1, pipelineAxis = -1;
+  if (auto axis = module->getAttrOfType<StringAttr>(
+          CleaveDialect::kPipelineAttrName);
+      axis && mesh) {
+    pipelineAxis = mesh.getAxisIndex(axis.getValue());
+    stages = mesh.getAxisSizes()[pipelineAxis];
+  }
+
+  // Memory: what the program's --print-memory reports, for the rank that
+  // holds the most.
+  EmitOptions emitOptions;
+  emitOptions.target = target;
+  emitOptions.modelName = "model";
+  FailureOr<EmittedProgram> program = emitProgram(step, emitOptions);
+  if (failed(program))
+    return llvm::make_error<DiagnosedError>();
+  std::vector<int64_t> held(stages, 0);
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (!step.getArgAttr(i, CleaveDialect::kParamAttrName) &&
+        !step.getArgAttr(i, CleaveDialect::kStateAttrName))
+      continue;
+    int64_t bytes = tensorBytes(arg.getType());
+    auto at = step.getArgAttrOfType<IntegerAttr>(i,
+                                                 CleaveDialect::kStageAttrName);
+    for (int64_t s = 0; s < stages; ++s)
+      if (!at || stages == 1 || at.getInt() == s)
+        held[s] += bytes;
+  }
+  p.persistentBytes = *std::max_element(held.begin(), held.end());
+  p.scratchBytes = program->arenaBytes;
+  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+
+  if (mesh) {
+    p.bytesSent = predictBytesSent(step, ringOnly);
+    for (const BytesByKind &kinds : p.bytesSent) {
+      int64_t sum = 0;
+      for (int64_t bytes : kinds)
+        sum += bytes;
+      p.commBytesPerRank = std::max(p.commBytesPerRank, sum);
+    }
+  }
+
+  // Time: the slowest stage of the rank at the mesh's origin (the other
+  // coordinates run the same ops on blocks of the same size).
+  StepTimer timer(cluster, mesh, ringOnly);
+  StageTime slowest;
+  for (int64_t s = 0; s < stages; ++s) {
+    SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
+    if (pipelineAxis >= 0)
+      coords[pipelineAxis] = s;
+    StageTime time = timeStage(step, timer, mesh, coords,
+                               pipelineAxis >= 0 ? s : -1, ringOnly);
+    if (time.total > slowest.total)
+      slowest = time;
+  }
+  p.bubbleFraction = stages > 1 ? double(stages - 1) /
+                                      double(microbatches + stages - 1)
+                                : 0.0;
+  double busy = slowest.total * 1e3;
+  p.computeMs = slowest.compute * 1e3;
+  p.exposedCommMs = busy - p.computeMs;
+  p.stepMs = busy / (1 - p.bubbleFraction);
+  p.bubbleMs = p.stepMs - busy;
+  p.flopsPerRank = slowest.flops;
+  return p;
+}
+
+} // namespace cleave::planner

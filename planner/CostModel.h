@@ -1,0 +1,62 @@
+//===- CostModel.h - predicted step time, memory and traffic ----*- C++ -*-===//
+//
+// Predicts one training step of a partitioned program (the module after
+// partitionForLayout, its last phase: micro-batches unrolled, pipeline
+// stages assigned) on a cluster:
+//  - compute: each op's roofline time, max(flops / (peak * efficiency),
+//    bytes / (memory bandwidth * efficiency)), the peak of the op's
+//    precision for matrix products and fp32's for the rest;
+//  - communication: each collective's bytes per rank, the numbers
+//    `cleave compile --print-comm` reports (bytesSentBy), timed as
+//    steps * latency + bytes / (bandwidth * efficiency) on the link its
+//    group crosses (the intra-node link when the group's ranks share a
+//    node; ranks map to the mesh row-major, nodes take consecutive ranks);
+//    all-reduces start where the program starts them and are waited for
+//    at their first use, overlapping the ops in between (the gradient
+//    buckets and the rest of the backward pass), other collectives block;
+//  - pipeline stages (GPipe): the slowest stage's time stretched by
+//    (m + p - 1) / m, the bubble being (p - 1) / (m + p - 1) of the step;
+//  - memory: per rank, the parameters and state it holds plus the static
+//    memory plan's scratch arena of the emitted program: the two numbers
+//    the program's --print-memory reports.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PLANNER_COSTMODEL_H
+#define CLEAVE_PLANNER_COSTMODEL_H
+
+#include "planner/Cluster.h"
+
+#include "codegen/ProgramEmitter.h"
+#include "passes/CommunicationPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Error.h"
+
+namespace cleave::planner {
+
+struct Prediction {
+  /// The slowest stage's step: compute, communication not hidden behind
+  /// compute, pipeline bubble; step = their sum.
+  double computeMs = 0, exposedCommMs = 0, bubbleMs = 0, stepMs = 0;
+  double bubbleFraction = 0;
+  /// Floating-point operations per step of the busiest rank.
+  double flopsPerRank = 0;
+  /// The rank holding the most: parameters and state plus scratch.
+  int64_t peakBytesPerRank = 0, persistentBytes = 0, scratchBytes = 0;
+  /// The most bytes any rank sends per step, over all collectives.
+  int64_t commBytesPerRank = 0;
+  std::vector<mlir::cleave::BytesByKind> bytesSent;
+};
+
+/// Predicts `step`, partitioned for its module's mesh (none: one rank),
+/// split into `microbatches`, compiled for `target`. Fails when the
+/// emitter cannot build the program (its diagnostics are reported).
+llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
+                                       const Cluster &cluster,
+                                       int64_t microbatches,
+                                       mlir::cleave::Target target);
+
+} // namespace cleave::planner
+
+#endif // CLEAVE_PLANNER_COSTMODEL_H

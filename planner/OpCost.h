@@ -1,0 +1,36 @@
+//===- OpCost.h - floating-point work and memory traffic of an op -*- C++ -*-===//
+//
+// What one op of a (partitioned) training step costs on one rank: its
+// floating-point operations and the bytes it reads and writes, from the
+// IR's static shapes. Matrix products (matmul, gemm, convolutions and their
+// gradients) are counted as 2 * M * N * K; every other op as one operation
+// per result element. The roofline in CostModel turns these into time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PLANNER_OPCOST_H
+#define CLEAVE_PLANNER_OPCOST_H
+
+#include "mlir/IR/Operation.h"
+
+namespace cleave::planner {
+
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+  /// A matrix product (runs on the matrix units: the precision's peak).
+  bool matrix = false;
+  /// The op moves no data (a constant, a view): free.
+  bool free = false;
+};
+
+/// The cost of `op`; collectives are not costed here (CostModel times them
+/// from their bytes).
+OpCost costOf(mlir::Operation *op);
+
+/// Whether `op` is a collective (its time is communication).
+bool isCollective(mlir::Operation *op);
+
+} // namespace cleave::planner
+
+#endif // CLEAVE_PLANNER_OPCOST_H

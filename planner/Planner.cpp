@@ -1,0 +1,276 @@
+//===- Planner.cpp - search over parallel layouts -------------------------===//
+
+#include "planner/Planner.h"
+
+#include "dialects/cleave/CleaveOps.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace cleave::planner {
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+llvm::StringRef strategyName(Strategy strategy) {
+  switch (strategy) {
+  case Strategy::None:
+    return "none";
+  case Strategy::DataParallel:
+    return "dp";
+  case Strategy::Zero1:
+    return "zero1";
+  case Strategy::Zero2:
+    return "zero2";
+  case Strategy::Zero3:
+    return "zero3";
+  case Strategy::Megatron:
+    return "megatron";
+  }
+  return "none";
+}
+
+std::string PlanLayout::meshText() const {
+  std::string text;
+  for (auto &[name, size] : mesh)
+    text += (text.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  return text;
+}
+
+int64_t PlanLayout::ranks() const {
+  int64_t ranks = 1;
+  for (auto &axis : mesh)
+    ranks *= axis.second;
+  return ranks;
+}
+
+int64_t PlanLayout::axisSize(llvm::StringRef name) const {
+  for (auto &[axis, size] : mesh)
+    if (axis == name)
+      return size;
+  return 1;
+}
+
+std::vector<std::string> PlanLayout::flags() const {
+  std::vector<std::string> flags;
+  if (!mesh.empty())
+    flags.insert(flags.end(), {"--mesh", meshText()});
+  if (strategy != Strategy::None)
+    flags.insert(flags.end(), {"--strategy", strategyName(strategy).str()});
+  if (!pipelineAxis.empty())
+    flags.insert(flags.end(), {"--pipeline", pipelineAxis});
+  if (microbatches > 1)
+    flags.insert(flags.end(), {"--microbatches", std::to_string(microbatches)});
+  return flags;
+}
+
+std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
+  if (axis == pipelineAxis)
+    return "pipeline stages (GPipe)";
+  if (axis == "tp" && strategy == Strategy::Megatron)
+    return "tensor parallel (Megatron)";
+  if (axis == "dp")
+    switch (strategy) {
+    case Strategy::Zero1:
+      return "data parallel, ZeRO-1 (optimizer state split)";
+    case Strategy::Zero2:
+      return "data parallel, ZeRO-2 (+ gradients reduce-scattered)";
+    case Strategy::Zero3:
+      return "data parallel, ZeRO-3 (+ parameters split)";
+    default:
+      return "data parallel";
+    }
+  return "as the hints say";
+}
+
+std::string PlanLayout::key() const {
+  return meshText() + "|" + strategyName(strategy).str() + "|" +
+         pipelineAxis + "|" + std::to_string(microbatches);
+}
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> result;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      result.push_back(d);
+  return result;
+}
+
+std::string gib(int64_t bytes) {
+  return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
+}
+
+/// Partitions a copy of the step for `candidate.layout` and predicts it.
+void evaluate(MLIRContext &context, const StepSource &steps,
+              const SearchOptions &options, Candidate &candidate) {
+  const PlanLayout &layout = candidate.layout;
+  std::string reason;
+  // Diagnostics of a layout that does not partition are its reason, not
+  // the user's error.
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && reason.empty())
+      reason = diag.str();
+    return success();
+  });
+  auto rejectWith = [&](llvm::Error error) {
+    llvm::handleAllErrors(
+        std::move(error), [](const DiagnosedError &) {},
+        [&](const llvm::ErrorInfoBase &info) {
+          if (reason.empty())
+            reason = info.message();
+        });
+    candidate.rejected = reason.empty() ? "the compiler cannot build it"
+                                        : "the compiler cannot build it: " +
+                                              reason;
+  };
+  std::string stepName;
+  bool distributed = layout.ranks() > 1 || layout.microbatches > 1;
+  llvm::Expected<ModuleOp> base = steps(distributed, stepName);
+  if (!base)
+    return rejectWith(base.takeError());
+  OwningOpRef<ModuleOp> module = base->clone();
+  auto step = module->lookupSymbol<func::FuncOp>(stepName);
+  LayoutOptions lo;
+  if (!layout.mesh.empty()) {
+    llvm::Expected<MeshAttr> mesh = parseMesh(&context, layout.meshText());
+    if (!mesh)
+      return rejectWith(mesh.takeError());
+    lo.mesh = *mesh;
+    (*module)->setAttr(CleaveDialect::kMeshAttrName, lo.mesh);
+  }
+  lo.hints = options.hints;
+  lo.strategy = layout.strategy;
+  lo.microbatches = layout.microbatches;
+  lo.pipelineAxis = layout.pipelineAxis;
+  if (llvm::Error error = validateLayout(lo, /*inference=*/false))
+    return rejectWith(std::move(error));
+  if (llvm::Error error = partitionForLayout(*module, step, lo))
+    return rejectWith(std::move(error));
+  llvm::Expected<Prediction> prediction =
+      predictStep(step, options.cluster, layout.microbatches, options.target);
+  if (!prediction)
+    return rejectWith(prediction.takeError());
+  candidate.prediction = *prediction;
+  if (prediction->peakBytesPerRank > options.cluster.memoryBytes())
+    candidate.rejected = llvm::formatv(
+        "does not fit: needs {0} per rank (parameters and state {1}, "
+        "scratch {2}), the device has {3}",
+        gib(prediction->peakBytesPerRank), gib(prediction->persistentBytes),
+        gib(prediction->scratchBytes),
+        gib(options.cluster.memoryBytes()));
+}
+
+} // namespace
+
+std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
+  std::vector<Candidate> result;
+  int64_t ranks = options.ranks, batch = options.globalBatch;
+  int64_t perNode = options.cluster.devicesPerNode;
+  auto add = [&](PlanLayout layout, std::string rejected = "") {
+    Candidate candidate;
+    candidate.layout = std::move(layout);
+    candidate.rejected = std::move(rejected);
+    result.push_back(std::move(candidate));
+  };
+  for (int64_t tp : divisors(ranks)) {
+    // Tensor parallel groups talk every layer: they stay inside a node.
+    if (tp > 1 && perNode % tp != 0)
+      continue;
+    for (int64_t pp : divisors(ranks / tp)) {
+      int64_t dp = ranks / tp / pp;
+      if (batch % dp != 0)
+        continue;
+      int64_t local = batch / dp;
+      PlanLayout layout;
+      // Pipeline outermost (its traffic is smallest), tensor innermost.
+      if (pp > 1)
+        layout.mesh.push_back({"pp", pp});
+      if (dp > 1)
+        layout.mesh.push_back({"dp", dp});
+      if (tp > 1)
+        layout.mesh.push_back({"tp", tp});
+      if (pp > 1)
+        layout.pipelineAxis = "pp";
+      if (tp > 1 && pp > 1) {
+        layout.strategy = Strategy::Megatron;
+        add(layout, "the compiler cannot build it yet: pipeline stages with "
+                    "tensor parallelism");
+        continue;
+      }
+      if (tp > 1) {
+        layout.strategy = Strategy::Megatron;
+        add(layout);
+        continue;
+      }
+      // Data parallel (or one rank, or pipeline stages): micro-batches.
+      layout.strategy = dp > 1 ? Strategy::DataParallel : Strategy::None;
+      for (int64_t m = 1; m <= options.maxMicrobatches && m <= local; m *= 2) {
+        if (local % m != 0)
+          continue;
+        layout.microbatches = m;
+        add(layout);
+      }
+      if (dp > 1 && pp == 1)
+        for (Strategy zero : {Strategy::Zero1, Strategy::Zero2, Strategy::Zero3}) {
+          PlanLayout sharded = layout;
+          sharded.microbatches = 1;
+          sharded.strategy = zero;
+          add(sharded);
+        }
+    }
+  }
+  return result;
+}
+
+SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
+                         const SearchOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  std::vector<Candidate> candidates;
+  if (options.given) {
+    Candidate given;
+    given.layout = *options.given;
+    candidates.push_back(given);
+  } else {
+    candidates = enumerateLayouts(options);
+  }
+  result.candidates = candidates.size();
+  for (Candidate &candidate : candidates) {
+    if (candidate.rejected.empty())
+      evaluate(context, steps, options, candidate);
+    int64_t span = 1;
+    for (auto it = candidate.layout.mesh.rbegin();
+         it != candidate.layout.mesh.rend(); ++it) {
+      span *= it->second;
+      candidate.interNode[it->first] = span > options.cluster.devicesPerNode;
+    }
+    (candidate.rejected.empty() ? result.plans : result.rejected)
+        .push_back(std::move(candidate));
+  }
+  auto faster = [](const Candidate &a, const Candidate &b) {
+    if (a.prediction.has_value() != b.prediction.has_value())
+      return a.prediction.has_value();
+    if (a.prediction && b.prediction) {
+      if (a.prediction->stepMs != b.prediction->stepMs)
+        return a.prediction->stepMs < b.prediction->stepMs;
+      if (a.prediction->peakBytesPerRank != b.prediction->peakBytesPerRank)
+        return a.prediction->peakBytesPerRank < b.prediction->peakBytesPerRank;
+    }
+    return a.layout.key() < b.layout.key();
+  };
+  std::stable_sort(result.plans.begin(), result.plans.end(), faster);
+  std::stable_sort(result.rejected.begin(), result.rejected.end(), faster);
+  result.seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return result;
+}
+
+} // namespace cleave::planner

@@ -1,0 +1,101 @@
+//===- Planner.h - search over parallel layouts -----------------*- C++ -*-===//
+//
+// Enumerates the layouts the compiler can build for a device count
+// (every dp x tp x pp factorisation with tp inside a node; ZeRO stages
+// 0-3 on data parallelism; Megatron tensor parallelism where the model's
+// blocks match the preset; GPipe stages; micro-batch counts), partitions
+// the training step for each with partitionForLayout, predicts it with
+// the cost model and ranks the plans that fit device memory. A plan is
+// nothing but `cleave compile` flags.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PLANNER_PLANNER_H
+#define CLEAVE_PLANNER_PLANNER_H
+
+#include "planner/Cluster.h"
+#include "planner/CostModel.h"
+
+#include "passes/ShardingHints.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::planner {
+
+/// One layout: a mesh and the flags that split the step over it.
+struct PlanLayout {
+  /// Axis name and size, major to minor ("" mesh: one rank).
+  std::vector<std::pair<std::string, int64_t>> mesh;
+  mlir::cleave::Strategy strategy = mlir::cleave::Strategy::None;
+  std::string pipelineAxis;
+  int64_t microbatches = 1;
+
+  std::string meshText() const;
+  int64_t ranks() const;
+  int64_t axisSize(llvm::StringRef name) const;
+  /// `cleave compile` flags that build this layout (without the model's).
+  std::vector<std::string> flags() const;
+  /// What each axis does, for people ("dp=4: data parallel, ZeRO-2").
+  std::string describeAxis(llvm::StringRef axis) const;
+  /// Stable text of the whole layout (cache key, tie-breaker).
+  std::string key() const;
+};
+
+/// Spells the --strategy value ("zero2").
+llvm::StringRef strategyName(mlir::cleave::Strategy strategy);
+
+struct Candidate {
+  PlanLayout layout;
+  std::optional<Prediction> prediction;
+  /// Why the layout is not a plan ("" for a plan).
+  std::string rejected;
+  /// For axes, whether their collectives cross nodes.
+  std::map<std::string, bool> interNode;
+};
+
+struct SearchOptions {
+  Cluster cluster;
+  int64_t ranks = 1;
+  int64_t globalBatch = 1;
+  mlir::cleave::Target target = mlir::cleave::Target::Cuda;
+  /// The largest micro-batch count tried (powers of two up to it).
+  int64_t maxMicrobatches = 16;
+  /// The user's sharding hints (the model's metadata, files, flags),
+  /// applied as `cleave compile` applies them.
+  std::vector<mlir::cleave::ShardingHint> hints;
+  /// Evaluate this layout only (the user's --mesh/--strategy), not search.
+  std::optional<PlanLayout> given;
+};
+
+struct SearchResult {
+  /// Plans that fit, fastest first; then the rest, each with its reason.
+  std::vector<Candidate> plans, rejected;
+  int64_t candidates = 0;
+  double seconds = 0;
+};
+
+/// The training step to partition, built once per kind: `distributed`
+/// as TrainingOptions::distributed. Returns the module and the step's
+/// symbol name.
+using StepSource = std::function<llvm::Expected<mlir::ModuleOp>(
+    bool distributed, std::string &stepName)>;
+
+/// Searches (or evaluates the given layout) on `options.ranks` devices.
+SearchResult searchPlans(mlir::MLIRContext &context, const StepSource &steps,
+                         const SearchOptions &options);
+
+/// The layouts searched for `ranks` devices and a global batch: the
+/// compiler-buildable ones, and those it cannot build yet (rejected with
+/// the reason).
+std::vector<Candidate> enumerateLayouts(const SearchOptions &options);
+
+} // namespace cleave::planner
+
+#endif // CLEAVE_PLANNER_PLANNER_H

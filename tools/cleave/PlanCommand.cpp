@@ -1,0 +1,478 @@
+//===- PlanCommand.cpp - `cleave plan` ------------------------------------===//
+//
+// Imports a model without its weight data, builds its training step,
+// searches the layouts the compiler can build on a cluster (or evaluates
+// the one given with compile's --mesh/--strategy/--pipeline/
+// --microbatches) and prints the ranked plans with the `cleave compile`
+// flags that reproduce each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/cleave/Commands.h"
+#include "tools/cleave/DistributionFlags.h"
+#include "tools/cleave/ImportFlags.h"
+#include "tools/cleave/OutputFile.h"
+#include "tools/cleave/PlanCommandModel.h"
+#include "tools/cleave/TrainingFlags.h"
+
+#include "dialects/cleave/CleaveOps.h"
+#include "passes/Pipelines.h"
+#include "planner/Planner.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace cleave::driver {
+
+namespace {
+
+using planner::Candidate;
+using planner::PlanLayout;
+
+class PlanCommand : public Command {
+public:
+  PlanCommand()
+      : sub_("plan", "Choose a parallel layout for a model on a cluster: "
+                     "ranked plans with predicted time, memory and traffic"),
+        import_(sub_), training_(sub_), distribution_(sub_),
+        cluster_("cluster",
+                 cl::desc("Cluster: a preset (dgx-a100-40g, dgx-a100-80g, "
+                          "dgx-h100) or a YAML/JSON file"),
+                 cl::value_desc("PRESET|FILE"), cl::sub(sub_)),
+        nodes_("nodes", cl::desc("Nodes of the cluster to plan for"),
+               cl::value_desc("N"), cl::init(0), cl::sub(sub_)),
+        ranks_("ranks", cl::desc("Devices in all (instead of --nodes)"),
+               cl::value_desc("N"), cl::init(0), cl::sub(sub_)),
+        globalBatch_("global-batch",
+                     cl::desc("Samples per training step over all ranks; "
+                              "binds the data inputs' batch dim"),
+                     cl::value_desc("B"), cl::init(0), cl::sub(sub_)),
+        top_("top", cl::desc("Plans to show (default 5)"), cl::init(5),
+             cl::sub(sub_)),
+        maxMicrobatches_("max-microbatches",
+                         cl::desc("Largest micro-batch count searched "
+                                  "(powers of two; default 16)"),
+                         cl::init(16), cl::sub(sub_)),
+        json_("json", cl::desc("Write the plans as JSON"),
+              cl::value_desc("FILE"), cl::sub(sub_)) {}
+
+  cl::SubCommand &subCommand() override { return sub_; }
+  int run(mlir::MLIRContext &context) override;
+
+private:
+  int fail(const llvm::Twine &message) {
+    llvm::errs() << "cleave plan: error: " << message << "\n";
+    return 1;
+  }
+  /// The user's hints, as `cleave compile` reads them; exit code.
+  int userHints(const mlir::cleave::ImportArtifacts &artifacts,
+                std::vector<mlir::cleave::ShardingHint> &hints);
+  /// The layout of --mesh/--strategy/--pipeline/--microbatches, if given.
+  llvm::Expected<std::optional<PlanLayout>> givenLayout() const;
+
+  cl::SubCommand sub_;
+  ImportFlags import_;
+  TrainingFlags training_;
+  DistributionFlags distribution_;
+  cl::opt<std::string> cluster_;
+  cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_;
+  cl::opt<std::string> json_;
+};
+
+llvm::Error failure(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string mib(int64_t bytes) {
+  double value = static_cast<double>(bytes);
+  if (value >= 1024.0 * 1024 * 1024)
+    return llvm::formatv("{0:f2} GiB", value / (1024.0 * 1024 * 1024)).str();
+  if (value >= 1024.0 * 1024)
+    return llvm::formatv("{0:f2} MiB", value / (1024.0 * 1024)).str();
+  if (value >= 1024.0)
+    return llvm::formatv("{0:f1} KiB", value / 1024.0).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
+
+/// Milliseconds with enough digits for both tiny models and big ones.
+std::string ms(double value) {
+  return llvm::formatv(value < 10 ? "{0:f4}" : "{0:f1}", value).str();
+}
+
+llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
+  const DistributionFlags &d = distribution_;
+  if (d.mesh.empty() && !d.strategy.getNumOccurrences() &&
+      d.pipeline.empty() && !d.microbatches.getNumOccurrences())
+    return std::nullopt;
+  PlanLayout layout;
+  if (!d.mesh.empty()) {
+    for (llvm::StringRef item : llvm::split(d.mesh.getValue(), ',')) {
+      auto [name, size] = item.split('=');
+      int64_t value;
+      if (name.trim().empty() || size.trim().getAsInteger(10, value) ||
+          value < 1)
+        return failure("--mesh '" + d.mesh +
+                       "' is not AXIS=SIZE,... with sizes of at least 1");
+      layout.mesh.push_back({name.trim().str(), value});
+    }
+  } else if (d.strategy.getNumOccurrences() || !d.pipeline.empty()) {
+    return failure("--strategy and --pipeline need a device mesh; add --mesh "
+                   "(for example --mesh dp=4)");
+  }
+  layout.strategy = d.strategy;
+  layout.pipelineAxis = d.pipeline;
+  layout.microbatches = d.microbatches;
+  return layout;
+}
+
+int PlanCommand::userHints(const mlir::cleave::ImportArtifacts &artifacts,
+                           std::vector<mlir::cleave::ShardingHint> &hints) {
+  using namespace mlir::cleave;
+  auto append = [&](llvm::Expected<std::vector<ShardingHint>> more) {
+    if (!more)
+      return fail(llvm::toString(more.takeError()));
+    llvm::append_range(hints, std::move(*more));
+    return 0;
+  };
+  if (auto it = artifacts.metadata.find(kHintsMetadataKey);
+      it != artifacts.metadata.end())
+    if (int rc = append(parseHintLines(it->second, "the model's metadata")))
+      return rc;
+  if (!distribution_.shardFile.empty())
+    if (int rc = append(readHintsFile(distribution_.shardFile)))
+      return rc;
+  for (const std::string &text : distribution_.shard) {
+    auto hint = parseShardingHint(text, "--shard");
+    if (!hint)
+      return fail(llvm::toString(hint.takeError()));
+    hints.push_back(std::move(*hint));
+  }
+  return 0;
+}
+
+/// One plan as JSON.
+llvm::json::Object planJson(const Candidate &c,
+                            const std::vector<std::string> &flags,
+                            int64_t rank) {
+  llvm::json::Object mesh, axes;
+  for (auto &[name, size] : c.layout.mesh) {
+    mesh[name] = size;
+    axes[name] = llvm::json::Object{
+        {"role", c.layout.describeAxis(name)},
+        {"link", c.interNode.count(name) && c.interNode.at(name)
+                     ? "inter-node"
+                     : "intra-node"}};
+  }
+  llvm::json::Object plan{
+      {"mesh", std::move(mesh)},
+      {"axes", std::move(axes)},
+      {"strategy", planner::strategyName(c.layout.strategy)},
+      {"pipeline_axis", c.layout.pipelineAxis},
+      {"microbatches", c.layout.microbatches},
+      {"flags", llvm::json::Array(flags)}};
+  if (rank > 0)
+    plan["rank"] = rank;
+  if (!c.rejected.empty())
+    plan["reason"] = c.rejected;
+  if (c.prediction) {
+    const planner::Prediction &p = *c.prediction;
+    llvm::json::Object bytesByKind;
+    static const char *kinds[] = {"all_reduce", "all_gather",
+                                  "reduce_scatter", "all_to_all",
+                                  "broadcast", "send_recv"};
+    // The busiest rank's bytes by kind.
+    size_t busiest = 0;
+    int64_t most = -1;
+    for (size_t r = 0; r < p.bytesSent.size(); ++r) {
+      int64_t sum = 0;
+      for (int64_t b : p.bytesSent[r])
+        sum += b;
+      if (sum > most)
+        most = sum, busiest = r;
+    }
+    for (size_t k = 0; k < 6; ++k)
+      bytesByKind[kinds[k]] =
+          p.bytesSent.empty() ? int64_t{0} : p.bytesSent[busiest][k];
+    plan["predicted"] = llvm::json::Object{
+        {"step_ms", p.stepMs},
+        {"compute_ms", p.computeMs},
+        {"exposed_comm_ms", p.exposedCommMs},
+        {"bubble_ms", p.bubbleMs},
+        {"bubble_fraction", p.bubbleFraction},
+        {"flops_per_rank", p.flopsPerRank},
+        {"peak_bytes_per_rank", p.peakBytesPerRank},
+        {"persistent_bytes_per_rank", p.persistentBytes},
+        {"scratch_bytes_per_rank", p.scratchBytes},
+        {"comm_bytes_per_rank", p.commBytesPerRank},
+        {"comm_bytes_by_kind", std::move(bytesByKind)}};
+  }
+  return plan;
+}
+
+int PlanCommand::run(mlir::MLIRContext &context) {
+  using namespace mlir::cleave;
+  if (import_.model.empty())
+    return fail("no model given; usage: cleave plan MODEL.onnx --cluster "
+                "PRESET|FILE (--nodes N | --ranks N) --global-batch B");
+  if (import_.inference)
+    return fail("--inference: cleave plan plans training steps");
+  if (distribution_.printSharding || distribution_.printComm ||
+      distribution_.bucketMb.getNumOccurrences())
+    return fail("--print-sharding, --print-comm and --bucket-mb apply to "
+                "cleave compile");
+  if (cluster_.empty())
+    return fail("--cluster is required: a preset (" +
+                llvm::join(planner::clusterPresetNames(), ", ") +
+                ") or a YAML/JSON file");
+  if (globalBatch_ <= 0)
+    return fail("--global-batch B is required: the samples of one training "
+                "step over all ranks (a positive number)");
+  if (top_ < 1)
+    return fail("--top must be at least 1");
+  if (maxMicrobatches_ < 1)
+    return fail("--max-microbatches must be at least 1");
+  llvm::Expected<planner::Cluster> cluster = planner::loadCluster(cluster_);
+  if (!cluster)
+    return fail(llvm::toString(cluster.takeError()));
+  if (nodes_.getNumOccurrences() && ranks_.getNumOccurrences())
+    return fail("give --nodes or --ranks, not both");
+  if (nodes_ < 0 || ranks_ < 0)
+    return fail("--nodes and --ranks must be positive");
+  int64_t ranks = ranks_ ? ranks_.getValue()
+                  : nodes_ ? nodes_ * cluster->devicesPerNode
+                           : cluster->nodes * cluster->devicesPerNode;
+  if (ranks <= 0)
+    return fail("how many devices? give --nodes N or --ranks N (the cluster "
+                "'" + cluster->name + "' does not say)");
+  llvm::Expected<std::optional<PlanLayout>> given = givenLayout();
+  if (!given)
+    return fail(llvm::toString(given.takeError()));
+  if (*given) {
+    if ((ranks_ || nodes_) && (*given)->ranks() != ranks)
+      return fail(llvm::formatv("--mesh {0} has {1} ranks, but the cluster "
+                                "has {2} devices; give --ranks {1}",
+                                (*given)->meshText(), (*given)->ranks(), ranks));
+    ranks = (*given)->ranks();
+    int64_t dp = 1;
+    for (auto &[name, size] : (*given)->mesh)
+      if (name != (*given)->pipelineAxis && name != "tp")
+        dp *= size;
+    if (globalBatch_ % (dp * (*given)->microbatches) != 0)
+      return fail(llvm::formatv(
+          "--global-batch {0} does not split into {1} data-parallel ranks x "
+          "{2} micro-batches; give a batch divisible by {3}",
+          globalBatch_, dp, (*given)->microbatches,
+          dp * (*given)->microbatches));
+  }
+
+  // The model, without reading weight data.
+  ImportOptions options;
+  if (!import_.toOptions(options))
+    return 1;
+  llvm::Expected<PlanningModel> planning =
+      readPlanningModel(import_.model, globalBatch_, options.shapeBindings);
+  if (!planning)
+    return fail(llvm::toString(planning.takeError()));
+  llvm::append_range(options.shapeBindings, planning->batchBindings);
+  auto buffer = llvm::MemoryBuffer::getMemBuffer(planning->bytes,
+                                                 import_.model, false);
+  ImportArtifacts artifacts;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      importOnnxModel(context, buffer->getMemBufferRef(), options, &artifacts);
+  if (!module)
+    return 1;
+  restoreShapeOnlyParameters(*module, planning->shapeOnly);
+  std::vector<ShardingHint> hints;
+  if (int rc = userHints(artifacts, hints))
+    return rc;
+  llvm::Expected<ApplyOptimizerPassOptions> optimizer =
+      training_.optimizerOptions();
+  if (!optimizer)
+    return fail(llvm::toString(optimizer.takeError()));
+
+  // The training step, built once per kind.
+  std::map<bool, mlir::OwningOpRef<mlir::ModuleOp>> trained;
+  std::string stepName;
+  bool stepFailed = false;
+  planner::StepSource steps =
+      [&](bool distributed,
+          std::string &name) -> llvm::Expected<mlir::ModuleOp> {
+    auto it = trained.find(distributed);
+    if (it == trained.end()) {
+      mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();
+      TrainingOptions training;
+      training.distributed = distributed;
+      training.freeze.assign(training_.freeze.begin(), training_.freeze.end());
+      training.optimizer = *optimizer;
+      llvm::Expected<mlir::func::FuncOp> step =
+          buildTrainingStep(*copy, training);
+      if (!step) {
+        stepFailed = true;
+        return step.takeError();
+      }
+      stepName = step->getSymName().str();
+      it = trained.emplace(distributed, std::move(copy)).first;
+    }
+    name = stepName;
+    return *it->second;
+  };
+
+  planner::SearchOptions search;
+  search.cluster = *cluster;
+  search.ranks = ranks;
+  search.globalBatch = globalBatch_;
+  search.target = cluster->target == "cpu" ? Target::Cpu : Target::Cuda;
+  search.maxMicrobatches = maxMicrobatches_;
+  search.given = *given;
+  search.hints = hints;
+  planner::SearchResult result = planner::searchPlans(context, steps, search);
+  if (stepFailed)
+    return fail("the model's training step cannot be built (see above)");
+
+  // The flags of every plan: the model's, then the layout's.
+  std::vector<std::string> common;
+  for (const std::string &shape : import_.inputShapes)
+    common.push_back("--input-shape=" + shape);
+  for (const frontend::ShapeBinding &binding : planning->batchBindings)
+    common.push_back("--input-shape=" + binding.name + "=" +
+                     std::to_string(binding.dims[0]));
+  if (!import_.loss.empty())
+    common.push_back("--loss=" + import_.loss);
+  llvm::append_range(common, training_.givenFlags());
+  if (!distribution_.shardFile.empty())
+    common.push_back("--shard-file=" + distribution_.shardFile);
+  for (const std::string &hint : distribution_.shard)
+    common.push_back("--shard=" + hint);
+  if (search.target == Target::Cuda)
+    common.push_back("--target=cuda");
+  auto flagsOf = [&](const Candidate &c) {
+    std::vector<std::string> flags = common;
+    llvm::append_range(flags, c.layout.flags());
+    return flags;
+  };
+  auto shellLine = [&](const Candidate &c) {
+    std::string line = "cleave compile " + import_.model;
+    for (const std::string &flag : flagsOf(c))
+      line += " " + flag;
+    return line + " -o train";
+  };
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "cleave plan: " << import_.model << " on " << ranks << " devices of '"
+     << cluster->name << "' (" << cluster->devicesPerNode
+     << " per node; numbers from " << cluster->source << "), global batch "
+     << globalBatch_ << "\n";
+  os << llvm::formatv("{0} {1} in {2:f2} s: {3} fit, {4} rejected\n",
+                      result.candidates,
+                      search.given ? "layout evaluated" : "layouts searched",
+                      result.seconds, result.plans.size(),
+                      result.rejected.size());
+  if (!result.plans.empty()) {
+    os << llvm::formatv("\n{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} "
+                        "{7,11} {8,11} {9,11}\n",
+                        "#", "mesh", "strategy", "mb", "step ms",
+                        "compute ms", "comm ms", "bubble ms", "peak/rank",
+                        "sent/rank");
+    for (auto [i, c] : llvm::enumerate(llvm::ArrayRef(result.plans)
+                                           .take_front(top_))) {
+      const planner::Prediction &p = *c.prediction;
+      os << llvm::formatv(
+          "{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11} "
+          "{9,11}\n",
+          i + 1, c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText(),
+          planner::strategyName(c.layout.strategy), c.layout.microbatches,
+          ms(p.stepMs), ms(p.computeMs), ms(p.exposedCommMs), ms(p.bubbleMs),
+          mib(p.peakBytesPerRank), mib(p.commBytesPerRank));
+      for (auto &[axis, size] : c.layout.mesh)
+        os << "     " << axis << "=" << size << ": "
+           << c.layout.describeAxis(axis) << ", "
+           << (c.interNode.at(axis) ? "across nodes" : "inside a node") << "\n";
+      if (p.bubbleFraction > 0)
+        os << llvm::formatv("     bubble {0:f1}% of the step\n",
+                            100 * p.bubbleFraction);
+      os << "     " << shellLine(c) << "\n";
+    }
+  }
+  if (!result.rejected.empty()) {
+    os << "\nrejected (best first):\n";
+    for (const Candidate &c :
+         llvm::ArrayRef(result.rejected).take_front(top_)) {
+      os << "  " << (c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText())
+         << " " << planner::strategyName(c.layout.strategy);
+      if (c.layout.microbatches > 1)
+        os << " mb=" << c.layout.microbatches;
+      if (c.prediction)
+        os << " (" << ms(c.prediction->stepMs) << " ms)";
+      os << ": " << c.rejected << "\n";
+    }
+  }
+
+  if (!json_.empty()) {
+    llvm::json::Array plans, rejected;
+    for (auto [i, c] : llvm::enumerate(result.plans))
+      plans.push_back(planJson(c, flagsOf(c), i + 1));
+    for (const Candidate &c : result.rejected)
+      rejected.push_back(planJson(c, flagsOf(c), 0));
+    llvm::json::Object root{
+        {"model", import_.model.getValue()},
+        {"cluster",
+         llvm::json::Object{{"name", cluster->name},
+                            {"devices", ranks},
+                            {"devices_per_node", cluster->devicesPerNode},
+                            {"memory_bytes", cluster->memoryBytes()},
+                            {"target", cluster->target}}},
+        {"global_batch", globalBatch_.getValue()},
+        {"plans", std::move(plans)},
+        {"rejected", std::move(rejected)},
+        {"search", llvm::json::Object{
+                       {"candidates", result.candidates},
+                       {"evaluated", static_cast<int64_t>(
+                                         result.plans.size() +
+                                         result.rejected.size())},
+                       {"seconds", result.seconds}}}};
+    std::string text;
+    llvm::raw_string_ostream jos(text);
+    jos << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+    if (!writeOutputFile(json_, text, "plan"))
+      return 1;
+  }
+
+  if (result.plans.empty()) {
+    // Say what would fit.
+    const Candidate *smallest = nullptr;
+    for (const Candidate &c : result.rejected)
+      if (c.prediction &&
+          (!smallest || c.prediction->peakBytesPerRank <
+                            smallest->prediction->peakBytesPerRank))
+        smallest = &c;
+    if (smallest && smallest->prediction->peakBytesPerRank >
+                        cluster->memoryBytes())
+      return fail(llvm::formatv(
+          "no plan fits {0} devices of {1}: the smallest ({2} {3}) needs {4} "
+          "per rank; use devices with at least that much memory, or more "
+          "of them",
+          ranks, mib(cluster->memoryBytes()), smallest->layout.meshText(),
+          planner::strategyName(smallest->layout.strategy),
+          mib(smallest->prediction->peakBytesPerRank)));
+    if (result.candidates == 0)
+      return fail(llvm::formatv(
+          "no layout of {0} devices splits the global batch {1}: give a "
+          "batch divisible by the data-parallel degree",
+          ranks, globalBatch_));
+    return fail("no plan: every layout was rejected (reasons above)");
+  }
+  return 0;
+}
+
+} // namespace
+
+std::unique_ptr<Command> makePlanCommand() {
+  return std::make_unique<PlanCommand>();
+}
+
+} // namespace cleave::driver
