@@ -33,6 +33,7 @@
 #include "llvm/Support/YAMLParser.h"
 
 #include <cmath>
+#include <memory>
 
 namespace cleave::planner {
 
@@ -82,100 +83,116 @@ std::vector<Cluster> presets() {
   return {a40, a80, h100};
 }
 
-/// Walks a parsed YAML document, reporting problems as FILE: field 'a.b'.
+/// A YAML node read eagerly (LLVM's parser reads lazily and forward only:
+/// a child must be read while its parent is being iterated).
+struct Tree {
+  enum Kind { Scalar, Mapping, Other } kind = Other;
+  std::string scalar;
+  std::vector<std::pair<std::string, std::unique_ptr<Tree>>> entries;
+  unsigned line = 0, column = 0;
+};
+
+std::unique_ptr<Tree> readTree(llvm::yaml::Node *node, llvm::SourceMgr &sm,
+                               int depth = 0) {
+  auto tree = std::make_unique<Tree>();
+  if (!node)
+    return tree;
+  auto [line, column] = sm.getLineAndColumn(node->getSourceRange().Start);
+  tree->line = line;
+  tree->column = column;
+  llvm::SmallString<32> storage;
+  if (auto *scalar = llvm::dyn_cast<llvm::yaml::ScalarNode>(node)) {
+    tree->kind = Tree::Scalar;
+    tree->scalar = scalar->getValue(storage).str();
+  } else if (auto *map = llvm::dyn_cast<llvm::yaml::MappingNode>(node)) {
+    tree->kind = Tree::Mapping;
+    for (llvm::yaml::KeyValueNode &entry : *map) {
+      auto *key = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
+      std::string name = key ? key->getValue(storage).str() : "?";
+      // The schema is three levels deep; deeper input is not a cluster.
+      tree->entries.push_back(
+          {name, depth < 8 ? readTree(entry.getValue(), sm, depth + 1)
+                           : std::make_unique<Tree>()});
+    }
+  } else {
+    node->skip();
+  }
+  return tree;
+}
+
+/// Reads fields of a Tree, reporting problems as FILE:LINE:COL: field 'a.b'.
 class Reader {
 public:
-  Reader(llvm::StringRef file, llvm::SourceMgr &sm,
-         const std::string &syntaxError)
-      : file_(file), sm_(sm), syntaxError_(syntaxError) {}
+  explicit Reader(llvm::StringRef file) : file_(file) {}
 
-  /// An error at `field`; a YAML syntax error met on the way comes first
-  /// (the parser reads lazily, so the walk is what finds it).
   llvm::Error error(const llvm::Twine &field, const llvm::Twine &what,
-                    llvm::yaml::Node *at = nullptr) {
-    if (!syntaxError_.empty())
-      return fail(syntaxError_);
+                    const Tree *at = nullptr) {
     std::string where;
-    if (at) {
-      auto lineCol = sm_.getLineAndColumn(at->getSourceRange().Start);
-      where = llvm::formatv(":{0}:{1}", lineCol.first, lineCol.second).str();
-    }
+    if (at && at->line)
+      where = llvm::formatv(":{0}:{1}", at->line, at->column).str();
     return fail(file_ + where + ": field '" + field + "' " + what);
   }
 
   /// The mapping's entries by key; refuses keys outside `known`.
-  llvm::Expected<llvm::StringMap<llvm::yaml::Node *>>
-  entries(llvm::yaml::Node *node, const llvm::Twine &path,
+  llvm::Expected<llvm::StringMap<const Tree *>>
+  entries(const Tree *node, const llvm::Twine &path,
           llvm::ArrayRef<llvm::StringRef> known) {
-    auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(node);
-    if (!map)
-      return error(path.isTriviallyEmpty() ? "(top level)" : path,
+    std::string prefix = path.str();
+    if (!node || node->kind != Tree::Mapping)
+      return error(prefix.empty() ? "(top level)" : prefix,
                    "must be a mapping of keys to values", node);
-    llvm::StringMap<llvm::yaml::Node *> result;
-    for (llvm::yaml::KeyValueNode &entry : *map) {
-      auto *key =
-          llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
-      if (!key)
-        return error(path, "has a key that is not a plain name", map);
-      llvm::SmallString<32> storage;
-      std::string name = key->getValue(storage).str();
-      std::string full = join(path, name);
+    llvm::StringMap<const Tree *> result;
+    for (auto &[name, value] : node->entries) {
+      std::string full = join(prefix, name);
       if (!llvm::is_contained(known, name))
         return error(full, "is not part of the schema; the keys here are " +
                                llvm::join(known, ", "),
-                     key);
-      if (!result.try_emplace(name, entry.getValue()).second)
-        return error(full, "is given twice", key);
+                     value.get());
+      if (!result.try_emplace(name, value.get()).second)
+        return error(full, "is given twice", value.get());
     }
     return result;
   }
 
   /// A number >= 0 (> 0 unless `zeroOk`), required unless `optional`.
-  llvm::Error number(const llvm::StringMap<llvm::yaml::Node *> &map,
+  llvm::Error number(const llvm::StringMap<const Tree *> &map,
                      llvm::StringRef key, const llvm::Twine &path,
                      double &out, bool optional = false, bool zeroOk = false) {
-    std::string full = join(path, key);
+    std::string full = join(path.str(), key);
     auto it = map.find(key);
     if (it == map.end())
-      return optional ? llvm::Error::success()
-                      : error(full, "is missing");
-    auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(it->second);
-    llvm::SmallString<32> storage;
+      return optional ? llvm::Error::success() : error(full, "is missing");
     double value;
-    if (!scalar || scalar->getValue(storage).getAsDouble(value) ||
+    if (it->second->kind != Tree::Scalar ||
+        llvm::StringRef(it->second->scalar).getAsDouble(value) ||
         !std::isfinite(value))
       return error(full, "must be a number", it->second);
     if (value < 0 || (!zeroOk && value == 0))
       return error(full,
-                   llvm::formatv("must be {0} 0, not {1}",
-                                 zeroOk ? ">=" : ">", scalar->getValue(storage)),
+                   llvm::formatv("must be {0} 0, not {1}", zeroOk ? ">=" : ">",
+                                 it->second->scalar),
                    it->second);
     out = value;
     return llvm::Error::success();
   }
 
-  llvm::Error string(const llvm::StringMap<llvm::yaml::Node *> &map,
+  llvm::Error string(const llvm::StringMap<const Tree *> &map,
                      llvm::StringRef key, std::string &out) {
     auto it = map.find(key);
     if (it == map.end())
       return llvm::Error::success();
-    auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(it->second);
-    if (!scalar)
+    if (it->second->kind != Tree::Scalar)
       return error(key, "must be a string", it->second);
-    llvm::SmallString<32> storage;
-    out = scalar->getValue(storage).str();
+    out = it->second->scalar;
     return llvm::Error::success();
   }
 
-  static std::string join(const llvm::Twine &path, llvm::StringRef key) {
-    std::string prefix = path.str();
-    return prefix.empty() ? key.str() : prefix + "." + key.str();
+  static std::string join(llvm::StringRef prefix, llvm::StringRef key) {
+    return prefix.empty() ? key.str() : prefix.str() + "." + key.str();
   }
 
 private:
   std::string file_;
-  llvm::SourceMgr &sm_;
-  const std::string &syntaxError_;
 };
 
 } // namespace
@@ -203,11 +220,14 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       &diagnostic);
   llvm::yaml::Stream stream(llvm::MemoryBufferRef(text, file), sm);
   llvm::yaml::document_iterator doc = stream.begin();
-  llvm::yaml::Node *root = doc != stream.end() ? doc->getRoot() : nullptr;
-  Reader reader(file, sm, diagnostic);
+  std::unique_ptr<Tree> root =
+      readTree(doc != stream.end() ? doc->getRoot() : nullptr, sm);
+  if (!diagnostic.empty())
+    return fail(diagnostic);
+  Reader reader(file);
   Cluster c;
   c.source = file.str();
-  auto top = reader.entries(root, "",
+  auto top = reader.entries(root.get(), "",
                             {"name", "target", "nodes", "devices_per_node",
                              "device", "intra_node", "inter_node",
                              "efficiency"});
@@ -303,8 +323,6 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                             entries->lookup(key));
     }
   }
-  if (!diagnostic.empty())
-    return fail(diagnostic);
   return c;
 }
 

@@ -35,6 +35,17 @@ llvm::StringRef strategyName(Strategy strategy) {
   return "none";
 }
 
+std::string formatBytes(int64_t bytes) {
+  double value = static_cast<double>(bytes);
+  if (value >= 1024.0 * 1024 * 1024)
+    return llvm::formatv("{0:f2} GiB", value / (1024.0 * 1024 * 1024)).str();
+  if (value >= 1024.0 * 1024)
+    return llvm::formatv("{0:f2} MiB", value / (1024.0 * 1024)).str();
+  if (value >= 1024.0)
+    return llvm::formatv("{0:f1} KiB", value / 1024.0).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
+
 std::string PlanLayout::meshText() const {
   std::string text;
   for (auto &[name, size] : mesh)
@@ -103,10 +114,6 @@ std::vector<int64_t> divisors(int64_t n) {
   return result;
 }
 
-std::string gib(int64_t bytes) {
-  return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
-}
-
 /// Partitions a copy of the step for `candidate.layout` and predicts it.
 void evaluate(MLIRContext &context, const StepSource &steps,
               const SearchOptions &options, Candidate &candidate) {
@@ -162,9 +169,9 @@ void evaluate(MLIRContext &context, const StepSource &steps,
     candidate.rejected = llvm::formatv(
         "does not fit: needs {0} per rank (parameters and state {1}, "
         "scratch {2}), the device has {3}",
-        gib(prediction->peakBytesPerRank), gib(prediction->persistentBytes),
-        gib(prediction->scratchBytes),
-        gib(options.cluster.memoryBytes()));
+        formatBytes(prediction->peakBytesPerRank), formatBytes(prediction->persistentBytes),
+        formatBytes(prediction->scratchBytes),
+        formatBytes(options.cluster.memoryBytes()));
 }
 
 } // namespace

@@ -88,17 +88,6 @@ llvm::Error failure(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-std::string mib(int64_t bytes) {
-  double value = static_cast<double>(bytes);
-  if (value >= 1024.0 * 1024 * 1024)
-    return llvm::formatv("{0:f2} GiB", value / (1024.0 * 1024 * 1024)).str();
-  if (value >= 1024.0 * 1024)
-    return llvm::formatv("{0:f2} MiB", value / (1024.0 * 1024)).str();
-  if (value >= 1024.0)
-    return llvm::formatv("{0:f1} KiB", value / 1024.0).str();
-  return llvm::formatv("{0} B", bytes).str();
-}
-
 /// Milliseconds with enough digits for both tiny models and big ones.
 std::string ms(double value) {
   return llvm::formatv(value < 10 ? "{0:f4}" : "{0:f1}", value).str();
@@ -246,14 +235,14 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   int64_t ranks = ranks_ ? ranks_.getValue()
                   : nodes_ ? nodes_ * cluster->devicesPerNode
                            : cluster->nodes * cluster->devicesPerNode;
-  if (ranks <= 0)
-    return fail("how many devices? give --nodes N or --ranks N (the cluster "
-                "'" + cluster->name + "' does not say)");
   llvm::Expected<std::optional<PlanLayout>> given = givenLayout();
   if (!given)
     return fail(llvm::toString(given.takeError()));
+  if (ranks <= 0 && !*given)
+    return fail("how many devices? give --nodes N or --ranks N (the cluster "
+                "'" + cluster->name + "' does not say)");
   if (*given) {
-    if ((ranks_ || nodes_) && (*given)->ranks() != ranks)
+    if (ranks > 0 && (*given)->ranks() != ranks)
       return fail(llvm::formatv("--mesh {0} has {1} ranks, but the cluster "
                                 "has {2} devices; give --ranks {1}",
                                 (*given)->meshText(), (*given)->ranks(), ranks));
@@ -387,7 +376,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
           i + 1, c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText(),
           planner::strategyName(c.layout.strategy), c.layout.microbatches,
           ms(p.stepMs), ms(p.computeMs), ms(p.exposedCommMs), ms(p.bubbleMs),
-          mib(p.peakBytesPerRank), mib(p.commBytesPerRank));
+          planner::formatBytes(p.peakBytesPerRank), planner::formatBytes(p.commBytesPerRank));
       for (auto &[axis, size] : c.layout.mesh)
         os << "     " << axis << "=" << size << ": "
            << c.layout.describeAxis(axis) << ", "
@@ -456,9 +445,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
           "no plan fits {0} devices of {1}: the smallest ({2} {3}) needs {4} "
           "per rank; use devices with at least that much memory, or more "
           "of them",
-          ranks, mib(cluster->memoryBytes()), smallest->layout.meshText(),
+          ranks, planner::formatBytes(cluster->memoryBytes()), smallest->layout.meshText(),
           planner::strategyName(smallest->layout.strategy),
-          mib(smallest->prediction->peakBytesPerRank)));
+          planner::formatBytes(smallest->prediction->peakBytesPerRank)));
     if (result.candidates == 0)
       return fail(llvm::formatv(
           "no layout of {0} devices splits the global batch {1}: give a "
