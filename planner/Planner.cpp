@@ -99,6 +99,15 @@ std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
   return "as the hints say";
 }
 
+std::string PlanLayout::summary() const {
+  std::string text = mesh.empty() ? "(one rank)" : meshText();
+  if (strategy != Strategy::None)
+    text += " " + strategyName(strategy).str();
+  if (microbatches > 1)
+    text += " mb=" + std::to_string(microbatches);
+  return text;
+}
+
 std::string PlanLayout::key() const {
   return meshText() + "|" + strategyName(strategy).str() + "|" +
          pipelineAxis + "|" + std::to_string(microbatches);

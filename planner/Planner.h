@@ -44,6 +44,8 @@ struct PlanLayout {
   std::vector<std::string> flags() const;
   /// What each axis does, for people ("dp=4: data parallel, ZeRO-2").
   std::string describeAxis(llvm::StringRef axis) const;
+  /// The layout in a few words: "pp=2,dp=4 dp mb=4", "(one rank)".
+  std::string summary() const;
   /// Stable text of the whole layout (cache key, tie-breaker).
   std::string key() const;
 };

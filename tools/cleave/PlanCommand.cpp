@@ -391,10 +391,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     os << "\nrejected (best first):\n";
     for (const Candidate &c :
          llvm::ArrayRef(result.rejected).take_front(top_)) {
-      os << "  " << (c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText())
-         << " " << planner::strategyName(c.layout.strategy);
-      if (c.layout.microbatches > 1)
-        os << " mb=" << c.layout.microbatches;
+      os << "  " << c.layout.summary();
       if (c.prediction)
         os << " (" << ms(c.prediction->stepMs) << " ms)";
       os << ": " << c.rejected << "\n";
@@ -442,11 +439,11 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     if (smallest && smallest->prediction->peakBytesPerRank >
                         cluster->memoryBytes())
       return fail(llvm::formatv(
-          "no plan fits {0} devices of {1}: the smallest ({2} {3}) needs {4} "
+          "no plan fits {0} devices of {1}: the smallest ({2}) needs {3} "
           "per rank; use devices with at least that much memory, or more "
           "of them",
-          ranks, planner::formatBytes(cluster->memoryBytes()), smallest->layout.meshText(),
-          planner::strategyName(smallest->layout.strategy),
+          ranks, planner::formatBytes(cluster->memoryBytes()),
+          smallest->layout.summary(),
           planner::formatBytes(smallest->prediction->peakBytesPerRank)));
     if (result.candidates == 0)
       return fail(llvm::formatv(
