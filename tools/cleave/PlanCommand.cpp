@@ -59,7 +59,11 @@ public:
                                   "(powers of two; default 16)"),
                          cl::init(16), cl::sub(sub_)),
         json_("json", cl::desc("Write the plans as JSON"),
-              cl::value_desc("FILE"), cl::sub(sub_)) {}
+              cl::value_desc("FILE"), cl::sub(sub_)),
+        emitHints_("emit-hints",
+                   cl::desc("Write the best plan's sharding hints as a "
+                            "hints file (for --shard-file)"),
+                   cl::value_desc("FILE"), cl::sub(sub_)) {}
 
   cl::SubCommand &subCommand() override { return sub_; }
   int run(mlir::MLIRContext &context) override;
@@ -81,8 +85,23 @@ private:
   DistributionFlags distribution_;
   cl::opt<std::string> cluster_;
   cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_;
-  cl::opt<std::string> json_;
+  cl::opt<std::string> json_, emitHints_;
 };
+
+/// A hint's sharding in the hints file's syntax: "[dp,_]".
+std::string shardingText(const mlir::cleave::ShardingHint &hint) {
+  std::string text = "[";
+  for (auto [i, axes] : llvm::enumerate(hint.dims)) {
+    text += i ? "," : "";
+    if (axes.empty())
+      text += "_";
+    else if (axes.size() == 1)
+      text += axes[0];
+    else
+      text += "{" + llvm::join(axes, ",") + "}";
+  }
+  return text + "]";
+}
 
 llvm::Error failure(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -425,6 +444,62 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     llvm::raw_string_ostream jos(text);
     jos << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
     if (!writeOutputFile(json_, text, "plan"))
+      return 1;
+  }
+
+  if (!emitHints_.empty() && !result.plans.empty()) {
+    // The best plan's hints: its preset's on the training step, then the
+    // user's (stronger at equal priority, as compile applies them).
+    const Candidate &best = result.plans.front();
+    std::string name;
+    bool distributed =
+        best.layout.ranks() > 1 || best.layout.microbatches > 1;
+    llvm::Expected<mlir::ModuleOp> base = steps(distributed, name);
+    if (!base)
+      return fail(llvm::toString(base.takeError()));
+    std::vector<ShardingHint> written;
+    if (!best.layout.mesh.empty() && best.layout.strategy != Strategy::None) {
+      llvm::Expected<MeshAttr> mesh =
+          parseMesh(&context, best.layout.meshText());
+      if (!mesh)
+        return fail(llvm::toString(mesh.takeError()));
+      auto step = base->lookupSymbol<mlir::func::FuncOp>(name);
+      auto presetHints = strategyHints(best.layout.strategy, step, *mesh);
+      if (!presetHints)
+        return fail(llvm::toString(presetHints.takeError()));
+      written = std::move(*presetHints);
+    }
+    llvm::append_range(written, hints);
+    std::string text;
+    llvm::raw_string_ostream hos(text);
+    hos << "# cleave plan: the best plan for " << import_.model << " on "
+        << ranks << " devices of '" << cluster->name << "', "
+        << best.layout.summary() << ".\n"
+        << "# The plan exactly: " << shellLine(best) << "\n"
+        << "# From this file: cleave compile " << import_.model;
+    for (const std::string &flag : common)
+      hos << " " << flag;
+    if (!best.layout.mesh.empty())
+      hos << " --mesh " << best.layout.meshText();
+    hos << " --shard-file " << emitHints_;
+    if (!best.layout.pipelineAxis.empty())
+      hos << " --pipeline " << best.layout.pipelineAxis;
+    if (best.layout.microbatches > 1)
+      hos << " --microbatches " << best.layout.microbatches;
+    hos << " -o train\n";
+    if (best.layout.strategy == Strategy::Zero3 ||
+        best.layout.strategy == Strategy::Zero1)
+      hos << "# (--strategy " << planner::strategyName(best.layout.strategy)
+          << " also changes how gradients and parameters move, which hints "
+             "do not say: use the flags above for the plan itself.)\n";
+    hos << "hints:\n";
+    if (written.empty())
+      hos << "  []\n";
+    for (const ShardingHint &hint : written)
+      hos << "  - {tensor: " << llvm::json::Value(hint.pattern)
+          << ", sharding: " << llvm::json::Value(shardingText(hint))
+          << ", priority: " << hint.priority << "}\n";
+    if (!writeOutputFile(emitHints_, text, "plan"))
       return 1;
   }
 
