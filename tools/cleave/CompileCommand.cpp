@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/cleave/AutoLayout.h"
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/DistributionFlags.h"
 #include "tools/cleave/ImportFlags.h"
@@ -47,7 +48,8 @@ class CompileCommand : public Command {
 public:
   CompileCommand()
       : sub_("compile", "Compile an ONNX model into a training program"),
-        import_(sub_), training_(sub_), distribution_(sub_), target_(sub_),
+        import_(sub_), training_(sub_), distribution_(sub_), auto_(sub_),
+        target_(sub_),
         output_("o", cl::desc("Output file (default: train)"),
                 cl::value_desc("file"), cl::init("train"), cl::sub(sub_)),
         compileTo_(
@@ -99,6 +101,7 @@ private:
   ImportFlags import_;
   TrainingFlags training_;
   DistributionFlags distribution_;
+  AutoLayoutFlags auto_;
   TargetFlags target_;
   cl::opt<std::string> output_;
   cl::opt<Phase> compileTo_;
@@ -262,13 +265,52 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (compileTo() == Phase::Import)
     return printModule(*module);
 
+  // The layout: the flags', or the planner's for --strategy auto.
+  std::string meshText = distribution_.mesh;
+  mlir::cleave::Strategy strategy = distribution_.strategy;
+  std::string pipelineAxis = distribution_.pipeline;
+  int64_t microbatches = distribution_.microbatches;
+  if (strategy == kAutoStrategy) {
+    if (!distribution_.mesh.empty() || !distribution_.pipeline.empty() ||
+        distribution_.microbatches.getNumOccurrences()) {
+      llvm::errs() << "cleave compile: error: --strategy auto chooses the "
+                      "mesh, stages and micro-batches; drop --mesh, "
+                      "--pipeline and --microbatches (or give a preset)\n";
+      return 1;
+    }
+    if (options.inference) {
+      llvm::errs() << "cleave compile: error: --strategy auto plans "
+                      "training steps; it does not apply with --inference\n";
+      return 1;
+    }
+    std::vector<mlir::cleave::ShardingHint> hints;
+    if (int rc = userHints(artifacts, hints))
+      return rc;
+    mlir::cleave::TrainingOptions planned;
+    planned.freeze.assign(training_.freeze.begin(), training_.freeze.end());
+    planned.optimizer = *optimizer;
+    llvm::Expected<planner::PlanLayout> chosen =
+        chooseLayout(context, *module, planned, hints, auto_, target_.target,
+                     llvm::outs());
+    if (!chosen)
+      return report(chosen.takeError());
+    meshText = chosen->meshText();
+    strategy = chosen->strategy;
+    pipelineAxis = chosen->pipelineAxis;
+    microbatches = chosen->microbatches;
+  } else if (auto_.given()) {
+    llvm::errs() << "cleave compile: error: --cluster, --nodes and --ranks "
+                    "apply to --strategy auto\n";
+    return 1;
+  }
+
   mlir::cleave::MeshAttr mesh;
-  if (distribution_.mesh.empty() &&
+  if (meshText.empty() &&
       artifacts.metadata.count(mlir::cleave::kHintsMetadataKey))
     llvm::errs() << "cleave compile: note: the model holds sharding hints; "
                     "they apply with --mesh\n";
-  if (!distribution_.mesh.empty()) {
-    auto parsed = mlir::cleave::parseMesh(&context, distribution_.mesh);
+  if (!meshText.empty()) {
+    auto parsed = mlir::cleave::parseMesh(&context, meshText);
     if (!parsed) {
       llvm::errs() << "cleave compile: error: "
                    << llvm::toString(parsed.takeError()) << "\n";
@@ -277,8 +319,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     mesh = *parsed;
     (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
   } else if (!distribution_.shard.empty() || !distribution_.shardFile.empty() ||
-             distribution_.strategy != mlir::cleave::Strategy::None ||
-             !distribution_.pipeline.empty()) {
+             strategy != mlir::cleave::Strategy::None ||
+             !pipelineAxis.empty()) {
     llvm::errs() << "cleave compile: error: sharding hints, --strategy and "
                     "--pipeline need a device mesh; add --mesh (for example "
                     "--mesh dp=4, or --mesh pp=2 --pipeline pp)\n";
@@ -286,9 +328,9 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   }
   mlir::cleave::LayoutOptions layout;
   layout.mesh = mesh;
-  layout.strategy = distribution_.strategy;
-  layout.microbatches = distribution_.microbatches;
-  layout.pipelineAxis = distribution_.pipeline;
+  layout.strategy = strategy;
+  layout.microbatches = microbatches;
+  layout.pipelineAxis = pipelineAxis;
   layout.bucketMb = distribution_.bucketMb;
   layout.reportReshards = distribution_.printSharding;
   if (llvm::Error error = mlir::cleave::validateLayout(layout, options.inference))

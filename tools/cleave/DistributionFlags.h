@@ -11,6 +11,11 @@ namespace cleave::driver {
 
 namespace cl = llvm::cl;
 
+/// `--strategy auto`: the planner chooses the layout (cleave compile
+/// --cluster ... --ranks N). Not a preset of the passes: the driver
+/// resolves it into a mesh, a preset, stages and micro-batches first.
+inline constexpr auto kAutoStrategy = static_cast<mlir::cleave::Strategy>(-1);
+
 /// How `cleave compile` distributes a model: the mesh and the hints.
 struct DistributionFlags {
   explicit DistributionFlags(cl::SubCommand &sub)
@@ -39,7 +44,11 @@ struct DistributionFlags {
                                 "zero2 + parameters split, gathered per use"),
                      clEnumValN(mlir::cleave::Strategy::Megatron, "megatron",
                                 "transformer MLP/attention layers column- then "
-                                "row-parallel over 'tp', batch over 'dp'")),
+                                "row-parallel over 'tp', batch over 'dp'"),
+                     clEnumValN(kAutoStrategy, "auto",
+                                "the planner chooses mesh, preset, stages and "
+                                "micro-batches for --cluster and --ranks "
+                                "(cleave compile)")),
                  cl::init(mlir::cleave::Strategy::None), cl::sub(sub)),
         printSharding("print-sharding",
                       cl::desc("Print the sharding of every parameter and "

@@ -114,9 +114,13 @@ std::string ms(double value) {
 
 llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   const DistributionFlags &d = distribution_;
-  if (d.mesh.empty() && !d.strategy.getNumOccurrences() &&
-      d.pipeline.empty() && !d.microbatches.getNumOccurrences())
+  bool search = !d.strategy.getNumOccurrences() || d.strategy == kAutoStrategy;
+  if (d.mesh.empty() && search && d.pipeline.empty() &&
+      !d.microbatches.getNumOccurrences())
     return std::nullopt;
+  if (d.strategy == kAutoStrategy)
+    return failure("--strategy auto searches; drop --mesh, --pipeline and "
+                   "--microbatches, or give the layout's preset");
   PlanLayout layout;
   if (!d.mesh.empty()) {
     for (llvm::StringRef item : llvm::split(d.mesh.getValue(), ',')) {

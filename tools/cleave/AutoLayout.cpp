@@ -1,0 +1,117 @@
+//===- AutoLayout.cpp - `cleave compile --strategy auto` ------------------===//
+
+#include "tools/cleave/AutoLayout.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+
+namespace cleave::driver {
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+llvm::Expected<planner::PlanLayout>
+chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
+             const mlir::cleave::TrainingOptions &training,
+             const std::vector<mlir::cleave::ShardingHint> &hints,
+             const AutoLayoutFlags &flags, mlir::cleave::Target target,
+             llvm::raw_ostream &os) {
+  using namespace mlir::cleave;
+  if (flags.cluster.empty())
+    return fail("--strategy auto needs --cluster (a preset or a cluster "
+                "file) and --ranks N or --nodes N");
+  llvm::Expected<planner::Cluster> cluster =
+      planner::loadCluster(flags.cluster);
+  if (!cluster)
+    return cluster.takeError();
+  if (flags.nodes.getNumOccurrences() && flags.ranks.getNumOccurrences())
+    return fail("give --nodes or --ranks, not both");
+  int64_t ranks = flags.ranks > 0   ? flags.ranks.getValue()
+                  : flags.nodes > 0 ? flags.nodes * cluster->devicesPerNode
+                                    : cluster->nodes * cluster->devicesPerNode;
+  if (ranks <= 0)
+    return fail("--strategy auto: how many devices? give --ranks N or "
+                "--nodes N");
+
+  // The global batch: the data inputs' first dim, as --input-shape bound it.
+  int64_t batch = 0;
+  module.walk([&](mlir::func::FuncOp func) {
+    for (mlir::BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName))
+        if (auto type = llvm::dyn_cast<mlir::RankedTensorType>(arg.getType());
+            type && type.getRank() > 0 && !batch)
+          batch = type.getDimSize(0);
+  });
+  if (batch <= 0)
+    return fail("--strategy auto: the model has no data input with a batch "
+                "dimension to split");
+
+  std::map<bool, mlir::OwningOpRef<mlir::ModuleOp>> trained;
+  std::string stepName;
+  planner::StepSource steps =
+      [&](bool distributed,
+          std::string &name) -> llvm::Expected<mlir::ModuleOp> {
+    auto it = trained.find(distributed);
+    if (it == trained.end()) {
+      mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+      TrainingOptions options = training;
+      options.distributed = distributed;
+      llvm::Expected<mlir::func::FuncOp> step =
+          buildTrainingStep(*copy, options);
+      if (!step)
+        return step.takeError();
+      stepName = step->getSymName().str();
+      it = trained.emplace(distributed, std::move(copy)).first;
+    }
+    name = stepName;
+    return *it->second;
+  };
+  planner::SearchOptions search;
+  search.cluster = *cluster;
+  search.ranks = ranks;
+  search.globalBatch = batch;
+  search.target = target;
+  search.hints = hints;
+  planner::SearchResult result = planner::searchPlans(context, steps, search);
+  if (result.plans.empty())
+    return fail(llvm::formatv(
+        "--strategy auto: no layout of {0} devices of '{1}' fits and builds "
+        "(best rejected: {2}); run cleave plan for the details",
+        ranks, cluster->name,
+        result.rejected.empty()
+            ? std::string("none")
+            : result.rejected.front().layout.summary() + ": " +
+                  result.rejected.front().rejected));
+  const planner::Candidate &best = result.plans.front();
+  const planner::Prediction &p = *best.prediction;
+  os << llvm::formatv(
+      "cleave compile: --strategy auto chose {0} of {1} layouts on {2} "
+      "devices of '{3}' (global batch {4}): predicted {5:f4} ms per step "
+      "(compute {6:f4}, exposed communication {7:f4}, bubble {8:f4}), {9} "
+      "per rank, {10} sent per rank per step\n",
+      best.layout.summary(), result.candidates, ranks, cluster->name, batch,
+      p.stepMs, p.computeMs, p.exposedCommMs, p.bubbleMs,
+      planner::formatBytes(p.peakBytesPerRank),
+      planner::formatBytes(p.commBytesPerRank));
+  std::string flagsText;
+  for (const std::string &flag : best.layout.flags())
+    flagsText += " " + flag;
+  os << "cleave compile: the same as" << flagsText << "\n";
+  for (const planner::Candidate &skipped : result.rejected)
+    if (skipped.prediction && skipped.prediction->stepMs < p.stepMs)
+      os << llvm::formatv("cleave compile: skipped {0} (predicted {1:f4} ms): "
+                          "{2}\n",
+                          skipped.layout.summary(), skipped.prediction->stepMs,
+                          skipped.rejected);
+  return best.layout;
+}
+
+} // namespace cleave::driver
