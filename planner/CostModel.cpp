@@ -167,6 +167,35 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   return time;
 }
 
+/// predictBytesSent's numbers, walking the program once: each rank's sum
+/// over the collectives (bytesSentBy) of its stage.
+std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
+                                          int64_t pipelineAxis,
+                                          bool ringOnly) {
+  SmallVector<Operation *> collectives;
+  step.walk([&](Operation *op) {
+    if (isCollective(op))
+      collectives.push_back(op);
+  });
+  ArrayRef<int64_t> sizes = mesh.getAxisSizes();
+  std::vector<BytesByKind> bytes(mesh.getNumRanks(), BytesByKind{});
+  SmallVector<int64_t> coords(sizes.size());
+  for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
+    for (int64_t a = coords.size() - 1, rest = rank; a >= 0; --a) {
+      coords[a] = rest % sizes[a];
+      rest /= sizes[a];
+    }
+    int64_t stage = pipelineAxis >= 0 ? coords[pipelineAxis] : -1;
+    for (Operation *op : collectives) {
+      int kind = -1;
+      int64_t sent = bytesSentBy(op, mesh, coords, stage, ringOnly, kind);
+      if (kind >= 0)
+        bytes[rank][kind] += sent;
+    }
+  }
+  return bytes;
+}
+
 } // namespace
 
 llvm::Expected<Prediction> predictStep(func::FuncOp step,
@@ -210,7 +239,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
 
   if (mesh) {
-    p.bytesSent = predictBytesSent(step, ringOnly);
+    p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly);
     for (const BytesByKind &kinds : p.bytesSent) {
       int64_t sum = 0;
       for (int64_t bytes : kinds)
@@ -231,6 +260,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
                                pipelineAxis >= 0 ? s : -1, ringOnly);
     if (time.total > slowest.total)
       slowest = time;
+    p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
   }
   p.bubbleFraction = stages > 1 ? double(stages - 1) /
                                       double(microbatches + stages - 1)

@@ -40,6 +40,10 @@ struct Prediction {
   /// compute, pipeline bubble; step = their sum.
   double computeMs = 0, exposedCommMs = 0, bubbleMs = 0, stepMs = 0;
   double bubbleFraction = 0;
+  /// The most compute time of any stage (a lower bound on the step of the
+  /// same layout with more micro-batches: splitting an op never makes
+  /// its roofline time smaller).
+  double maxStageComputeMs = 0;
   /// Floating-point operations per step of the busiest rank.
   double flopsPerRank = 0;
   /// The rank holding the most: parameters and state plus scratch.

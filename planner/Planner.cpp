@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 namespace cleave::planner {
 
@@ -258,9 +259,67 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     candidates = enumerateLayouts(options);
   }
   result.candidates = candidates.size();
+  // First every layout of one micro-batch, then those of more, most
+  // promising first, skipping what cannot reach the plans kept.
+  std::map<std::string, const Candidate *> single;
+  std::vector<Candidate *> later;
+  std::vector<double> fitting;
   for (Candidate &candidate : candidates) {
+    if (candidate.layout.microbatches > 1 && !options.given) {
+      later.push_back(&candidate);
+      continue;
+    }
     if (candidate.rejected.empty())
       evaluate(context, steps, options, candidate);
+    if (candidate.rejected.empty())
+      fitting.push_back(candidate.prediction->stepMs);
+    PlanLayout one = candidate.layout;
+    one.microbatches = 1;
+    single[one.key()] = &candidate;
+  }
+  auto siblingOf = [&](const Candidate *c) -> const Candidate * {
+    PlanLayout one = c->layout;
+    one.microbatches = 1;
+    auto it = single.find(one.key());
+    return it == single.end() || !it->second->prediction ? nullptr
+                                                         : it->second;
+  };
+  auto lowerBound = [&](const Candidate *c) {
+    const Candidate *sibling = siblingOf(c);
+    if (!sibling)
+      return 0.0;
+    int64_t stages = c->layout.pipelineAxis.empty()
+                         ? 1
+                         : c->layout.axisSize(c->layout.pipelineAxis);
+    double bubble = double(stages - 1) /
+                    double(c->layout.microbatches + stages - 1);
+    return sibling->prediction->maxStageComputeMs / (1 - bubble);
+  };
+  std::stable_sort(later.begin(), later.end(),
+                   [&](const Candidate *a, const Candidate *b) {
+                     return lowerBound(a) < lowerBound(b);
+                   });
+  std::vector<Candidate *> pruned;
+  for (Candidate *candidate : later) {
+    const Candidate *sibling = siblingOf(candidate);
+    std::sort(fitting.begin(), fitting.end());
+    bool beaten = static_cast<int64_t>(fitting.size()) >= options.keep &&
+                  lowerBound(candidate) >= fitting[options.keep - 1];
+    bool tooBig = sibling && sibling->prediction->persistentBytes >
+                                 options.cluster.memoryBytes();
+    if (candidate->rejected.empty() && (beaten || tooBig)) {
+      ++result.pruned;
+      pruned.push_back(candidate);
+      continue;
+    }
+    if (candidate->rejected.empty())
+      evaluate(context, steps, options, *candidate);
+    if (candidate->rejected.empty())
+      fitting.push_back(candidate->prediction->stepMs);
+  }
+  for (Candidate &candidate : candidates) {
+    if (llvm::is_contained(pruned, &candidate))
+      continue;
     int64_t span = 1;
     for (auto it = candidate.layout.mesh.rbegin();
          it != candidate.layout.mesh.rend(); ++it) {

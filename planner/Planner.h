@@ -72,6 +72,12 @@ struct SearchOptions {
   mlir::cleave::Target target = mlir::cleave::Target::Cuda;
   /// The largest micro-batch count tried (powers of two up to it).
   int64_t maxMicrobatches = 16;
+  /// How many of the fastest plans must be exact: a layout with more
+  /// micro-batches is not partitioned when a lower bound on its step
+  /// (its one-micro-batch sibling's busiest stage's compute, stretched by
+  /// its bubble) is no faster than this many plans already found, or when
+  /// the sibling's parameters and state alone do not fit.
+  int64_t keep = 5;
   /// The user's sharding hints (the model's metadata, files, flags),
   /// applied as `cleave compile` applies them.
   std::vector<mlir::cleave::ShardingHint> hints;
@@ -83,6 +89,8 @@ struct SearchResult {
   /// Plans that fit, fastest first; then the rest, each with its reason.
   std::vector<Candidate> plans, rejected;
   int64_t candidates = 0;
+  /// Layouts with more micro-batches never partitioned (see keep).
+  int64_t pruned = 0;
   double seconds = 0;
 };
 

@@ -80,6 +80,7 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
   search.globalBatch = batch;
   search.target = target;
   search.hints = hints;
+  search.keep = 1;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
   if (result.plans.empty())
     return fail(llvm::formatv(

@@ -340,6 +340,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.globalBatch = globalBatch_;
   search.target = cluster->target == "cpu" ? Target::Cpu : Target::Cuda;
   search.maxMicrobatches = maxMicrobatches_;
+  search.keep = top_;
   search.given = *given;
   search.hints = hints;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
@@ -379,11 +380,17 @@ int PlanCommand::run(mlir::MLIRContext &context) {
      << cluster->name << "' (" << cluster->devicesPerNode
      << " per node; numbers from " << cluster->source << "), global batch "
      << globalBatch_ << "\n";
-  os << llvm::formatv("{0} {1} in {2:f2} s: {3} fit, {4} rejected\n",
+  os << llvm::formatv("{0} {1} in {2:f2} s: {3} fit, {4} rejected",
                       result.candidates,
                       search.given ? "layout evaluated" : "layouts searched",
                       result.seconds, result.plans.size(),
                       result.rejected.size());
+  if (result.pruned)
+    os << llvm::formatv(", {0} with more micro-batches not partitioned "
+                        "(bound: slower than the top {1}, or parameters "
+                        "and state alone too big)",
+                        result.pruned, search.keep);
+  os << "\n";
   if (!result.plans.empty()) {
     os << llvm::formatv("\n{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} "
                         "{7,11} {8,11} {9,11}\n",
@@ -443,6 +450,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                        {"evaluated", static_cast<int64_t>(
                                          result.plans.size() +
                                          result.rejected.size())},
+                       {"pruned", result.pruned},
                        {"seconds", result.seconds}}}};
     std::string text;
     llvm::raw_string_ostream jos(text);
