@@ -107,7 +107,8 @@ std::unique_ptr<Tree> readTree(llvm::yaml::Node *node, llvm::SourceMgr &sm,
   } else if (auto *map = llvm::dyn_cast<llvm::yaml::MappingNode>(node)) {
     tree->kind = Tree::Mapping;
     for (llvm::yaml::KeyValueNode &entry : *map) {
-      auto *key = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
+      auto *key =
+          llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
       std::string name = key ? key->getValue(storage).str() : "?";
       // The schema is three levels deep; deeper input is not a cluster.
       tree->entries.push_back(
@@ -145,8 +146,9 @@ public:
     for (auto &[name, value] : node->entries) {
       std::string full = join(prefix, name);
       if (!llvm::is_contained(known, name))
-        return error(full, "is not part of the schema; the keys here are " +
-                               llvm::join(known, ", "),
+        return error(full,
+                     "is not part of the schema; the keys here are " +
+                         llvm::join(known, ", "),
                      value.get());
       if (!result.try_emplace(name, value.get()).second)
         return error(full, "is given twice", value.get());
@@ -156,8 +158,8 @@ public:
 
   /// A number >= 0 (> 0 unless `zeroOk`), required unless `optional`.
   llvm::Error number(const llvm::StringMap<const Tree *> &map,
-                     llvm::StringRef key, const llvm::Twine &path,
-                     double &out, bool optional = false, bool zeroOk = false) {
+                     llvm::StringRef key, const llvm::Twine &path, double &out,
+                     bool optional = false, bool zeroOk = false) {
     std::string full = join(path.str(), key);
     auto it = map.find(key);
     if (it == map.end())
@@ -227,10 +229,10 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   Reader reader(file);
   Cluster c;
   c.source = file.str();
-  auto top = reader.entries(root.get(), "",
-                            {"name", "target", "nodes", "devices_per_node",
-                             "device", "intra_node", "inter_node",
-                             "efficiency"});
+  auto top =
+      reader.entries(root.get(), "",
+                     {"name", "target", "nodes", "devices_per_node", "device",
+                      "intra_node", "inter_node", "efficiency"});
   if (!top)
     return top.takeError();
   if (llvm::Error e = reader.string(*top, "name", c.name))
@@ -240,8 +242,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   if (llvm::Error e = reader.string(*top, "target", c.target))
     return std::move(e);
   if (c.target != "cuda" && c.target != "cpu")
-    return reader.error("target", "must be cuda or cpu, not '" + c.target +
-                                      "'");
+    return reader.error("target",
+                        "must be cuda or cpu, not '" + c.target + "'");
   double nodes = 0, perNode = 0;
   if (llvm::Error e = reader.number(*top, "nodes", "", nodes, true))
     return std::move(e);
@@ -257,13 +259,13 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   auto deviceNode = top->lookup("device");
   if (!deviceNode)
     return reader.error("device", "is missing");
-  auto device = reader.entries(
-      deviceNode, "device",
-      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs"});
+  auto device =
+      reader.entries(deviceNode, "device",
+                     {"memory_gib", "peak_tflops", "memory_bandwidth_gbs"});
   if (!device)
     return device.takeError();
-  if (llvm::Error e = reader.number(*device, "memory_gib", "device",
-                                    c.memoryGiB))
+  if (llvm::Error e =
+          reader.number(*device, "memory_gib", "device", c.memoryGiB))
     return std::move(e);
   if (llvm::Error e = reader.number(*device, "memory_bandwidth_gbs", "device",
                                     c.memoryBandwidthGBs))
@@ -275,8 +277,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       reader.entries(peakNode, "device.peak_tflops", {"fp32", "tf32", "bf16"});
   if (!peak)
     return peak.takeError();
-  if (llvm::Error e = reader.number(*peak, "fp32", "device.peak_tflops",
-                                    c.peakTflopsFp32))
+  if (llvm::Error e =
+          reader.number(*peak, "fp32", "device.peak_tflops", c.peakTflopsFp32))
     return std::move(e);
   c.peakTflopsTf32 = c.peakTflopsBf16 = 0;
   for (auto [key, out] : {std::pair{"tf32", &c.peakTflopsTf32},

@@ -34,8 +34,8 @@ public:
     double peak = cluster.peakTflopsFp32;
     if (cost.matrix && op->getNumResults())
       if (auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
-          type && (type.getElementType().isBF16() ||
-                   type.getElementType().isF16()))
+          type &&
+          (type.getElementType().isBF16() || type.getElementType().isF16()))
         peak = cluster.peakTflopsBf16;
     double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
     double memory = cost.bytes / (cluster.memoryBandwidthGBs * 1e9 *
@@ -57,8 +57,8 @@ public:
       group *= mesh.getAxisSizes()[mesh.getAxisIndex(axis)];
     if (group <= 1 && !isa<SendRecvOp>(op))
       return 0;
-    const Link &link = crossesNodes(axes, coords) ? cluster.interNode
-                                                  : cluster.intraNode;
+    const Link &link =
+        crossesNodes(axes, coords) ? cluster.interNode : cluster.intraNode;
     int64_t steps = group - 1;
     if (isa<SendRecvOp>(op))
       steps = bytes ? 1 : 0;
@@ -67,8 +67,8 @@ public:
       int64_t total = 0;
       for (Value input : allReduce.getInputs())
         total += tensorBytes(input.getType());
-      if (!ringOnly && ::cleave::rt::usesRecursiveDoubling(
-                           total, static_cast<int>(group))) {
+      if (!ringOnly &&
+          ::cleave::rt::usesRecursiveDoubling(total, static_cast<int>(group))) {
         steps = 0;
         for (int64_t mask = 1; mask < group; mask <<= 1)
           ++steps;
@@ -170,8 +170,7 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
 /// predictBytesSent's numbers, walking the program once: each rank's sum
 /// over the collectives (bytesSentBy) of its stage.
 std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
-                                          int64_t pipelineAxis,
-                                          bool ringOnly) {
+                                          int64_t pipelineAxis, bool ringOnly) {
   SmallVector<Operation *> collectives;
   step.walk([&](Operation *op) {
     if (isCollective(op))
@@ -206,8 +205,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   MeshAttr mesh = getModuleMesh(step);
   auto module = step->getParentOfType<ModuleOp>();
   int64_t stages = 1, pipelineAxis = -1;
-  if (auto axis = module->getAttrOfType<StringAttr>(
-          CleaveDialect::kPipelineAttrName);
+  if (auto axis =
+          module->getAttrOfType<StringAttr>(CleaveDialect::kPipelineAttrName);
       axis && mesh) {
     pipelineAxis = mesh.getAxisIndex(axis.getValue());
     stages = mesh.getAxisSizes()[pipelineAxis];
@@ -228,8 +227,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
         !step.getArgAttr(i, CleaveDialect::kStateAttrName))
       continue;
     int64_t bytes = tensorBytes(arg.getType());
-    auto at = step.getArgAttrOfType<IntegerAttr>(i,
-                                                 CleaveDialect::kStageAttrName);
+    auto at =
+        step.getArgAttrOfType<IntegerAttr>(i, CleaveDialect::kStageAttrName);
     for (int64_t s = 0; s < stages; ++s)
       if (!at || stages == 1 || at.getInt() == s)
         held[s] += bytes;
@@ -237,6 +236,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.persistentBytes = *std::max_element(held.begin(), held.end());
   p.scratchBytes = program->arenaBytes;
   p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+  if (target == Target::Cuda)
+    p.workspaceBytes = kernelScratchBytes(step);
 
   if (mesh) {
     p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly);
@@ -262,9 +263,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
       slowest = time;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
   }
-  p.bubbleFraction = stages > 1 ? double(stages - 1) /
-                                      double(microbatches + stages - 1)
-                                : 0.0;
+  p.bubbleFraction =
+      stages > 1 ? double(stages - 1) / double(microbatches + stages - 1) : 0.0;
   double busy = slowest.total * 1e3;
   p.computeMs = slowest.compute * 1e3;
   p.exposedCommMs = busy - p.computeMs;

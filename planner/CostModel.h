@@ -48,6 +48,10 @@ struct Prediction {
   double flopsPerRank = 0;
   /// The rank holding the most: parameters and state plus scratch.
   int64_t peakBytesPerRank = 0, persistentBytes = 0, scratchBytes = 0;
+  /// On the cuda target, the device memory kernels borrow for a call
+  /// besides the plan (kernelScratchBytes; not in --print-memory's
+  /// numbers, but in the device block: counted when checking the fit).
+  int64_t workspaceBytes = 0;
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
   std::vector<mlir::cleave::BytesByKind> bytesSent;

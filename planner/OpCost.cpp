@@ -16,8 +16,9 @@ namespace {
 
 double elements(Value value) {
   auto type = dyn_cast<ShapedType>(value.getType());
-  return type && type.hasStaticShape() ? static_cast<double>(type.getNumElements())
-                                       : 1.0;
+  return type && type.hasStaticShape()
+             ? static_cast<double>(type.getNumElements())
+             : 1.0;
 }
 
 double bytesOf(Value value) {
@@ -37,8 +38,8 @@ double perOutputElement(Value weight) {
 } // namespace
 
 bool isCollective(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-             BroadcastOp, SendRecvOp>(op);
+  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp,
+             SendRecvOp>(op);
 }
 
 OpCost costOf(Operation *op) {

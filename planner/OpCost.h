@@ -1,4 +1,5 @@
-//===- OpCost.h - floating-point work and memory traffic of an op -*- C++ -*-===//
+//===- OpCost.h - floating-point work and memory traffic of an op -*- C++
+//-*-===//
 //
 // What one op of a (partitioned) training step costs on one rank: its
 // floating-point operations and the bytes it reads and writes, from the

@@ -110,8 +110,8 @@ std::string PlanLayout::summary() const {
 }
 
 std::string PlanLayout::key() const {
-  return meshText() + "|" + strategyName(strategy).str() + "|" +
-         pipelineAxis + "|" + std::to_string(microbatches);
+  return meshText() + "|" + strategyName(strategy).str() + "|" + pipelineAxis +
+         "|" + std::to_string(microbatches);
 }
 
 namespace {
@@ -143,9 +143,9 @@ void evaluate(MLIRContext &context, const StepSource &steps,
           if (reason.empty())
             reason = info.message();
         });
-    candidate.rejected = reason.empty() ? "the compiler cannot build it"
-                                        : "the compiler cannot build it: " +
-                                              reason;
+    candidate.rejected = reason.empty()
+                             ? "the compiler cannot build it"
+                             : "the compiler cannot build it: " + reason;
   };
   std::string stepName;
   bool distributed = layout.ranks() > 1 || layout.microbatches > 1;
@@ -175,12 +175,16 @@ void evaluate(MLIRContext &context, const StepSource &steps,
   if (!prediction)
     return rejectWith(prediction.takeError());
   candidate.prediction = *prediction;
-  if (prediction->peakBytesPerRank > options.cluster.memoryBytes())
+  int64_t needed = prediction->peakBytesPerRank + prediction->workspaceBytes;
+  if (needed > options.cluster.memoryBytes())
     candidate.rejected = llvm::formatv(
-        "does not fit: needs {0} per rank (parameters and state {1}, "
-        "scratch {2}), the device has {3}",
-        formatBytes(prediction->peakBytesPerRank), formatBytes(prediction->persistentBytes),
+        "does not fit: needs {0} per rank (parameters and "
+        "state {1}, scratch {2}{3}), the device has {4}",
+        formatBytes(needed), formatBytes(prediction->persistentBytes),
         formatBytes(prediction->scratchBytes),
+        prediction->workspaceBytes
+            ? ", kernel workspace " + formatBytes(prediction->workspaceBytes)
+            : std::string(),
         formatBytes(options.cluster.memoryBytes()));
 }
 
@@ -235,7 +239,8 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
         add(layout);
       }
       if (dp > 1 && pp == 1)
-        for (Strategy zero : {Strategy::Zero1, Strategy::Zero2, Strategy::Zero3}) {
+        for (Strategy zero :
+             {Strategy::Zero1, Strategy::Zero2, Strategy::Zero3}) {
           PlanLayout sharded = layout;
           sharded.microbatches = 1;
           sharded.strategy = zero;
@@ -281,8 +286,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     PlanLayout one = c->layout;
     one.microbatches = 1;
     auto it = single.find(one.key());
-    return it == single.end() || !it->second->prediction ? nullptr
-                                                         : it->second;
+    return it == single.end() || !it->second->prediction ? nullptr : it->second;
   };
   auto lowerBound = [&](const Candidate *c) {
     const Candidate *sibling = siblingOf(c);
@@ -291,8 +295,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     int64_t stages = c->layout.pipelineAxis.empty()
                          ? 1
                          : c->layout.axisSize(c->layout.pipelineAxis);
-    double bubble = double(stages - 1) /
-                    double(c->layout.microbatches + stages - 1);
+    double bubble =
+        double(stages - 1) / double(c->layout.microbatches + stages - 1);
     return sibling->prediction->maxStageComputeMs / (1 - bubble);
   };
   std::stable_sort(later.begin(), later.end(),
@@ -342,9 +346,9 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
   };
   std::stable_sort(result.plans.begin(), result.plans.end(), faster);
   std::stable_sort(result.rejected.begin(), result.rejected.end(), faster);
-  result.seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return result;
 }
 

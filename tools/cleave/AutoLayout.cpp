@@ -87,10 +87,9 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
         "--strategy auto: no layout of {0} devices of '{1}' fits and builds "
         "(best rejected: {2}); run cleave plan for the details",
         ranks, cluster->name,
-        result.rejected.empty()
-            ? std::string("none")
-            : result.rejected.front().layout.summary() + ": " +
-                  result.rejected.front().rejected));
+        result.rejected.empty() ? std::string("none")
+                                : result.rejected.front().layout.summary() +
+                                      ": " + result.rejected.front().rejected));
   const planner::Candidate &best = result.plans.front();
   const planner::Prediction &p = *best.prediction;
   os << llvm::formatv(

@@ -182,6 +182,7 @@ llvm::json::Object planJson(const Candidate &c,
   }
   llvm::json::Object plan{
       {"mesh", std::move(mesh)},
+      {"mesh_flag", c.layout.meshText()},
       {"axes", std::move(axes)},
       {"strategy", planner::strategyName(c.layout.strategy)},
       {"pipeline_axis", c.layout.pipelineAxis},
@@ -194,9 +195,8 @@ llvm::json::Object planJson(const Candidate &c,
   if (c.prediction) {
     const planner::Prediction &p = *c.prediction;
     llvm::json::Object bytesByKind;
-    static const char *kinds[] = {"all_reduce", "all_gather",
-                                  "reduce_scatter", "all_to_all",
-                                  "broadcast", "send_recv"};
+    static const char *kinds[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                  "all_to_all", "broadcast",  "send_recv"};
     // The busiest rank's bytes by kind.
     size_t busiest = 0;
     int64_t most = -1;
@@ -210,18 +210,19 @@ llvm::json::Object planJson(const Candidate &c,
     for (size_t k = 0; k < 6; ++k)
       bytesByKind[kinds[k]] =
           p.bytesSent.empty() ? int64_t{0} : p.bytesSent[busiest][k];
-    plan["predicted"] = llvm::json::Object{
-        {"step_ms", p.stepMs},
-        {"compute_ms", p.computeMs},
-        {"exposed_comm_ms", p.exposedCommMs},
-        {"bubble_ms", p.bubbleMs},
-        {"bubble_fraction", p.bubbleFraction},
-        {"flops_per_rank", p.flopsPerRank},
-        {"peak_bytes_per_rank", p.peakBytesPerRank},
-        {"persistent_bytes_per_rank", p.persistentBytes},
-        {"scratch_bytes_per_rank", p.scratchBytes},
-        {"comm_bytes_per_rank", p.commBytesPerRank},
-        {"comm_bytes_by_kind", std::move(bytesByKind)}};
+    plan["predicted"] =
+        llvm::json::Object{{"step_ms", p.stepMs},
+                           {"compute_ms", p.computeMs},
+                           {"exposed_comm_ms", p.exposedCommMs},
+                           {"bubble_ms", p.bubbleMs},
+                           {"bubble_fraction", p.bubbleFraction},
+                           {"flops_per_rank", p.flopsPerRank},
+                           {"peak_bytes_per_rank", p.peakBytesPerRank},
+                           {"persistent_bytes_per_rank", p.persistentBytes},
+                           {"scratch_bytes_per_rank", p.scratchBytes},
+                           {"workspace_bytes_per_rank", p.workspaceBytes},
+                           {"comm_bytes_per_rank", p.commBytesPerRank},
+                           {"comm_bytes_by_kind", std::move(bytesByKind)}};
   }
   return plan;
 }
@@ -255,7 +256,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     return fail("give --nodes or --ranks, not both");
   if (nodes_ < 0 || ranks_ < 0)
     return fail("--nodes and --ranks must be positive");
-  int64_t ranks = ranks_ ? ranks_.getValue()
+  int64_t ranks = ranks_   ? ranks_.getValue()
                   : nodes_ ? nodes_ * cluster->devicesPerNode
                            : cluster->nodes * cluster->devicesPerNode;
   llvm::Expected<std::optional<PlanLayout>> given = givenLayout();
@@ -263,12 +264,14 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     return fail(llvm::toString(given.takeError()));
   if (ranks <= 0 && !*given)
     return fail("how many devices? give --nodes N or --ranks N (the cluster "
-                "'" + cluster->name + "' does not say)");
+                "'" +
+                cluster->name + "' does not say)");
   if (*given) {
     if (ranks > 0 && (*given)->ranks() != ranks)
       return fail(llvm::formatv("--mesh {0} has {1} ranks, but the cluster "
                                 "has {2} devices; give --ranks {1}",
-                                (*given)->meshText(), (*given)->ranks(), ranks));
+                                (*given)->meshText(), (*given)->ranks(),
+                                ranks));
     ranks = (*given)->ranks();
     int64_t dp = 1;
     for (auto &[name, size] : (*given)->mesh)
@@ -291,8 +294,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   if (!planning)
     return fail(llvm::toString(planning.takeError()));
   llvm::append_range(options.shapeBindings, planning->batchBindings);
-  auto buffer = llvm::MemoryBuffer::getMemBuffer(planning->bytes,
-                                                 import_.model, false);
+  auto buffer =
+      llvm::MemoryBuffer::getMemBuffer(planning->bytes, import_.model, false);
   ImportArtifacts artifacts;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importOnnxModel(context, buffer->getMemBufferRef(), options, &artifacts);
@@ -380,11 +383,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
      << cluster->name << "' (" << cluster->devicesPerNode
      << " per node; numbers from " << cluster->source << "), global batch "
      << globalBatch_ << "\n";
-  os << llvm::formatv("{0} {1} in {2:f2} s: {3} fit, {4} rejected",
-                      result.candidates,
-                      search.given ? "layout evaluated" : "layouts searched",
-                      result.seconds, result.plans.size(),
-                      result.rejected.size());
+  os << llvm::formatv(
+      "{0} {1} in {2:f2} s: {3} fit, {4} rejected", result.candidates,
+      search.given ? "layout evaluated" : "layouts searched", result.seconds,
+      result.plans.size(), result.rejected.size());
   if (result.pruned)
     os << llvm::formatv(", {0} with more micro-batches not partitioned "
                         "(bound: slower than the top {1}, or parameters "
@@ -394,11 +396,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   if (!result.plans.empty()) {
     os << llvm::formatv("\n{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} "
                         "{7,11} {8,11} {9,11}\n",
-                        "#", "mesh", "strategy", "mb", "step ms",
-                        "compute ms", "comm ms", "bubble ms", "peak/rank",
-                        "sent/rank");
-    for (auto [i, c] : llvm::enumerate(llvm::ArrayRef(result.plans)
-                                           .take_front(top_))) {
+                        "#", "mesh", "strategy", "mb", "step ms", "compute ms",
+                        "comm ms", "bubble ms", "peak/rank", "sent/rank");
+    for (auto [i, c] :
+         llvm::enumerate(llvm::ArrayRef(result.plans).take_front(top_))) {
       const planner::Prediction &p = *c.prediction;
       os << llvm::formatv(
           "{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11} "
@@ -406,7 +407,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
           i + 1, c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText(),
           planner::strategyName(c.layout.strategy), c.layout.microbatches,
           ms(p.stepMs), ms(p.computeMs), ms(p.exposedCommMs), ms(p.bubbleMs),
-          planner::formatBytes(p.peakBytesPerRank), planner::formatBytes(p.commBytesPerRank));
+          planner::formatBytes(p.peakBytesPerRank),
+          planner::formatBytes(p.commBytesPerRank));
       for (auto &[axis, size] : c.layout.mesh)
         os << "     " << axis << "=" << size << ": "
            << c.layout.describeAxis(axis) << ", "
@@ -445,13 +447,13 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         {"global_batch", globalBatch_.getValue()},
         {"plans", std::move(plans)},
         {"rejected", std::move(rejected)},
-        {"search", llvm::json::Object{
-                       {"candidates", result.candidates},
-                       {"evaluated", static_cast<int64_t>(
-                                         result.plans.size() +
-                                         result.rejected.size())},
-                       {"pruned", result.pruned},
-                       {"seconds", result.seconds}}}};
+        {"search",
+         llvm::json::Object{
+             {"candidates", result.candidates},
+             {"evaluated", static_cast<int64_t>(result.plans.size() +
+                                                result.rejected.size())},
+             {"pruned", result.pruned},
+             {"seconds", result.seconds}}}};
     std::string text;
     llvm::raw_string_ostream jos(text);
     jos << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
@@ -464,8 +466,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     // user's (stronger at equal priority, as compile applies them).
     const Candidate &best = result.plans.front();
     std::string name;
-    bool distributed =
-        best.layout.ranks() > 1 || best.layout.microbatches > 1;
+    bool distributed = best.layout.ranks() > 1 || best.layout.microbatches > 1;
     llvm::Expected<mlir::ModuleOp> base = steps(distributed, name);
     if (!base)
       return fail(llvm::toString(base.takeError()));
@@ -518,20 +519,19 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   if (result.plans.empty()) {
     // Say what would fit.
     const Candidate *smallest = nullptr;
+    auto needs = [](const Candidate &c) {
+      return c.prediction->peakBytesPerRank + c.prediction->workspaceBytes;
+    };
     for (const Candidate &c : result.rejected)
-      if (c.prediction &&
-          (!smallest || c.prediction->peakBytesPerRank <
-                            smallest->prediction->peakBytesPerRank))
+      if (c.prediction && (!smallest || needs(c) < needs(*smallest)))
         smallest = &c;
-    if (smallest && smallest->prediction->peakBytesPerRank >
-                        cluster->memoryBytes())
+    if (smallest && needs(*smallest) > cluster->memoryBytes())
       return fail(llvm::formatv(
           "no plan fits {0} devices of {1}: the smallest ({2}) needs {3} "
           "per rank; use devices with at least that much memory, or more "
           "of them",
           ranks, planner::formatBytes(cluster->memoryBytes()),
-          smallest->layout.summary(),
-          planner::formatBytes(smallest->prediction->peakBytesPerRank)));
+          smallest->layout.summary(), planner::formatBytes(needs(*smallest))));
     if (result.candidates == 0)
       return fail(llvm::formatv(
           "no layout of {0} devices splits the global batch {1}: give a "

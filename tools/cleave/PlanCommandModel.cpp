@@ -73,7 +73,8 @@ readPlanningModel(llvm::StringRef path, int64_t globalBatch,
   for (const frontend::ShapeBinding &binding : bindings)
     bound.insert(binding.name);
   for (const auto &input : graph.input()) {
-    if (initializers.count(input.name()) || result.shapeOnly.count(input.name()))
+    if (initializers.count(input.name()) ||
+        result.shapeOnly.count(input.name()))
       continue;
     const auto &shape = input.type().tensor_type().shape();
     if (bound.count(input.name()) || shape.dim_size() == 0)
@@ -111,8 +112,8 @@ void restoreShapeOnlyParameters(mlir::ModuleOp module,
   using mlir::cleave::CleaveDialect;
   module.walk([&](mlir::func::FuncOp func) {
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto name =
-          func.getArgAttrOfType<mlir::StringAttr>(i, CleaveDialect::kInputAttrName);
+      auto name = func.getArgAttrOfType<mlir::StringAttr>(
+          i, CleaveDialect::kInputAttrName);
       if (!name || !shapeOnly.count(name.getValue().str()))
         continue;
       func.removeArgAttr(i, CleaveDialect::kInputAttrName);

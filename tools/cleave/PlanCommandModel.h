@@ -1,4 +1,5 @@
-//===- PlanCommandModel.h - a model for planning, without its data -*- C++ -*-===//
+//===- PlanCommandModel.h - a model for planning, without its data -*- C++
+//-*-===//
 //
 // `cleave plan` never reads weight data: a float initializer stored as
 // external data becomes a graph input of its type and shape for import
