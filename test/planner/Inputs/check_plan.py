@@ -9,7 +9,10 @@ compiler and the program report:
   - peak_bytes_per_rank: the most any rank holds, parameters and state
     plus scratch, equal to what the program's --print-memory reports.
 
-usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected]
+usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected] [--also FLAG]
+
+--also FLAG adds FLAG to the plan's (--cuda-host-emulation: a cuda-target
+plan built to run on the host).
 """
 
 import json
@@ -40,7 +43,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     program = os.path.join(out, "train")
     cleave = shutil.which("cleave")
-    compiled = subprocess.run([cleave, "compile", model, *plan["flags"], "--print-comm",
+    also = [sys.argv[i + 1] for i, arg in enumerate(sys.argv) if arg == "--also"]
+    compiled = subprocess.run([cleave, "compile", model, *plan["flags"], *also, "--print-comm",
                                "-o", program], capture_output=True, text=True)
     if compiled.returncode != 0:
         sys.exit("cleave compile failed:\n" + compiled.stderr)
