@@ -302,6 +302,18 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   if (!module)
     return 1;
   restoreShapeOnlyParameters(*module, planning->shapeOnly);
+  // (A model in ONNX text is not rewritten: its batch is checked here.)
+  for (auto func : module->getOps<mlir::func::FuncOp>())
+    for (mlir::BlockArgument arg : func.getArguments())
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(
+              arg.getArgNumber(), CleaveDialect::kInputAttrName))
+        if (auto type = llvm::dyn_cast<mlir::RankedTensorType>(arg.getType());
+            type && type.getRank() && type.getDimSize(0) != globalBatch_)
+          return fail(llvm::formatv(
+              "the model's input '{0}' has a batch of {1}, but "
+              "--global-batch is {2}; give --global-batch {1} or bind the "
+              "batch dim with --input-shape",
+              name.getValue(), type.getDimSize(0), globalBatch_.getValue()));
   std::vector<ShardingHint> hints;
   if (int rc = userHints(artifacts, hints))
     return rc;
