@@ -163,6 +163,7 @@ void evaluate(MLIRContext &context, const StepSource &steps,
     (*module)->setAttr(CleaveDialect::kMeshAttrName, lo.mesh);
   }
   lo.hints = options.hints;
+  lo.bucketMb = options.bucketMb;
   lo.strategy = layout.strategy;
   lo.microbatches = layout.microbatches;
   lo.pipelineAxis = layout.pipelineAxis;

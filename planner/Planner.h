@@ -81,6 +81,8 @@ struct SearchOptions {
   /// The user's sharding hints (the model's metadata, files, flags),
   /// applied as `cleave compile` applies them.
   std::vector<mlir::cleave::ShardingHint> hints;
+  /// The largest gradient all-reduce bucket, in MiB (--bucket-mb).
+  double bucketMb = 25.0;
   /// Evaluate this layout only (the user's --mesh/--strategy), not search.
   std::optional<PlanLayout> given;
 };

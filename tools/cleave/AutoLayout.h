@@ -50,7 +50,7 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
              const mlir::cleave::TrainingOptions &training,
              const std::vector<mlir::cleave::ShardingHint> &hints,
              const AutoLayoutFlags &flags, mlir::cleave::Target target,
-             llvm::raw_ostream &os);
+             double bucketMb, llvm::raw_ostream &os);
 
 } // namespace cleave::driver
 

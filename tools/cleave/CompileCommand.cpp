@@ -291,7 +291,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     planned.optimizer = *optimizer;
     llvm::Expected<planner::PlanLayout> chosen =
         chooseLayout(context, *module, planned, hints, auto_, target_.target,
-                     llvm::outs());
+                     distribution_.bucketMb, llvm::outs());
     if (!chosen)
       return report(chosen.takeError());
     meshText = chosen->meshText();

@@ -25,6 +25,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <map>
 
 namespace cleave::driver {
@@ -63,7 +64,14 @@ public:
         emitHints_("emit-hints",
                    cl::desc("Write the best plan's sharding hints as a "
                             "hints file (for --shard-file)"),
-                   cl::value_desc("FILE"), cl::sub(sub_)) {}
+                   cl::value_desc("FILE"), cl::sub(sub_)) {
+    // Shared with compile, meaningless here (and refused).
+    for (cl::Option *option :
+         {static_cast<cl::Option *>(&distribution_.printSharding),
+          static_cast<cl::Option *>(&distribution_.printComm),
+          static_cast<cl::Option *>(&import_.inference)})
+      option->setHiddenFlag(cl::ReallyHidden);
+  }
 
   cl::SubCommand &subCommand() override { return sub_; }
   int run(mlir::MLIRContext &context) override;
@@ -234,10 +242,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                 "PRESET|FILE (--nodes N | --ranks N) --global-batch B");
   if (import_.inference)
     return fail("--inference: cleave plan plans training steps");
-  if (distribution_.printSharding || distribution_.printComm ||
-      distribution_.bucketMb.getNumOccurrences())
-    return fail("--print-sharding, --print-comm and --bucket-mb apply to "
-                "cleave compile");
+  if (distribution_.printSharding || distribution_.printComm)
+    return fail("--print-sharding and --print-comm apply to cleave compile");
   if (cluster_.empty())
     return fail("--cluster is required: a preset (" +
                 llvm::join(planner::clusterPresetNames(), ", ") +
@@ -358,6 +364,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.keep = top_;
   search.given = *given;
   search.hints = hints;
+  search.bucketMb = distribution_.bucketMb;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
   if (stepFailed)
     return fail("the model's training step cannot be built (see above)");
@@ -376,6 +383,12 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     common.push_back("--shard-file=" + distribution_.shardFile);
   for (const std::string &hint : distribution_.shard)
     common.push_back("--shard=" + hint);
+  if (distribution_.bucketMb.getNumOccurrences()) {
+    char text[48];
+    std::snprintf(text, sizeof(text), "--bucket-mb=%.17g",
+                  distribution_.bucketMb.getValue());
+    common.push_back(text);
+  }
   if (search.target == Target::Cuda)
     common.push_back("--target=cuda");
   auto flagsOf = [&](const Candidate &c) {
