@@ -74,6 +74,13 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
     name = stepName;
     return *it->second;
   };
+  // Built here, outside the search, so that its errors reach the user.
+  {
+    std::string name;
+    llvm::Expected<mlir::ModuleOp> built = steps(ranks > 1, name);
+    if (!built)
+      return built.takeError();
+  }
   planner::SearchOptions search;
   search.cluster = *cluster;
   search.ranks = ranks;

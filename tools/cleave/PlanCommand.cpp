@@ -331,7 +331,6 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   // The training step, built once per kind.
   std::map<bool, mlir::OwningOpRef<mlir::ModuleOp>> trained;
   std::string stepName;
-  bool stepFailed = false;
   planner::StepSource steps =
       [&](bool distributed,
           std::string &name) -> llvm::Expected<mlir::ModuleOp> {
@@ -344,16 +343,26 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       training.optimizer = *optimizer;
       llvm::Expected<mlir::func::FuncOp> step =
           buildTrainingStep(*copy, training);
-      if (!step) {
-        stepFailed = true;
+      if (!step)
         return step.takeError();
-      }
       stepName = step->getSymName().str();
       it = trained.emplace(distributed, std::move(copy)).first;
     }
     name = stepName;
     return *it->second;
   };
+
+  // Built here, outside the search, so that its errors reach the user.
+  {
+    std::string name;
+    llvm::Expected<mlir::ModuleOp> built = steps(ranks > 1, name);
+    if (!built) {
+      llvm::handleAllErrors(
+          built.takeError(), [](const DiagnosedError &) {},
+          [&](const llvm::ErrorInfoBase &info) { fail(info.message()); });
+      return 1;
+    }
+  }
 
   planner::SearchOptions search;
   search.cluster = *cluster;
@@ -366,8 +375,6 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.hints = hints;
   search.bucketMb = distribution_.bucketMb;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
-  if (stepFailed)
-    return fail("the model's training step cannot be built (see above)");
 
   // The flags of every plan: the model's, then the layout's.
   std::vector<std::string> common;
