@@ -454,6 +454,17 @@ FailureOr<double> NodeImporter::constantScalar(unsigned i) {
          failure();
 }
 
+FailureOr<DenseElementsAttr> NodeImporter::constantTensor(unsigned i) {
+  const TensorProto *tensor =
+      hasInput(i) ? graph_.constant(node_.input(i)) : nullptr;
+  if (tensor)
+    return graph_.toAttr(*tensor, loc_);
+  return emitError() << "input #" << i << " ('"
+                     << (hasInput(i) ? node_.input(i) : "") << "')"
+                     << " must be a constant",
+         failure();
+}
+
 FailureOr<DenseElementsAttr>
 NodeImporter::tensorAttr(const TensorProto &tensor) {
   return graph_.toAttr(tensor, loc_);

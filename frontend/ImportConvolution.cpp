@@ -129,12 +129,32 @@ LogicalResult importAveragePool(NodeImporter &node) {
   return success();
 }
 
+/// GlobalAveragePool and GlobalMaxPool: a reduction over every spatial
+/// dimension that keeps them as size 1.
+template <typename ReduceOpTy>
+LogicalResult importGlobalPool(NodeImporter &node) {
+  Value x = node.input(0);
+  int64_t rank = TensorBuilder::typeOf(x).getRank();
+  if (rank < 3)
+    return node.emitError() << "expects an input [N, C, D1, ...] of rank 3 "
+                               "or more, got rank "
+                            << rank,
+           failure();
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  node.setOutput(0, node.tensors().reduce<ReduceOpTy>(x, axes, true));
+  return success();
+}
+
 } // namespace
 
 void registerConvolutionImporters(OpImportTable &table) {
   table["Conv"] = importConv;
   table["MaxPool"] = importMaxPool;
   table["AveragePool"] = importAveragePool;
+  table["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;
+  table["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
 }
 
 } // namespace mlir::cleave

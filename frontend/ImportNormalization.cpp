@@ -63,6 +63,38 @@ LogicalResult importBatchNormalization(NodeImporter &node) {
   return success();
 }
 
+/// InstanceNormalization (what torch's GroupNorm and InstanceNorm export
+/// to): each (sample, channel) normalized over its spatial positions with
+/// the biased variance, then a per-channel scale and bias. Written with
+/// reductions, so autodiff derives its gradient.
+LogicalResult importInstanceNormalization(NodeImporter &node) {
+  TensorBuilder t = node.tensors();
+  Value x = node.input(0), scale = node.input(1), bias = node.input(2);
+  RankedTensorType type = t.typeOf(x);
+  if (type.getRank() < 3 || !isa<FloatType>(type.getElementType()))
+    return node.emitError() << "expects a float input [N, C, D1, ...] of "
+                               "rank 3 or more",
+           failure();
+  SmallVector<int64_t> axes, channelShape{type.getDimSize(1)};
+  for (int64_t i = 2; i < type.getRank(); ++i) {
+    axes.push_back(i);
+    channelShape.push_back(1);
+  }
+  for (Value v : {scale, bias})
+    if (t.typeOf(v).getShape() != ArrayRef<int64_t>{type.getDimSize(1)})
+      return node.emitError() << "scale and bias must have shape ["
+                              << type.getDimSize(1) << "]",
+             failure();
+  Value centered = t.sub(x, t.reduce<ReduceMeanOp>(x, axes, true));
+  Value variance =
+      t.reduce<ReduceMeanOp>(t.mul(centered, centered), axes, true);
+  Value stddev = t.unary<SqrtOp>(
+      t.add(variance, node.floatAttr("epsilon", 1e-5f)));
+  Value y = t.mul(t.div(centered, stddev), t.reshape(scale, channelShape));
+  node.setOutput(0, t.add(y, t.reshape(bias, channelShape)));
+  return success();
+}
+
 } // namespace
 
 void registerNormalizationImporters(OpImportTable &table) {
@@ -70,6 +102,7 @@ void registerNormalizationImporters(OpImportTable &table) {
   table["LogSoftmax"] = importSoftmax<LogSoftmaxOp>;
   table["LayerNormalization"] = importLayerNormalization;
   table["BatchNormalization"] = importBatchNormalization;
+  table["InstanceNormalization"] = importInstanceNormalization;
 }
 
 } // namespace mlir::cleave

@@ -1,7 +1,8 @@
 //===- ImportTensor.cpp - shape, data movement and reductions -------------===//
 //
 // Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
-// Gather, Expand and the Reduce operators. Shape-like inputs (Reshape's
+// Gather, Expand, the Reduce operators, and the shape computations that
+// become constants (ConstantOfShape, Range, Shape, Size). Shape-like inputs (Reshape's
 // shape, Slice's starts, ReduceSum's axes) must be constants after shape
 // arithmetic folding; they become attributes.
 //
@@ -194,13 +195,12 @@ LogicalResult importGather(NodeImporter &node) {
   return success();
 }
 
-/// ReduceSum takes its axes as an input from opset 13; ReduceMean and
-/// ReduceMax take them as an attribute until opset 18.
-template <typename OpTy>
-LogicalResult importReduce(NodeImporter &node) {
-  FailureOr<RankedTensorType> type = node.outputType(0);
-  if (failed(type))
-    return failure();
+/// The normalized, sorted axes of a Reduce node: ReduceSum takes them as an
+/// input from opset 13, the others as an attribute until opset 18. An
+/// empty list means all axes, or none (nullopt: the identity) with
+/// noop_with_empty_axes.
+FailureOr<std::optional<SmallVector<int64_t>>>
+reductionAxes(NodeImporter &node) {
   int64_t rank = rankOf(node.input(0));
   std::vector<int64_t> axes;
   if (node.hasInput(1)) {
@@ -212,10 +212,8 @@ LogicalResult importReduce(NodeImporter &node) {
     axes = *given;
   }
   if (axes.empty()) {
-    if (node.intAttr("noop_with_empty_axes", 0)) {
-      node.setOutput(0, node.input(0));
-      return success();
-    }
+    if (node.intAttr("noop_with_empty_axes", 0))
+      return std::optional<SmallVector<int64_t>>();
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
@@ -228,10 +226,156 @@ LogicalResult importReduce(NodeImporter &node) {
   }
   llvm::sort(normalized);
   normalized.erase(llvm::unique(normalized), normalized.end());
+  return std::optional<SmallVector<int64_t>>(normalized);
+}
+
+/// The reductions with an op of their own.
+template <typename OpTy>
+LogicalResult importReduce(NodeImporter &node) {
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = reductionAxes(node);
+  if (failed(axes))
+    return failure();
+  if (!*axes) {
+    node.setOutput(0, node.input(0));
+    return success();
+  }
+  node.setOutput(0, node.tensors().reduce<OpTy>(node.input(0), **axes,
+                                                node.intAttr("keepdims", 1)));
+  return success();
+}
+
+/// The reductions written with others: ReduceL1, ReduceL2, ReduceSumSquare,
+/// ReduceMin and ReduceLogSumExp.
+enum class ComposedReduction { L1, L2, SumSquare, Min, LogSumExp };
+
+template <ComposedReduction Kind>
+LogicalResult importComposedReduce(NodeImporter &node) {
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = reductionAxes(node);
+  if (failed(axes))
+    return failure();
+  TensorBuilder t = node.tensors();
+  Value x = node.input(0);
+  if (!isa<FloatType>(t.elementTypeOf(x)))
+    return node.emitError() << "expects a float input", failure();
+  bool keep = node.intAttr("keepdims", 1);
+  Value y;
+  if (!*axes) {
+    // noop_with_empty_axes: the elementwise part only.
+    switch (Kind) {
+    case ComposedReduction::L1:
+      y = t.where(t.less(x, t.scalarLike(x, 0)), t.neg(x), x);
+      break;
+    case ComposedReduction::SumSquare:
+      y = t.mul(x, x);
+      break;
+    case ComposedReduction::L2:
+      y = t.unary<SqrtOp>(t.mul(x, x));
+      break;
+    default:
+      y = x;
+    }
+    node.setOutput(0, y);
+    return success();
+  }
+  ArrayRef<int64_t> dims = **axes;
+  switch (Kind) {
+  case ComposedReduction::L1:
+    y = t.reduceSum(t.where(t.less(x, t.scalarLike(x, 0)), t.neg(x), x), dims,
+                    keep);
+    break;
+  case ComposedReduction::SumSquare:
+    y = t.reduceSum(t.mul(x, x), dims, keep);
+    break;
+  case ComposedReduction::L2:
+    y = t.unary<SqrtOp>(t.reduceSum(t.mul(x, x), dims, keep));
+    break;
+  case ComposedReduction::Min:
+    y = t.neg(t.reduce<ReduceMaxOp>(t.neg(x), dims, keep));
+    break;
+  case ComposedReduction::LogSumExp: {
+    // m + log(sum(exp(x - m))) with m the (constant-gradient) maximum.
+    Value m = t.reduce<ReduceMaxOp>(x, dims, true);
+    Value sum = t.reduceSum(t.unary<ExpOp>(t.sub(x, m)), dims, true);
+    y = t.add(t.unary<LogOp>(sum), m);
+    if (!keep)
+      y = t.reshape(y, TensorBuilder::reducedType(x, dims, false).getShape());
+    break;
+  }
+  }
+  node.setOutput(0, y);
+  return success();
+}
+
+/// ConstantOfShape: the shape is folded at load time, so the result is a
+/// splat of `value` (default float 0) with the inferred type.
+LogicalResult importConstantOfShape(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  Attribute element;
+  if (const auto *attr = node.findAttr("value")) {
+    FailureOr<DenseElementsAttr> value = node.tensorAttr(attr->t());
+    if (failed(value))
+      return failure();
+    if (value->getNumElements() != 1)
+      return node.emitError() << "value must hold one element", failure();
+    element = *value->value_begin<Attribute>();
+  } else {
+    element = node.builder().getF32FloatAttr(0.0f);
+  }
+  if (cast<TypedAttr>(element).getType() != type->getElementType())
+    return node.emitError() << "value's type does not match the output's",
+           failure();
+  node.setOutput(0, node.tensors().splat(*type, element));
+  return success();
+}
+
+/// Range with constant start, limit and delta (integer ranges are folded at
+/// load time; this also covers float ones).
+LogicalResult importRange(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  FailureOr<double> start = node.constantScalar(0);
+  FailureOr<double> delta = node.constantScalar(2);
+  if (failed(type) || failed(start) || failed(node.constantScalar(1)) ||
+      failed(delta))
+    return failure();
   OpBuilder &b = node.builder();
-  node.setOutput(0, node.create<OpTy>(*type, node.input(0),
-                                      b.getDenseI64ArrayAttr(normalized),
-                                      b.getBoolAttr(node.intAttr("keepdims", 1)))
+  Type element = type->getElementType();
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < type->getNumElements(); ++i) {
+    double v = *start + i * *delta;
+    values.push_back(isa<FloatType>(element)
+                         ? Attribute(b.getFloatAttr(element, v))
+                         : Attribute(b.getIntegerAttr(
+                               element, static_cast<int64_t>(v))));
+  }
+  node.setOutput(
+      0, node.create<ConstantOp>(DenseElementsAttr::get(*type, values))
+             .getResult());
+  return success();
+}
+
+/// Shape and Size of a value whose shape is static (every value is, once
+/// imported): constants. Load-time folding handles most; this covers what
+/// shape inference left without a static type.
+template <bool IsSize> LogicalResult importShapeOf(NodeImporter &node) {
+  RankedTensorType in = TensorBuilder::typeOf(node.input(0));
+  SmallVector<int64_t> values;
+  if (IsSize) {
+    values.push_back(in.getNumElements());
+  } else {
+    int64_t rank = in.getRank();
+    int64_t start = node.intAttr("start", 0), end = node.intAttr("end", rank);
+    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<int64_t>(end < 0 ? end + rank : end, start, rank);
+    values.assign(in.getShape().begin() + start, in.getShape().begin() + end);
+  }
+  SmallVector<int64_t> shape;
+  if (!IsSize)
+    shape.push_back(values.size());
+  auto type = RankedTensorType::get(shape, node.builder().getI64Type());
+  node.setOutput(0, node.create<ConstantOp>(
+                            DenseElementsAttr::get(type, ArrayRef(values)))
                         .getResult());
   return success();
 }
@@ -252,6 +396,15 @@ void registerTensorImporters(OpImportTable &table) {
   table["ReduceSum"] = importReduce<ReduceSumOp>;
   table["ReduceMean"] = importReduce<ReduceMeanOp>;
   table["ReduceMax"] = importReduce<ReduceMaxOp>;
+  table["ReduceMin"] = importComposedReduce<ComposedReduction::Min>;
+  table["ReduceL1"] = importComposedReduce<ComposedReduction::L1>;
+  table["ReduceL2"] = importComposedReduce<ComposedReduction::L2>;
+  table["ReduceSumSquare"] = importComposedReduce<ComposedReduction::SumSquare>;
+  table["ReduceLogSumExp"] = importComposedReduce<ComposedReduction::LogSumExp>;
+  table["ConstantOfShape"] = importConstantOfShape;
+  table["Range"] = importRange;
+  table["Shape"] = importShapeOf</*IsSize=*/false>;
+  table["Size"] = importShapeOf</*IsSize=*/true>;
 }
 
 } // namespace mlir::cleave

@@ -9,6 +9,8 @@
 #ifndef CLEAVE_FRONTEND_NODEIMPORTER_H
 #define CLEAVE_FRONTEND_NODEIMPORTER_H
 
+#include "dialects/cleave/TensorBuilder.h"
+
 #include "onnx/onnx_pb.h"
 
 #include "mlir/IR/Builders.h"
@@ -47,6 +49,8 @@ public:
   FailureOr<std::vector<int64_t>> constantInts(unsigned i);
   /// Input `i` as a constant scalar; fails with an error when not constant.
   FailureOr<double> constantScalar(unsigned i);
+  /// Input `i` as a constant tensor; fails with an error when not constant.
+  FailureOr<DenseElementsAttr> constantTensor(unsigned i);
   /// Converts a tensor held in an attribute.
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &tensor);
 
@@ -75,6 +79,10 @@ public:
   /// Reports an error located at the node; the message is prefixed with the
   /// node's name and operator.
   InFlightDiagnostic emitError();
+
+  /// Builds ops at the node's location with inferred result types (for
+  /// operators imported as compositions of cleave ops).
+  TensorBuilder tensors() { return TensorBuilder(builder(), loc_); }
 
   /// Shorthand for creating an op at the node's location.
   template <typename OpTy, typename... Args>
@@ -121,6 +129,9 @@ void registerTensorImporters(OpImportTable &table);
 void registerConvolutionImporters(OpImportTable &table);
 void registerLossImporters(OpImportTable &table);
 void registerTrainingImporters(OpImportTable &table);
+void registerActivationImporters(OpImportTable &table);
+void registerSpatialImporters(OpImportTable &table);
+void registerEinsumImporters(OpImportTable &table);
 
 } // namespace mlir::cleave
 

@@ -34,6 +34,9 @@ const OpImportTable &importTable() {
     registerConvolutionImporters(t);
     registerLossImporters(t);
     registerTrainingImporters(t);
+    registerActivationImporters(t);
+    registerSpatialImporters(t);
+    registerEinsumImporters(t);
     return t;
   }();
   return table;

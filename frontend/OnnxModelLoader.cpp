@@ -633,6 +633,63 @@ bool foldShapeArithmetic(onnx::GraphProto &graph,
   return changed;
 }
 
+/// Gives the outputs of the nodes ONNX's shape inference leaves without
+/// dims (Einsum, in ONNX 1.12) their static shapes, so that inference can
+/// carry on past them. Returns whether any shape was added.
+bool completeShapes(onnx::GraphProto &graph) {
+  bool changed = false;
+  for (const auto &node : graph.node()) {
+    if (node.op_type() != "Einsum" || node.output_size() != 1 ||
+        !(node.domain().empty() || node.domain() == "ai.onnx"))
+      continue;
+    if (staticShape(findType(graph, node.output(0))))
+      continue;
+    std::vector<std::vector<int64_t>> inputs;
+    int32_t elementType = 0;
+    for (const auto &name : node.input()) {
+      auto init = llvm::find_if(graph.initializer(), [&](const auto &t) {
+        return t.name() == name;
+      });
+      if (init != graph.initializer().end()) {
+        inputs.emplace_back(init->dims().begin(), init->dims().end());
+        elementType = init->data_type();
+        continue;
+      }
+      const onnx::TypeProto *type = findType(graph, name);
+      auto dims = staticShape(type);
+      if (!dims)
+        break;
+      inputs.push_back(*dims);
+      elementType = type->tensor_type().elem_type();
+    }
+    std::string equation;
+    for (const auto &attr : node.attribute())
+      if (attr.name() == "equation")
+        equation = attr.s();
+    if (inputs.size() != static_cast<size_t>(node.input_size()))
+      continue;
+    std::optional<std::vector<int64_t>> dims =
+        einsumResultShape(equation, inputs);
+    if (!dims)
+      continue;
+    onnx::ValueInfoProto *info = nullptr;
+    for (auto &existing : *graph.mutable_value_info())
+      if (existing.name() == node.output(0))
+        info = &existing;
+    if (!info) {
+      info = graph.add_value_info();
+      info->set_name(node.output(0));
+    }
+    auto *tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(elementType);
+    tensor->clear_shape();
+    for (int64_t d : *dims)
+      tensor->mutable_shape()->add_dim()->set_dim_value(d);
+    changed = true;
+  }
+  return changed;
+}
+
 /// Builds the training graph of one TrainingInfoProto: the inference graph
 /// followed by the algorithm graph, as the ONNX spec defines it.
 onnx::GraphProto combineWithAlgorithm(const onnx::GraphProto &main,
@@ -808,7 +865,12 @@ llvm::Expected<LoadedModel> loadModel(StringRef bytes, StringRef path,
     return std::move(err);
   if (llvm::Error err = inferShapes(model, "the model graph"))
     return std::move(err);
-  if (foldShapeArithmetic(*model.mutable_graph(), loaded.foldedConstants))
+  // Folding one level of shape arithmetic can make the next level's shapes
+  // static (a Reshape whose target was computed), so alternate with shape
+  // inference until nothing more folds. Each round folds at least one node
+  // or gives one more node output its shape.
+  while (foldShapeArithmetic(*model.mutable_graph(), loaded.foldedConstants) ||
+         completeShapes(*model.mutable_graph()))
     if (llvm::Error err = inferShapes(model, "the model graph"))
       return std::move(err);
 

@@ -2,6 +2,9 @@
 
 #include "frontend/ShapeArithmetic.h"
 
+#include <cctype>
+#include <map>
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -110,7 +113,9 @@ broadcastMap(const std::vector<const IntTensor *> &operands, int32_t dataType,
 
 std::optional<IntTensor> evalBinary(const std::string &op, const IntTensor &a,
                                     const IntTensor &b) {
-  bool compare = op == "Equal" || op == "Less" || op == "Greater";
+  bool compare = op == "Equal" || op == "Less" || op == "Greater" ||
+                 op == "LessOrEqual" || op == "GreaterOrEqual" ||
+                 op == "And" || op == "Or";
   int32_t type = compare ? TensorProto::BOOL : a.dataType;
   return broadcastMap({&a, &b}, type,
                       [&](const std::vector<int64_t> &v)
@@ -128,10 +133,29 @@ std::optional<IntTensor> evalBinary(const std::string &op, const IntTensor &a,
                           // ONNX integer Div truncates like C++.
                           return x / y;
                         }
+                        if (op == "Mod") {
+                          if (y == 0)
+                            return std::nullopt;
+                          // Integer Mod (fmod 0) takes the divisor's sign.
+                          int64_t r = x % y;
+                          return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+                        }
+                        if (op == "Max")
+                          return std::max(x, y);
+                        if (op == "Min")
+                          return std::min(x, y);
                         if (op == "Equal")
                           return x == y;
                         if (op == "Less")
                           return x < y;
+                        if (op == "LessOrEqual")
+                          return x <= y;
+                        if (op == "GreaterOrEqual")
+                          return x >= y;
+                        if (op == "And")
+                          return x && y;
+                        if (op == "Or")
+                          return x || y;
                         return x > y;
                       });
 }
@@ -359,8 +383,31 @@ evaluateShapeNode(const onnx::NodeProto &node,
   if (op == "Slice")
     return single(evalSlice(inputs));
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-      op == "Equal" || op == "Less" || op == "Greater")
+      op == "Mod" || op == "Equal" || op == "Less" || op == "Greater" ||
+      op == "LessOrEqual" || op == "GreaterOrEqual" || op == "And" ||
+      op == "Or") {
+    if (op == "Mod" && intAttr(node, "fmod", 0))
+      return std::nullopt;
     return single(evalBinary(op, *input(0), *input(1)));
+  }
+  if ((op == "Max" || op == "Min") && !inputs.empty()) {
+    std::optional<IntTensor> acc = *input(0);
+    for (size_t i = 1; i < inputs.size() && acc; ++i)
+      acc = evalBinary(op, *acc, *input(i));
+    return single(std::move(acc));
+  }
+  if (op == "Neg" || op == "Abs" || op == "Not" || op == "Sign")
+    return single(broadcastMap(
+        {input(0)}, input(0)->dataType,
+        [&](const std::vector<int64_t> &v) -> std::optional<int64_t> {
+          if (op == "Neg")
+            return -v[0];
+          if (op == "Abs")
+            return v[0] < 0 ? -v[0] : v[0];
+          if (op == "Not")
+            return !v[0];
+          return (v[0] > 0) - (v[0] < 0);
+        }));
   if (op == "Where")
     return single(broadcastMap(
         {input(0), input(1), input(2)}, input(1)->dataType,
@@ -434,6 +481,91 @@ evaluateShapeNode(const onnx::NodeProto &node,
     return single(t);
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>>
+einsumResultShape(const std::string &equation,
+                  const std::vector<std::vector<int64_t>> &inputs) {
+  std::string text;
+  for (char c : equation)
+    if (c != ' ')
+      text += c;
+  size_t arrow = text.find("->");
+  std::string lhs = text.substr(0, arrow);
+  std::vector<std::string> terms{""};
+  for (char c : lhs) {
+    if (c == ',')
+      terms.emplace_back();
+    else
+      terms.back() += c;
+  }
+  if (terms.size() != inputs.size())
+    return std::nullopt;
+  std::map<char, int64_t> sizes;
+  std::map<char, int> uses;
+  std::vector<int64_t> ellipsis;
+  auto broadcast = [](int64_t &into, int64_t dim) {
+    if (into == 1 || into == dim)
+      into = dim;
+    else if (dim != 1)
+      return false;
+    return true;
+  };
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string &term = terms[i];
+    size_t dots = term.find("...");
+    size_t letters = term.size() - (dots == std::string::npos ? 0 : 3);
+    if (inputs[i].size() < letters)
+      return std::nullopt;
+    size_t extra = inputs[i].size() - letters;
+    if (dots == std::string::npos && extra != 0)
+      return std::nullopt;
+    // Ellipsis dims broadcast, aligned from the right.
+    if (extra > ellipsis.size())
+      ellipsis.insert(ellipsis.begin(), extra - ellipsis.size(), 1);
+    size_t dim = 0;
+    for (size_t k = 0; k < term.size(); ++k) {
+      if (dots != std::string::npos && k == dots) {
+        for (size_t e = 0; e < extra; ++e)
+          if (!broadcast(ellipsis[ellipsis.size() - extra + e],
+                         inputs[i][dim + e]))
+            return std::nullopt;
+        dim += extra;
+        k += 2;
+        continue;
+      }
+      char c = term[k];
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return std::nullopt;
+      auto [it, fresh] = sizes.try_emplace(c, inputs[i][dim]);
+      if (!fresh && !broadcast(it->second, inputs[i][dim]))
+        return std::nullopt;
+      ++uses[c];
+      ++dim;
+    }
+  }
+  std::vector<int64_t> result;
+  std::string output;
+  if (arrow != std::string::npos) {
+    output = text.substr(arrow + 2);
+  } else {
+    output = "...";
+    for (auto [c, n] : uses)
+      if (n == 1)
+        output += c;
+  }
+  for (size_t k = 0; k < output.size(); ++k) {
+    if (output.compare(k, 3, "...") == 0) {
+      result.insert(result.end(), ellipsis.begin(), ellipsis.end());
+      k += 2;
+      continue;
+    }
+    auto it = sizes.find(output[k]);
+    if (it == sizes.end())
+      return std::nullopt;
+    result.push_back(it->second);
+  }
+  return result;
 }
 
 } // namespace cleave::frontend

@@ -41,6 +41,13 @@ std::optional<std::vector<IntTensor>>
 evaluateShapeNode(const onnx::NodeProto &node,
                   const std::vector<const IntTensor *> &inputs);
 
+/// The result shape of Einsum `equation` on inputs of these shapes (ONNX
+/// 1.12's shape inference gives only the rank); nullopt when the equation
+/// does not fit them.
+std::optional<std::vector<int64_t>>
+einsumResultShape(const std::string &equation,
+                  const std::vector<std::vector<int64_t>> &inputs);
+
 } // namespace cleave::frontend
 
 #endif // CLEAVE_FRONTEND_SHAPEARITHMETIC_H

@@ -10,6 +10,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "dialects/cleave/TensorBuilder.h"
 
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
@@ -37,132 +38,6 @@ bool isFloatTensor(Value value) {
   return isa<FloatType>(tensorType(value).getElementType());
 }
 
-/// Builds backward ops at the end of the function, located at the forward
-/// op they differentiate (`<node>/grad`).
-class GradientBuilder {
-public:
-  GradientBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
-
-  Value scalar(Type element, double value) {
-    auto type = RankedTensorType::get({}, element);
-    return ConstantOp::create(b, loc,
-                              DenseElementsAttr::get(
-                                  type, b.getFloatAttr(element, value)));
-  }
-  Value zerosLike(Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    return ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(tensor,
-                               b.getFloatAttr(tensor.getElementType(), 0.0)));
-  }
-
-  RankedTensorType broadcastType(Value lhs, Value rhs, Type element) {
-    SmallVector<int64_t> shape;
-    mlir::OpTrait::util::getBroadcastedShape(tensorType(lhs).getShape(),
-                                       tensorType(rhs).getShape(), shape);
-    return RankedTensorType::get(shape, element);
-  }
-  template <typename OpTy>
-  Value binary(Value lhs, Value rhs) {
-    return OpTy::create(
-        b, loc, broadcastType(lhs, rhs, tensorType(lhs).getElementType()), lhs,
-        rhs);
-  }
-  Value add(Value lhs, Value rhs) { return binary<AddOp>(lhs, rhs); }
-  Value sub(Value lhs, Value rhs) { return binary<SubOp>(lhs, rhs); }
-  Value mul(Value lhs, Value rhs) { return binary<MulOp>(lhs, rhs); }
-  Value div(Value lhs, Value rhs) { return binary<DivOp>(lhs, rhs); }
-  Value mul(Value lhs, double factor) {
-    return mul(lhs, scalar(tensorType(lhs).getElementType(), factor));
-  }
-  Value neg(Value value) {
-    return NegOp::create(b, loc, value.getType(), value);
-  }
-  Value less(Value lhs, Value rhs) {
-    return LessOp::create(b, loc, broadcastType(lhs, rhs, b.getI1Type()), lhs,
-                          rhs);
-  }
-  Value where(Value cond, Value onTrue, Value onFalse) {
-    SmallVector<int64_t> shape, both;
-    mlir::OpTrait::util::getBroadcastedShape(tensorType(onTrue).getShape(),
-                                       tensorType(onFalse).getShape(), both);
-    mlir::OpTrait::util::getBroadcastedShape(tensorType(cond).getShape(), both,
-                                       shape);
-    return WhereOp::create(
-        b, loc,
-        RankedTensorType::get(shape, tensorType(onTrue).getElementType()),
-        cond, onTrue, onFalse);
-  }
-  Value reshape(Value value, ArrayRef<int64_t> shape) {
-    if (tensorType(value).getShape() == shape)
-      return value;
-    return ReshapeOp::create(
-        b, loc, RankedTensorType::get(shape, tensorType(value).getElementType()),
-        value);
-  }
-  Value transpose(Value value, ArrayRef<int64_t> perm) {
-    SmallVector<int64_t> shape;
-    for (int64_t p : perm)
-      shape.push_back(tensorType(value).getDimSize(p));
-    return TransposeOp::create(
-        b, loc, RankedTensorType::get(shape, tensorType(value).getElementType()),
-        value, b.getDenseI64ArrayAttr(perm));
-  }
-  /// Swaps the last two dimensions.
-  Value transposeLast2(Value value) {
-    int64_t rank = tensorType(value).getRank();
-    SmallVector<int64_t> perm(rank);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::swap(perm[rank - 1], perm[rank - 2]);
-    return transpose(value, perm);
-  }
-  Value reduceSum(Value value, ArrayRef<int64_t> axes, bool keepdims) {
-    SmallVector<int64_t> shape;
-    for (auto [i, d] : llvm::enumerate(tensorType(value).getShape())) {
-      if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
-        shape.push_back(d);
-      else if (keepdims)
-        shape.push_back(1);
-    }
-    return ReduceSumOp::create(
-        b, loc, RankedTensorType::get(shape, tensorType(value).getElementType()),
-        value, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepdims));
-  }
-
-  /// Sums a broadcast gradient back to the operand's shape.
-  Value reduceTo(Value grad, Type target) {
-    ArrayRef<int64_t> from = tensorType(grad).getShape();
-    ArrayRef<int64_t> to = cast<RankedTensorType>(target).getShape();
-    if (from == to)
-      return grad;
-    int64_t lead = from.size() - to.size();
-    SmallVector<int64_t> axes;
-    for (int64_t i = 0; i < static_cast<int64_t>(from.size()); ++i)
-      if (i < lead || (to[i - lead] == 1 && from[i] != 1))
-        axes.push_back(i);
-    Value sum = axes.empty() ? grad : reduceSum(grad, axes, false);
-    return reshape(sum, to);
-  }
-
-  /// numpy matmul's result type.
-  RankedTensorType matmulType(Value lhs, Value rhs) {
-    ArrayRef<int64_t> a = tensorType(lhs).getShape(),
-                      c = tensorType(rhs).getShape();
-    SmallVector<int64_t> batch;
-    mlir::OpTrait::util::getBroadcastedShape(a.drop_back(2), c.drop_back(2), batch);
-    batch.push_back(a[a.size() - 2]);
-    batch.push_back(c.back());
-    return RankedTensorType::get(batch, tensorType(lhs).getElementType());
-  }
-  Value matmul(Value lhs, Value rhs) {
-    return MatmulOp::create(b, loc, matmulType(lhs, rhs), lhs, rhs);
-  }
-
-  OpBuilder &b;
-  Location loc;
-};
-
 /// The location of the backward ops of `op`: its ONNX node name + "/grad".
 Location gradLoc(Operation *op) {
   if (auto name = dyn_cast<NameLoc>(op->getLoc()))
@@ -179,7 +54,7 @@ using OperandGrads = SmallVector<Value>;
 /// reduce_sum / reduce_mean: broadcast the (scaled) gradient back.
 template <typename ReduceOp>
 FailureOr<OperandGrads> reduceRule(ReduceOp reduce, Value dy, double scale,
-                                   GradientBuilder &g) {
+                                   TensorBuilder &g) {
   RankedTensorType inputType = tensorType(reduce.getInput());
   SmallVector<int64_t> kept(inputType.getShape());
   for (int64_t axis : reduce.getAxes())
@@ -193,7 +68,7 @@ FailureOr<OperandGrads> reduceRule(ReduceOp reduce, Value dy, double scale,
 }
 
 FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads,
-                                      GradientBuilder &g) {
+                                      TensorBuilder &g) {
   Value dy = resultGrads.empty() ? Value() : resultGrads.front();
   auto unsupported = [&]() -> FailureOr<OperandGrads> {
     return op->emitOpError()
@@ -368,6 +243,20 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
           count *= tensorType(reduce.getInput()).getDimSize(axis);
         return reduceRule(reduce, dy, 1.0 / count, g);
       })
+      .Case([&](ReduceMaxOp reduce) {
+        // torch.amax's rule: the gradient is shared evenly by the elements
+        // equal to the maximum.
+        Value x = reduce.getInput();
+        RankedTensorType inputType = tensorType(x);
+        SmallVector<int64_t> kept(inputType.getShape());
+        for (int64_t axis : reduce.getAxes())
+          kept[axis] = 1;
+        Value isMax = g.equal(x, g.reshape(reduce.getResult(), kept));
+        Value count = g.reduceSum(g.castTo(isMax, f), reduce.getAxes(), true);
+        Value share = g.div(g.reshape(dy, kept), count);
+        return OperandGrads{g.broadcastTo(
+            g.where(isMax, share, g.scalar(f, 0)), inputType.getShape())};
+      })
       .Case([&](ReshapeOp reshape) {
         return OperandGrads{
             g.reshape(dy, tensorType(reshape.getInput()).getShape())};
@@ -520,7 +409,7 @@ mlir::cleave::buildGradients(OpBuilder &builder, ArrayRef<Operation *> forward,
     }
     if (!any || llvm::none_of(op->getOperands(), active))
       continue;
-    GradientBuilder g(builder, gradLoc(op));
+    TensorBuilder g(builder, gradLoc(op));
     FailureOr<OperandGrads> grads = differentiate(op, resultGrads, g);
     if (failed(grads))
       return failure();
@@ -536,7 +425,7 @@ mlir::cleave::buildGradients(OpBuilder &builder, ArrayRef<Operation *> forward,
   for (Value value : wrt) {
     Value grad = adjoint.lookup(value);
     if (!grad)
-      grad = GradientBuilder(builder, value.getLoc()).zerosLike(value.getType());
+      grad = TensorBuilder(builder, value.getLoc()).zerosLike(value.getType());
     grads.push_back(grad);
   }
   return grads;

@@ -20,7 +20,7 @@ packages=(
   # build speed
   cmake ninja-build ccache mold g++ libgtest-dev
   # references for tests: Debian's Python with onnx, numpy and torch
-  python3 python3-onnx python3-numpy python3-torch
+  python3 python3-onnx python3-numpy python3-torch python3-torchvision
 )
 
 missing=()

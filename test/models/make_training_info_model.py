@@ -28,7 +28,7 @@ training_info, which the checker ignores, run on the good model only):
   bad-init-shape     the initialization graph's W is 2x4, W is 4x2
   bad-init-key       an initialization_binding key names no initializer
   bad-init-value     an initialization_binding value names no output
-  init-unsupported   the initialization graph uses Abs (not supported)
+  init-unsupported   the initialization graph uses Hardmax (not supported)
   init-no-graph      initialization_binding without an initialization graph
   algo-init-shadow   the algorithm has an initializer named W, as the model
   algo-bad-attr      the Momentum node has an attribute Momentum does not know
@@ -134,7 +134,7 @@ def update_binding(broken):
 def initialization_graph(broken, random):
     """W = 0.5 * transpose(W0), B = B0 + 1, R = 0.05 (W0 from RandomNormal
     when `random`); bad-init-shape makes W's value 2x4 instead of 4x2,
-    init-unsupported takes Abs of B0."""
+    init-unsupported takes Hardmax of B0."""
     rng = np.random.RandomState(1)
     w0 = rng.standard_normal((2, 4)).astype(np.float32)
     b0 = rng.standard_normal((2,)).astype(np.float32)
@@ -157,7 +157,7 @@ def initialization_graph(broken, random):
         helper.make_node("Add", ["B0", "one_f"], ["B_init"], name="shift"),
     ]
     if broken == "init-unsupported":
-        nodes.insert(2, helper.make_node("Abs", ["B0"], ["B0_abs"], name="abs"))
+        nodes.insert(2, helper.make_node("Hardmax", ["B0"], ["B0_abs"], name="hardmax"))
         nodes[-1].input[0] = "B0_abs"
     outputs = [tensor_info("W_init", TensorProto.FLOAT, w_shape),
                tensor_info("B_init", TensorProto.FLOAT, [2]),

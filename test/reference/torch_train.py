@@ -101,7 +101,19 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "models"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "models", "zoo"))
 import export_models  # noqa: E402
+import zoo_models  # noqa: E402
+
+# This project's reference models and the stock ones of the model zoo
+# (test/models/zoo/zoo_models.py), all as (model, example, input names,
+# dynamic axes) builders.
+MODELS = dict(export_models.MODELS)
+for _name, _make in zoo_models.MODELS.items():
+    MODELS[_name] = (lambda make: lambda: (lambda m, names, axes, kind:
+                                           (m, None, names, axes))(*make()))(
+                                               _make)
 
 U64 = np.uint64
 MASK64 = (1 << 64) - 1
@@ -193,6 +205,8 @@ class HashDropout(nn.Module):
 
 def make_data(model_name, samples, seed):
     rng = np.random.default_rng(seed)
+    if model_name in zoo_models.MODELS:
+        return zoo_models.make_data(model_name, samples, rng)
     if model_name in ("mlp", "mlp-wide", "cnn", "resnet"):
         # Smooth class templates plus noise, and 30% random labels: learnable
         # (the losses decrease) without ever approaching 0, where a float32
@@ -298,6 +312,15 @@ def replace_dropouts(model, graph, dropout_seed):
                            f"nn.Dropout modules")
     described = []
     for d, node in enumerate(nodes):
+        if len(node.input) > 1 and node.input[1]:
+            ratio = np.float32(constant_value(graph, node.input[1]))
+        else:
+            ratio = np.float32(0.5)
+        if ratio == 0:
+            # The identity in both programs (the stock models of the zoo
+            # are built with dropout 0); nothing to replace.
+            described.append({"d": d, "node": node.name, "ratio": 0.0})
+            continue
         # torch names nodes after the module path: /dropout/Dropout.
         owners = [(name, m) for name, m in modules
                   if node.name.startswith("/" + name.replace(".", "/") + "/")]
@@ -305,10 +328,6 @@ def replace_dropouts(model, graph, dropout_seed):
             raise RuntimeError(f"cannot match Dropout node {node.name} to a "
                                f"module")
         mod_name, mod = owners[0]
-        if len(node.input) > 1 and node.input[1]:
-            ratio = np.float32(constant_value(graph, node.input[1]))
-        else:
-            ratio = np.float32(0.5)
         if ratio != np.float32(mod.p):
             raise RuntimeError(f"{node.name}: ratio {ratio} != p {mod.p}")
         parent = model
@@ -328,7 +347,7 @@ def replace_dropouts(model, graph, dropout_seed):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True,
-                   choices=sorted(export_models.MODELS))
+                   choices=sorted(MODELS))
     p.add_argument("--optimizer", required=True, choices=["sgd", "adamw"])
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--batch", type=int, required=True)
@@ -411,7 +430,7 @@ def main(argv=None):
 
     # 1. Model, built exactly as export_models.py builds it.
     torch.manual_seed(opts.seed)
-    model, _, input_names, dynamic_axes = export_models.MODELS[opts.model]()
+    model, _, input_names, dynamic_axes = MODELS[opts.model]()
     model.train()
 
     # 3. Data (before the export, whose example inputs are the step-0 batch).

@@ -5,7 +5,7 @@ error tests; each KIND is one model, built with onnx.helper.
   make_bad_model.py truncated OUT             first half of a valid model
   make_bad_model.py not-onnx OUT              plain text, not protobuf
   make_bad_model.py empty OUT                 a zero-byte file
-  make_bad_model.py named-unsupported OUT     HardSigmoid node named 'gate'
+  make_bad_model.py named-unsupported OUT     Hardmax node named 'gate'
   make_bad_model.py named-shape-error OUT     MatMul 'proj' of [2,3] x [4,5]
   make_bad_model.py named-ok OUT              valid: MatMul 'proj', Relu 'act'
   make_bad_model.py external OUT LOCATION [OFFSET]
@@ -67,7 +67,7 @@ def main(argv):
     elif kind == "named-unsupported":
         onnx.save(model(
             [helper.make_node("Relu", ["X"], ["H"], name="act"),
-             helper.make_node("HardSigmoid", ["H"], ["Y"], name="gate")],
+             helper.make_node("Hardmax", ["H"], ["Y"], name="gate")],
             [info("X", [2, 4])], [info("Y", [2, 4])]), out)
     elif kind == "named-shape-error":
         onnx.save(model(

@@ -1,0 +1,124 @@
+"""Small configurations of stock torchvision and torch.nn models, wrapped with
+a cross-entropy loss, for Cleave's model zoo test.
+
+Nothing here is written for Cleave: each entry builds the stock
+architecture (torchvision.models.* or torch.nn.TransformerEncoder) in a
+small configuration and adds only the loss, as a user would before
+torch.onnx.export(training=TRAINING). MODELS maps a name to a function
+returning (model, input_names, dynamic_axes, data_kind); data_kind is
+"image" (x: float32 (B, 3, 32, 32), y: int64 (B,)) or "tokens" (idx, targets:
+int64 (B, SEQ), token 0 is padding).
+"""
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torchvision
+
+IMAGE_SIZE = 32
+CLASSES = 10
+VOCAB = 32
+SEQ = 12
+
+
+class Classifier(nn.Module):
+    """A stock vision model and nn.CrossEntropyLoss."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, x, y):
+        return self.loss_fn(self.net(x), y)
+
+
+class TokenEncoder(nn.Module):
+    """nn.TransformerEncoder over embedded tokens, with a key padding mask
+    (token 0 is padding) and a per-token classification head."""
+
+    def __init__(self, norm_first):
+        super().__init__()
+        d_model = 32
+        self.embed = nn.Embedding(VOCAB, d_model)
+        self.pos = nn.Parameter(torch.randn(1, SEQ, d_model) * 0.02)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead=4, dim_feedforward=64, dropout=0.0,
+            activation="gelu", batch_first=True, norm_first=norm_first)
+        self.encoder = nn.TransformerEncoder(
+            layer, num_layers=2, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, VOCAB)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, idx, targets):
+        h = self.embed(idx) + self.pos
+        h = self.encoder(h, src_key_padding_mask=idx == 0)
+        logits = self.head(h)
+        return self.loss_fn(logits.reshape(-1, VOCAB), targets.reshape(-1))
+
+
+def _image(net):
+    return (Classifier(net), ["x", "y"], {"x": {0: "batch"}, "y": {0: "batch"}},
+            "image")
+
+
+def _tokens(norm_first):
+    return (TokenEncoder(norm_first), ["idx", "targets"],
+            {"idx": {0: "batch"}, "targets": {0: "batch"}}, "tokens")
+
+
+tvm = torchvision.models
+
+MODELS = {
+    "resnet18": lambda: _image(tvm.resnet18(num_classes=CLASSES)),
+    "resnet50": lambda: _image(tvm.resnet50(num_classes=CLASSES)),
+    "mobilenet_v2": lambda: _image(
+        tvm.mobilenet_v2(num_classes=CLASSES, width_mult=0.25, dropout=0.0)),
+    "mobilenet_v3_small": lambda: _image(
+        tvm.mobilenet_v3_small(num_classes=CLASSES, width_mult=0.25,
+                               dropout=0.0)),
+    "densenet121": lambda: _image(
+        tvm.DenseNet(growth_rate=8, block_config=(6, 12, 24, 16),
+                     num_init_features=16, bn_size=2, num_classes=CLASSES)),
+    "squeezenet1_1": lambda: _image(
+        tvm.squeezenet1_1(num_classes=CLASSES, dropout=0.0)),
+    "vit": lambda: _image(tvm.VisionTransformer(
+        image_size=IMAGE_SIZE, patch_size=8, num_layers=2, num_heads=4,
+        hidden_dim=32, mlp_dim=64, num_classes=CLASSES)),
+    "transformer_post_norm": lambda: _tokens(False),
+    "transformer_pre_norm": lambda: _tokens(True),
+}
+
+
+def make_data(name, samples, rng):
+    """Deterministic data for MODELS[name] from numpy Generator `rng`.
+
+    image:  x = smooth class templates (10 of them, 3x8x8 upsampled 4x)
+            plus unit noise, y = the class with 30% of labels random.
+    tokens: each row follows a fixed permutation of tokens 1..VOCAB-1
+            from a random start (10% random tokens), then padding (token 0)
+            after a random length of 6..SEQ; targets are the next tokens.
+    """
+    kind = MODELS[name]()[3]
+    if kind == "image":
+        templates = np.kron(rng.standard_normal((CLASSES, 3, 8, 8)),
+                            np.ones((1, 1, 4, 4)))
+        y = rng.integers(0, CLASSES, samples, dtype=np.int64)
+        x = templates[y] + rng.standard_normal((samples, 3, IMAGE_SIZE,
+                                                IMAGE_SIZE))
+        flip = rng.random(samples) < 0.3
+        y = np.where(flip, rng.integers(0, CLASSES, samples, dtype=np.int64),
+                     y)
+        return {"x": x.astype(np.float32), "y": y.astype(np.int64)}
+    perm = rng.permutation(VOCAB - 1) + 1
+    seq = np.empty((samples, SEQ + 1), dtype=np.int64)
+    seq[:, 0] = rng.integers(1, VOCAB, samples, dtype=np.int64)
+    for j in range(1, SEQ + 1):
+        nxt = perm[seq[:, j - 1] - 1]
+        noise = rng.random(samples) < 0.1
+        rnd = rng.integers(1, VOCAB, samples, dtype=np.int64)
+        seq[:, j] = np.where(noise, rnd, nxt)
+    lengths = rng.integers(6, SEQ + 1, samples)
+    idx = np.ascontiguousarray(seq[:, :SEQ])
+    idx[np.arange(SEQ)[None, :] >= lengths[:, None]] = 0
+    return {"idx": idx, "targets": np.ascontiguousarray(seq[:, 1:])}
