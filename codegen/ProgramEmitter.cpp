@@ -582,6 +582,30 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
   std::string name = "k" + uniqueName(base.empty() ? "constant" : base);
   std::string type = elementType(op.getResult());
   int64_t count = attr.getNumElements();
+  Type element = attr.getElementType();
+  // Splats (folding makes them from broadcast constants): zero ones
+  // zero-initialized, small ones listed, large non-zero ones (cpu) filled
+  // during static initialization.
+  constexpr int64_t kListedSplat = 4096;
+  bool bigSplat = attr.isSplat() && count > kListedSplat;
+  bool zeroSplat = attr.isSplat() && (isa<FloatType>(element)
+                                          ? attr.getSplatValue<APFloat>().isZero()
+                                          : attr.getSplatValue<APInt>().isZero());
+  if (bigSplat && !zeroSplat) {
+    if (cuda)
+      return op.emitOpError("is a large non-zero splat, which the ")
+             << targetName() << " target does not emit yet";
+    std::string value =
+        isa<FloatType>(element)
+            ? floatLiteral(attr.getSplatValue<APFloat>().convertToDouble())
+            : std::to_string(attr.getSplatValue<APInt>().getSExtValue());
+    globals << formatv("// {0}\nstatic {1} {2}[{3}];\n"
+                       "static const bool {2}_filled = (std::fill_n({2}, {3}, "
+                       "{1}({4})), true);\n",
+                       base, type, name, count, value);
+    names[op.getResult()] = name;
+    return success();
+  }
   // Device code reads a constant from device memory: a __device__ array
   // whose address the step looks up.
   globals << formatv("// {0}\n{1} {2} {3}{4}[{5}] = {{", base,
@@ -590,13 +614,8 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
   if (cuda)
     body << formatv("  const {0} *{1} = deviceAddress({1}_data);\n", type,
                     name);
-  Type element = attr.getElementType();
-  if (attr.isSplat() && count > 1) {
-    bool zero = isa<FloatType>(element) ? attr.getSplatValue<APFloat>().isZero()
-                                        : attr.getSplatValue<APInt>().isZero();
-    if (!zero)
-      return op.emitOpError("is a large non-zero splat, which the ")
-             << targetName() << " target does not emit yet";
+  if (bigSplat) {
+    // zero-initialized
   } else if (isa<FloatType>(element)) {
     llvm::interleaveComma(attr.getValues<APFloat>(), globals,
                           [&](const APFloat &v) {

@@ -1,4 +1,4 @@
-//===- ImportConvolution.cpp - Conv, MaxPool and AveragePool --------------===//
+//===- ImportConvolution.cpp - convolutions and pooling -------------------===//
 
 #include "frontend/NodeImporter.h"
 
@@ -129,6 +129,92 @@ LogicalResult importAveragePool(NodeImporter &node) {
   return success();
 }
 
+/// ConvTranspose is the adjoint of Conv with the same weight and window
+/// (ONNX's weight layout [C_in, C_out / group, K...] is that conv's), so it
+/// imports as conv_grad_input of its input, whose result type carries the
+/// output padding; a bias is added after.
+LogicalResult importConvTranspose(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
+  auto inputType = cast<RankedTensorType>(node.input(0).getType());
+  auto weightType = cast<RankedTensorType>(node.input(1).getType());
+  int64_t rank = inputType.getRank();
+  if (rank < 3 || weightType.getRank() != rank)
+    return node.emitError() << "expects an input [N, C, D...] and a weight of "
+                               "the same rank >= 3",
+           failure();
+  int64_t group = node.intAttr("group", 1);
+  if (group < 1 || inputType.getDimSize(1) != weightType.getDimSize(0) ||
+      inputType.getDimSize(1) % group != 0)
+    return node.emitError() << "weight [" << weightType.getDimSize(0)
+                            << ", ...] does not match the input's "
+                            << inputType.getDimSize(1)
+                            << " channels in " << group << " groups",
+           failure();
+  size_t k = rank - 2;
+  auto listOr = [&](StringRef name, size_t size, int64_t fallback) {
+    std::optional<std::vector<int64_t>> values = node.intsAttr(name);
+    return values ? SmallVector<int64_t>(values->begin(), values->end())
+                  : SmallVector<int64_t>(size, fallback);
+  };
+  SmallVector<int64_t> strides = listOr("strides", k, 1),
+                       dilations = listOr("dilations", k, 1),
+                       pads = listOr("pads", 2 * k, 0),
+                       outputPadding = listOr("output_padding", k, 0);
+  if (strides.size() != k || dilations.size() != k || pads.size() != 2 * k ||
+      outputPadding.size() != k)
+    return node.emitError() << "strides, dilations and output_padding need "
+                            << k << " entries and pads " << 2 * k,
+           failure();
+  std::string autoPad = node.stringAttr("auto_pad", "NOTSET");
+  bool derivePads = node.hasAttr("output_shape") || autoPad == "SAME_UPPER" ||
+                    autoPad == "SAME_LOWER";
+  for (size_t i = 0; i < k; ++i) {
+    int64_t in = inputType.getDimSize(2 + i), out = type->getDimSize(2 + i);
+    int64_t extent = (weightType.getDimSize(2 + i) - 1) * dilations[i] + 1;
+    if (strides[i] < 1 || dilations[i] < 1 || outputPadding[i] < 0 ||
+        (!derivePads &&
+         outputPadding[i] >= std::max(strides[i], dilations[i])))
+      return node.emitError() << "strides and dilations must be positive and "
+                                 "output_padding smaller than the stride or "
+                                 "dilation (axis "
+                              << i << ")",
+             failure();
+    if (autoPad == "VALID") {
+      pads[i] = pads[i + k] = 0;
+    } else if (derivePads) {
+      // A negative total (an output_shape past the last tap) pads the
+      // end with zeros, as output_padding does.
+      int64_t total = std::max<int64_t>(
+          0, strides[i] * (in - 1) + outputPadding[i] + extent - out);
+      int64_t half = total / 2;
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[i + k] = total - pads[i];
+    }
+    // The conv this is the adjoint of maps the output back to the input.
+    int64_t span = out + pads[i] + pads[i + k] - extent;
+    if (span < 0 || span / strides[i] + 1 != in)
+      return node.emitError() << "output size " << out << " of axis " << i
+                              << " does not follow from the input size "
+                              << in << ", strides, pads and output_padding",
+             failure();
+  }
+  OpBuilder &b = node.builder();
+  TensorBuilder t = node.tensors();
+  Value y = node.create<ConvGradInputOp>(
+      *type, node.input(0), node.input(1), b.getDenseI64ArrayAttr(strides),
+      b.getDenseI64ArrayAttr(pads), b.getDenseI64ArrayAttr(dilations),
+      b.getI64IntegerAttr(group));
+  if (node.hasInput(2)) {
+    SmallVector<int64_t> biasShape(rank, 1);
+    biasShape[1] = type->getDimSize(1);
+    y = t.add(y, t.reshape(node.input(2), biasShape));
+  }
+  node.setOutput(0, y);
+  return success();
+}
+
 /// GlobalAveragePool and GlobalMaxPool: a reduction over every spatial
 /// dimension that keeps them as size 1.
 template <typename ReduceOpTy>
@@ -153,6 +239,7 @@ void registerConvolutionImporters(OpImportTable &table) {
   table["Conv"] = importConv;
   table["MaxPool"] = importMaxPool;
   table["AveragePool"] = importAveragePool;
+  table["ConvTranspose"] = importConvTranspose;
   table["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;
   table["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
 }

@@ -550,10 +550,13 @@ std::optional<onnx::TensorProto> constantTensor(const onnx::AttributeProto &attr
 /// was folded.
 bool foldShapeArithmetic(onnx::GraphProto &graph,
                          std::set<std::string> &folded) {
+  // Float initializers are parameters, never folded; float constants that
+  // folding made (from Constant nodes) are.
   std::map<std::string, IntTensor> known;
   for (const auto &init : graph.initializer())
     if (auto t = readIntTensor(init))
-      known[init.name()] = std::move(*t);
+      if (t->dataType != onnx::TensorProto::FLOAT || folded.count(init.name()))
+        known[init.name()] = std::move(*t);
   std::set<std::string> graphOutputs;
   for (const auto &output : graph.output())
     graphOutputs.insert(output.name());

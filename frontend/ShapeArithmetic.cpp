@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <map>
+#include <set>
 
 #include <algorithm>
 #include <cstring>
@@ -256,7 +257,7 @@ std::optional<IntTensor> evalSlice(const std::vector<const IntTensor *> &in) {
 std::optional<IntTensor> readIntTensor(const TensorProto &proto) {
   int32_t type = proto.data_type();
   if (type != TensorProto::INT64 && type != TensorProto::INT32 &&
-      type != TensorProto::BOOL)
+      type != TensorProto::BOOL && type != TensorProto::FLOAT)
     return std::nullopt;
   if (proto.data_location() == TensorProto::EXTERNAL)
     return std::nullopt;
@@ -266,9 +267,10 @@ std::optional<IntTensor> readIntTensor(const TensorProto &proto) {
     return std::nullopt;
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
-    size_t width = type == TensorProto::INT64   ? 8
-                   : type == TensorProto::INT32 ? 4
-                                                : 1;
+    size_t width = type == TensorProto::INT64 ? 8
+                   : type == TensorProto::INT32 || type == TensorProto::FLOAT
+                       ? 4
+                       : 1;
     if (raw.size() != count * width)
       return std::nullopt;
     for (int64_t i = 0; i < count; ++i) {
@@ -277,6 +279,10 @@ std::optional<IntTensor> readIntTensor(const TensorProto &proto) {
         int64_t v;
         std::memcpy(&v, p, 8);
         tensor.values.push_back(v);
+      } else if (type == TensorProto::FLOAT) {
+        uint32_t bits;
+        std::memcpy(&bits, p, 4);
+        tensor.values.push_back(bits);
       } else if (width == 4) {
         int32_t v;
         std::memcpy(&v, p, 4);
@@ -284,6 +290,12 @@ std::optional<IntTensor> readIntTensor(const TensorProto &proto) {
       } else {
         tensor.values.push_back(*p != 0);
       }
+    }
+  } else if (type == TensorProto::FLOAT) {
+    for (float f : proto.float_data()) {
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      tensor.values.push_back(bits);
     }
   } else if (type == TensorProto::INT64) {
     tensor.values.assign(proto.int64_data().begin(), proto.int64_data().end());
@@ -302,7 +314,12 @@ TensorProto writeIntTensor(const IntTensor &tensor, const std::string &name) {
   for (int64_t d : tensor.shape)
     proto.add_dims(d);
   for (int64_t v : tensor.values) {
-    if (tensor.dataType == TensorProto::INT64)
+    if (tensor.dataType == TensorProto::FLOAT) {
+      auto bits = static_cast<uint32_t>(v);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      proto.add_float_data(f);
+    } else if (tensor.dataType == TensorProto::INT64)
       proto.add_int64_data(v);
     else
       proto.add_int32_data(static_cast<int32_t>(v));
@@ -329,6 +346,17 @@ evaluateShapeNode(const onnx::NodeProto &node,
     if (!inputs[i] && !(op == "Slice" && i >= 3) &&
         !(op == "Squeeze" && i == 1) && !(op == "ConstantOfShape"))
       return std::nullopt;
+  // Float constants (held as bit patterns) only move: no arithmetic, no
+  // comparison, no cast.
+  static const std::set<std::string> kMovesData = {
+      "Identity", "Concat", "Gather",  "Slice", "Squeeze",
+      "Unsqueeze", "Reshape", "Expand", "Where"};
+  for (const IntTensor *in : inputs)
+    if (in && in->dataType == TensorProto::FLOAT && !kMovesData.count(op))
+      return std::nullopt;
+  if (op == "Where" && inputs.size() == 3 && inputs[0] &&
+      inputs[0]->dataType == TensorProto::FLOAT)
+    return std::nullopt;
 
   if (op == "Identity")
     return single(*input(0));
@@ -452,8 +480,9 @@ evaluateShapeNode(const onnx::NodeProto &node,
     IntTensor t{input(0)->values, {}, TensorProto::FLOAT};
     int64_t fill = 0;
     if (const auto *value = findAttr(node, "value")) {
+      // A float fill imports as a splat (cheaper than a folded array).
       auto v = readIntTensor(value->t());
-      if (!v || v->values.size() != 1)
+      if (!v || v->values.size() != 1 || v->dataType == TensorProto::FLOAT)
         return std::nullopt;
       fill = v->values[0];
       t.dataType = v->dataType;

@@ -19,15 +19,18 @@
 
 namespace cleave::frontend {
 
-/// A small integer (or boolean) tensor, row-major.
+/// A small integer, boolean or float tensor, row-major. Floats are held as
+/// their bit patterns: they only move (Concat, Gather, Slice, ...), which
+/// folds constants such as Resize's scales built by torch.
 struct IntTensor {
   std::vector<int64_t> shape;
   std::vector<int64_t> values;
-  /// onnx::TensorProto::DataType of the tensor (INT64, INT32 or BOOL).
+  /// onnx::TensorProto::DataType of the tensor (INT64, INT32, BOOL or
+  /// FLOAT).
   int32_t dataType = onnx::TensorProto::INT64;
 };
 
-/// Reads an INT64, INT32 or BOOL tensor; nullopt for other types.
+/// Reads an INT64, INT32, BOOL or FLOAT tensor; nullopt for other types.
 std::optional<IntTensor> readIntTensor(const onnx::TensorProto &proto);
 
 /// Writes `tensor` as a TensorProto named `name`.

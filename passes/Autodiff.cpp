@@ -227,8 +227,31 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
         return grads;
       })
       .Case([&](BatchNormOp norm) -> FailureOr<OperandGrads> {
-        if (!norm.getTraining() || !dy)
+        if (!dy)
           return unsupported();
+        if (!norm.getTraining()) {
+          // Inference mode (frozen statistics, as when fine-tuning a model
+          // exported in eval mode): an affine map per channel.
+          Value x = norm.getInput();
+          SmallVector<int64_t> channel(tensorType(x).getRank(), 1);
+          channel[1] = tensorType(x).getDimSize(1);
+          SmallVector<int64_t> axes{0};
+          for (int64_t i = 2; i < tensorType(x).getRank(); ++i)
+            axes.push_back(i);
+          Value rstd = g.div(
+              g.scalar(f, 1.0),
+              g.unary<SqrtOp>(g.add(
+                  g.reshape(norm.getRunningVar(), channel),
+                  norm.getEpsilon().convertToDouble())));
+          Value xhat =
+              g.mul(g.sub(x, g.reshape(norm.getRunningMean(), channel)), rstd);
+          Value dx = g.mul(dy, g.mul(g.reshape(norm.getScale(), channel), rstd));
+          Value dScale = g.reshape(g.reduceSum(g.mul(dy, xhat), axes, false),
+                                   tensorType(norm.getScale()).getShape());
+          Value dBias = g.reshape(g.reduceSum(dy, axes, false),
+                                  tensorType(norm.getScale()).getShape());
+          return OperandGrads{dx, dScale, dBias, Value(), Value()};
+        }
         auto grad = BatchNormGradOp::create(
             g.b, g.loc, norm.getInput().getType(), norm.getScale().getType(),
             norm.getScale().getType(), dy, norm.getInput(), norm.getScale(),
@@ -321,6 +344,22 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
           grads.push_back(g.reduceSum(dy, axes, false));
         }
         return grads;
+      })
+      .Case([&](ConvGradInputOp transposed) {
+        // A transposed convolution (ONNX ConvTranspose): its input's
+        // gradient is the forward conv of dy, its weight's the conv weight
+        // gradient with the roles of input and output swapped.
+        Value x = transposed.getOutputGrad(), w = transposed.getWeight();
+        Value dx = ConvOp::create(g.b, g.loc, x.getType(), dy, w, Value(),
+                                  transposed.getStridesAttr(),
+                                  transposed.getPadsAttr(),
+                                  transposed.getDilationsAttr(),
+                                  transposed.getGroupAttr());
+        Value dw = ConvGradWeightOp::create(
+            g.b, g.loc, w.getType(), x, dy, transposed.getStridesAttr(),
+            transposed.getPadsAttr(), transposed.getDilationsAttr(),
+            transposed.getGroupAttr());
+        return OperandGrads{dx, dw};
       })
       .Case([&](MaxPoolOp pool) {
         return OperandGrads{MaxPoolGradOp::create(

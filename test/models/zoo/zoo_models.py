@@ -57,6 +57,29 @@ class TokenEncoder(nn.Module):
         return self.loss_fn(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 
+def _encoder_decoder():
+    """A small U-Net-style network of torch.nn layers (GroupNorm exports to
+    InstanceNormalization, SiLU to Sigmoid * x, ConvTranspose2d, bilinear
+    and nearest Upsample to Resize, LeakyReLU, ELU, Hardswish, ReLU6 to
+    Clip), with a classification head."""
+    def block(cin, cout, act):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1),
+                             nn.GroupNorm(4, cout), act)
+    return nn.Sequential(
+        block(3, 16, nn.SiLU()),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        block(32, 32, nn.LeakyReLU(0.1)),
+        nn.ConvTranspose2d(32, 16, 2, stride=2),
+        block(16, 16, nn.ELU()),
+        nn.AvgPool2d(2),
+        nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+        block(16, 16, nn.Hardswish()),
+        nn.MaxPool2d(2),
+        nn.Upsample(scale_factor=2, mode="nearest"),
+        nn.ReLU6(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, CLASSES))
+
+
 def _image(net):
     return (Classifier(net), ["x", "y"], {"x": {0: "batch"}, "y": {0: "batch"}},
             "image")
@@ -85,6 +108,7 @@ MODELS = {
     "vit": lambda: _image(tvm.VisionTransformer(
         image_size=IMAGE_SIZE, patch_size=8, num_layers=2, num_heads=4,
         hidden_dim=32, mlp_dim=64, num_classes=CLASSES)),
+    "encoder_decoder": lambda: _image(_encoder_decoder()),
     "transformer_post_norm": lambda: _tokens(False),
     "transformer_pre_norm": lambda: _tokens(True),
 }
