@@ -124,7 +124,10 @@ OPENBLAS_LIB = os.path.join(OPENBLAS_DIR, "libopenblas.so.0")
 OPSET = 17
 LR = 0.01
 MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
-BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32}
+# Stock models of the model zoo (test/models/zoo), not in the default run.
+ZOO_NAMES = ["mobilenet_v2", "resnet18"]
+BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32, "mobilenet_v2": 16,
+         "resnet18": 16}
 LARGE_DIMS = [1024, 4096, 4096, 1024]   # mlp-large's Linear widths
 
 
@@ -140,6 +143,15 @@ def build_model(name):
     import export_models
 
     torch.manual_seed(0)
+    if name in ZOO_NAMES:
+        sys.path.insert(0, os.path.join(ROOT, "test", "models", "zoo"))
+        import zoo_models
+        b = BATCH[name]
+        model, names, dynamic, _ = zoo_models.MODELS[name]()
+        args = (torch.randn(b, 3, zoo_models.IMAGE_SIZE,
+                            zoo_models.IMAGE_SIZE),
+                torch.randint(0, zoo_models.CLASSES, (b,)))
+        return model, args, names, dynamic, ["--input-shape", f"batch={b}"]
     if name == "mlp-large":
         b = BATCH[name]
         x = torch.randn(b, LARGE_DIMS[0])
@@ -519,7 +531,8 @@ def fmt_ms(s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODEL_NAMES),
-                    help="comma-separated subset of " + ",".join(MODEL_NAMES))
+                    help="comma-separated subset of " +
+                    ",".join(MODEL_NAMES + ZOO_NAMES))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=2.0,
                     help="timed seconds per measurement (default 2)")

@@ -1,7 +1,8 @@
 //===- KernelsConvolution.cpp - convolution and pooling -------------------===//
 //
 // Part of the Cleave runtime. Convolutions lower to im2col + sgemm per
-// (image, group); 1-, 2- and 3-d ops share one 3-d loop nest (Window3).
+// group and per image, or per few images side by side where an image's
+// output is small; 1-, 2- and 3-d ops share one 3-d loop nest (Window3).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,9 +51,10 @@ bool isPointwise(const Window3 &w) {
 }
 
 /// col[(c, k), o] = x[c, o * stride - padBegin + k * dilation], 0 in the
-/// padding; col is [channels * kernelSize, outSize].
-///
-void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
+/// padding; col is [channels * kernelSize, outSize] with rows `ld` apart
+/// (ld >= outSize: a sample's block of a batched matrix).
+void im2col(const float *x, int64_t channels, const Window3 &w, float *col,
+            int64_t ld) {
   int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
   int64_t rows = channels * kSize;
   for (int64_t row = 0; row < rows; ++row) {
@@ -60,7 +62,7 @@ void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
     kernelIndex(w, row % kSize, k);
     kernelRanges(w, k, lo, hi, off);
     const float *xc = x + row / kSize * inSize;
-    float *dst = col + row * oSize;
+    float *dst = col + row * ld;
     bool full = true;
     for (int d = 0; d < 3; ++d)
       full = full && lo[d] == 0 && hi[d] == w.out[d];
@@ -80,16 +82,17 @@ void im2col(const float *x, int64_t channels, const Window3 &w, float *col) {
   }
 }
 
-/// The adjoint of im2col: x[c, ...] += col[(c, k), o].
-void col2im(const float *col, int64_t channels, const Window3 &w, float *x) {
-  int64_t kSize = w.kernelSize(), oSize = w.outSize(), inSize = w.inSize();
+/// The adjoint of im2col: x[c, ...] += col[(c, k), o] (rows `ld` apart).
+void col2im(const float *col, int64_t channels, const Window3 &w, float *x,
+            int64_t ld) {
+  int64_t kSize = w.kernelSize(), inSize = w.inSize();
   for (int64_t c = 0; c < channels; ++c) {
     float *xc = x + c * inSize;
     for (int64_t kk = 0; kk < kSize; ++kk) {
       int64_t k[3], lo[3], hi[3], off[3];
       kernelIndex(w, kk, k);
       kernelRanges(w, k, lo, hi, off);
-      const float *src = col + (c * kSize + kk) * oSize;
+      const float *src = col + (c * kSize + kk) * ld;
       for (int64_t o0 = lo[0]; o0 < hi[0]; ++o0) {
         int64_t i0 = o0 * w.stride[0] + off[0];
         for (int64_t o1 = lo[1]; o1 < hi[1]; ++o1) {
@@ -119,33 +122,93 @@ struct ConvDims {
   }
 };
 
-/// Runs body(b, col) for every sample b, with `col` an im2col matrix of
-/// `colFloats`: on the OpenMP threads, each with a matrix of its own and
-/// single-threaded GEMMs, when there are samples enough for the threads and
-/// work enough to pay for them; otherwise in order, each GEMM split over the
-/// threads. (Not an `if` clause on one region: an inactive region still
-/// counts as a nesting level, and libgomp starts fresh threads for every
-/// region nested in one, here every GEMM's.)
+/// Samples whose im2col matrices one GEMM takes side by side: one, unless
+/// a sample's output is small (the late layers of a CNN, down to 1x1,
+/// where a per-sample product is a matrix-vector product that reads the
+/// whole weight for a few columns); then enough for kMinColumns columns,
+/// within kMaxColumnFloats of im2col matrix.
+int64_t samplesPerGemm(const ConvDims &cd, int64_t oSize) {
+  constexpr int64_t kMinColumns = 256;
+  constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;
+  if (oSize >= kMinColumns || cd.batch == 1)
+    return 1;
+  int64_t wanted = (kMinColumns + oSize - 1) / oSize;
+  int64_t fits = std::max<int64_t>(1, kMaxColumnFloats /
+                                           std::max<int64_t>(1, cd.kRows * oSize));
+  return std::max<int64_t>(1, std::min({cd.batch, wanted, fits}));
+}
+
+/// The work of one GEMM: samples [first, first + count), each with an
+/// oSize-column block of the matrices.
+struct SampleChunk {
+  int64_t first, count;
+};
+
+/// Runs body(chunk, scratch) for every chunk of `per` samples, with
+/// `scratch` a buffer of `scratchFloats`: on the OpenMP threads, each with
+/// a buffer of its own and single-threaded GEMMs, when there are chunks
+/// enough for the threads and work enough to pay for them; otherwise in
+/// order, each GEMM split over the threads. (Not an `if` clause on one
+/// region: an inactive region still counts as a nesting level, and libgomp
+/// starts fresh threads for every region nested in one, here every
+/// GEMM's.)
 template <typename Body>
-void forEachSample(const ConvDims &cd, int64_t oSize, int64_t colFloats,
-                   const Body &body) {
-  bool parallel = cd.batch >= detail::maxThreads() &&
+void forEachChunk(const ConvDims &cd, int64_t oSize, int64_t per,
+                  int64_t scratchFloats, bool mayParallelize,
+                  const Body &body) {
+  int64_t chunks = (cd.batch + per - 1) / per;
+  auto chunk = [&](int64_t i) {
+    return SampleChunk{i * per, std::min(per, cd.batch - i * per)};
+  };
+  bool parallel = mayParallelize && chunks >= detail::maxThreads() &&
                   cd.batch * cd.outChannels * cd.kRows * oSize >
                       kParallelGrain &&
                   !detail::inParallel();
   if (!parallel) {
-    std::vector<float> col(colFloats);
-    for (int64_t b = 0; b < cd.batch; ++b)
-      body(b, col.data());
+    std::vector<float> scratch(scratchFloats);
+    for (int64_t i = 0; i < chunks; ++i)
+      body(chunk(i), scratch.data());
     return;
   }
 #pragma omp parallel
   {
-    std::vector<float> col(colFloats);
+    std::vector<float> scratch(scratchFloats);
 #pragma omp for schedule(static)
-    for (int64_t b = 0; b < cd.batch; ++b)
-      body(b, col.data());
+    for (int64_t i = 0; i < chunks; ++i)
+      body(chunk(i), scratch.data());
   }
+}
+
+/// Group g's channels of the chunk's samples as one matrix [channels,
+/// count * size] (sample j's block at columns j * size), from or to the
+/// [batch, totalChannels, size] tensor t.
+void gatherChannels(const float *t, int64_t totalChannels, int64_t first,
+                    int64_t channels, int64_t size, SampleChunk chunk,
+                    float *m) {
+  int64_t ld = chunk.count * size;
+  for (int64_t j = 0; j < chunk.count; ++j)
+    for (int64_t c = 0; c < channels; ++c)
+      std::copy_n(t + ((chunk.first + j) * totalChannels + first + c) * size,
+                  size, m + c * ld + j * size);
+}
+
+void scatterChannels(const float *m, int64_t totalChannels, int64_t first,
+                     int64_t channels, int64_t size, SampleChunk chunk,
+                     float *t) {
+  int64_t ld = chunk.count * size;
+  for (int64_t j = 0; j < chunk.count; ++j)
+    for (int64_t c = 0; c < channels; ++c)
+      std::copy_n(m + c * ld + j * size, size,
+                  t + ((chunk.first + j) * totalChannels + first + c) * size);
+}
+
+/// The chunk's im2col matrix of group g: [kRows, count * oSize].
+void im2colChunk(const float *x, const ConvDims &cd, int64_t g,
+                 const Window3 &win, SampleChunk chunk, float *col) {
+  int64_t oSize = win.outSize(), inSize = win.inSize();
+  for (int64_t j = 0; j < chunk.count; ++j)
+    im2col(x + ((chunk.first + j) * cd.inChannels + g * cd.groupIn) * inSize,
+           cd.groupIn, win, col + j * oSize, chunk.count * oSize);
 }
 
 } // namespace
@@ -160,21 +223,42 @@ void conv(const float *x, const Shape &xShape, const float *w,
   if (yShape.numElements() == 0)
     return;
   bool pointwise = isPointwise(win);
-  forEachSample(cd, oSize, pointwise ? 0 : cd.kRows * oSize,
-                [&](int64_t b, float *col) {
-                  for (int64_t g = 0; g < group; ++g) {
-                    const float *xg =
-                        x + (b * cd.inChannels + g * cd.groupIn) * inSize;
-                    const float *src = xg;
-                    if (!pointwise) {
-                      im2col(xg, cd.groupIn, win, col);
-                      src = col;
-                    }
-                    gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
-                         w + g * cd.groupOut * cd.kRows, src, 0.0f,
-                         y + (b * cd.outChannels + g * cd.groupOut) * oSize);
-                  }
-                });
+  int64_t per = samplesPerGemm(cd, oSize);
+  // One sample: im2col into the scratch (none for a pointwise conv, which
+  // reads x), the product straight into y. Several: im2col side by side,
+  // the product into the scratch, then to y.
+  int64_t columns = per * oSize;
+  int64_t scratch = per == 1 ? (pointwise ? 0 : cd.kRows * oSize)
+                             : (cd.kRows + cd.groupOut) * columns;
+  forEachChunk(cd, oSize, per, scratch, true,
+               [&](SampleChunk chunk, float *buf) {
+                 for (int64_t g = 0; g < group; ++g) {
+                   const float *wg = w + g * cd.groupOut * cd.kRows;
+                   if (per == 1) {
+                     const float *xg =
+                         x + (chunk.first * cd.inChannels + g * cd.groupIn) *
+                                 inSize;
+                     const float *src = xg;
+                     if (!pointwise) {
+                       im2col(xg, cd.groupIn, win, buf, oSize);
+                       src = buf;
+                     }
+                     gemm(false, false, cd.groupOut, oSize, cd.kRows, 1.0f,
+                          wg, src, 0.0f,
+                          y + (chunk.first * cd.outChannels +
+                               g * cd.groupOut) *
+                                  oSize);
+                     continue;
+                   }
+                   int64_t n = chunk.count * oSize;
+                   float *col = buf, *out = buf + cd.kRows * columns;
+                   im2colChunk(x, cd, g, win, chunk, col);
+                   gemm(false, false, cd.groupOut, n, cd.kRows, 1.0f, wg,
+                        col, 0.0f, out);
+                   scatterChannels(out, cd.outChannels, g * cd.groupOut,
+                                   cd.groupOut, oSize, chunk, y);
+                 }
+               });
   if (!bias)
     return;
   int64_t planes = cd.batch * cd.outChannels;
@@ -198,18 +282,37 @@ void convGradInput(const float *dy, const Shape &yShape, const float *w,
   if (xShape.numElements() == 0 || oSize == 0)
     return;
   bool pointwise = isPointwise(win);
-  forEachSample(
-      cd, oSize, pointwise ? 0 : cd.kRows * oSize, [&](int64_t b, float *col) {
+  int64_t per = samplesPerGemm(cd, oSize);
+  int64_t columns = per * oSize;
+  int64_t scratch = per == 1 ? (pointwise ? 0 : cd.kRows * oSize)
+                             : (cd.kRows + cd.groupOut) * columns;
+  forEachChunk(
+      cd, oSize, per, scratch, true, [&](SampleChunk chunk, float *buf) {
         for (int64_t g = 0; g < group; ++g) {
-          const float *dyg =
-              dy + (b * cd.outChannels + g * cd.groupOut) * oSize;
           const float *wg = w + g * cd.groupOut * cd.kRows;
-          float *dxg = dx + (b * cd.inChannels + g * cd.groupIn) * inSize;
-          // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
-          gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg, 0.0f,
-               pointwise ? dxg : col);
-          if (!pointwise)
-            col2im(col, cd.groupIn, win, dxg);
+          if (per == 1) {
+            const float *dyg =
+                dy + (chunk.first * cd.outChannels + g * cd.groupOut) * oSize;
+            float *dxg =
+                dx + (chunk.first * cd.inChannels + g * cd.groupIn) * inSize;
+            // dcol = w_g^T @ dy_g; for a pointwise conv dcol is dx_g itself.
+            gemm(true, false, cd.kRows, oSize, cd.groupOut, 1.0f, wg, dyg,
+                 0.0f, pointwise ? dxg : buf);
+            if (!pointwise)
+              col2im(buf, cd.groupIn, win, dxg, oSize);
+            continue;
+          }
+          int64_t n = chunk.count * oSize;
+          float *dcol = buf, *dyg = buf + cd.kRows * columns;
+          gatherChannels(dy, cd.outChannels, g * cd.groupOut, cd.groupOut,
+                         oSize, chunk, dyg);
+          gemm(true, false, cd.kRows, n, cd.groupOut, 1.0f, wg, dyg, 0.0f,
+               dcol);
+          for (int64_t j = 0; j < chunk.count; ++j)
+            col2im(dcol + j * oSize, cd.groupIn, win,
+                   dx + ((chunk.first + j) * cd.inChannels + g * cd.groupIn) *
+                            inSize,
+                   n);
         }
       });
 }
@@ -225,21 +328,38 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
   if (wShape.numElements() == 0 || cd.batch * oSize == 0)
     return;
   bool pointwise = isPointwise(win);
-  std::vector<float> col(pointwise ? 0 : cd.kRows * oSize);
-  for (int64_t b = 0; b < cd.batch; ++b) {
-    for (int64_t g = 0; g < group; ++g) {
-      const float *xg = x + (b * cd.inChannels + g * cd.groupIn) * inSize;
-      const float *src = xg;
-      if (!pointwise) {
-        im2col(xg, cd.groupIn, win, col.data());
-        src = col.data();
-      }
-      // dw_g += dy_g @ col^T, accumulated over the batch.
-      gemm(false, true, cd.groupOut, cd.kRows, oSize, 1.0f,
-           dy + (b * cd.outChannels + g * cd.groupOut) * oSize, src, 1.0f,
-           dw + g * cd.groupOut * cd.kRows);
-    }
-  }
+  int64_t per = samplesPerGemm(cd, oSize);
+  int64_t columns = per * oSize;
+  int64_t scratch = per == 1 ? (pointwise ? 0 : cd.kRows * oSize)
+                             : (cd.kRows + cd.groupOut) * columns;
+  // In order: every chunk accumulates into dw (the GEMMs use the threads).
+  forEachChunk(
+      cd, oSize, per, scratch, false, [&](SampleChunk chunk, float *buf) {
+        for (int64_t g = 0; g < group; ++g) {
+          float *dwg = dw + g * cd.groupOut * cd.kRows;
+          if (per == 1) {
+            const float *xg =
+                x + (chunk.first * cd.inChannels + g * cd.groupIn) * inSize;
+            const float *src = xg;
+            if (!pointwise) {
+              im2col(xg, cd.groupIn, win, buf, oSize);
+              src = buf;
+            }
+            // dw_g += dy_g @ col^T, accumulated over the batch.
+            gemm(false, true, cd.groupOut, cd.kRows, oSize, 1.0f,
+                 dy + (chunk.first * cd.outChannels + g * cd.groupOut) * oSize,
+                 src, 1.0f, dwg);
+            continue;
+          }
+          int64_t n = chunk.count * oSize;
+          float *col = buf, *dyg = buf + cd.kRows * columns;
+          im2colChunk(x, cd, g, win, chunk, col);
+          gatherChannels(dy, cd.outChannels, g * cd.groupOut, cd.groupOut,
+                         oSize, chunk, dyg);
+          gemm(false, true, cd.groupOut, cd.kRows, n, 1.0f, dyg, col, 1.0f,
+               dwg);
+        }
+      });
 }
 
 //===----------------------------------------------------------------------===//

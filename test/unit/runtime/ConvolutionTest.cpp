@@ -185,6 +185,27 @@ TEST(Convolution, PointwiseAndDepthwise) {
   checkConv(strided, false);
 }
 
+TEST(Convolution, SmallOutputsSideBySide) {
+  // Outputs of a few positions: several samples' im2col matrices go into
+  // one GEMM (grouped, strided, padded, with a bias), pointwise ones too.
+  ConvCase grouped{{5, 4, 3, 3},
+                   {6, 2, 3, 3},
+                   {5, 6, 2, 2},
+                   {2, 2},
+                   {1, 1, 1, 1},
+                   {1, 1},
+                   2};
+  checkConv(grouped, true);
+  ConvCase pointwise{{4, 3, 2, 2},
+                     {5, 3, 1, 1},
+                     {4, 5, 2, 2},
+                     {1, 1},
+                     {0, 0, 0, 0},
+                     {1, 1},
+                     1};
+  checkConv(pointwise, false);
+}
+
 /// conv against directConv, and convGradInput as conv's adjoint in x:
 /// <conv(x), r> = <x, convGradInput(r)>.
 void checkConvAndGradInput(const ConvCase &cc, uint32_t seed) {
@@ -220,6 +241,16 @@ TEST(Convolution, ConvSamplesOnThreads) {
       {{5, 6, 20, 20}, {8, 3, 3, 3}, {5, 8, 10, 10}, {2, 2}, {1, 1, 1, 1},
        {1, 1}, 2},
       8);
+}
+
+TEST(Convolution, SmallOutputChunksOnThreads) {
+  // 1x1 outputs of 1040 samples: chunks of 256 samples per GEMM, more
+  // chunks than threads, so the chunks run on the threads.
+  ScopedThreads threads(2);
+  checkConvAndGradInput(
+      {{1040, 8, 3, 3}, {16, 8, 3, 3}, {1040, 16, 1, 1}, {1, 1}, {0, 0, 0, 0},
+       {1, 1}, 1},
+      11);
 }
 
 //===----------------------------------------------------------------------===//
