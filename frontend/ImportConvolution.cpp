@@ -14,19 +14,22 @@ struct Window {
   SmallVector<int64_t> kernel, strides, pads, dilations;
 };
 
+/// The ints attribute `name`, or `size` copies of `fallback` when absent.
+SmallVector<int64_t> intsOr(NodeImporter &node, StringRef name, size_t size,
+                            int64_t fallback) {
+  std::optional<std::vector<int64_t>> values = node.intsAttr(name);
+  return values ? SmallVector<int64_t>(values->begin(), values->end())
+                : SmallVector<int64_t>(size, fallback);
+}
+
 FailureOr<Window> readWindow(NodeImporter &node, ArrayRef<int64_t> spatial,
                              ArrayRef<int64_t> kernel) {
   size_t k = spatial.size();
   Window w;
   w.kernel.assign(kernel.begin(), kernel.end());
-  auto listOr = [&](StringRef name, size_t size, int64_t fallback) {
-    std::optional<std::vector<int64_t>> values = node.intsAttr(name);
-    return values ? SmallVector<int64_t>(values->begin(), values->end())
-                  : SmallVector<int64_t>(size, fallback);
-  };
-  w.strides = listOr("strides", k, 1);
-  w.dilations = listOr("dilations", k, 1);
-  w.pads = listOr("pads", 2 * k, 0);
+  w.strides = intsOr(node, "strides", k, 1);
+  w.dilations = intsOr(node, "dilations", k, 1);
+  w.pads = intsOr(node, "pads", 2 * k, 0);
   if (w.strides.size() != k || w.dilations.size() != k ||
       w.pads.size() != 2 * k || w.kernel.size() != k)
     return node.emitError() << "kernel_shape, strides and dilations need " << k
@@ -153,15 +156,10 @@ LogicalResult importConvTranspose(NodeImporter &node) {
                             << " channels in " << group << " groups",
            failure();
   size_t k = rank - 2;
-  auto listOr = [&](StringRef name, size_t size, int64_t fallback) {
-    std::optional<std::vector<int64_t>> values = node.intsAttr(name);
-    return values ? SmallVector<int64_t>(values->begin(), values->end())
-                  : SmallVector<int64_t>(size, fallback);
-  };
-  SmallVector<int64_t> strides = listOr("strides", k, 1),
-                       dilations = listOr("dilations", k, 1),
-                       pads = listOr("pads", 2 * k, 0),
-                       outputPadding = listOr("output_padding", k, 0);
+  SmallVector<int64_t> strides = intsOr(node, "strides", k, 1),
+                       dilations = intsOr(node, "dilations", k, 1),
+                       pads = intsOr(node, "pads", 2 * k, 0),
+                       outputPadding = intsOr(node, "output_padding", k, 0);
   if (strides.size() != k || dilations.size() != k || pads.size() != 2 * k ||
       outputPadding.size() != k)
     return node.emitError() << "strides, dilations and output_padding need "

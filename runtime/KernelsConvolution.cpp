@@ -138,6 +138,17 @@ int64_t samplesPerGemm(const ConvDims &cd, int64_t oSize) {
   return std::max<int64_t>(1, std::min({cd.batch, wanted, fits}));
 }
 
+/// Floats of scratch a chunk of `per` samples needs: one sample's im2col
+/// matrix (none for a pointwise conv, which reads its input in place), or
+/// for several the side-by-side im2col matrix and the product (or gathered
+/// dy) beside it.
+int64_t chunkScratch(const ConvDims &cd, int64_t oSize, int64_t per,
+                     bool pointwise) {
+  if (per == 1)
+    return pointwise ? 0 : cd.kRows * oSize;
+  return (cd.kRows + cd.groupOut) * per * oSize;
+}
+
 /// The work of one GEMM: samples [first, first + count), each with an
 /// oSize-column block of the matrices.
 struct SampleChunk {
@@ -224,12 +235,10 @@ void conv(const float *x, const Shape &xShape, const float *w,
     return;
   bool pointwise = isPointwise(win);
   int64_t per = samplesPerGemm(cd, oSize);
-  // One sample: im2col into the scratch (none for a pointwise conv, which
-  // reads x), the product straight into y. Several: im2col side by side,
-  // the product into the scratch, then to y.
+  // One sample: the product straight into y. Several: into the scratch,
+  // then to y.
   int64_t columns = per * oSize;
-  int64_t scratch = per == 1 ? (pointwise ? 0 : cd.kRows * oSize)
-                             : (cd.kRows + cd.groupOut) * columns;
+  int64_t scratch = chunkScratch(cd, oSize, per, pointwise);
   forEachChunk(cd, oSize, per, scratch, true,
                [&](SampleChunk chunk, float *buf) {
                  for (int64_t g = 0; g < group; ++g) {
@@ -284,8 +293,7 @@ void convGradInput(const float *dy, const Shape &yShape, const float *w,
   bool pointwise = isPointwise(win);
   int64_t per = samplesPerGemm(cd, oSize);
   int64_t columns = per * oSize;
-  int64_t scratch = per == 1 ? (pointwise ? 0 : cd.kRows * oSize)
-                             : (cd.kRows + cd.groupOut) * columns;
+  int64_t scratch = chunkScratch(cd, oSize, per, pointwise);
   forEachChunk(
       cd, oSize, per, scratch, true, [&](SampleChunk chunk, float *buf) {
         for (int64_t g = 0; g < group; ++g) {
@@ -330,8 +338,7 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
   bool pointwise = isPointwise(win);
   int64_t per = samplesPerGemm(cd, oSize);
   int64_t columns = per * oSize;
-  int64_t scratch = per == 1 ? (pointwise ? 0 : cd.kRows * oSize)
-                             : (cd.kRows + cd.groupOut) * columns;
+  int64_t scratch = chunkScratch(cd, oSize, per, pointwise);
   // In order: every chunk accumulates into dw (the GEMMs use the threads).
   forEachChunk(
       cd, oSize, per, scratch, false, [&](SampleChunk chunk, float *buf) {
