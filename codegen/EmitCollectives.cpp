@@ -1,0 +1,106 @@
+//===- EmitCollectives.cpp - collectives, stage transfers -----------------===//
+//
+// The collectives the partitioner made explicit, over the communicator of
+// their mesh axes (runtime/CollectiveKernels.h: MPI on the cpu target, NCCL
+// on the cuda target), and the sends and receives between pipeline stages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Emitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using llvm::formatv;
+
+namespace mlir::cleave::codegen {
+
+std::string Emitter::axisGroup(ArrayAttr axes) {
+  std::string list;
+  for (StringAttr axis : axes.getAsRange<StringAttr>())
+    list += (list.empty() ? "" : ", ") +
+            std::to_string(mesh.getAxisIndex(axis.getValue()));
+  return formatv("AxisGroup{{{{{0}}, {1}}", list, axes.size()).str();
+}
+
+LogicalResult Emitter::emitOperation(AllReduceOp allReduce) {
+  Type element = tensorType(allReduce.getInputs()[0]).getElementType();
+  std::string ins, outs, counts;
+  for (auto [in, out] :
+       llvm::zip(allReduce.getInputs(), allReduce.getResults())) {
+    if (tensorType(in).getElementType() != element)
+      return allReduce->emitOpError("mixes element types in one bucket");
+    ins += (ins.empty() ? "" : ", ") + ref(in);
+    outs += (outs.empty() ? "" : ", ") + ref(out);
+    counts += (counts.empty() ? "" : ", ") + numElements(in);
+  }
+  // Started here, finished before the first use of a result, so
+  // the exchange overlaps the ops in between (the rest of the
+  // backward pass, for gradient buckets).
+  std::string name = uniqueName(baseName(allReduce) + "_comm");
+  body << formatv("  {{\n    const void *{0}_in[] = {{{1}};\n"
+                  "    void *{0}_out[] = {{{2}};\n"
+                  "    const int64_t {0}_count[] = {{{3}};\n",
+                  name, ins, outs, counts);
+  call(allReduce, formatv("  {0} = startAllReduceBucket({0}_in, {0}_out, "
+                          "{0}_count, {1}, {2}, {3})",
+                          name, allReduce.getInputs().size(),
+                          dtypeEnum(element), axisGroup(allReduce.getAxes())));
+  body << "  }\n";
+  globals << "static int64_t " << name << ";\n";
+  pendingWaits[firstUser(allReduce)].push_back(name);
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(AllGatherOp gather) {
+  call(gather, formatv("allGatherDim({0}, {1}, {2}, {3}, {4}, {5})",
+                       ref(gather.getInput()), shapeLiteral(gather.getInput()),
+                       gather.getDim(), elementBytes(gather.getInput()),
+                       ref(gather.getResult()), axisGroup(gather.getAxes())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(ReduceScatterOp scatter) {
+  call(scatter,
+       formatv("reduceScatterDim({0}, {1}, {2}, {3}, {4}, {5})",
+               ref(scatter.getInput()), shapeLiteral(scatter.getInput()),
+               scatter.getDim(),
+               dtypeEnum(tensorType(scatter.getInput()).getElementType()),
+               ref(scatter.getResult()), axisGroup(scatter.getAxes())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(AxisIndexOp index) {
+  call(index, formatv("writeAxisIndex({0}, {1})", ref(index.getResult()),
+                      axisGroup(index.getAxes())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(AllSliceOp slice) {
+  call(slice, formatv("allSliceDim({0}, {1}, {2}, {3}, {4}, {5})",
+                      ref(slice.getInput()), shapeLiteral(slice.getInput()),
+                      slice.getDim(), elementBytes(slice.getInput()),
+                      ref(slice.getResult()), axisGroup(slice.getAxes())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(SendRecvOp op) {
+  std::string group =
+      formatv("AxisGroup{{{{{0}}, 1}", mesh.getAxisIndex(op.getAxis()));
+  Value value = op.getInput();
+  std::string bytes =
+      formatv("{0} * {1}", numElements(value), elementBytes(value)).str();
+  if (stage == op.getSourceAttr().getInt()) {
+    call(op, formatv("sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})",
+                     ref(value), bytes, op.getDestAttr().getInt(), group));
+    return success();
+  }
+  declare(op.getResult(), nodeName(op.getLoc()).empty()
+                              ? std::string("received")
+                              : nodeName(op.getLoc()));
+  call(op,
+       formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
+               ref(op.getResult()), bytes, op.getSourceAttr().getInt(), group));
+  return success();
+}
+
+} // namespace mlir::cleave::codegen

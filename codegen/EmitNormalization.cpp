@@ -1,0 +1,86 @@
+//===- EmitNormalization.cpp - softmax, normalizations --------------------===//
+//
+// Softmax, LogSoftmax, LayerNorm and BatchNorm, forward and backward
+// (runtime/KernelsNormalization.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Emitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using llvm::formatv;
+
+namespace mlir::cleave::codegen {
+
+LogicalResult Emitter::emitOperation(SoftmaxOp softmax) {
+  call(softmax,
+       formatv("softmax({0}, {1}, {2}, false, {3})", ref(softmax.getInput()),
+               shapeLiteral(softmax.getInput()), softmax.getAxis(),
+               ref(softmax.getResult())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(LogSoftmaxOp softmax) {
+  call(softmax,
+       formatv("softmax({0}, {1}, {2}, true, {3})", ref(softmax.getInput()),
+               shapeLiteral(softmax.getInput()), softmax.getAxis(),
+               ref(softmax.getResult())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(SoftmaxGradOp grad) {
+  call(grad, formatv("softmaxGrad({0}, {1}, {2}, {3}, {4}, {5})",
+                     ref(grad.getOutput()), ref(grad.getOutputGrad()),
+                     shapeLiteral(grad.getOutput()), grad.getAxis(),
+                     grad.getLog(), ref(grad.getInputGrad())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(LayerNormOp norm) {
+  call(norm,
+       formatv("layerNorm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8})",
+               ref(norm.getInput()), shapeLiteral(norm.getInput()),
+               norm.getAxis(), ref(norm.getScale()), nullable(norm.getBias()),
+               floatLiteral(norm.getEpsilon().convertToFloat()),
+               ref(norm.getY()), ref(norm.getMean()),
+               ref(norm.getInvStdDev())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(LayerNormGradOp grad) {
+  call(grad, formatv("layerNormGrad({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                     "{7}, {8}, {9})",
+                     ref(grad.getOutputGrad()), ref(grad.getInput()),
+                     shapeLiteral(grad.getInput()), grad.getAxis(),
+                     ref(grad.getScale()), ref(grad.getMean()),
+                     ref(grad.getInvStdDev()), ref(grad.getInputGrad()),
+                     ref(grad.getScaleGrad()), ref(grad.getBiasGrad())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(BatchNormOp norm) {
+  call(norm,
+       formatv("batchNorm({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
+               "{8}, {9}, {10}, {11})",
+               ref(norm.getInput()), shapeLiteral(norm.getInput()),
+               ref(norm.getScale()), ref(norm.getBias()),
+               ref(norm.getRunningMean()), ref(norm.getRunningVar()),
+               floatLiteral(norm.getEpsilon().convertToFloat()),
+               floatLiteral(norm.getMomentum().convertToFloat()),
+               norm.getTraining(), ref(norm.getY()),
+               ref(norm.getNewRunningMean()), ref(norm.getNewRunningVar())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(BatchNormGradOp grad) {
+  call(grad, formatv("batchNormGrad({0}, {1}, {2}, {3}, {4}f, {5}, {6}, {7})",
+                     ref(grad.getOutputGrad()), ref(grad.getInput()),
+                     shapeLiteral(grad.getInput()), ref(grad.getScale()),
+                     floatLiteral(grad.getEpsilon().convertToFloat()),
+                     ref(grad.getInputGrad()), ref(grad.getScaleGrad()),
+                     ref(grad.getBiasGrad())));
+  return success();
+}
+
+} // namespace mlir::cleave::codegen

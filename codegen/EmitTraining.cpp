@@ -1,0 +1,194 @@
+//===- EmitTraining.cpp - randomness and optimizers -----------------------===//
+//
+// Dropout and the random generators (pure functions of seed, op number,
+// step and index), the learning-rate schedule and the optimizer updates
+// (runtime/KernelsTraining.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Emitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using llvm::formatv;
+
+namespace mlir::cleave::codegen {
+
+/// A random op's own seed, else the program's.
+static std::string randomSeed(IntegerAttr seed) {
+  return seed ? formatv("{0}ull", static_cast<uint64_t>(seed.getInt())).str()
+              : std::string("ctx.seed");
+}
+
+std::string Emitter::learningRate(APFloat lr, Value factor) {
+  std::string text = floatLiteral(lr.convertToFloat()) + "f";
+  return factor ? text + " * " + ref(factor) + "[0]" : text;
+}
+
+LogicalResult Emitter::emitOperation(DropoutOp dropout) {
+  if (!dropout.getTraining()) {
+    call(dropout,
+         formatv("{0}({1}, {2}, {3})", copyFunction(), ref(dropout.getInput()),
+                 numElements(dropout.getInput()), ref(dropout.getOutput())));
+    call(dropout,
+         formatv("{0}({1}, {2}, true)", fillFunction(), ref(dropout.getMask()),
+                 numElements(dropout.getMask())));
+    return success();
+  }
+  // Masks are a pure function of (seed, dropout number, step, index),
+  // the same in every run and on every target.
+  call(dropout,
+       formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, "
+               "{5})",
+               ref(dropout.getInput()), numElements(dropout.getInput()),
+               floatLiteral(dropout.getRatio().convertToFloat()),
+               dropoutNumber.lookup(dropout), ref(dropout.getOutput()),
+               ref(dropout.getMask())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(RandomUniformOp random) {
+  call(random,
+       formatv("randomUniform({0}, {1}, {2}f, {3}f, {4}, {5}, "
+               "ctx.step)",
+               ref(random.getResult()), numElements(random.getResult()),
+               floatLiteral(random.getLow().convertToFloat()),
+               floatLiteral(random.getHigh().convertToFloat()),
+               randomSeed(random.getSeedAttr()), randomNumber.lookup(random)));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(RandomNormalOp random) {
+  call(random,
+       formatv("randomNormal({0}, {1}, {2}f, {3}f, {4}, {5}, "
+               "ctx.step)",
+               ref(random.getResult()), numElements(random.getResult()),
+               floatLiteral(random.getMean().convertToFloat()),
+               floatLiteral(random.getScale().convertToFloat()),
+               randomSeed(random.getSeedAttr()), randomNumber.lookup(random)));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(LrScheduleOp schedule) {
+  StringRef kind = schedule.getSchedule();
+  call(schedule,
+       formatv(cuda ? "writeScalar({0}, lrScheduleFactor("
+                      "Schedule::{1}, {2}, {3}, {4}f, ctx.step))"
+                    : "{0}[0] = lrScheduleFactor(Schedule::{1}, "
+                      "{2}, {3}, {4}f, ctx.step)",
+               ref(schedule.getFactor()),
+               kind == "cosine"   ? "Cosine"
+               : kind == "linear" ? "Linear"
+                                  : "Constant",
+               schedule.getWarmupStepsAttr().getInt(),
+               schedule.getTotalStepsAttr().getInt(),
+               floatLiteral(schedule.getMinFactor().convertToFloat())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(SgdOp sgd) {
+  if (backward.fusedUpdates.contains(sgd)) {
+    body << "  // " << baseName(sgd)
+         << ": in the input gradient's linearBackwardSgd\n";
+    return success();
+  }
+  if (Operation *producer = sgd.getGrad().getDefiningOp();
+      producer && plan.gemmInUpdate.count(producer)) {
+    // param += (-lr * alpha) * op(a) * op(b): the gradient is never
+    // stored, and the parameter is read and written once.
+    auto gemm = cast<GemmOp>(producer);
+    float alpha =
+        -sgd.getLr().convertToFloat() * gemm.getAlpha().convertToFloat();
+    call(sgd, gemmCall(gemm, floatLiteral(alpha) + "f", "1.0f",
+                       ref(sgd.getParam())));
+    return success();
+  }
+  call(sgd,
+       formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}, "
+               "{8}f, ctx.step)",
+               ref(sgd.getParam()), ref(sgd.getGrad()),
+               nullable(sgd.getMomentumBuffer()), numElements(sgd.getParam()),
+               learningRate(sgd.getLr(), sgd.getLrFactor()),
+               floatLiteral(sgd.getMomentum().convertToFloat()),
+               floatLiteral(sgd.getDampening().convertToFloat()),
+               sgd.getNesterov(),
+               floatLiteral(sgd.getWeightDecay().convertToFloat())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(AdamwOp adamw) {
+  call(adamw, formatv("adamwUpdate({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
+                      "{8}f, {9}f, ctx.step)",
+                      ref(adamw.getParam()), ref(adamw.getGrad()),
+                      ref(adamw.getExpAvg()), ref(adamw.getExpAvgSq()),
+                      numElements(adamw.getParam()),
+                      learningRate(adamw.getLr(), adamw.getLrFactor()),
+                      floatLiteral(adamw.getBeta1().convertToFloat()),
+                      floatLiteral(adamw.getBeta2().convertToFloat()),
+                      floatLiteral(adamw.getEps().convertToFloat()),
+                      floatLiteral(adamw.getWeightDecay().convertToFloat())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(MomentumOp momentum) {
+  size_t count = momentum.getParams().size();
+  for (size_t i = 0; i < count; ++i)
+    call(momentum,
+         formatv("onnxMomentumUpdate({0}, {1}, {2}, {3}, {4}, "
+                 "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
+                 "{9}, {10}, {11})",
+                 ref(momentum.getParams()[i]), ref(momentum.getGrads()[i]),
+                 ref(momentum.getVelocities()[i]),
+                 numElements(momentum.getParams()[i]), scalar(momentum.getLr()),
+                 scalar(momentum.getStep()),
+                 floatLiteral(momentum.getAlpha().convertToFloat()),
+                 floatLiteral(momentum.getBeta().convertToFloat()),
+                 floatLiteral(momentum.getNormCoefficient().convertToFloat()),
+                 momentum.getMode() == MomentumMode::Nesterov,
+                 ref(momentum.getNewParams()[i]),
+                 ref(momentum.getNewVelocities()[i])));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(AdamOp adam) {
+  size_t count = adam.getParams().size();
+  for (size_t i = 0; i < count; ++i)
+    call(adam,
+         formatv("onnxAdamUpdate({0}, {1}, {2}, {3}, {4}, {5}, "
+                 "static_cast<int64_t>({6}), {7}f, {8}f, {9}f, "
+                 "{10}f, {11}f, {12}, {13}, {14})",
+                 ref(adam.getParams()[i]), ref(adam.getGrads()[i]),
+                 ref(adam.getFirstMoments()[i]),
+                 ref(adam.getSecondMoments()[i]),
+                 numElements(adam.getParams()[i]), scalar(adam.getLr()),
+                 scalar(adam.getStep()),
+                 floatLiteral(adam.getAlpha().convertToFloat()),
+                 floatLiteral(adam.getBeta().convertToFloat()),
+                 floatLiteral(adam.getEpsilon().convertToFloat()),
+                 floatLiteral(adam.getNormCoefficient().convertToFloat()),
+                 floatLiteral(adam.getNormCoefficientPost().convertToFloat()),
+                 ref(adam.getNewParams()[i]), ref(adam.getNewFirstMoments()[i]),
+                 ref(adam.getNewSecondMoments()[i])));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(AdagradOp adagrad) {
+  size_t count = adagrad.getParams().size();
+  for (size_t i = 0; i < count; ++i)
+    call(adagrad,
+         formatv("onnxAdagradUpdate({0}, {1}, {2}, {3}, {4}, "
+                 "static_cast<int64_t>({5}), {6}f, {7}f, {8}f, "
+                 "{9}, {10})",
+                 ref(adagrad.getParams()[i]), ref(adagrad.getGrads()[i]),
+                 ref(adagrad.getAccumulators()[i]),
+                 numElements(adagrad.getParams()[i]), scalar(adagrad.getLr()),
+                 scalar(adagrad.getStep()),
+                 floatLiteral(adagrad.getDecayFactor().convertToFloat()),
+                 floatLiteral(adagrad.getEpsilon().convertToFloat()),
+                 floatLiteral(adagrad.getNormCoefficient().convertToFloat()),
+                 ref(adagrad.getNewParams()[i]),
+                 ref(adagrad.getNewAccumulators()[i])));
+  return success();
+}
+
+} // namespace mlir::cleave::codegen

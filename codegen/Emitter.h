@@ -1,0 +1,262 @@
+//===- Emitter.h - the state of one program's emission ----------*- C++ -*-===//
+//
+// One Emitter per emitted function: the memory and fusion plans, the names
+// of buffers, and the text emitted so far. `emitOp` emits the prologue every
+// op shares (its stage, collectives to finish, result buffers, fused loops)
+// and dispatches to one `emitOperation` overload per op, defined in the
+// Emit<Family>.cpp file of its family; the families mirror
+// frontend/Import<Family>.cpp and runtime/Kernels<Family>.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_CODEGEN_EMITTER_H
+#define CLEAVE_CODEGEN_EMITTER_H
+
+#include "codegen/CppNames.h"
+#include "codegen/FusionPlan.h"
+#include "codegen/MemoryPlan.h"
+#include "codegen/ProgramEmitter.h"
+#include "dialects/cleave/CleaveOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <utility>
+
+namespace mlir::cleave::codegen {
+
+inline RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// The C++ element type of a tensor, or empty.
+std::string cType(Type element);
+/// The runtime's DType enumerator for `element`, or empty.
+std::string dtypeEnum(Type element);
+/// `Shape{d0, d1, ...}` of `value`'s static shape.
+std::string shapeLiteral(Value value);
+/// `{v0, v1, ...}`.
+std::string listLiteral(ArrayRef<int64_t> values);
+/// The ONNX node name in a location, if any, fit for a comment.
+std::string nodeName(Location loc);
+/// A C++ literal of `value` (INFINITY and NAN spelled out).
+std::string floatLiteral(double value);
+/// The ElementwiseBodies.h functor computing `op` per element, or empty
+/// when `op` is not elementwise (EmitElementwise.cpp).
+std::string elementwiseBody(Operation *op);
+
+class Emitter {
+public:
+  Emitter(func::FuncOp func, const EmitOptions &options);
+
+  /// The whole program (ProgramEmitter.cpp).
+  FailureOr<EmittedProgram> run();
+
+private:
+  //===--------------------------------------------------------------------===//
+  // The step (Emitter.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The body of the step of `stage` (-1: the whole step); whether it
+  /// reports the loss.
+  FailureOr<bool> emitStep(const std::string &argPointers);
+  /// The prologue every op shares, then its family's emitOperation.
+  LogicalResult emitOp(Operation *op);
+  /// Waits for the started collectives whose results `op` reads.
+  void finishCollectivesUsedBy(Operation *op);
+  /// Declares the variable of an op result (unless it is an alias).
+  void declare(Value value, StringRef base);
+
+  //===--------------------------------------------------------------------===//
+  // The tensor table (TensorTable.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// The tensor table (one row per argument, then per graph output) and
+  /// the lines that bind the arguments' pointers.
+  LogicalResult emitTable(EmittedProgram &program, std::string &table,
+                          std::string &argPointers, int &numTensors);
+  /// Tensor `name`'s .npy file name (runtime/Npy.h), as a C literal;
+  /// fails unless it fits a file system and no other tensor has it.
+  FailureOr<std::string> fileNameLiteral(StringRef name);
+  /// The table of integer inputs whose values the driver checks on
+  /// loading (cleave.index_range), and the count of its rows.
+  std::pair<std::string, int> indexChecks();
+
+  //===--------------------------------------------------------------------===//
+  // One emitOperation per op, by family
+  //===--------------------------------------------------------------------===//
+
+  // EmitElementwise.cpp (runtime/Elementwise.h, KernelsReduction.cpp)
+  /// One broadcasting loop over the op's body.
+  LogicalResult emitElementwise(Operation *op, const std::string &fn);
+  /// The fused loop of the group ending at `tail`.
+  void emitFusedGroup(Operation *tail);
+  LogicalResult emitOperation(ReduceSumOp op);
+  LogicalResult emitOperation(ReduceMeanOp op);
+  LogicalResult emitOperation(ReduceMaxOp op);
+  LogicalResult emitReduction(Operation *op, const char *kind, Value input,
+                              ArrayRef<int64_t> axes, Value result);
+
+  // EmitLinalg.cpp
+  LogicalResult emitOperation(GemmOp gemm);
+  LogicalResult emitOperation(MatmulOp matmul);
+  /// The runtime's `gemm` call for `gemm`'s operands and shape, with the
+  /// given scale texts, writing `out`.
+  std::string gemmCall(GemmOp gemm, const std::string &alpha,
+                       const std::string &beta, const std::string &out);
+
+  // EmitNormalization.cpp
+  LogicalResult emitOperation(SoftmaxOp softmax);
+  LogicalResult emitOperation(LogSoftmaxOp softmax);
+  LogicalResult emitOperation(SoftmaxGradOp grad);
+  LogicalResult emitOperation(LayerNormOp norm);
+  LogicalResult emitOperation(LayerNormGradOp grad);
+  LogicalResult emitOperation(BatchNormOp norm);
+  LogicalResult emitOperation(BatchNormGradOp grad);
+
+  // EmitDataMovement.cpp
+  LogicalResult emitConstant(ConstantOp op);
+  LogicalResult emitOperation(ReshapeOp reshape);
+  LogicalResult emitOperation(TransposeOp transpose);
+  LogicalResult emitOperation(BroadcastToOp broadcast);
+  LogicalResult emitOperation(ConcatOp concat);
+  LogicalResult emitOperation(SplitOp split);
+  LogicalResult emitOperation(SliceOp slice);
+  LogicalResult emitOperation(SliceGradOp grad);
+  LogicalResult emitOperation(GatherOp gather);
+  LogicalResult emitOperation(GatherGradOp grad);
+
+  // EmitConvolution.cpp
+  LogicalResult emitOperation(ConvOp conv);
+  LogicalResult emitOperation(ConvGradInputOp grad);
+  LogicalResult emitOperation(ConvGradWeightOp grad);
+  LogicalResult emitOperation(MaxPoolOp pool);
+  LogicalResult emitOperation(MaxPoolGradOp grad);
+  LogicalResult emitOperation(AvgPoolOp pool);
+  LogicalResult emitOperation(AvgPoolGradOp grad);
+
+  // EmitLoss.cpp
+  LogicalResult emitOperation(SoftmaxCrossEntropyOp loss);
+  LogicalResult emitOperation(SoftmaxCrossEntropyGradOp grad);
+  LogicalResult emitOperation(NllLossOp loss);
+  LogicalResult emitOperation(NllLossGradOp grad);
+
+  // EmitTraining.cpp
+  LogicalResult emitOperation(DropoutOp dropout);
+  LogicalResult emitOperation(RandomUniformOp random);
+  LogicalResult emitOperation(RandomNormalOp random);
+  LogicalResult emitOperation(LrScheduleOp schedule);
+  LogicalResult emitOperation(SgdOp sgd);
+  LogicalResult emitOperation(AdamwOp adamw);
+  LogicalResult emitOperation(MomentumOp momentum);
+  LogicalResult emitOperation(AdamOp adam);
+  LogicalResult emitOperation(AdagradOp adagrad);
+  /// `lr`, times element 0 of `factor` (a schedule's) when there is one.
+  std::string learningRate(APFloat lr, Value factor);
+
+  // EmitCollectives.cpp
+  LogicalResult emitOperation(AllReduceOp allReduce);
+  LogicalResult emitOperation(AllGatherOp gather);
+  LogicalResult emitOperation(ReduceScatterOp scatter);
+  LogicalResult emitOperation(AxisIndexOp index);
+  LogicalResult emitOperation(AllSliceOp slice);
+  /// The send on the source stage, the receive on the destination stage.
+  LogicalResult emitOperation(SendRecvOp op);
+  /// The runtime's AxisGroup literal for mesh axes `axes`.
+  std::string axisGroup(ArrayAttr axes);
+
+  //===--------------------------------------------------------------------===//
+  // Helpers for the families
+  //===--------------------------------------------------------------------===//
+
+  /// The expression naming `value`'s buffer, typed.
+  std::string ref(Value value) { return names.lookup(value); }
+  /// ref(value), or `nullptr` for an absent optional operand.
+  std::string nullable(Value value) {
+    return value ? ref(value) : std::string("nullptr");
+  }
+  std::string elementType(Value value) {
+    return cType(tensorType(value).getElementType());
+  }
+  std::string elementBytes(Value value) {
+    Type element = tensorType(value).getElementType();
+    return std::to_string(
+        element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
+  }
+  std::string numElements(Value value) {
+    return std::to_string(tensorType(value).getNumElements());
+  }
+  /// The base of the names of `op`'s variables: its ONNX node name, else
+  /// its mnemonic.
+  std::string baseName(Operation *op);
+  std::string uniqueName(StringRef base) { return cppNames.unique(base); }
+  /// A `const int64_t name[] = {...};` declaration; returns the name.
+  std::string array(StringRef base, ArrayRef<int64_t> values);
+  /// array() named after `op` and `what` (`conv1_strides`).
+  std::string window(Operation *op, ArrayRef<int64_t> values, StringRef what) {
+    return array(baseName(op) + "_" + what.str(), values);
+  }
+  /// Emits `text;`, commented with `op`'s node name.
+  void call(Operation *op, const std::string &text);
+
+  //===--------------------------------------------------------------------===//
+  // Target differences: the cuda target's runtime has the cpu target's
+  // functions and arguments (runtime/cuda/CudaKernels.h); they differ where
+  // the host touches tensor memory (constants, copies, scalars), in fused
+  // loops (kernels) and in the GEMM epilogues cuBLASLt offers.
+  //===--------------------------------------------------------------------===//
+
+  /// "cpu" or "cuda", for messages.
+  const char *targetName() const { return cuda ? "cuda" : "cpu"; }
+  /// The function copying n elements between tensors of the target.
+  const char *copyFunction() const { return cuda ? "copyN" : "std::copy_n"; }
+  /// The function filling n elements of a tensor of the target.
+  const char *fillFunction() const { return cuda ? "fillN" : "std::fill_n"; }
+  /// The host expression reading element 0 of `value` (the loss, a
+  /// learning rate, a step counter): on the GPU, a copy that waits.
+  std::string scalar(Value value) {
+    return cuda ? "readScalar(" + ref(value) + ")" : ref(value) + "[0]";
+  }
+
+  //===--------------------------------------------------------------------===//
+  // State
+  //===--------------------------------------------------------------------===//
+
+  func::FuncOp func;
+  const EmitOptions &options;
+  bool cuda = options.target == Target::Cuda;
+  /// The mesh of a distributed program, else null.
+  MeshAttr mesh = getModuleMesh(func);
+  FusionPlan fusion;
+  /// Planned anew for each pipeline stage.
+  MemoryPlan plan;
+  BackwardFusion backward;
+  CppNames cppNames;
+  llvm::DenseMap<Value, std::string> names;
+  /// The file names given so far, to the tensor names they came from.
+  llvm::StringMap<std::string> fileNames;
+  std::string globalsText, bodyText;
+  llvm::raw_string_ostream globals{globalsText}, body{bodyText};
+  /// Each dropout's number in program order (whatever stage emits it).
+  llvm::DenseMap<Operation *, int64_t> dropoutNumber;
+  /// Each random op's number in program order.
+  llvm::DenseMap<Operation *, int64_t> randomNumber;
+  /// ReLUs that the GEMM before them applies (cuda: cuBLASLt's RELU_BIAS
+  /// epilogue).
+  llvm::DenseSet<Operation *> reluInGemm;
+  /// Started all-reduce buckets, by the op that first reads them.
+  llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
+  /// Pipeline stages (cleave-pipeline-stages): the mesh axis, the number
+  /// of stages (1 when the step is not split) and the stage being emitted
+  /// (-1 when not split).
+  int64_t pipelineAxis = -1;
+  int64_t numStages = 1;
+  int64_t stage = -1;
+};
+
+} // namespace mlir::cleave::codegen
+
+#endif // CLEAVE_CODEGEN_EMITTER_H

@@ -1,0 +1,57 @@
+//===- FusionPlan.h - ops the emitter runs together -------------*- C++ -*-===//
+
+#ifndef CLEAVE_CODEGEN_FUSIONPLAN_H
+#define CLEAVE_CODEGEN_FUSIONPLAN_H
+
+#include "codegen/MemoryPlan.h"
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::cleave {
+
+/// Where the ops of a function run when not where they stand: chains of
+/// fusible elementwise ops whose intermediate values have one use each (the
+/// next op of the chain) run as one loop at the chain's last op, and
+/// all-reduces run asynchronously up to the first use of a result.
+struct FusionPlan {
+  /// Fused chains by their last op.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> groups;
+  /// Ops folded into a later op's loop.
+  llvm::DenseSet<Operation *> fusedAway;
+  /// Ops whose operands stay live up to a later op (planMemory's
+  /// `executedAt`): a fused op up to its chain's last op, an all-reduce up
+  /// to its first reader.
+  llvm::DenseMap<Operation *, Operation *> executedAt;
+};
+
+/// Plans `func`'s single block. `isElementwise` says which ops compute per
+/// element (the emitter knows a body for them); such an op joins a loop
+/// when every operand has the result's shape or a single element.
+FusionPlan planFusion(func::FuncOp func,
+                      llvm::function_ref<bool(Operation *)> isElementwise);
+
+/// Input-gradient GEMMs dx = dy w that also apply the plain-SGD update of w
+/// that a GEMM of the same dy computes (MemoryPlan::gemmInUpdate), where no
+/// op between them reads w: both then run at the first, in one pass over w.
+struct BackwardFusion {
+  /// The input-gradient GEMM -> the update it applies.
+  llvm::DenseMap<Operation *, SgdOp> updateWithInputGradient;
+  /// Those updates, which emit nothing where they stand.
+  llvm::DenseSet<Operation *> fusedUpdates;
+};
+
+/// Pairs the GEMMs of `block` run on `stage` (-1: all) by `plan`.
+BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
+                                  const FusionPlan &fusion, int64_t stage);
+
+/// The first op in the block that reads a result of `op`, if any.
+Operation *firstUser(Operation *op);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_CODEGEN_FUSIONPLAN_H
