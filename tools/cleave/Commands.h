@@ -29,6 +29,8 @@ std::unique_ptr<Command> makeAnnotateCommand();
 /// `cleave plan MODEL --cluster C --nodes N --global-batch B`: ranks the
 /// parallel layouts of a model on a cluster.
 std::unique_ptr<Command> makePlanCommand();
+/// `cleave calibrate -o FILE`: measures this machine for the cpu target.
+std::unique_ptr<Command> makeCalibrateCommand();
 
 /// Installs a diagnostic handler that prints `FILE: error: message` (plus
 /// notes) to stderr, and returns whether any error was reported.

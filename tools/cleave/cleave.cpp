@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
   commands.push_back(cleave::driver::makeCompileCommand());
   commands.push_back(cleave::driver::makeAnnotateCommand());
   commands.push_back(cleave::driver::makePlanCommand());
+  commands.push_back(cleave::driver::makeCalibrateCommand());
   // LLVM's and MLIR's own options (hundreds, for backends cleave does not
   // use) stay accepted but out of --help.
   for (auto &entry :

@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""Cleave's planner against measurement on this machine (cpu target).
+
+For each model: `cleave plan` on a calibrated cluster file (`cleave
+calibrate`, or --cluster) ranks every layout the compiler can build for
+--ranks ranks; every plan that fits is then compiled with its own flags
+and run under mpirun on synthetic data. Reported per plan: predicted and
+measured step time, predicted peak memory per rank and what the program
+allocates (--print-memory), predicted and counted bytes sent per rank
+(--print-comm); per model: the median of |predicted/measured - 1|, the
+Spearman rank correlation of the two orders, and how far the plan ranked
+first is from the fastest measured.
+
+  /usr/bin/python3 bench/plan_vs_measured.py --markdown
+  /usr/bin/python3 bench/plan_vs_measured.py --models mlp --ranks 2 \\
+      --cluster local.yaml --keep /tmp/pvm
+
+A step time is (T(3N) - T(N)) / 2N from two timed runs of N and 3N steps
+(N chosen so the short run takes about --seconds), which cancels start-up;
+the median of --rounds such estimates is reported. Timing environment as
+bench/bench.py's: OMP_NUM_THREADS from the cluster's calibration, OpenBLAS
+single-threaded inside OpenMP, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE
+SkylakeX where the CPU has AVX-512.
+
+Models: mlp (test/models/export_models.py, 784-128-64-10, global batch 64),
+wide (784-4096-4096-1024-10, 24.6M weights, global batch 64), transformer
+(test/models/zoo's transformer_pre_norm, global batch 32).
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MPIRUN = ["mpirun", "--oversubscribe"] + (
+    ["--allow-run-as-root"] if os.geteuid() == 0 else [])
+MODELS = {"mlp": 64, "wide": 64, "transformer": 32}
+
+
+def export(name, out):
+    """Writes out/<name>.onnx with a symbolic batch dimension `batch`."""
+    path = os.path.join(out, name + ".onnx")
+    code = f"""
+import sys, warnings, torch
+sys.path.insert(0, {os.path.join(ROOT, 'test', 'models')!r})
+sys.path.insert(0, {os.path.join(ROOT, 'test', 'models', 'zoo')!r})
+import export_models, zoo_models
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+name = {name!r}
+if name == "transformer":
+    model, names, axes, _ = zoo_models.MODELS["transformer_pre_norm"]()
+    args = (torch.randint(1, zoo_models.VOCAB, (2, zoo_models.SEQ)),
+            torch.randint(0, zoo_models.VOCAB, (2, zoo_models.SEQ)))
+else:
+    dims = (784, 128, 64, 10) if name == "mlp" else (784, 4096, 4096, 1024, 10)
+    model = export_models.MLP(dims) if name == "mlp" else None
+    if model is None:
+        import torch.nn as nn
+        class Wide(nn.Module):
+            def __init__(self):
+                super().__init__()
+                layers = []
+                for a, b in zip(dims[:-1], dims[1:]):
+                    layers += [nn.Linear(a, b), nn.ReLU()]
+                self.net = nn.Sequential(*layers[:-1])
+                self.loss = nn.CrossEntropyLoss()
+            def forward(self, x, y):
+                return self.loss(self.net(x), y)
+        model = Wide()
+    names = ["x", "y"]
+    axes = {{"x": {{0: "batch"}}, "y": {{0: "batch"}}}}
+    args = (torch.randn(2, 784), torch.randint(0, 10, (2,)))
+model.train()
+torch.onnx.export(model, args, {path!r}, input_names=names,
+                  output_names=["loss"], dynamic_axes=axes, opset_version=17,
+                  do_constant_folding=False,
+                  training=torch.onnx.TrainingMode.TRAINING)
+"""
+    subprocess.run(["/usr/bin/python3", "-c", code], check=True,
+                   capture_output=True)
+    return path
+
+
+def timing_env(threads):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMP_", "GOMP_", "OPENBLAS_", "KMP_"))}
+    env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1",
+               OMP_WAIT_POLICY="PASSIVE")
+    with open("/proc/cpuinfo") as f:
+        if "avx512f" in f.read():
+            env["OPENBLAS_CORETYPE"] = "SkylakeX"
+    return env
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n"
+                           f"{p.stdout[-1500:]}{p.stderr[-1500:]}")
+    return p
+
+
+def timed(program, ranks, steps, env):
+    start = time.perf_counter()
+    run(MPIRUN + ["-np", str(ranks), program, "--synthetic", "--steps",
+                  str(steps), "--quiet"], env)
+    return time.perf_counter() - start
+
+
+def step_seconds(program, ranks, env, seconds, rounds):
+    # Size N from a short run, then difference N and 3N steps.
+    probe = timed(program, ranks, 20, env) - timed(program, ranks, 10, env)
+    per = max(probe / 10, 1e-6)
+    n = int(min(max(20, seconds / per), 100000))
+    estimates = []
+    for _ in range(rounds):
+        t1 = timed(program, ranks, n, env)
+        t3 = timed(program, ranks, 3 * n, env)
+        estimates.append((t3 - t1) / (2 * n))
+    estimates.sort()
+    return estimates[len(estimates) // 2]
+
+
+def allocated_bytes(program, ranks, env):
+    p = run(MPIRUN + ["-np", str(ranks), program, "--synthetic", "--steps",
+                      "1", "--print-memory", "--print-comm"], env)
+    text = p.stdout + p.stderr
+    memory = [int(a) + int(b) for a, b in re.findall(
+        r"rank \d+: parameters and state (\d+) bytes, scratch (\d+) bytes",
+        text)]
+    return max(memory) if memory else None
+
+
+def spearman(a, b):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        for pos, i in enumerate(order):
+            r[i] = pos
+        return r
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    if n < 2:
+        return float("nan")
+    d = sum((x - y) ** 2 for x, y in zip(ra, rb))
+    return 1 - 6 * d / (n * (n * n - 1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--cluster", help="a cluster file (default: run "
+                    "`cleave calibrate` with --ranks)")
+    ap.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin",
+                                                     "cleave"))
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--keep", help="work directory to keep")
+    ap.add_argument("--markdown", action="store_true")
+    opts = ap.parse_args()
+    work = opts.keep or tempfile.mkdtemp(prefix="cleave-pvm-")
+    os.makedirs(work, exist_ok=True)
+    cluster = opts.cluster
+    if not cluster:
+        cluster = os.path.join(work, "local.yaml")
+        run([opts.cleave, "calibrate", "-o", cluster, "--ranks",
+             str(opts.ranks)])
+    threads = 1
+    with open(cluster) as f:
+        m = re.search(r"with \d+ ranks x (\d+) threads", f.read())
+        if m:
+            threads = int(m.group(1))
+    env = timing_env(threads)
+    summary = []
+    for name in opts.models.split(","):
+        batch = MODELS[name]
+        model = export(name, work)
+        plan_json = os.path.join(work, name + ".plan.json")
+        run([opts.cleave, "plan", model, "--cluster", cluster, "--ranks",
+             str(opts.ranks), "--global-batch", str(batch), "--top",
+             str(opts.top), "--json", plan_json])
+        with open(plan_json) as f:
+            plans = json.load(f)["plans"]
+        rows = []
+        for plan in plans:
+            program = os.path.join(work, f"{name}-{plan['rank']}")
+            run([opts.cleave, "compile", model] + plan["flags"] +
+                ["-o", program])
+            measured = step_seconds(program, opts.ranks, env, opts.seconds,
+                                    opts.rounds) * 1e3
+            rows.append(dict(rank=plan["rank"], mesh=plan["mesh_flag"],
+                             strategy=plan["strategy"],
+                             mb=plan["microbatches"],
+                             predicted=plan["predicted"]["step_ms"],
+                             measured=measured,
+                             peak=plan["predicted"]["peak_bytes_per_rank"],
+                             allocated=allocated_bytes(program, opts.ranks,
+                                                       env)))
+        errors = sorted(abs(r["predicted"] / r["measured"] - 1) for r in rows)
+        rho = spearman([r["predicted"] for r in rows],
+                       [r["measured"] for r in rows])
+        fastest = min(r["measured"] for r in rows)
+        chosen = rows[0]["measured"]
+        summary.append((name, len(rows), errors[len(errors) // 2], rho,
+                        chosen / fastest - 1))
+        print(f"\n{name} (global batch {batch}, {opts.ranks} ranks):")
+        print("| # | mesh | strategy | micro-batches | predicted ms | "
+              "measured ms | predicted/measured | predicted peak bytes | "
+              "allocated bytes |")
+        print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['rank']} | {r['mesh']} | {r['strategy']} | "
+                  f"{r['mb']} | {r['predicted']:.3f} | {r['measured']:.3f} | "
+                  f"{r['predicted'] / r['measured']:.2f} | {r['peak']} | "
+                  f"{r['allocated']} |")
+    print("\n| model | plans run | median error of predicted step | "
+          "Spearman | plan ranked first vs fastest measured |")
+    print("|---|---:|---:|---:|---:|")
+    for name, n, err, rho, gap in summary:
+        print(f"| {name} | {n} | {err * 100:.0f}% | {rho:.2f} | "
+              f"+{gap * 100:.0f}% |")
+    print(f"\ncluster file: {cluster}; work directory: {work}")
+    if not opts.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+//===- CalibrateProbe.cpp - what `cleave calibrate` measures --------------===//
+//
+// Runs under mpirun with the ranks and threads a training program would
+// have, and measures what the cost model needs for the cpu target: the
+// runtime's GEMM (the kernel programs call) in three shape classes and
+// memory bandwidth, all ranks at once (they share the machine as a run
+// does), and point-to-point latency and bandwidth between ranks 0 and 1
+// over MPI. Rank 0 prints one JSON object on stdout; numbers are the
+// slowest rank's.
+//
+//   mpirun -np 2 cleave-calibrate-probe [--seconds S]
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernels.h"
+
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Runs `op` for about `seconds` on every rank at once; returns the
+/// slowest rank's seconds per call.
+template <typename Op> double secondsPerCall(Op op, double seconds) {
+  op(); // warm-up: page faults, OpenBLAS buffers
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = now();
+  int64_t calls = 0;
+  // Every rank runs the same number of calls: rank 0 decides when to stop.
+  int keepGoing = 1;
+  while (keepGoing) {
+    op();
+    ++calls;
+    int stop = now() - start >= seconds;
+    MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    keepGoing = !stop;
+  }
+  double mine = (now() - start) / calls, slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+double gemmGflops(int64_t m, int64_t n, int64_t k, double seconds) {
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  double t = secondsPerCall(
+      [&] {
+        cleave::rt::gemm(false, false, m, n, k, 1.0f, a.data(), b.data(),
+                         0.0f, c.data());
+      },
+      seconds);
+  return 2.0 * m * n * k / t / 1e9;
+}
+
+/// STREAM's triad a = b + s c on arrays of 32 MiB, on the OpenMP threads:
+/// GB/s (reads and writes counted, 1e9 bytes).
+double triadGBs(double seconds) {
+  const int64_t n = int64_t{8} << 20;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  double t = secondsPerCall(
+      [&] {
+        float *pa = a.data();
+        const float *pb = b.data(), *pc = c.data();
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; ++i)
+          pa[i] = pb[i] + 0.5f * pc[i];
+      },
+      seconds);
+  return 3.0 * n * sizeof(float) / t / 1e9;
+}
+
+/// Half a round trip of `bytes` between ranks 0 and 1, in seconds (the
+/// other ranks wait).
+double pingPong(int rank, int64_t bytes, double seconds) {
+  std::vector<char> buffer(std::max<int64_t>(bytes, 1));
+  double t = secondsPerCall(
+      [&] {
+        if (rank == 0) {
+          MPI_Send(buffer.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+          MPI_Recv(buffer.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+          MPI_Recv(buffer.data(), bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          MPI_Send(buffer.data(), bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+      },
+      seconds);
+  return t / 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  double seconds = 0.5;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = std::atof(argv[++i]);
+    } else {
+      if (rank == 0)
+        std::fprintf(stderr, "cleave-calibrate-probe: error: unknown "
+                             "argument '%s' (only --seconds S)\n",
+                     argv[i]);
+      MPI_Finalize();
+      return 1;
+    }
+  }
+  if (!(seconds > 0)) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "cleave-calibrate-probe: error: --seconds must be > 0\n");
+    MPI_Finalize();
+    return 1;
+  }
+  double large = gemmGflops(1024, 1024, 1024, seconds);
+  double medium = gemmGflops(256, 256, 256, seconds);
+  double skinny = gemmGflops(4096, 32, 1024, seconds);
+  double triad = triadGBs(seconds);
+  double latency = 0, bandwidth = 0;
+  if (ranks > 1) {
+    latency = pingPong(rank, 8, seconds) * 1e6;
+    const int64_t big = int64_t{16} << 20;
+    bandwidth = big / pingPong(rank, big, seconds) / 1e9;
+  }
+  if (rank == 0)
+    std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
+                "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f}, "
+                "\"triad_gbs\": %.3f, \"p2p_latency_us\": %.3f, "
+                "\"p2p_bandwidth_gbs\": %.3f}\n",
+                ranks, omp_get_max_threads(), large, medium, skinny, triad,
+                latency, bandwidth);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,197 @@
+//===- CalibrateCommand.cpp - `cleave calibrate` --------------------------===//
+//
+// Measures this machine for the cpu target and writes a cluster file for
+// `cleave plan --cluster` and `--strategy auto`: cleave-calibrate-probe runs
+// under mpirun with the ranks and threads of a training run and reports the
+// runtime GEMM's rate by shape class, memory bandwidth and MPI latency and
+// bandwidth between ranks; this command turns that into the cluster schema
+// (planner/Cluster.h), with the raw numbers in comments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/cleave/Commands.h"
+#include "tools/cleave/OutputFile.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <thread>
+#include <unistd.h>
+
+namespace cleave::driver {
+
+namespace cl = llvm::cl;
+
+namespace {
+
+class CalibrateCommand : public Command {
+public:
+  CalibrateCommand()
+      : sub_("calibrate", "Measure this machine for the cpu target and write "
+                          "a cluster file for `cleave plan --cluster`"),
+        output_("o", cl::desc("The cluster file to write (YAML)"),
+                cl::value_desc("FILE"), cl::sub(sub_)),
+        ranks_("ranks", cl::desc("Ranks to measure with, as training will "
+                                 "run them (default 2)"),
+               cl::value_desc("N"), cl::init(2), cl::sub(sub_)),
+        threads_("threads", cl::desc("OpenMP threads per rank (default: "
+                                     "cores / ranks, at least 1)"),
+                 cl::value_desc("T"), cl::init(0), cl::sub(sub_)),
+        memoryGiB_("memory-gib", cl::desc("Memory one rank may use (default: "
+                                          "80% of RAM / ranks)"),
+                   cl::value_desc("G"), cl::init(0), cl::sub(sub_)),
+        seconds_("seconds", cl::desc("Seconds per measurement (default 0.5)"),
+                 cl::value_desc("S"), cl::init(0.5), cl::sub(sub_)),
+        mpirun_("mpirun", cl::desc("The MPI launcher (default mpirun; as root "
+                                   "--allow-run-as-root is added)"),
+                cl::value_desc("PROGRAM"), cl::init("mpirun"),
+                cl::sub(sub_)) {}
+
+  cl::SubCommand &subCommand() override { return sub_; }
+  int run(mlir::MLIRContext &) override;
+
+private:
+  int fail(const llvm::Twine &message) {
+    llvm::errs() << "cleave calibrate: error: " << message << "\n";
+    return 1;
+  }
+
+  cl::SubCommand sub_;
+  cl::opt<std::string> output_;
+  cl::opt<int64_t> ranks_, threads_;
+  cl::opt<double> memoryGiB_, seconds_;
+  cl::opt<std::string> mpirun_;
+};
+
+double physicalMemoryGiB() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? double(pages) * size / (1 << 30) : 0;
+}
+
+int CalibrateCommand::run(mlir::MLIRContext &) {
+  if (output_.empty())
+    return fail("give the cluster file to write with -o FILE");
+  if (ranks_ < 1 || ranks_ > 4096)
+    return fail(llvm::formatv("--ranks {0} must be in [1, 4096]", ranks_.getValue()));
+  int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  int64_t threads = threads_ ? threads_.getValue()
+                             : std::max<int64_t>(1, cores / ranks_);
+  if (threads < 1 || threads > 1024)
+    return fail(llvm::formatv("--threads {0} must be in [1, 1024]", threads));
+  if (!(seconds_ > 0 && seconds_ <= 60))
+    return fail("--seconds must be in (0, 60]");
+  double memory = memoryGiB_ ? memoryGiB_.getValue()
+                             : 0.8 * physicalMemoryGiB() / ranks_;
+  if (!(memory > 0))
+    return fail("--memory-gib must be positive (this machine's memory could "
+                "not be read: give it)");
+
+  llvm::ErrorOr<std::string> launcher = llvm::sys::findProgramByName(mpirun_);
+  if (!launcher)
+    return fail("cannot find the MPI launcher '" + mpirun_ +
+                "' (install Open MPI, or give --mpirun PROGRAM)");
+  std::vector<std::string> args = {*launcher};
+  if (geteuid() == 0)
+    args.push_back("--allow-run-as-root");
+  if (ranks_ * threads > cores)
+    args.push_back("--oversubscribe");
+  for (std::string arg :
+       {std::string("-np"), std::to_string(ranks_), std::string("-x"),
+        "OMP_NUM_THREADS=" + std::to_string(threads),
+        std::string(CLEAVE_CALIBRATE_PROBE), std::string("--seconds"),
+        llvm::formatv("{0}", seconds_.getValue()).str()})
+    args.push_back(arg);
+  llvm::SmallString<128> outPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("cleave-calibrate", "json", outPath))
+    return fail("cannot create a temporary file: " + ec.message());
+  llvm::FileRemover removeOut(outPath);
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt,
+                                                llvm::StringRef(outPath),
+                                                std::nullopt};
+  llvm::errs() << "cleave calibrate: measuring " << ranks_ << " ranks x "
+               << threads << " threads (about "
+               << llvm::formatv("{0:f0}", 8 * seconds_ + 2)
+               << " s): " << llvm::join(args, " ") << "\n";
+  std::string error;
+  int code = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt,
+                                       redirects, /*SecondsToWait=*/600, 0,
+                                       &error);
+  auto text = llvm::MemoryBuffer::getFile(outPath);
+  if (code != 0 || !text)
+    return fail(llvm::formatv("the measurement failed (exit {0}{1}); its "
+                              "command was: {2}",
+                              code, error.empty() ? "" : ": " + error,
+                              llvm::join(args, " ")));
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*text)->getBuffer().trim());
+  const llvm::json::Object *result = parsed ? parsed->getAsObject() : nullptr;
+  if (!result) {
+    if (!parsed)
+      llvm::consumeError(parsed.takeError());
+    return fail("the probe printed no result: '" +
+                (*text)->getBuffer().trim() + "'");
+  }
+  const llvm::json::Object *gemm = result->getObject("gemm_gflops");
+  auto number = [&](const llvm::json::Object *object, llvm::StringRef key) {
+    return object ? object->getNumber(key).value_or(0) : 0;
+  };
+  double large = number(gemm, "large"), medium = number(gemm, "medium"),
+         skinny = number(gemm, "skinny");
+  double triad = number(result, "triad_gbs");
+  double latency = number(result, "p2p_latency_us");
+  double bandwidth = number(result, "p2p_bandwidth_gbs");
+  if (!(large > 0 && medium > 0 && skinny > 0 && triad > 0) ||
+      (ranks_ > 1 && !(bandwidth > 0)))
+    return fail("the probe's numbers are not all positive: '" +
+                (*text)->getBuffer().trim() + "'");
+  if (ranks_ == 1) {
+    // Nothing to measure between ranks; plans on one rank send nothing.
+    bandwidth = triad;
+    latency = 1;
+  }
+  // The cost model has one GEMM rate: the large GEMM's is the peak and the
+  // smaller classes' mean fraction of it the compute efficiency.
+  double efficiency = std::min(1.0, (medium + skinny) / 2 / large);
+  std::string yaml = llvm::formatv(
+      "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
+      "(all ranks at once, as a run has them).\n"
+      "# GEMM GFLOP/s per rank, runtime gemm: 1024^3 {2:f2}, 256^3 {3:f2}, "
+      "4096x32x1024 {4:f2};\n"
+      "# STREAM triad {5:f2} GB/s per rank; MPI ping-pong between ranks 0 "
+      "and 1: {6:f2} us, {7:f3} GB/s.\n"
+      "# One node measured: inter_node repeats intra_node.\n"
+      "name: calibrated\n"
+      "target: cpu\n"
+      "nodes: 1\n"
+      "devices_per_node: {0}\n"
+      "device:\n"
+      "  memory_gib: {8:f3}\n"
+      "  peak_tflops: {{fp32: {9:f6}}\n"
+      "  memory_bandwidth_gbs: {5:f3}\n"
+      "intra_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
+      "inter_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
+      "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
+      ranks_.getValue(), threads, large, medium, skinny, triad, latency,
+      bandwidth, memory, large / 1000, efficiency);
+  if (!writeOutputFile(output_, yaml, "cleave calibrate"))
+    return 1;
+  llvm::outs() << yaml;
+  return 0;
+}
+
+} // namespace
+
+std::unique_ptr<Command> makeCalibrateCommand() {
+  return std::make_unique<CalibrateCommand>();
+}
+
+} // namespace cleave::driver
