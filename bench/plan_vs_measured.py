@@ -172,16 +172,18 @@ def main():
     work = opts.keep or tempfile.mkdtemp(prefix="cleave-pvm-")
     os.makedirs(work, exist_ok=True)
     cluster = opts.cluster
+    threads = max(1, (os.cpu_count() or 1) // opts.ranks)
+    if cluster:
+        with open(cluster) as f:
+            m = re.search(r"with \d+ ranks x (\d+) threads", f.read())
+            if m:
+                threads = int(m.group(1))
+    env = timing_env(threads)
     if not cluster:
+        # Measured in the environment the programs are timed in.
         cluster = os.path.join(work, "local.yaml")
         run([opts.cleave, "calibrate", "-o", cluster, "--ranks",
-             str(opts.ranks)])
-    threads = 1
-    with open(cluster) as f:
-        m = re.search(r"with \d+ ranks x (\d+) threads", f.read())
-        if m:
-            threads = int(m.group(1))
-    env = timing_env(threads)
+             str(opts.ranks), "--threads", str(threads)], env)
     summary = []
     for name in opts.models.split(","):
         batch = MODELS[name]

@@ -261,7 +261,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     return reader.error("device", "is missing");
   auto device =
       reader.entries(deviceNode, "device",
-                     {"memory_gib", "peak_tflops", "memory_bandwidth_gbs"});
+                     {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
+                      "cache_mib", "cache_bandwidth_gbs"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -270,6 +271,17 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   if (llvm::Error e = reader.number(*device, "memory_bandwidth_gbs", "device",
                                     c.memoryBandwidthGBs))
     return std::move(e);
+  // Optional: memory-bound ops whose bytes fit the cache run at its
+  // bandwidth (a cpu's L2; GPUs' ops stream from HBM).
+  for (auto [key, out] : {std::pair{"cache_mib", &c.cacheMiB},
+                          std::pair{"cache_bandwidth_gbs", &c.cacheBandwidthGBs}})
+    if (llvm::Error e = reader.number(*device, key, "device", *out,
+                                      /*optional=*/true))
+      return std::move(e);
+  if ((c.cacheMiB > 0) != (c.cacheBandwidthGBs > 0))
+    return reader.error("device.cache_mib",
+                        "and device.cache_bandwidth_gbs go together: give both "
+                        "or neither");
   auto peakNode = device->lookup("peak_tflops");
   if (!peakNode)
     return reader.error("device.peak_tflops", "is missing");

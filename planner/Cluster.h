@@ -38,6 +38,8 @@ struct Cluster {
   double peakTflopsFp32 = 0, peakTflopsTf32 = 0, peakTflopsBf16 = 0;
   /// Device memory bandwidth.
   double memoryBandwidthGBs = 0;
+  /// A cache memory-bound ops run from when their bytes fit it (0: none).
+  double cacheMiB = 0, cacheBandwidthGBs = 0;
   Link intraNode, interNode;
   /// Fractions of peak reached in practice: matrix products, memory-bound
   /// ops, links.

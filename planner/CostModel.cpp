@@ -38,8 +38,11 @@ public:
           (type.getElementType().isBF16() || type.getElementType().isF16()))
         peak = cluster.peakTflopsBf16;
     double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
-    double memory = cost.bytes / (cluster.memoryBandwidthGBs * 1e9 *
-                                  cluster.memoryEfficiency);
+    bool cached = cost.bytes <= cluster.cacheMiB * 1024 * 1024;
+    double bandwidth =
+        cached ? cluster.cacheBandwidthGBs : cluster.memoryBandwidthGBs;
+    double memory =
+        cost.bytes / (bandwidth * 1e9 * cluster.memoryEfficiency);
     return std::max(compute, memory);
   }
 

@@ -3,7 +3,7 @@
 // Runs under mpirun with the ranks and threads a training program would
 // have, and measures what the cost model needs for the cpu target: the
 // runtime's GEMM (the kernel programs call) in three shape classes and
-// memory bandwidth, all ranks at once (they share the machine as a run
+// memory and L2 cache bandwidth, all ranks at once (they share the machine as a run
 // does), and point-to-point latency and bandwidth between ranks 0 and 1
 // over MPI. Rank 0 prints one JSON object on stdout; numbers are the
 // slowest rank's.
@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 double now() {
@@ -34,17 +36,30 @@ double now() {
 }
 
 /// Runs `op` for about `seconds` on every rank at once; returns the
-/// slowest rank's seconds per call.
+/// slowest rank's seconds per call. Calls go in batches of at least a
+/// millisecond, so that the check of the clock (a broadcast from rank 0,
+/// which keeps the ranks in step) costs nothing against a short call.
 template <typename Op> double secondsPerCall(Op op, double seconds) {
   op(); // warm-up: page faults, OpenBLAS buffers
+  int64_t batch = 1;
+  for (double t = 0; batch < (int64_t{1} << 20); batch *= 2) {
+    double start = now();
+    for (int64_t i = 0; i < batch; ++i)
+      op();
+    t = now() - start;
+    if (t >= 1e-3)
+      break;
+  }
+  // Every rank runs the batch size and batch count rank 0 chooses.
+  MPI_Bcast(&batch, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   double start = now();
   int64_t calls = 0;
-  // Every rank runs the same number of calls: rank 0 decides when to stop.
   int keepGoing = 1;
   while (keepGoing) {
-    op();
-    ++calls;
+    for (int64_t i = 0; i < batch; ++i)
+      op();
+    calls += batch;
     int stop = now() - start >= seconds;
     MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
     keepGoing = !stop;
@@ -65,10 +80,9 @@ double gemmGflops(int64_t m, int64_t n, int64_t k, double seconds) {
   return 2.0 * m * n * k / t / 1e9;
 }
 
-/// STREAM's triad a = b + s c on arrays of 32 MiB, on the OpenMP threads:
-/// GB/s (reads and writes counted, 1e9 bytes).
-double triadGBs(double seconds) {
-  const int64_t n = int64_t{8} << 20;
+/// STREAM's triad a = b + s c on arrays of n floats, on the OpenMP
+/// threads: GB/s (reads and writes counted, 1e9 bytes).
+double triadGBs(int64_t n, double seconds) {
   std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
   double t = secondsPerCall(
       [&] {
@@ -132,7 +146,12 @@ int main(int argc, char **argv) {
   double large = gemmGflops(1024, 1024, 1024, seconds);
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
-  double triad = triadGBs(seconds);
+  // Memory: arrays of 32 MiB; cache: three arrays in half the L2.
+  double triad = triadGBs(int64_t{8} << 20, seconds);
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 <= 0)
+    l2 = 1 << 20;
+  double cacheTriad = triadGBs(std::max<long>(1024, l2 / 2 / 3 / 4), seconds);
   double latency = 0, bandwidth = 0;
   if (ranks > 1) {
     latency = pingPong(rank, 8, seconds) * 1e6;
@@ -142,10 +161,11 @@ int main(int argc, char **argv) {
   if (rank == 0)
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f}, "
-                "\"triad_gbs\": %.3f, \"p2p_latency_us\": %.3f, "
+                "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
+                "\"cache_bytes\": %ld, \"p2p_latency_us\": %.3f, "
                 "\"p2p_bandwidth_gbs\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
-                latency, bandwidth);
+                cacheTriad, l2, latency, bandwidth);
   MPI_Finalize();
   return 0;
 }

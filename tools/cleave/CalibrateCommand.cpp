@@ -147,9 +147,12 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   double large = number(gemm, "large"), medium = number(gemm, "medium"),
          skinny = number(gemm, "skinny");
   double triad = number(result, "triad_gbs");
+  double cacheTriad = number(result, "cache_triad_gbs");
+  double cacheMiB = number(result, "cache_bytes") / (1024.0 * 1024.0);
   double latency = number(result, "p2p_latency_us");
   double bandwidth = number(result, "p2p_bandwidth_gbs");
-  if (!(large > 0 && medium > 0 && skinny > 0 && triad > 0) ||
+  if (!(large > 0 && medium > 0 && skinny > 0 && triad > 0 &&
+        cacheTriad > 0 && cacheMiB > 0) ||
       (ranks_ > 1 && !(bandwidth > 0)))
     return fail("the probe's numbers are not all positive: '" +
                 (*text)->getBuffer().trim() + "'");
@@ -166,8 +169,8 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "(all ranks at once, as a run has them).\n"
       "# GEMM GFLOP/s per rank, runtime gemm: 1024^3 {2:f2}, 256^3 {3:f2}, "
       "4096x32x1024 {4:f2};\n"
-      "# STREAM triad {5:f2} GB/s per rank; MPI ping-pong between ranks 0 "
-      "and 1: {6:f2} us, {7:f3} GB/s.\n"
+      "# STREAM triad {5:f2} GB/s per rank ({11:f2} in the L2 cache); MPI "
+      "ping-pong between ranks 0 and 1: {6:f2} us, {7:f3} GB/s.\n"
       "# One node measured: inter_node repeats intra_node.\n"
       "name: calibrated\n"
       "target: cpu\n"
@@ -177,11 +180,13 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  memory_gib: {8:f3}\n"
       "  peak_tflops: {{fp32: {9:f6}}\n"
       "  memory_bandwidth_gbs: {5:f3}\n"
+      "  cache_mib: {12:f3}\n"
+      "  cache_bandwidth_gbs: {11:f3}\n"
       "intra_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
       "inter_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
       "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
-      bandwidth, memory, large / 1000, efficiency);
+      bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
