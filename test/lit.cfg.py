@@ -61,6 +61,7 @@ config.substitutions.append(("%cleave_obj_root", config.cleave_obj_root))
 
 llvm_config.add_tool_substitutions(
     [ToolSubst("cleave", unresolved="fatal"), ToolSubst("cleave-opt", unresolved="fatal"),
+     ToolSubst("cleave-translate", unresolved="fatal"),
      ToolSubst("cleave-unit-tests", unresolved="fatal"),
      ToolSubst("cleave-runtime-tests", unresolved="fatal"),
      ToolSubst("cleave-collectives-test", unresolved="fatal"),
