@@ -22,17 +22,35 @@ static constexpr const char *kRuntimeNames =
     "program kTensors trainStep launch copyN fillN readScalar gemmBias "
     "GemmEpilogue randomUniform randomNormal writeScalar deviceAddress "
     "synchronize cuda startAllReduceBucket finishAllReduceBucket "
-    "allGatherDim reduceScatterDim allSliceDim writeAxisIndex";
+    "allGatherDim reduceScatterDim allSliceDim writeAxisIndex sendRecv "
+    "kNoPeer meshCoord AxisGroup MeshSpec PipelineSpec TensorSpec Program "
+    "StepContext IndexInputCheck runProgram rt indexChecks numIndexChecks "
+    "kernelScratchBytes cudaDeviceHooks";
 
-// The C++ keywords an ONNX name could spell.
+// Names the C and C++ standard headers the source includes define as
+// macros or use unqualified.
+static constexpr const char *kLibraryNames =
+    "NULL EOF errno assert stdin stdout stderr INFINITY NAN HUGE_VAL "
+    "HUGE_VALF M_PI M_E FLT_MAX FLT_MIN DBL_MAX INT_MAX INT_MIN "
+    "size_t ptrdiff_t int8_t int16_t int32_t int64_t uint8_t uint16_t "
+    "uint32_t uint64_t intptr_t uintptr_t";
+
+// The C++17 keywords and alternative tokens an ONNX name could spell
+// (C++20's too: a newer compiler may default to it).
 static constexpr const char *kKeywords =
-    "auto bool break case char class const default delete do double else "
-    "enum float for if int long new operator private public return short "
-    "signed sizeof static struct switch template this union unsigned void "
-    "while asm namespace using true false";
+    "alignas alignof and and_eq asm auto bitand bitor bool break case catch "
+    "char char8_t char16_t char32_t class compl concept const consteval "
+    "constexpr constinit const_cast continue co_await co_return co_yield "
+    "decltype default delete do double dynamic_cast else enum explicit "
+    "export extern false float for friend goto if inline int long mutable "
+    "namespace new noexcept not not_eq nullptr operator or or_eq private "
+    "protected public register reinterpret_cast requires return short "
+    "signed sizeof static static_assert static_cast struct switch template "
+    "this thread_local throw true try typedef typeid typename union "
+    "unsigned using virtual void volatile wchar_t while xor xor_eq";
 
 CppNames::CppNames() {
-  for (const char *list : {kRuntimeNames, kKeywords}) {
+  for (const char *list : {kRuntimeNames, kLibraryNames, kKeywords}) {
     llvm::SmallVector<llvm::StringRef> words;
     llvm::StringRef(list).split(words, ' ');
     for (llvm::StringRef word : words)

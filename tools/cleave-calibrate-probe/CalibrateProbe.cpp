@@ -41,17 +41,18 @@ double now() {
 /// which keeps the ranks in step) costs nothing against a short call.
 template <typename Op> double secondsPerCall(Op op, double seconds) {
   op(); // warm-up: page faults, OpenBLAS buffers
+  // Every rank runs the same calls (a ping-pong's sends must meet their
+  // receives): rank 0 times the doubling batches and says when to stop.
   int64_t batch = 1;
-  for (double t = 0; batch < (int64_t{1} << 20); batch *= 2) {
+  for (;; batch *= 2) {
     double start = now();
     for (int64_t i = 0; i < batch; ++i)
       op();
-    t = now() - start;
-    if (t >= 1e-3)
+    int enough = now() - start >= 1e-3 || batch >= (int64_t{1} << 20);
+    MPI_Bcast(&enough, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (enough)
       break;
   }
-  // Every rank runs the batch size and batch count rank 0 chooses.
-  MPI_Bcast(&batch, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   double start = now();
   int64_t calls = 0;
