@@ -16,7 +16,8 @@ first is from the fastest measured.
       --cluster local.yaml --keep /tmp/pvm
 
 A step time is (T(3N) - T(N)) / 2N from two timed runs of N and 3N steps
-(N chosen so the short run takes about --seconds), which cancels start-up;
+(N chosen from runs of 10 and 210 steps so that the short run takes about
+--seconds, at most 20000 steps), which cancels start-up;
 the median of --rounds such estimates is reported. Timing environment as
 bench/bench.py's: OMP_NUM_THREADS from the cluster's calibration, OpenBLAS
 single-threaded inside OpenMP, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE
@@ -117,10 +118,11 @@ def timed(program, ranks, steps, env):
 
 
 def step_seconds(program, ranks, env, seconds, rounds):
-    # Size N from a short run, then difference N and 3N steps.
-    probe = timed(program, ranks, 20, env) - timed(program, ranks, 10, env)
-    per = max(probe / 10, 1e-6)
-    n = int(min(max(20, seconds / per), 100000))
+    # Size N from 10 and 210 steps (start-up noise of mpirun is some 10 ms:
+    # fewer steps apart would measure it), then difference N and 3N steps.
+    probe = timed(program, ranks, 210, env) - timed(program, ranks, 10, env)
+    per = max(probe / 200, 1e-5)
+    n = int(min(max(20, seconds / per), 20000))
     estimates = []
     for _ in range(rounds):
         t1 = timed(program, ranks, n, env)

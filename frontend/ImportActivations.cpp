@@ -4,8 +4,9 @@
 // the variadic Max and Min. Each is a composition of compares, selects and
 // arithmetic, so its gradient, sharding and kernels (one fused loop) are
 // those of the ops it is made of. At the points where the derivative is
-// not defined the selects pick PyTorch's choice where it matters in
-// practice (LeakyRelu and Elu at 0 take the negative side's slope).
+// not defined the selects pick PyTorch's choice (LeakyRelu and Elu at 0
+// take the negative side's slope, Abs has slope 0 there); Clip passes the
+// gradient at its bounds, where PyTorch's hardtanh (ReLU6) does not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,11 @@ LogicalResult importClip(NodeImporter &node) {
     }
     return node.hasInput(input) ? node.input(input) : Value();
   };
+  for (unsigned i : {1u, 2u})
+    if (node.opset() >= 11 && node.hasInput(i) &&
+        TensorBuilder::typeOf(node.input(i)).getRank() != 0)
+      return node.emitError() << "min and max must be scalars (rank 0)",
+             failure();
   if (Value lo = bound(1, "min"))
     y = t.where(t.less(y, lo), lo, y);
   if (Value hi = bound(2, "max"))
@@ -97,8 +103,7 @@ LogicalResult importElu(NodeImporter &node) {
 LogicalResult importAbs(NodeImporter &node) {
   TensorBuilder t = node.tensors();
   Value x = node.input(0);
-  Value zero = t.scalarLike(x, 0.0);
-  node.setOutput(0, t.where(t.less(x, zero), t.neg(x), x));
+  node.setOutput(0, t.abs(x));
   return success();
 }
 

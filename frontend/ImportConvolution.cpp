@@ -166,6 +166,19 @@ LogicalResult importConvTranspose(NodeImporter &node) {
                             << k << " entries and pads " << 2 * k,
            failure();
   std::string autoPad = node.stringAttr("auto_pad", "NOTSET");
+  if (!llvm::is_contained({"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"},
+                          autoPad))
+    return node.emitError() << "auto_pad '" << autoPad
+                            << "' is not one of NOTSET, SAME_UPPER, "
+                               "SAME_LOWER, VALID",
+           failure();
+  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return node.emitError() << "pads must not be negative", failure();
+  if (node.hasInput(2) && TensorBuilder::typeOf(node.input(2)).getShape() !=
+                              ArrayRef<int64_t>{type->getDimSize(1)})
+    return node.emitError() << "bias must have shape ["
+                            << type->getDimSize(1) << "]",
+           failure();
   bool derivePads = node.hasAttr("output_shape") || autoPad == "SAME_UPPER" ||
                     autoPad == "SAME_LOWER";
   for (size_t i = 0; i < k; ++i) {

@@ -125,6 +125,13 @@ Labeled contract(TensorBuilder &t, Labeled a, Labeled b, StringRef keep) {
   auto sizeOf = [&](const Labeled &x, char label) {
     return TensorBuilder::typeOf(x.value).getDimSize(x.labels.find(label));
   };
+  // A summed label of size 1 on one side (an ellipsis dimension
+  // broadcasting): sum it out of the other side first, keeping size 1.
+  for (char label : summed)
+    for (Labeled *x : {&a, &b})
+      if (sizeOf(*x, label) != 1 && sizeOf(x == &a ? b : a, label) == 1)
+        x->value = t.reduceSum(x->value, {int64_t(x->labels.find(label))},
+                               true);
   // Batch labels broadcast (a size-1 ellipsis dimension against a larger).
   SmallVector<int64_t> batchShape;
   for (char label : batch)
@@ -217,6 +224,11 @@ LogicalResult importEinsum(NodeImporter &node) {
     }
     output += once;
   }
+  for (auto [i, label] : llvm::enumerate(output))
+    if (output.find(label) != i)
+      return node.emitError() << "output label '" << label
+                              << "' is given twice",
+             failure();
   for (char label : output)
     if (llvm::none_of(operands, [&](const Labeled &x) {
           return x.labels.find(label) != std::string::npos;

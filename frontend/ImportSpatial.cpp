@@ -82,8 +82,22 @@ LogicalResult importPad(NodeImporter &node) {
                                "edge are)",
            failure();
   FailureOr<PadAmounts> pads = readPads(node, rank);
-  if (failed(pads))
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(pads) || failed(type))
     return failure();
+  // ONNX's inference computed the output from the same pads: a size that
+  // disagrees (or overflowed there) is refused before any index is made.
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t before = pads->before[axis], after = pads->after[axis], size;
+    if (__builtin_add_overflow(shapeOf(x)[axis], before, &size) ||
+        __builtin_add_overflow(size, after, &size) ||
+        size != type->getDimSize(axis))
+      return node.emitError() << "pads " << before << " and " << after
+                              << " of axis " << axis
+                              << " do not give the output size "
+                              << type->getDimSize(axis),
+             failure();
+  }
   double fill = 0.0;
   if (mode == "constant" && node.hasInput(2)) {
     FailureOr<double> value = node.constantScalar(2);
@@ -150,14 +164,20 @@ LogicalResult importTile(NodeImporter &node) {
                             << " repeats for an input of rank "
                             << shape.size(),
            failure();
+  FailureOr<RankedTensorType> type = node.outputType(0);
+  if (failed(type))
+    return failure();
   SmallVector<int64_t> split, broadcast, result;
   for (auto [dim, repeat] : llvm::zip(shape, *repeats)) {
-    if (repeat < 0)
-      return node.emitError() << "repeat " << repeat << " is negative",
+    int64_t size;
+    if (repeat < 0 || __builtin_mul_overflow(repeat, dim, &size) ||
+        size != type->getDimSize(result.size()))
+      return node.emitError() << "repeat " << repeat << " of a dimension of "
+                              << dim << " does not give the output's",
              failure();
     split.append({1, dim});
     broadcast.append({repeat, dim});
-    result.push_back(repeat * dim);
+    result.push_back(size);
   }
   TensorBuilder t = node.tensors();
   node.setOutput(0, t.reshape(t.broadcastTo(t.reshape(x, split), broadcast),
@@ -215,6 +235,27 @@ LogicalResult importResize(NodeImporter &node) {
     return node.emitError() << "mode '" << mode
                             << "' is not supported (nearest and linear are)",
            failure();
+  if (node.opset() < 11)
+    return node.emitError() << "Resize before opset 11 (scales as input 1, "
+                               "asymmetric coordinates) is not supported: "
+                               "export with opset 11 or later",
+           failure();
+  if (!llvm::is_contained({"round_prefer_floor", "round_prefer_ceil",
+                           "floor", "ceil"},
+                          nearest))
+    return node.emitError() << "nearest_mode '" << nearest
+                            << "' is not one of round_prefer_floor, "
+                               "round_prefer_ceil, floor, ceil",
+           failure();
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel",
+                           "align_corners", "asymmetric",
+                           "half_pixel_symmetric"},
+                          transform))
+    return node.emitError() << "coordinate_transformation_mode '" << transform
+                            << "' is not supported (half_pixel, "
+                               "pytorch_half_pixel, align_corners, "
+                               "asymmetric and half_pixel_symmetric are)",
+           failure();
   if (node.intAttr("antialias", 0) || node.intAttr("exclude_outside", 0))
     return node.emitError() << "antialias and exclude_outside are not "
                                "supported",
@@ -224,8 +265,8 @@ LogicalResult importResize(NodeImporter &node) {
     return node.emitError() << "axes and keep_aspect_ratio_policy are not "
                                "supported",
            failure();
-  if (!isa<FloatType>(TensorBuilder::elementTypeOf(x)))
-    return node.emitError() << "expects a float input", failure();
+  if (!TensorBuilder::elementTypeOf(x).isF32())
+    return node.emitError() << "expects a float32 input", failure();
   // Scales (input 2) when given, else out / in.
   SmallVector<double> scales;
   if (node.hasInput(2)) {
@@ -244,6 +285,11 @@ LogicalResult importResize(NodeImporter &node) {
     return node.emitError() << "has " << scales.size()
                             << " scales for an input of rank " << rank,
            failure();
+  for (double scale : scales)
+    if (!(scale > 0) || !std::isfinite(scale))
+      return node.emitError() << "scale " << scale
+                              << " must be finite and positive",
+             failure();
 
   TensorBuilder t = node.tensors();
   Value y = x;
@@ -279,8 +325,6 @@ LogicalResult importResize(NodeImporter &node) {
     Value w = ConstantOp::create(
         t.b, t.loc,
         DenseElementsAttr::get(weightType, ArrayRef<float>(weights)));
-    if (!t.elementTypeOf(y).isF32())
-      return node.emitError() << "linear mode needs float32", failure();
     Value a = t.gather(y, lower, axis), b = t.gather(y, upper, axis);
     y = t.add(a, t.mul(t.sub(b, a), w));
   }

@@ -16,6 +16,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
+
 namespace mlir::cleave {
 
 namespace {
@@ -263,13 +265,13 @@ LogicalResult importComposedReduce(NodeImporter &node) {
     // noop_with_empty_axes: the elementwise part only.
     switch (Kind) {
     case ComposedReduction::L1:
-      y = t.where(t.less(x, t.scalarLike(x, 0)), t.neg(x), x);
+      y = t.abs(x);
       break;
     case ComposedReduction::SumSquare:
       y = t.mul(x, x);
       break;
     case ComposedReduction::L2:
-      y = t.unary<SqrtOp>(t.mul(x, x));
+      y = t.abs(x);
       break;
     default:
       y = x;
@@ -280,21 +282,23 @@ LogicalResult importComposedReduce(NodeImporter &node) {
   ArrayRef<int64_t> dims = **axes;
   switch (Kind) {
   case ComposedReduction::L1:
-    y = t.reduceSum(t.where(t.less(x, t.scalarLike(x, 0)), t.neg(x), x), dims,
-                    keep);
+    y = t.reduceSum(t.abs(x), dims, keep);
     break;
   case ComposedReduction::SumSquare:
     y = t.reduceSum(t.mul(x, x), dims, keep);
     break;
   case ComposedReduction::L2:
-    y = t.unary<SqrtOp>(t.reduceSum(t.mul(x, x), dims, keep));
+    y = t.sqrtZeroSafe(t.reduceSum(t.mul(x, x), dims, keep));
     break;
   case ComposedReduction::Min:
     y = t.neg(t.reduce<ReduceMaxOp>(t.neg(x), dims, keep));
     break;
   case ComposedReduction::LogSumExp: {
-    // m + log(sum(exp(x - m))) with m the (constant-gradient) maximum.
+    // m + log(sum(exp(x - m))) with m the maximum (its gradient cancels),
+    // 0 where a slice is all -inf so that the result is -inf, not NaN.
     Value m = t.reduce<ReduceMaxOp>(x, dims, true);
+    Value negInf = t.scalarLike(x, -std::numeric_limits<double>::infinity());
+    m = t.where(t.equal(m, negInf), t.scalarLike(x, 0), m);
     Value sum = t.reduceSum(t.unary<ExpOp>(t.sub(x, m)), dims, true);
     y = t.add(t.unary<LogOp>(sum), m);
     if (!keep)

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 using onnx::TensorProto;
@@ -122,12 +123,24 @@ std::optional<IntTensor> evalBinary(const std::string &op, const IntTensor &a,
                       [&](const std::vector<int64_t> &v)
                           -> std::optional<int64_t> {
                         int64_t x = v[0], y = v[1];
+                        // Overflow (INT64_MIN / -1 included) leaves the
+                        // node unfolded, for the importer to report.
+                        int64_t r;
                         if (op == "Add")
-                          return x + y;
+                          return __builtin_add_overflow(x, y, &r)
+                                     ? std::nullopt
+                                     : std::optional<int64_t>(r);
                         if (op == "Sub")
-                          return x - y;
+                          return __builtin_sub_overflow(x, y, &r)
+                                     ? std::nullopt
+                                     : std::optional<int64_t>(r);
                         if (op == "Mul")
-                          return x * y;
+                          return __builtin_mul_overflow(x, y, &r)
+                                     ? std::nullopt
+                                     : std::optional<int64_t>(r);
+                        if ((op == "Div" || op == "Mod") && y == -1 &&
+                            x == std::numeric_limits<int64_t>::min())
+                          return std::nullopt;
                         if (op == "Div") {
                           if (y == 0)
                             return std::nullopt;
@@ -428,6 +441,9 @@ evaluateShapeNode(const onnx::NodeProto &node,
     return single(broadcastMap(
         {input(0)}, input(0)->dataType,
         [&](const std::vector<int64_t> &v) -> std::optional<int64_t> {
+          if ((op == "Neg" || op == "Abs") &&
+              v[0] == std::numeric_limits<int64_t>::min())
+            return std::nullopt;
           if (op == "Neg")
             return -v[0];
           if (op == "Abs")

@@ -96,6 +96,19 @@ Value TensorBuilder::castTo(Value value, Type element) {
       b, loc, RankedTensorType::get(typeOf(value).getShape(), element), value);
 }
 
+Value TensorBuilder::abs(Value value) {
+  Value zero = scalarLike(value, 0.0);
+  return add(where(less(zero, value), value, zero),
+             where(less(value, zero), neg(value), zero));
+}
+
+Value TensorBuilder::sqrtZeroSafe(Value value) {
+  Value zero = scalarLike(value, 0.0);
+  Value isZero = equal(value, zero);
+  Value safe = where(isZero, scalarLike(value, 1.0), value);
+  return where(isZero, zero, unary<SqrtOp>(safe));
+}
+
 Value TensorBuilder::reshape(Value value, ArrayRef<int64_t> shape) {
   if (typeOf(value).getShape() == shape)
     return value;

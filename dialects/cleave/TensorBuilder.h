@@ -68,6 +68,11 @@ public:
   Value maximum(Value lhs, Value rhs);
   Value minimum(Value lhs, Value rhs);
   Value castTo(Value value, Type element);
+  /// |x|, with the gradient 0 at 0 (as torch.abs has).
+  Value abs(Value value);
+  /// sqrt(x) for x >= 0 whose gradient at 0 is 0, not inf * 0 (a norm of
+  /// zeros: torch.norm's choice).
+  Value sqrtZeroSafe(Value value);
 
   Value reshape(Value value, ArrayRef<int64_t> shape);
   Value transpose(Value value, ArrayRef<int64_t> perm);

@@ -126,8 +126,8 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   double seconds = 0.5;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
-      seconds = std::atof(argv[++i]);
+    if (std::strcmp(argv[i], "--seconds") == 0) {
+      seconds = i + 1 < argc ? std::atof(argv[++i]) : 0;
     } else {
       if (rank == 0)
         std::fprintf(stderr, "cleave-calibrate-probe: error: unknown "
@@ -152,7 +152,10 @@ int main(int argc, char **argv) {
   long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   if (l2 <= 0)
     l2 = 1 << 20;
-  double cacheTriad = triadGBs(std::max<long>(1024, l2 / 2 / 3 / 4), seconds);
+  int64_t cacheFloats = std::max<long>(1024, l2 / 2 / 3 / 4);
+  double cacheTriad = triadGBs(cacheFloats, seconds);
+  // The cost model's "fits the cache" threshold: the working set measured.
+  long cacheBytes = 3 * cacheFloats * sizeof(float);
   double latency = 0, bandwidth = 0;
   if (ranks > 1) {
     latency = pingPong(rank, 8, seconds) * 1e6;
@@ -166,7 +169,7 @@ int main(int argc, char **argv) {
                 "\"cache_bytes\": %ld, \"p2p_latency_us\": %.3f, "
                 "\"p2p_bandwidth_gbs\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
-                cacheTriad, l2, latency, bandwidth);
+                cacheTriad, cacheBytes, latency, bandwidth);
   MPI_Finalize();
   return 0;
 }

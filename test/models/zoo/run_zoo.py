@@ -32,6 +32,7 @@ check fails.
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -94,6 +95,9 @@ def check_losses(checks, label, ours, ref, bounds, chaotic=1e-2):
     worst = (-1.0, 0)
     for k in range(compared):
         rel = abs(ours[k] - ref[k]) / abs(ref[k])
+        if not math.isfinite(rel):
+            checks.report(False, f"{label} losses: step {k} is {ours[k]}")
+            return
         worst = max(worst, (rel / bounds[k], k))
     k = worst[1]
     rel = abs(ours[k] - ref[k]) / abs(ref[k])
