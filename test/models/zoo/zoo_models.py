@@ -113,6 +113,10 @@ MODELS = {
     "transformer_pre_norm": lambda: _tokens(True),
 }
 
+# Each model's data: "image" or "tokens" (without building the model).
+DATA_KIND = {name: "tokens" if name.startswith("transformer") else "image"
+             for name in MODELS}
+
 
 def make_data(name, samples, rng):
     """Deterministic data for MODELS[name] from numpy Generator `rng`.
@@ -123,8 +127,7 @@ def make_data(name, samples, rng):
             from a random start (10% random tokens), then padding (token 0)
             after a random length of 6..SEQ; targets are the next tokens.
     """
-    kind = MODELS[name]()[3]
-    if kind == "image":
+    if DATA_KIND[name] == "image":
         templates = np.kron(rng.standard_normal((CLASSES, 3, 8, 8)),
                             np.ones((1, 1, 4, 4)))
         y = rng.integers(0, CLASSES, samples, dtype=np.int64)
