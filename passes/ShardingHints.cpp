@@ -147,8 +147,8 @@ mlir::cleave::parseShardingHint(StringRef text, StringRef origin) {
   return hint;
 }
 
-std::string mlir::cleave::formatShardingHint(const ShardingHint &hint) {
-  std::string text = hint.pattern + "=[";
+std::string mlir::cleave::formatShardingDims(const ShardingHint &hint) {
+  std::string text = "[";
   for (auto [index, axes] : llvm::enumerate(hint.dims)) {
     if (index)
       text += ",";
@@ -159,7 +159,11 @@ std::string mlir::cleave::formatShardingHint(const ShardingHint &hint) {
     else
       text += "{" + llvm::join(axes, ",") + "}";
   }
-  text += "]";
+  return text + "]";
+}
+
+std::string mlir::cleave::formatShardingHint(const ShardingHint &hint) {
+  std::string text = hint.pattern + "=" + formatShardingDims(hint);
   if (hint.priority != 0)
     text += "@" + std::to_string(hint.priority);
   return text;

@@ -46,6 +46,8 @@ llvm::Expected<ShardingHint> parseShardingHint(StringRef text,
                                                StringRef origin);
 /// Formats a hint back into that syntax.
 std::string formatShardingHint(const ShardingHint &hint);
+/// The hint's sharding alone, "[dp,_]" (as hints files write it).
+std::string formatShardingDims(const ShardingHint &hint);
 
 /// Reads a hints file: YAML or JSON (which LLVM's YAML parser also reads),
 /// `{hints: [{tensor: GLOB, sharding: "[...]", priority: P}, ...]}`.

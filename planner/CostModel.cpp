@@ -4,6 +4,7 @@
 
 #include "planner/OpCost.h"
 
+#include "codegen/FusionPlan.h"
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/Pipelines.h"
@@ -117,14 +118,6 @@ private:
   MeshAttr mesh;
   bool ringOnly;
 };
-
-Operation *firstUser(Operation *op) {
-  Operation *first = nullptr;
-  for (Operation *user : op->getUsers())
-    if (!first || user->isBeforeInBlock(first))
-      first = user;
-  return first;
-}
 
 struct StageTime {
   double total = 0, compute = 0, flops = 0;

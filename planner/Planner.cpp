@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 
 namespace cleave::planner {
 
@@ -351,6 +352,33 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return result;
+}
+
+StepSource trainingSteps(mlir::ModuleOp model,
+                         mlir::cleave::TrainingOptions training) {
+  struct Built {
+    std::map<bool, mlir::OwningOpRef<mlir::ModuleOp>> modules;
+    std::string stepName;
+  };
+  auto built = std::make_shared<Built>();
+  return [model, training, built](
+             bool distributed,
+             std::string &name) mutable -> llvm::Expected<mlir::ModuleOp> {
+    auto it = built->modules.find(distributed);
+    if (it == built->modules.end()) {
+      mlir::OwningOpRef<mlir::ModuleOp> copy = model.clone();
+      mlir::cleave::TrainingOptions options = training;
+      options.distributed = distributed;
+      llvm::Expected<mlir::func::FuncOp> step =
+          mlir::cleave::buildTrainingStep(*copy, options);
+      if (!step)
+        return step.takeError();
+      built->stepName = step->getSymName().str();
+      it = built->modules.emplace(distributed, std::move(copy)).first;
+    }
+    name = built->stepName;
+    return *it->second;
+  };
 }
 
 } // namespace cleave::planner

@@ -16,6 +16,7 @@
 #include "planner/Cluster.h"
 #include "planner/CostModel.h"
 
+#include "passes/Pipelines.h"
 #include "passes/ShardingHints.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -101,6 +102,11 @@ struct SearchResult {
 /// symbol name.
 using StepSource = std::function<llvm::Expected<mlir::ModuleOp>(
     bool distributed, std::string &stepName)>;
+
+/// A StepSource that builds `model`'s training step with `training` (its
+/// `distributed` set per call) on a copy of the module, once per kind.
+StepSource trainingSteps(mlir::ModuleOp model,
+                         mlir::cleave::TrainingOptions training);
 
 /// Searches (or evaluates the given layout) on `options.ranks` devices.
 SearchResult searchPlans(mlir::MLIRContext &context, const StepSource &steps,

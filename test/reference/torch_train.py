@@ -109,11 +109,16 @@ import zoo_models  # noqa: E402
 # This project's reference models and the stock ones of the model zoo
 # (test/models/zoo/zoo_models.py), all as (model, example, input names,
 # dynamic axes) builders.
+def _zoo_builder(make):
+    def build():
+        model, names, axes, _ = make()
+        return model, None, names, axes
+    return build
+
+
 MODELS = dict(export_models.MODELS)
-for _name, _make in zoo_models.MODELS.items():
-    MODELS[_name] = (lambda make: lambda: (lambda m, names, axes, kind:
-                                           (m, None, names, axes))(*make()))(
-                                               _make)
+MODELS.update({name: _zoo_builder(make)
+               for name, make in zoo_models.MODELS.items()})
 
 U64 = np.uint64
 MASK64 = (1 << 64) - 1

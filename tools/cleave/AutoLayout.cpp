@@ -54,26 +54,7 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
     return fail("--strategy auto: the model has no data input with a batch "
                 "dimension to split");
 
-  std::map<bool, mlir::OwningOpRef<mlir::ModuleOp>> trained;
-  std::string stepName;
-  planner::StepSource steps =
-      [&](bool distributed,
-          std::string &name) -> llvm::Expected<mlir::ModuleOp> {
-    auto it = trained.find(distributed);
-    if (it == trained.end()) {
-      mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
-      TrainingOptions options = training;
-      options.distributed = distributed;
-      llvm::Expected<mlir::func::FuncOp> step =
-          buildTrainingStep(*copy, options);
-      if (!step)
-        return step.takeError();
-      stepName = step->getSymName().str();
-      it = trained.emplace(distributed, std::move(copy)).first;
-    }
-    name = stepName;
-    return *it->second;
-  };
+  planner::StepSource steps = planner::trainingSteps(module, training);
   // Built here, outside the search, so that its errors reach the user.
   {
     std::string name;

@@ -96,21 +96,6 @@ private:
   cl::opt<std::string> json_, emitHints_;
 };
 
-/// A hint's sharding in the hints file's syntax: "[dp,_]".
-std::string shardingText(const mlir::cleave::ShardingHint &hint) {
-  std::string text = "[";
-  for (auto [i, axes] : llvm::enumerate(hint.dims)) {
-    text += i ? "," : "";
-    if (axes.empty())
-      text += "_";
-    else if (axes.size() == 1)
-      text += axes[0];
-    else
-      text += "{" + llvm::join(axes, ",") + "}";
-  }
-  return text + "]";
-}
-
 llvm::Error failure(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -329,28 +314,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     return fail(llvm::toString(optimizer.takeError()));
 
   // The training step, built once per kind.
-  std::map<bool, mlir::OwningOpRef<mlir::ModuleOp>> trained;
-  std::string stepName;
-  planner::StepSource steps =
-      [&](bool distributed,
-          std::string &name) -> llvm::Expected<mlir::ModuleOp> {
-    auto it = trained.find(distributed);
-    if (it == trained.end()) {
-      mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();
-      TrainingOptions training;
-      training.distributed = distributed;
-      training.freeze.assign(training_.freeze.begin(), training_.freeze.end());
-      training.optimizer = *optimizer;
-      llvm::Expected<mlir::func::FuncOp> step =
-          buildTrainingStep(*copy, training);
-      if (!step)
-        return step.takeError();
-      stepName = step->getSymName().str();
-      it = trained.emplace(distributed, std::move(copy)).first;
-    }
-    name = stepName;
-    return *it->second;
-  };
+  TrainingOptions training;
+  training.freeze.assign(training_.freeze.begin(), training_.freeze.end());
+  training.optimizer = *optimizer;
+  planner::StepSource steps = planner::trainingSteps(*module, training);
 
   // Built here, outside the search, so that its errors reach the user.
   {
@@ -542,7 +509,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       hos << "  []\n";
     for (const ShardingHint &hint : written)
       hos << "  - {tensor: " << llvm::json::Value(hint.pattern)
-          << ", sharding: " << llvm::json::Value(shardingText(hint))
+          << ", sharding: " << llvm::json::Value(formatShardingDims(hint))
           << ", priority: " << hint.priority << "}\n";
     if (!writeOutputFile(emitHints_, text, "plan"))
       return 1;
