@@ -36,6 +36,24 @@ cases = {
   y = Identity(x)
   z = Identity(c)
 }''',
+    "pad-wrap": '''g (float[2, 3] x) => (float[2, 5] y) {
+  p = Constant <value = int64[4] {0, 1, 0, 1}> ()
+  y = Pad <mode = "wrap"> (x, p)
+}''',
+    "pad-reflect-too-far": '''g (float[2, 3] x) => (float[2, 9] y) {
+  p = Constant <value = int64[4] {0, 3, 0, 3}> ()
+  y = Pad <mode = "reflect"> (x, p)
+}''',
+    "resize-cubic": '''g (float[1, 1, 2, 2] x) => (float[1, 1, 4, 4] y) {
+  s = Constant <value = float[4] {1.0, 1.0, 2.0, 2.0}> ()
+  y = Resize <mode = "cubic"> (x, , s)
+}''',
+    "einsum-diagonal": '''g (float[3, 3] x) => (float[3] y) {
+  y = Einsum <equation = "ii->i"> (x)
+}''',
+    "global-pool-rank": '''g (float[2, 3] x) => (float[2, 3] y) {
+  y = GlobalAveragePool(x)
+}''',
 }
 for name, text in cases.items():
     model = parser.parse_model(head + text)
