@@ -268,11 +268,14 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     `cleave.stage` attribute too (where the runtime finds them), and the
     module gets `cleave.pipeline = "<axis>"`.
 
-    Runs after `cleave-partition` when other mesh axes split the step too;
+    Runs after `cleave-partition` when other mesh axes split the step too
+    (data or tensor parallel, ZeRO): a stage's collectives then run over
+    its own ranks' groups, and its parameters may be split over those axes;
     the hints must not name the pipeline axis.
 
     Errors: a parameter read by the forward ops of two stages (tied
-    weights), and more stages than the forward pass can fill.
+    weights), a tensor split over the pipeline axis, and more stages than
+    the forward pass can fill.
 
     Input (mesh `pp = 2`):
 

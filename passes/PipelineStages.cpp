@@ -519,8 +519,8 @@ LogicalResult StageAssigner::run() {
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
       loss = ret.getOperand(i);
-  // Tensors split over the other axes (ZeRO, tensor parallel) would need
-  // the runtime to gather them across stages for checkpoints.
+  // Tensors may be split over the other axes (tensor parallel, ZeRO), never
+  // over the stages'.
   for (BlockArgument arg : body.getArguments()) {
     auto sharding = func.getArgAttrOfType<ShardingAttr>(
         arg.getArgNumber(), CleaveDialect::kShardingAttrName);
@@ -533,12 +533,6 @@ LogicalResult StageAssigner::run() {
                << "'" << argName(arg) << "' is split over the pipeline axis '"
                << axis.getValue()
                << "'; sharding hints may use the other mesh axes only";
-    if (isParamOrState(arg))
-      return func.emitError()
-             << "'" << argName(arg)
-             << "' is split over the mesh, which pipeline stages do not "
-                "support yet: only data parallelism (--strategy dp) combines "
-                "with --pipeline";
   }
   findEverywhereOps();
   if (failed(assignForward(loss)) || failed(assignParameterHomes()) ||

@@ -102,6 +102,7 @@ StringRef compilePhaseName(CompilePhase phase) {
 void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   pm.addPass(createExpandGradientPass());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createFoldTransposesPass());
   if (!options.inference) {
     // A mean over a split batch needs the global count.
     if (options.distributed)
@@ -142,11 +143,6 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
     if (inference)
       return fail("--microbatches splits a training step; it does not apply "
                   "with --inference");
-    if (layout.strategy != Strategy::None &&
-        layout.strategy != Strategy::DataParallel)
-      return fail("--microbatches combines with --strategy dp only (ZeRO and "
-                  "Megatron split parameters, which micro-batches do not "
-                  "support yet)");
     if (layout.mesh && layout.mesh.getAxisIndex(kMicroBatchAxis) >= 0)
       return fail(llvm::Twine("the mesh axis name '") + kMicroBatchAxis +
                   "' is reserved for --microbatches; rename the axis");

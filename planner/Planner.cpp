@@ -221,32 +221,32 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
         layout.mesh.push_back({"tp", tp});
       if (pp > 1)
         layout.pipelineAxis = "pp";
-      if (tp > 1 && pp > 1) {
-        layout.strategy = Strategy::Megatron;
-        add(layout, "the compiler cannot build it yet: pipeline stages with "
-                    "tensor parallelism");
-        continue;
-      }
+      // Micro-batch counts: powers of two that divide the rank's batch.
+      // They fill a pipeline; without stages they only trade speed for
+      // activation memory, which plain data parallelism explores.
+      auto addMicrobatches = [&](PlanLayout layout, bool explore) {
+        for (int64_t m = 1; m <= options.maxMicrobatches && m <= local;
+             m *= 2) {
+          if (local % m != 0)
+            continue;
+          layout.microbatches = m;
+          add(layout);
+          if (!explore)
+            break;
+        }
+      };
       if (tp > 1) {
         layout.strategy = Strategy::Megatron;
-        add(layout);
+        addMicrobatches(layout, pp > 1);
         continue;
       }
-      // Data parallel (or one rank, or pipeline stages): micro-batches.
       layout.strategy = dp > 1 ? Strategy::DataParallel : Strategy::None;
-      for (int64_t m = 1; m <= options.maxMicrobatches && m <= local; m *= 2) {
-        if (local % m != 0)
-          continue;
-        layout.microbatches = m;
-        add(layout);
-      }
-      if (dp > 1 && pp == 1)
+      addMicrobatches(layout, /*explore=*/true);
+      if (dp > 1)
         for (Strategy zero :
              {Strategy::Zero1, Strategy::Zero2, Strategy::Zero3}) {
-          PlanLayout sharded = layout;
-          sharded.microbatches = 1;
-          sharded.strategy = zero;
-          add(sharded);
+          layout.strategy = zero;
+          addMicrobatches(layout, pp > 1);
         }
     }
   }

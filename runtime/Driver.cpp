@@ -148,6 +148,14 @@ struct GlobalTensors {
   AxisGroup pipelineGroup() const {
     return AxisGroup{{static_cast<int8_t>(program.pipeline.axis)}, 1};
   }
+  /// This rank and those of its stage: every mesh axis but the pipeline's.
+  AxisGroup stageGroup() const {
+    AxisGroup group{{}, 0};
+    for (int a = 0; a < program.mesh.numAxes; ++a)
+      if (a != program.pipeline.axis)
+        group.axes[group.count++] = static_cast<int8_t>(a);
+    return group;
+  }
   /// Whether tensor `i` lives in one pipeline stage only.
   bool isStaged(int i) const { return stage >= 0 && specs[i].stage >= 0; }
   /// Whether this rank holds (a block of) tensor `i`.
@@ -164,12 +172,10 @@ struct GlobalTensors {
   }
   /// Copies this rank's block of tensor `i` out of `global` (or back).
   void toLocal(int i, const char *global, void *local) const {
-    if (isStaged(i)) {
-      // The compiler keeps staged tensors whole within their stage.
-      if (holds(i))
-        std::memcpy(local, global, localBytes(i));
+    // A stage's tensors may be split over the other axes, never over the
+    // pipeline's (the compiler refuses that).
+    if (!holds(i))
       return;
-    }
     copyBlock(const_cast<char *>(global), specs[i].shape,
               static_cast<char *>(local), localShape(i), shardings[i],
               program.mesh, coords.data(), dtypeSize(specs[i].dtype),
@@ -494,16 +500,21 @@ int runProgram(const Program &program, int argc, char **argv) {
   auto gatherWhole = [&]() {
     for (int i = 0; i < program.numTensors; ++i)
       if (global.isStaged(i)) {
-        // The stage holding it sends it to the others.
+        // The stage holding it assembles it and sends it to the others.
         if (global.holds(i))
-          std::memcpy(whole[i], pointers[i], global.localBytes(i));
+          gatherGlobal(static_cast<char *>(pointers[i]),
+                       program.tensors[i].shape, global.shardings[i],
+                       program.mesh, global.coords.data(), global.stageGroup(),
+                       dtypeSize(program.tensors[i].dtype),
+                       static_cast<char *>(whole[i]));
         broadcast(whole[i],
                   global.specs[i].shape.numElements() *
                       dtypeSize(global.specs[i].dtype),
                   global.specs[i].stage, global.pipelineGroup());
       } else if (global.isSplit(i))
         gatherGlobal(static_cast<char *>(pointers[i]), program.tensors[i].shape,
-                     global.shardings[i], program.mesh,
+                     global.shardings[i], program.mesh, global.coords.data(),
+                     allAxes(program.mesh),
                      dtypeSize(program.tensors[i].dtype),
                      static_cast<char *>(whole[i]));
   };

@@ -155,19 +155,28 @@ void copyBlock(char *global, const Shape &globalShape, char *local,
 
 void gatherGlobal(const char *local, const Shape &localShape,
                   const TensorSharding &sharding, const MeshSpec &mesh,
-                  int64_t elementBytes, char *global) {
+                  const int *coords, AxisGroup group, int64_t elementBytes,
+                  char *global) {
   Shape global_shape = globalShape(localShape, sharding, mesh);
   int64_t localBytes = localShape.numElements() * elementBytes;
   if (sharding.isReplicated() || mesh.numAxes == 0) {
     std::memcpy(global, local, localBytes);
     return;
   }
-  std::vector<char> blocks(localBytes * worldSize());
-  allGather(local, blocks.data(), localBytes, allAxes(mesh));
-  for (int r = 0; r < worldSize(); ++r) {
-    std::vector<int> coords = meshCoordsOf(mesh, r);
+  int members = groupSize(group);
+  std::vector<char> blocks(localBytes * members);
+  allGather(local, blocks.data(), localBytes, group);
+  // Member r's coordinates: this rank's, with the group's axes replaced by
+  // r's digits (the group ranks its members row-major over its axes).
+  std::vector<int> memberCoords(coords, coords + mesh.numAxes);
+  for (int r = 0; r < members; ++r) {
+    for (int i = group.count - 1, rest = r; i >= 0; --i) {
+      memberCoords[group.axes[i]] = rest % mesh.axisSizes[group.axes[i]];
+      rest /= mesh.axisSizes[group.axes[i]];
+    }
     copyBlock(global, global_shape, blocks.data() + r * localBytes, localShape,
-              sharding, mesh, coords.data(), elementBytes, /*toLocal=*/false);
+              sharding, mesh, memberCoords.data(), elementBytes,
+              /*toLocal=*/false);
   }
 }
 

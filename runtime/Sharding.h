@@ -48,10 +48,14 @@ AxisGroup allAxes(const MeshSpec &mesh);
 /// The row-major mesh coordinates of world rank `rank`.
 std::vector<int> meshCoordsOf(const MeshSpec &mesh, int rank);
 
-/// Every rank gets the global tensor assembled from all ranks' blocks.
+/// Every rank of `group` gets the global tensor assembled from the blocks
+/// of the group's ranks; `coords` are this rank's. The sharding may only
+/// use the group's axes (all of them for a tensor split over the whole
+/// mesh; the axes other than the pipeline's for one held by one stage).
 void gatherGlobal(const char *local, const Shape &localShape,
                   const TensorSharding &sharding, const MeshSpec &mesh,
-                  int64_t elementBytes, char *global);
+                  const int *coords, AxisGroup group, int64_t elementBytes,
+                  char *global);
 
 } // namespace cleave::rt
 

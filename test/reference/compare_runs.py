@@ -44,11 +44,13 @@ checks:
               only along AXIS must hold bitwise identical blocks (for
               example the data-parallel copies of tensor-parallel shards).
   stages      (--local DIR, --mesh and --stages AXIS, for a program split
-              into pipeline stages along AXIS) every tensor is held, whole
-              (the shape of its file in --params, when given), by exactly
-              the ranks of one stage (one coordinate along AXIS), bitwise
-              identical on all of them; every gathered tensor is held by
-              some stage.
+              into pipeline stages along AXIS) every tensor is held by
+              exactly the ranks of one stage (one coordinate along AXIS):
+              whole (the shape of its file in --params, when given) and
+              bitwise identical on all of them, or (with --params) split
+              over the other axes, each rank's block bitwise a tile of the
+              gathered tensor and every tile held; every gathered tensor is
+              held by some stage.
 
 Prints one line per check (OK or FAIL with the step or tensor and the
 numbers), then PASS or FAILED; exits 1 if any check fails, 2 on unusable
@@ -321,6 +323,32 @@ def check_replicated_over(local_dir, mesh, axis):
     return ok
 
 
+def check_tiles(blocks, whole):
+    """None when every block is bitwise one tile of `whole` (cut in a grid
+    of the block's shape) and every tile is some block; else what is
+    wrong."""
+    shape = blocks[0].shape
+    if any(b.shape != shape for b in blocks) or len(shape) != whole.ndim or \
+            any(w % b for w, b in zip(whole.shape, shape)):
+        return (f"holds blocks of shapes {sorted({b.shape for b in blocks})}, "
+                f"not tiles of the whole {whole.shape}")
+    grid = [w // b for w, b in zip(whole.shape, shape)]
+    tiles = {}
+    for index in np.ndindex(*grid):
+        cut = tuple(slice(i * b, (i + 1) * b) for i, b in zip(index, shape))
+        tiles.setdefault(np.ascontiguousarray(whole[cut]).tobytes(),
+                         []).append(index)
+    seen = set()
+    for b in blocks:
+        if b.dtype != whole.dtype or b.tobytes() not in tiles:
+            return f"holds a block {b.shape} that is no tile of the whole"
+        seen.update(tiles[b.tobytes()])
+    if len(seen) != int(np.prod(grid)):
+        return (f"holds {len(seen)} of the {int(np.prod(grid))} tiles of "
+                f"the whole {whole.shape}")
+    return None
+
+
 def check_stages(local_dir, gathered_dir, mesh, axis):
     found = mesh_rank_dirs(local_dir, mesh, axis, "stages")
     if found is None:
@@ -335,6 +363,7 @@ def check_stages(local_dir, gathered_dir, mesh, axis):
             held.setdefault(name, []).append(r)
     ok = True
     per_stage = [0] * sizes[at]
+    split = []
     for name, ranks in sorted(held.items()):
         stages = sorted({stage_of[r] for r in ranks})
         expected = [r for r in range(nranks) if stage_of[r] == stages[0]]
@@ -352,10 +381,17 @@ def check_stages(local_dir, gathered_dir, mesh, axis):
                 print(f"FAIL stages {name}: no gathered {path}")
                 ok = False
                 continue
-            if blocks[0].shape != np.load(path, mmap_mode="r").shape:
-                print(f"FAIL stages {name}: stage {stages[0]} holds shape "
-                      f"{blocks[0].shape}, not the whole tensor")
-                ok = False
+            whole = np.load(path)
+            if blocks[0].shape != whole.shape:
+                # Split within the stage (tensor parallel, ZeRO): every
+                # rank's block is a tile of the gathered tensor, and the
+                # stage's ranks hold every tile.
+                problem = check_tiles(blocks, whole)
+                if problem:
+                    print(f"FAIL stages {name}: stage {stages[0]} {problem}")
+                    ok = False
+                else:
+                    split.append(name)
                 continue
         differing = [r for r, b in zip(ranks, blocks)
                      if b.shape != blocks[0].shape or b.dtype != blocks[0].dtype
@@ -371,8 +407,15 @@ def check_stages(local_dir, gathered_dir, mesh, axis):
             ok = False
     if ok:
         counts = ", ".join(f"stage {s}: {n}" for s, n in enumerate(per_stage))
-        print(f"OK   stages: each of {len(held)} tensors whole on the "
-              f"ranks of one stage along {axis}, bitwise identical ({counts})")
+        if split:
+            print(f"OK   stages: each of {len(held)} tensors on the ranks of "
+                  f"one stage along {axis} ({counts}); {len(split)} split "
+                  f"within their stage, every tile held, the rest whole and "
+                  f"bitwise identical")
+        else:
+            print(f"OK   stages: each of {len(held)} tensors whole on the "
+                  f"ranks of one stage along {axis}, bitwise identical "
+                  f"({counts})")
     return ok
 
 
