@@ -164,6 +164,67 @@ def DecomposeMeansPass : Pass<"cleave-decompose-means", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def FoldTransposesPass : Pass<"cleave-fold-transposes", "::mlir::func::FuncOp"> {
+  let summary = "linear layers as GEMMs that read transposed operands by their flags";
+  let description = [{
+    PyTorch exports a `Linear` layer applied to activations of rank 3 or
+    more (a transformer's `[batch, sequence, features]`) as
+    `MatMul(x, Transpose(W))` followed by a bias `Add`. Run as imported, a
+    training step transposes every such weight in the forward pass, and
+    the backward pass (`cleave-autodiff`'s matmul rule) transposes it back,
+    transposes the activations, multiplies once per batch entry and sums
+    the products into the weight gradient. As a `cleave.gemm`, the forward
+    product is one GEMM that reads `W` with `trans_b`, the bias is its `c`,
+    and `cleave-autodiff`'s gemm rule gives both gradients as single GEMMs
+    with trans flags and no transposes. The pass rewrites:
+
+    - `matmul(x [..., M, K], r [K, N])`, float32, `x` of rank at least 2
+      and `r` of rank 2, into
+      `reshape(gemm(reshape(x, [rows, K]), r), [..., M, N])` (reshapes are
+      views and vanish for a 2-d `x`). When `r` is `transpose(W)` with
+      permutation `[1, 0]`, the gemm reads `W` with `trans_b = true`; when
+      the product's only user adds a vector of its last dimension (a bias)
+      without broadcasting it, that vector becomes the gemm's `c` with
+      `beta = 1` and the add goes;
+    - a `gemm` operand that is a 2-d `transpose` with permutation `[1, 0]`
+      into the untransposed tensor with the operand's trans flag flipped.
+
+    Transposes left without users are erased. Batched matmuls (attention's
+    products between activations) are left alone.
+
+    Run it before `cleave-autodiff`, so that the backward pass is built
+    from the gemms. `findTensorParallelLayers` (Megatron's presets) and the
+    sharding rules see PyTorch's Gemm layout: the weight as `b` with
+    `trans_b`, the bias as `c`.
+
+    Preconditions: static shapes. Postconditions: no `matmul` has a 2-d
+    float32 right operand, and no `gemm` operand is a 2-d transpose.
+
+    Input:
+
+    ```mlir
+    %wt = cleave.transpose %w {permutation = array<i64: 1, 0>}
+        : tensor<96x32xf32> -> tensor<32x96xf32>
+    %y = cleave.matmul %x, %wt
+        : (tensor<2x16x32xf32>, tensor<32x96xf32>) -> tensor<2x16x96xf32>
+    %z = cleave.add %b, %y
+        : (tensor<96xf32>, tensor<2x16x96xf32>) -> tensor<2x16x96xf32>
+    ```
+
+    Output:
+
+    ```mlir
+    %x2 = cleave.reshape %x : tensor<2x16x32xf32> -> tensor<32x32xf32>
+    %y2 = cleave.gemm %x2, %w, %b
+        {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true}
+        : (tensor<32x32xf32>, tensor<96x32xf32>, tensor<96xf32>)
+          -> tensor<32x96xf32>
+    %z = cleave.reshape %y2 : tensor<32x96xf32> -> tensor<2x16x96xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 def PropagateShardingPass
     : Pass<"cleave-propagate-sharding", "::mlir::ModuleOp"> {
   let summary = "gives every value a sharding and makes resharding explicit";
