@@ -22,9 +22,19 @@ and a plain SGD update, lr 0.01, no momentum):
   mlp-large  defined here: Linear 1024->4096->4096->1024, ReLU between,
              cross-entropy over 1024 classes, static batch 32 (GEMM-bound)
 
+Models of issue 21 (not in the default run; their own optimizers, the same
+on both sides):
+
+  gpt-d128   export_models.py's GPT at d_model 128, 4 heads, 2 layers,
+             sequence 64, vocabulary 512, static batch 8; AdamW, lr 1e-3
+             (weight decay 0.01, eps 1e-8: PyTorch's defaults)
+  mlp-512    its MLP at 784-512-512-10, static batch 64; SGD, lr 0.01,
+             momentum 0.9
+
 For each model the script exports the ONNX (opset 17, training mode, as
 export_models.py does), compiles it with `cleave compile --optimizer sgd
---lr 0.01` (--keep-source, to read the GEMMs it calls) and times, in
+--lr 0.01` (or the model's optimizer above; --keep-source, to read the
+GEMMs it calls) and times, in
 alternating rounds (Cleave, PyTorch, Cleave, PyTorch, ...; median reported):
 
   Cleave   `train --synthetic --steps N` in the timing environment below.
@@ -124,10 +134,36 @@ OPENBLAS_LIB = os.path.join(OPENBLAS_DIR, "libopenblas.so.0")
 OPSET = 17
 LR = 0.01
 MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
+# Issue 21's sizes, not in the default run.
+SIZED_NAMES = ["gpt-d128", "mlp-512"]
 # Stock models of the model zoo (test/models/zoo), not in the default run.
 ZOO_NAMES = ["mobilenet_v2", "resnet18"]
 BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32, "mobilenet_v2": 16,
-         "resnet18": 16}
+         "resnet18": 16, "gpt-d128": 8, "mlp-512": 64}
+# Optimizer per model (default: plain SGD at LR), the same for both sides.
+OPTIMIZER = {"gpt-d128": dict(kind="adamw", lr=1e-3),
+             "mlp-512": dict(kind="sgd", lr=LR, momentum=0.9)}
+
+
+def optimizer_of(name):
+    return OPTIMIZER.get(name, dict(kind="sgd", lr=LR))
+
+
+def cleave_optimizer_flags(name):
+    opt = optimizer_of(name)
+    flags = ["--optimizer", opt["kind"], "--lr", repr(opt["lr"])]
+    if opt.get("momentum"):
+        flags += ["--momentum", repr(opt["momentum"])]
+    return flags
+
+
+def torch_optimizer(name, params):
+    import torch
+    opt = optimizer_of(name)
+    if opt["kind"] == "adamw":
+        return torch.optim.AdamW(params, lr=opt["lr"])
+    return torch.optim.SGD(params, lr=opt["lr"],
+                           momentum=opt.get("momentum", 0.0))
 LARGE_DIMS = [1024, 4096, 4096, 1024]   # mlp-large's Linear widths
 
 
@@ -152,6 +188,24 @@ def build_model(name):
                             zoo_models.IMAGE_SIZE),
                 torch.randint(0, zoo_models.CLASSES, (b,)))
         return model, args, names, dynamic, ["--input-shape", f"batch={b}"]
+    if name == "gpt-d128":
+        class Config(export_models.GPTConfig):
+            vocab_size = 512
+            n_positions = 64
+            d_model = 128
+            n_head = 4
+            n_layer = 2
+        b = BATCH[name]
+        idx = torch.randint(0, Config.vocab_size, (b, Config.n_positions))
+        targets = torch.randint(0, Config.vocab_size, (b, Config.n_positions))
+        return (export_models.GPT(Config()), (idx, targets),
+                ["idx", "targets"], None, [])
+    if name == "mlp-512":
+        b = BATCH[name]
+        x = torch.randn(b, 784)
+        y = torch.randint(0, 10, (b,))
+        return export_models.MLP((784, 512, 512, 10)), (x, y), ["x", "y"], \
+            None, []
     if name == "mlp-large":
         b = BATCH[name]
         x = torch.randn(b, LARGE_DIMS[0])
@@ -286,7 +340,7 @@ def worker_main():
         elif cmd == "setup":
             model, args, _, _, _ = build_model(req["model"])
             model.train()
-            opt = torch.optim.SGD(model.parameters(), lr=LR)
+            opt = torch_optimizer(req["model"], model.parameters())
 
             def step():
                 loss = model(*args)
@@ -532,7 +586,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODEL_NAMES),
                     help="comma-separated subset of " +
-                    ",".join(MODEL_NAMES + ZOO_NAMES))
+                    ",".join(MODEL_NAMES + SIZED_NAMES + ZOO_NAMES))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=2.0,
                     help="timed seconds per measurement (default 2)")
@@ -601,7 +655,7 @@ def main():
                                    capture_output=True,
                                    text=True).stdout.split()
             subprocess.run([opts.cleave, "compile", onnx_path, *extra,
-                            "--optimizer", "sgd", "--lr", str(LR),
+                            *cleave_optimizer_flags(name),
                             "--keep-source", "-o", binary], check=True)
             with open(binary + ".cpp") as f:
                 calls = gemm_calls(f.read())
