@@ -74,9 +74,17 @@ void adamwUpdate(float *param, const float *grad, float *expAvg,
                  float *expAvgSq, int64_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int64_t step) {
   auto body = body::AdamwStep::make(lr, beta1, beta2, eps, weightDecay, step);
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  // One pass over p, g, m and v in vector registers: the four tensors never
+  // overlap (the memory plan gives each its own buffer), and sqrt does not
+  // set errno (-fno-math-errno, runtime/CMakeLists.txt), so the loop
+  // vectorizes.
+  float *__restrict p = param;
+  const float *__restrict g = grad;
+  float *__restrict m = expAvg;
+  float *__restrict v = expAvgSq;
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
-    param[i] = body(param[i], grad[i], expAvg[i], expAvgSq[i]);
+    p[i] = body(p[i], g[i], m[i], v[i]);
 }
 
 void onnxMomentumUpdate(const float *x, const float *g, const float *v,
