@@ -5,6 +5,7 @@
 #include "dialects/cleave/CleaveOps.h"
 #include "runtime/cuda/KernelScratch.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -149,6 +150,30 @@ planMemory(func::FuncOp func,
     }
   }
 
+  // Buffers holding parameter gradients: what the optimizer updates read,
+  // and the buffers a reduce-scatter or all-reduce summed them from.
+  llvm::DenseSet<Value> gradients;
+  auto addGradient = [&](Value grad) {
+    gradients.insert(plan.root(grad));
+    if (Operation *def = grad.getDefiningOp();
+        def && isa<AllReduceOp, ReduceScatterOp>(def))
+      for (Value input : def->getOperands())
+        gradients.insert(plan.root(input));
+  };
+  for (Operation &op : body) {
+    if (auto sgd = dyn_cast<SgdOp>(op))
+      addGradient(sgd.getGrad());
+    else if (auto adamw = dyn_cast<AdamwOp>(op))
+      addGradient(adamw.getGrad());
+    else if (auto momentum = dyn_cast<MomentumOp>(op))
+      llvm::for_each(momentum.getGrads(), addGradient);
+    else if (auto adam = dyn_cast<AdamOp>(op))
+      llvm::for_each(adam.getGrads(), addGradient);
+    else if (auto adagrad = dyn_cast<AdagradOp>(op))
+      llvm::for_each(adagrad.getGrads(), addGradient);
+  }
+  int64_t gradientsLive = 0;
+
   // First fit, in definition order, among the buffers still live. The free
   // space below the high-water mark is a list of gaps (offset -> size,
   // merged with their neighbours); buffers expire through a heap ordered by
@@ -156,7 +181,8 @@ planMemory(func::FuncOp func,
   // in milliseconds (a scan of every live buffer per op was quadratic).
   std::map<int64_t, int64_t> gaps;
   int64_t top = 0;
-  using Expiry = std::tuple<int64_t, int64_t, int64_t>; // last, offset, size
+  // last, offset, size, whether a gradient
+  using Expiry = std::tuple<int64_t, int64_t, int64_t, bool>;
   std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> live;
   auto release = [&](int64_t offset, int64_t size) {
     auto next = gaps.lower_bound(offset);
@@ -180,9 +206,11 @@ planMemory(func::FuncOp func,
   for (Value root : roots) {
     auto [def, last] = range[root];
     while (!live.empty() && std::get<0>(live.top()) < def) {
-      auto [expired, offset, size] = live.top();
+      auto [expired, offset, size, gradient] = live.top();
       live.pop();
       release(offset, size);
+      if (gradient)
+        gradientsLive -= size;
     }
     int64_t size = (tensorBytes(root.getType()) + 63) / 64 * 64;
     int64_t offset = top;
@@ -196,9 +224,15 @@ planMemory(func::FuncOp func,
       }
     if (offset == top)
       top += size;
-    live.emplace(last, offset, size);
+    bool gradient = gradients.contains(root);
+    if (gradient)
+      gradientsLive += size;
+    live.emplace(last, offset, size, gradient);
     plan.arenaOffset[root] = offset;
-    plan.arenaBytes = std::max(plan.arenaBytes, offset + size);
+    if (offset + size > plan.arenaBytes) {
+      plan.arenaBytes = offset + size;
+      plan.gradientBytesAtPeak = gradientsLive;
+    }
   }
   return plan;
 }

@@ -24,6 +24,11 @@ struct MemoryPlan {
   llvm::DenseMap<Operation *, Operation *> gemmInUpdate;
   llvm::DenseMap<Value, int64_t> arenaOffset;
   int64_t arenaBytes = 0;
+  /// Of the buffers live when the arena reached its peak, the bytes of
+  /// those holding parameter gradients (what an optimizer update reads,
+  /// and what a collective reduced into it): the report's split of the
+  /// scratch arena into gradients and activations.
+  int64_t gradientBytesAtPeak = 0;
 
   /// The value whose buffer `value` uses (itself when not an alias).
   Value root(Value value) const {

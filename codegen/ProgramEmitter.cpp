@@ -55,6 +55,8 @@ FailureOr<EmittedProgram> Emitter::run() {
       lossStage = s;
     haveLoss |= *reportsLoss;
     arenaBytes = std::max(arenaBytes, plan.arenaBytes);
+    program.stageArenaBytes.push_back(plan.arenaBytes);
+    program.stageGradientBytes.push_back(plan.gradientBytesAtPeak);
     std::string name =
         numStages > 1 ? formatv("trainStepOfStage{0}", s).str() : "trainStep";
     steps += "static void " + name + "(StepContext &ctx) {\n" + bodyText +

@@ -28,6 +28,10 @@ struct EmittedProgram {
   int64_t modelOffset = 0;
   /// Peak scratch bytes of the static memory plan.
   int64_t arenaBytes = 0;
+  /// Per pipeline stage (one entry for a program without stages): its
+  /// arena's peak, and the gradient bytes live at that peak
+  /// (MemoryPlan::gradientBytesAtPeak).
+  std::vector<int64_t> stageArenaBytes, stageGradientBytes;
   /// Bytes of parameters, optimizer state and other persistent tensors.
   int64_t persistentBytes = 0;
 };

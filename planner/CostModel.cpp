@@ -14,6 +14,8 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace cleave::planner {
 
@@ -163,6 +165,172 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   return time;
 }
 
+/// The optimizer's updates.
+bool isUpdate(Operation *op) {
+  return isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
+}
+
+/// The predicted timeline and collectives of every stage (at the mesh
+/// origin of the other axes): each stage's clock advances through its
+/// ops in program order as timeStage's does; a send_recv starts once both
+/// its stages have reached it and ends on both at once.
+void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
+                      int64_t stages, int64_t pipelineAxis, bool ringOnly,
+                      Prediction &p) {
+  struct Clock {
+    double now = 0, commFree = 0;
+    llvm::DenseMap<Operation *, double> waitAt;
+    /// The open compute slice (index in p.schedule, -1: none) and its key.
+    int64_t open = -1;
+  };
+  std::vector<Clock> clocks(stages);
+  auto coordsOf = [&](int64_t s) {
+    SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
+    if (pipelineAxis >= 0)
+      coords[pipelineAxis] = s;
+    return coords;
+  };
+  auto stageArg = [&](int64_t s) { return pipelineAxis >= 0 ? s : -1; };
+  std::map<std::tuple<int64_t, std::string, std::string>, CollectiveGroup>
+      groups;
+  auto record = [&](int64_t s, Operation *op, int64_t bytes, double start,
+                    double seconds) {
+    std::string axes;
+    if (auto transfer = dyn_cast<SendRecvOp>(op))
+      axes = transfer.getAxis().str();
+    else if (auto attr = op->getAttrOfType<ArrayAttr>("axes"))
+      for (auto axis : attr.getAsRange<StringAttr>())
+        axes += (axes.empty() ? "" : ",") + axis.getValue().str();
+    std::string kind = op->getName().stripDialect().str();
+    CollectiveGroup &g = groups[{s, kind, axes}];
+    g.stage = s, g.kind = kind, g.axes = axes;
+    ++g.count;
+    g.bytes += bytes;
+    g.ms += seconds * 1e3;
+    if (seconds > 0)
+      p.schedule.push_back({s, -1, kind, start * 1e3, (start + seconds) * 1e3});
+  };
+  // Forward or backward: an op of a micro-batch is the backward pass's
+  // when the op it copies comes after the loss in the step it was
+  // unrolled from; without micro-batches, when it comes after the loss in
+  // program order. The loss: what the returned loss is summed from.
+  Block &body = step.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (Operation &op : body)
+    position[&op] = static_cast<int64_t>(position.size());
+  auto numberOf = [](Operation *op) -> int64_t {
+    auto attr = op->getAttrOfType<DenseI64ArrayAttr>(
+        CleaveDialect::kMicroBatchAttrName);
+    return attr && attr.size() > 1 ? attr[1] : -1;
+  };
+  int64_t lossNumber = -1, lossPosition = -1;
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    if (!step.getResultAttr(i, CleaveDialect::kLossAttrName))
+      continue;
+    SmallVector<Value> work{ret.getOperand(i)};
+    llvm::DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || !seen.insert(def).second || isa<ConstantOp>(def))
+        continue;
+      // Scalar arithmetic (the sum over micro-batches, the mean) leads
+      // back to the ops that reduce a tensor to the loss.
+      bool reduces = def->getNumOperands() == 0 ||
+                     llvm::any_of(def->getOperandTypes(), [](Type type) {
+                       auto tensor = dyn_cast<RankedTensorType>(type);
+                       return tensor && tensor.getRank() > 0;
+                     });
+      if (!reduces || isa<SendRecvOp>(def)) {
+        llvm::append_range(work, def->getOperands());
+        continue;
+      }
+      lossPosition = std::max(lossPosition, position.lookup(def));
+      lossNumber = std::max(lossNumber, numberOf(def));
+    }
+  }
+  auto phaseOf = [&](Operation *op, int64_t microbatch) -> const char * {
+    if (isUpdate(op))
+      return "update";
+    if (lossPosition < 0)
+      return "forward+backward";
+    if (microbatch >= 0 && lossNumber >= 0)
+      return numberOf(op) > lossNumber ? "backward" : "forward";
+    if (lossNumber >= 0)
+      return "other";
+    return position.lookup(op) > lossPosition ? "backward" : "forward";
+  };
+
+  for (Operation &op : body) {
+    if (isa<ConstantOp, func::ReturnOp>(op))
+      continue;
+    if (auto transfer = dyn_cast<SendRecvOp>(op); transfer && stages > 1) {
+      int64_t from = transfer.getSource(), to = transfer.getDest();
+      if (from < 0 || to < 0 || from >= stages || to >= stages)
+        continue;
+      SmallVector<int64_t> coords = coordsOf(from);
+      int kind = -1;
+      int64_t bytes = bytesSentBy(&op, mesh, coords, from, ringOnly, kind);
+      double seconds = timer.collectiveSeconds(&op, bytes, coords);
+      double start = std::max(clocks[from].now, clocks[to].now);
+      for (int64_t s : {from, to}) {
+        clocks[s].now = start + seconds;
+        clocks[s].open = -1;
+      }
+      record(from, &op, bytes, start, seconds);
+      record(to, &op, 0, start, seconds);
+      continue;
+    }
+    for (int64_t s = 0; s < stages; ++s) {
+      Clock &clock = clocks[s];
+      if (!runsOnStage(&op, stageArg(s)))
+        continue;
+      if (auto it = clock.waitAt.find(&op); it != clock.waitAt.end())
+        clock.now = std::max(clock.now, it->second);
+      if (isCollective(&op)) {
+        SmallVector<int64_t> coords = coordsOf(s);
+        int kind = -1;
+        int64_t bytes =
+            bytesSentBy(&op, mesh, coords, stageArg(s), ringOnly, kind);
+        double seconds = timer.collectiveSeconds(&op, bytes, coords);
+        double start = std::max(clock.now, clock.commFree);
+        clock.commFree = start + seconds;
+        if (isa<AllReduceOp>(op)) {
+          if (Operation *user = firstUser(&op))
+            clock.waitAt[user] =
+                std::max(clock.waitAt.lookup(user), clock.commFree);
+        } else {
+          clock.now = clock.commFree;
+        }
+        record(s, &op, bytes, start, seconds);
+        continue;
+      }
+      double seconds = timer.opSeconds(costOf(&op), &op);
+      int64_t microbatch = -1;
+      if (auto attr = op.getAttrOfType<DenseI64ArrayAttr>(
+              CleaveDialect::kMicroBatchAttrName);
+          attr && attr.size())
+        microbatch = attr[0];
+      const char *phase = phaseOf(&op, microbatch);
+      if (clock.open < 0 || p.schedule[clock.open].microbatch != microbatch ||
+          p.schedule[clock.open].kind != phase ||
+          p.schedule[clock.open].endMs < clock.now * 1e3) {
+        p.schedule.push_back(
+            {s, microbatch, phase, clock.now * 1e3, clock.now * 1e3});
+        clock.open = static_cast<int64_t>(p.schedule.size()) - 1;
+      }
+      clock.now += seconds;
+      p.schedule[clock.open].endMs = clock.now * 1e3;
+    }
+  }
+  // Empty spans (free ops only) say nothing.
+  llvm::erase_if(p.schedule, [](const ScheduleSlice &slice) {
+    return slice.endMs <= slice.startMs;
+  });
+  for (auto &[key, group] : groups)
+    p.collectives.push_back(group);
+}
+
 /// predictBytesSent's numbers, walking the program once: each rank's sum
 /// over the collectives (bytesSentBy) of its stage.
 std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
@@ -231,9 +399,59 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   }
   p.persistentBytes = *std::max_element(held.begin(), held.end());
   p.scratchBytes = program->arenaBytes;
+
+  // The same numbers by stage and kind, and the tensors behind them.
+  p.stageMemory.assign(stages, StageMemory{});
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto param =
+        step.getArgAttrOfType<StringAttr>(i, CleaveDialect::kParamAttrName);
+    auto state =
+        step.getArgAttrOfType<StringAttr>(i, CleaveDialect::kStateAttrName);
+    if (!param && !state)
+      continue;
+    int64_t bytes = tensorBytes(arg.getType());
+    auto at =
+        step.getArgAttrOfType<IntegerAttr>(i, CleaveDialect::kStageAttrName);
+    for (int64_t s = 0; s < stages; ++s)
+      if (!at || stages == 1 || at.getInt() == s)
+        (param ? p.stageMemory[s].parameters
+               : p.stageMemory[s].optimizerState) += bytes;
+    HeldTensor tensor;
+    tensor.name = (param ? param : state).getValue().str();
+    tensor.role = param ? "parameter" : "state";
+    tensor.stage = at && stages > 1 ? at.getInt() : -1;
+    tensor.bytes = bytes;
+    llvm::append_range(tensor.shape,
+                       cast<RankedTensorType>(arg.getType()).getShape());
+    if (auto sharding = step.getArgAttrOfType<ShardingAttr>(
+            i, CleaveDialect::kShardingAttrName);
+        sharding && mesh && !sharding.isFullyReplicated()) {
+      std::string text;
+      for (int64_t d = 0; d < static_cast<int64_t>(tensor.shape.size()); ++d) {
+        SmallVector<StringAttr> axes = sharding.getDimAxes(d);
+        std::string dim = axes.empty() ? "_" : "";
+        for (StringAttr axis : axes)
+          dim += (dim.empty() ? "" : ",") + axis.getValue().str();
+        if (axes.size() > 1)
+          dim = "{" + dim + "}";
+        text += (d ? "," : "") + dim;
+      }
+      tensor.sharding = "[" + text + "]";
+    }
+    p.tensors.push_back(std::move(tensor));
+  }
+  for (int64_t s = 0; s < stages; ++s) {
+    size_t at = std::min<size_t>(s, program->stageArenaBytes.size() - 1);
+    p.stageMemory[s].gradients = program->stageGradientBytes[at];
+    p.stageMemory[s].activations =
+        program->stageArenaBytes[at] - program->stageGradientBytes[at];
+  }
   p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
   if (target == Target::Cuda)
     p.workspaceBytes = kernelScratchBytes(step);
+  for (StageMemory &memory : p.stageMemory)
+    memory.workspace = p.workspaceBytes;
 
   if (mesh) {
     p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly);
@@ -267,6 +485,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.stepMs = busy / (1 - p.bubbleFraction);
   p.bubbleMs = p.stepMs - busy;
   p.flopsPerRank = slowest.flops;
+  simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, p);
   return p;
 }
 

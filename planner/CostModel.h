@@ -35,6 +35,51 @@
 
 namespace cleave::planner {
 
+/// One pipeline stage's memory on each of its ranks (all ranks of a stage
+/// hold blocks of the same sizes), in bytes: the parts of --print-memory's
+/// numbers. Parameters and optimizer state are what the rank holds;
+/// gradients are the buffers holding parameter gradients live at the
+/// scratch arena's peak, activations the rest of the arena; workspace is
+/// the cuda target's kernel scratch.
+struct StageMemory {
+  int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
+          workspace = 0;
+};
+
+/// A span of one stage's predicted timeline: a micro-batch's forward or
+/// backward pass (kind "forward", "backward", "forward+backward"), the
+/// optimizer's updates ("update"), other compute ("other"), or a
+/// collective (its op name: "all_reduce", "send_recv", ...).
+struct ScheduleSlice {
+  int64_t stage = 0;
+  /// The micro-batch, -1 when the ops are not a micro-batch's.
+  int64_t microbatch = -1;
+  std::string kind;
+  double startMs = 0, endMs = 0;
+};
+
+/// The collectives of one stage's ranks per step, by kind and axes.
+struct CollectiveGroup {
+  int64_t stage = 0;
+  std::string kind, axes;
+  int64_t count = 0, bytes = 0;
+  double ms = 0;
+};
+
+/// A parameter or state tensor as one rank holds it.
+struct HeldTensor {
+  std::string name;
+  /// "parameter" or "state".
+  std::string role;
+  /// Its sharding ("[dp,_]"; "" when whole) and pipeline stage (-1: every
+  /// stage).
+  std::string sharding;
+  int64_t stage = -1;
+  /// The block one rank holds.
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+};
+
 struct Prediction {
   /// The slowest stage's step: compute, communication not hidden behind
   /// compute, pipeline bubble; step = their sum.
@@ -55,6 +100,14 @@ struct Prediction {
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
   std::vector<mlir::cleave::BytesByKind> bytesSent;
+  /// For `cleave report`: memory per stage (one entry without stages),
+  /// the step's timeline simulated in program order (each stage's ops in
+  /// turn, a send_recv starting once both its stages reach it), the
+  /// collectives, and the tensors each rank holds.
+  std::vector<StageMemory> stageMemory;
+  std::vector<ScheduleSlice> schedule;
+  std::vector<CollectiveGroup> collectives;
+  std::vector<HeldTensor> tensors;
 };
 
 /// Predicts `step`, partitioned for its module's mesh (none: one rank),

@@ -15,6 +15,7 @@
 #include "runtime/Npy.h"
 #include "runtime/Program.h"
 #include "runtime/RankAgreement.h"
+#include "runtime/RunRecord.h"
 #include "runtime/Sharding.h"
 
 #include <algorithm>
@@ -664,13 +665,29 @@ int runProgram(const Program &program, int argc, char **argv) {
     if (global.stage >= 0)
       broadcast(&context.loss, sizeof(context.loss), program.pipeline.lossStage,
                 global.pipelineGroup());
+    // A log's first record also names the program and what each rank
+    // holds (runtime/RunRecord.h); every rank takes part in the gather.
+    std::string runFields;
+    if (step == firstStep && !options.log.empty() && !options.resume &&
+        program.training) {
+      RankMemory mine;
+      for (int i = 0; i < program.numTensors; ++i)
+        if (global.holds(i) && program.tensors[i].role == Role::Param)
+          mine.parameters += global.localBytes(i);
+        else if (global.holds(i) && program.tensors[i].role == Role::State)
+          mine.optimizerState += global.localBytes(i);
+      mine.scratch = program.arenaBytes;
+      runFields = runRecordFields(
+          program, gatherRankMemory(mine, program.mesh, global.distributed));
+    }
     // JSON has no NaN or infinity: such a loss is logged as null.
     if (log && program.training) {
       char loss[32] = "null";
       if (std::isfinite(context.loss))
         std::snprintf(loss, sizeof(loss), "%.9g", context.loss);
-      if (std::fprintf(log, "{\"step\":%lld,\"loss\":%s}\n",
-                       static_cast<long long>(step), loss) < 0)
+      if (std::fprintf(log, "{\"step\":%lld,\"loss\":%s%s}\n",
+                       static_cast<long long>(step), loss,
+                       runFields.c_str()) < 0)
         failRun(logError());
     }
     if (!std::isfinite(context.loss) && program.training && root &&

@@ -21,6 +21,9 @@ packages=(
   cmake ninja-build ccache mold g++ libgtest-dev
   # references for tests: Debian's Python with onnx, numpy and torch
   python3 python3-onnx python3-numpy python3-torch python3-torchvision
+  # the HTML report's browser test: headless Chromium, and PIL for its
+  # screenshot
+  chromium python3-pil
 )
 
 missing=()

@@ -46,6 +46,12 @@ import subprocess
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-gpu")
+# Debian's chromium and python3-pil (scripts/setup.sh installs them):
+# test/report/ opens the HTML report in headless Chromium and reads its
+# screenshot; where either is missing, UNSUPPORTED.
+if shutil.which("chromium") and subprocess.run(
+        ["/usr/bin/python3", "-c", "import PIL"], capture_output=True).returncode == 0:
+    config.available_features.add("chromium")
 # clang with libFuzzer's runtime (Debian's clang-22 and libclang-rt-22-dev):
 # test/fuzz/ checks that the fuzz targets build; elsewhere UNSUPPORTED.
 import glob

@@ -31,6 +31,9 @@ std::unique_ptr<Command> makeAnnotateCommand();
 std::unique_ptr<Command> makePlanCommand();
 /// `cleave calibrate -o FILE`: measures this machine for the cpu target.
 std::unique_ptr<Command> makeCalibrateCommand();
+/// `cleave report --plan FILE [--log FILE] [--trace FILE] -o FILE`: draws
+/// a plan and a run as one HTML page.
+std::unique_ptr<Command> makeReportCommand();
 
 /// Installs a diagnostic handler that prints `FILE: error: message` (plus
 /// notes) to stderr, and returns whether any error was reported.

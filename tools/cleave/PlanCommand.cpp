@@ -13,6 +13,8 @@
 #include "tools/cleave/ImportFlags.h"
 #include "tools/cleave/OutputFile.h"
 #include "tools/cleave/PlanCommandModel.h"
+#include "tools/cleave/PlanJson.h"
+#include "tools/cleave/ReportCommand.h"
 #include "tools/cleave/TrainingFlags.h"
 
 #include "dialects/cleave/CleaveOps.h"
@@ -61,6 +63,10 @@ public:
                          cl::init(16), cl::sub(sub_)),
         json_("json", cl::desc("Write the plans as JSON"),
               cl::value_desc("FILE"), cl::sub(sub_)),
+        report_("report",
+                cl::desc("Write the plans as a self-contained HTML report "
+                         "(what `cleave report` draws from --json's file)"),
+                cl::value_desc("FILE"), cl::sub(sub_)),
         emitHints_("emit-hints",
                    cl::desc("Write the best plan's sharding hints as a "
                             "hints file (for --shard-file)"),
@@ -93,7 +99,7 @@ private:
   DistributionFlags distribution_;
   cl::opt<std::string> cluster_;
   cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_;
-  cl::opt<std::string> json_, emitHints_;
+  cl::opt<std::string> json_, report_, emitHints_;
 };
 
 llvm::Error failure(const llvm::Twine &message) {
@@ -158,66 +164,6 @@ int PlanCommand::userHints(const mlir::cleave::ImportArtifacts &artifacts,
     hints.push_back(std::move(*hint));
   }
   return 0;
-}
-
-/// One plan as JSON.
-llvm::json::Object planJson(const Candidate &c,
-                            const std::vector<std::string> &flags,
-                            int64_t rank) {
-  llvm::json::Object mesh, axes;
-  for (auto &[name, size] : c.layout.mesh) {
-    mesh[name] = size;
-    axes[name] = llvm::json::Object{
-        {"role", c.layout.describeAxis(name)},
-        {"link", c.interNode.count(name) && c.interNode.at(name)
-                     ? "inter-node"
-                     : "intra-node"}};
-  }
-  llvm::json::Object plan{
-      {"mesh", std::move(mesh)},
-      {"mesh_flag", c.layout.meshText()},
-      {"axes", std::move(axes)},
-      {"strategy", planner::strategyName(c.layout.strategy)},
-      {"pipeline_axis", c.layout.pipelineAxis},
-      {"microbatches", c.layout.microbatches},
-      {"flags", llvm::json::Array(flags)}};
-  if (rank > 0)
-    plan["rank"] = rank;
-  if (!c.rejected.empty())
-    plan["reason"] = c.rejected;
-  if (c.prediction) {
-    const planner::Prediction &p = *c.prediction;
-    llvm::json::Object bytesByKind;
-    static const char *kinds[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                  "all_to_all", "broadcast",  "send_recv"};
-    // The busiest rank's bytes by kind.
-    size_t busiest = 0;
-    int64_t most = -1;
-    for (size_t r = 0; r < p.bytesSent.size(); ++r) {
-      int64_t sum = 0;
-      for (int64_t b : p.bytesSent[r])
-        sum += b;
-      if (sum > most)
-        most = sum, busiest = r;
-    }
-    for (size_t k = 0; k < 6; ++k)
-      bytesByKind[kinds[k]] =
-          p.bytesSent.empty() ? int64_t{0} : p.bytesSent[busiest][k];
-    plan["predicted"] =
-        llvm::json::Object{{"step_ms", p.stepMs},
-                           {"compute_ms", p.computeMs},
-                           {"exposed_comm_ms", p.exposedCommMs},
-                           {"bubble_ms", p.bubbleMs},
-                           {"bubble_fraction", p.bubbleFraction},
-                           {"flops_per_rank", p.flopsPerRank},
-                           {"peak_bytes_per_rank", p.peakBytesPerRank},
-                           {"persistent_bytes_per_rank", p.persistentBytes},
-                           {"scratch_bytes_per_rank", p.scratchBytes},
-                           {"workspace_bytes_per_rank", p.workspaceBytes},
-                           {"comm_bytes_per_rank", p.commBytesPerRank},
-                           {"comm_bytes_by_kind", std::move(bytesByKind)}};
-  }
-  return plan;
 }
 
 int PlanCommand::run(mlir::MLIRContext &context) {
@@ -429,12 +375,14 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     }
   }
 
-  if (!json_.empty()) {
+  if (!json_.empty() || !report_.empty()) {
+    // The top plans carry what the report draws.
     llvm::json::Array plans, rejected;
     for (auto [i, c] : llvm::enumerate(result.plans))
-      plans.push_back(planJson(c, flagsOf(c), i + 1));
+      plans.push_back(
+          planJson(c, flagsOf(c), i + 1, static_cast<int64_t>(i) < top_));
     for (const Candidate &c : result.rejected)
-      rejected.push_back(planJson(c, flagsOf(c), 0));
+      rejected.push_back(planJson(c, flagsOf(c), 0, /*details=*/false));
     llvm::json::Object root{
         {"model", import_.model.getValue()},
         {"cluster",
@@ -453,10 +401,17 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                                                 result.rejected.size())},
              {"pruned", result.pruned},
              {"seconds", result.seconds}}}};
-    std::string text;
-    llvm::raw_string_ostream jos(text);
-    jos << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-    if (!writeOutputFile(json_, text, "plan"))
+    llvm::json::Value value(std::move(root));
+    if (!json_.empty()) {
+      std::string text;
+      llvm::raw_string_ostream jos(text);
+      jos << llvm::formatv("{0:2}", value) << "\n";
+      if (!writeOutputFile(json_, text, "plan"))
+        return 1;
+    }
+    if (!report_.empty() &&
+        writePlanReport(value, json_.empty() ? import_.model : json_,
+                        report_) != 0)
       return 1;
   }
 

@@ -1,6 +1,7 @@
 //===- cleave.cpp - the cleave compiler driver ----------------------------===//
 //
-// `cleave <command> [options]`. Commands: import, compile, annotate, plan.
+// `cleave <command> [options]`. Commands: import, compile, annotate, plan,
+// calibrate, report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
   commands.push_back(cleave::driver::makeAnnotateCommand());
   commands.push_back(cleave::driver::makePlanCommand());
   commands.push_back(cleave::driver::makeCalibrateCommand());
+  commands.push_back(cleave::driver::makeReportCommand());
   // LLVM's and MLIR's own options (hundreds, for backends cleave does not
   // use) stay accepted but out of --help.
   for (auto &entry :
