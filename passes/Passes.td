@@ -225,6 +225,48 @@ def FoldTransposesPass : Pass<"cleave-fold-transposes", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def ScheduleUpdatesPass : Pass<"cleave-schedule-updates", "::mlir::func::FuncOp"> {
+  let summary = "runs each AdamW update where its gradient is complete";
+  let description = [{
+    `cleave-apply-optimizer` appends the optimizer updates after the whole
+    backward pass, so every gradient is written, evicted from cache, and
+    read again at the end of the step. This pass moves each `cleave.adamw`
+    up to just after the last op it must follow: the definitions of its
+    operands (the gradient, typically the GEMM or reduction that completes
+    it), and every op that may still read the parameter or optimizer state
+    it overwrites in place, including readers of reshapes of them (views of
+    the same buffer) and, for a reader the emitter may fuse into a chain of
+    single-use elementwise ops, the end of that chain
+    (codegen/FusionPlan.h). Updates moved after the same op keep their
+    order. A `cleave.lr_schedule` of the step count moves to the front, so
+    that it never holds an update back.
+
+    Plain SGD updates stay where they are: the emitter already runs their
+    gradient GEMM in the update, and the update with its layer's input
+    gradient (`linearBackwardSgd`).
+
+    Run it on single-rank programs only (the compile pipeline does): in a
+    distributed step the gradient's all-reduce would then be awaited at
+    once instead of overlapping the rest of the backward pass.
+
+    Preconditions: a training step with a single block, after
+    `cleave-apply-optimizer`. Postconditions: the same ops, each `adamw`
+    after everything it depends on or that reads what it overwrites.
+
+    Input:
+
+    ```mlir
+    %dw1 = cleave.gemm %dy1, %x1 {... trans_a = true ...}
+    %dx1 = cleave.gemm %dy1, %w1 {...}
+    ...                                   // the rest of the backward pass
+    %w1n, %m1n, %v1n = cleave.adamw %w1, %dw1, %m1, %v1 step(%t) {...}
+    ```
+
+    Output: the `adamw` right after `%dx1` (the last reader of `%w1`).
+  }];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 def PropagateShardingPass
     : Pass<"cleave-propagate-sharding", "::mlir::ModuleOp"> {
   let summary = "gives every value a sharding and makes resharding explicit";

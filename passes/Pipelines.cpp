@@ -114,6 +114,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   }
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());
+  if (!options.inference && !options.distributed)
+    funcPm.addPass(createScheduleUpdatesPass());
 }
 
 llvm::Expected<func::FuncOp>
