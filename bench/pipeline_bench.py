@@ -2,7 +2,8 @@
 """Pipeline stages: step time of one model trained three ways by Cleave.
 
   /usr/bin/python3 bench/pipeline_bench.py [--layers 8] [--width 1024]
-      [--batch 256] [--microbatches 4] [--steps 10] [--markdown]
+      [--batch 256] [--microbatches 8] [--virtual-stages 2] [--steps 10]
+      [--markdown]
 
 The model: an MLP of `layers` Linear+ReLU layers of `width` features and a
 cross-entropy loss, exported from PyTorch (layers of equal work, so that
@@ -12,8 +13,14 @@ two stages can be equal).
   pp=2      2 ranks (one thread each), `--mesh pp=2 --pipeline pp`: the
             layers in two stages that run one after the other (naive model
             parallelism: the memory is split, the time is not);
-  pp=2, mbN the same with `--microbatches N` (GPipe): while stage 1 works
-            on micro-batch m, stage 0 computes m + 1.
+  pp=2, mbN the same with `--microbatches N`, in each schedule: GPipe
+            (every forward pass, then every backward pass), 1F1B, and
+            interleaved 1F1B with V chunks of layers per stage.
+
+The bubble: one rank running the same micro-batches (gradient
+accumulation) does twice a stage's work; the share of a pipelined step
+beyond half of that is the bubble (with the transfers), next to the
+schedule's ideal (p - 1) / (m V + p - 1).
 
 All train with SGD (lr 0.01) on synthetic data, the same global batch,
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 and the same OpenBLAS; seconds
@@ -95,38 +102,59 @@ def main():
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--microbatches", type=int, default=4)
+    parser.add_argument("--microbatches", type=int, default=8)
+    parser.add_argument("--virtual-stages", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--markdown", action="store_true")
     opts = parser.parse_args()
+    m, v, p = opts.microbatches, opts.virtual_stages, 2
     rows = []
     with tempfile.TemporaryDirectory() as work:
         model = os.path.join(work, "mlp.onnx")
         export_deep_mlp(opts.layers, opts.width, opts.batch, model)
-        extra = []
-        runs = [("single", [], 1),
-                ("pp=2", ["--mesh", "pp=2", "--pipeline", "pp"], 2),
-                (f"pp=2, {opts.microbatches} micro-batches",
-                 ["--mesh", "pp=2", "--pipeline", "pp", "--microbatches",
-                  str(opts.microbatches)], 2)]
-        for i, (label, flags, ranks) in enumerate(runs):
-            seconds = compile_and_time(model, extra + flags, ranks, opts.steps,
+        stages = ["--mesh", "pp=2", "--pipeline", "pp"]
+        micro = ["--microbatches", str(m)]
+        # (label, flags, ranks, ideal bubble: the share of a stage's step
+        # it waits, (p - 1) / (m V + p - 1); None: not a pipeline)
+        runs = [("single", [], 1, None),
+                (f"single, {m} micro-batches", micro, 1, None),
+                ("pp=2", stages, 2, None),
+                (f"pp=2, {m} micro-batches, GPipe", stages + micro, 2,
+                 (p - 1) / (m + p - 1)),
+                (f"pp=2, {m} micro-batches, 1F1B",
+                 stages + micro + ["--pipeline-schedule", "1f1b"], 2,
+                 (p - 1) / (m + p - 1)),
+                (f"pp=2, {m} micro-batches, interleaved V={v}",
+                 stages + micro + ["--pipeline-schedule", "interleaved",
+                                   "--virtual-stages", str(v)], 2,
+                 (p - 1) / (m * v + p - 1))]
+        for i, (label, flags, ranks, ideal) in enumerate(runs):
+            seconds = compile_and_time(model, flags, ranks, opts.steps,
                                        opts.batch, work, f"run{i}")
-            rows.append((label, ranks, seconds))
+            rows.append((label, ranks, seconds, ideal))
             print(f"{label}: {seconds * 1e3:.1f} ms/step", file=sys.stderr)
     single = rows[0][2]
+    # A stage's work is half of one rank running the same micro-batches;
+    # the rest of a pipelined step is the bubble (and the transfers).
+    work_per_stage = rows[1][2] / p
     if opts.markdown:
-        print("| configuration | ranks | ms/step | speed vs single |")
-        print("|---|---:|---:|---:|")
-    for label, ranks, seconds in rows:
+        print("| configuration | ranks | ms/step | speed vs single | "
+              "bubble measured | bubble ideal |")
+        print("|---|---:|---:|---:|---:|---:|")
+    for label, ranks, seconds, ideal in rows:
+        bubble = ["", ""]
+        if ideal is not None:
+            bubble = [f"{100 * (1 - work_per_stage / seconds):.0f}%",
+                      f"{100 * ideal:.0f}%"]
         cells = [label, str(ranks), f"{seconds * 1e3:.1f}",
-                 f"{single / seconds:.2f}x"]
+                 f"{single / seconds:.2f}x", *bubble]
         print(("| " + " | ".join(cells) + " |") if opts.markdown
               else "  ".join(cells))
     print()
     print(f"MLP of {opts.layers} layers of {opts.width}, global batch "
           f"{opts.batch}, one thread per rank, OpenBLAS from "
-          f"{bench.OPENBLAS_DIR}.")
+          f"{bench.OPENBLAS_DIR}. Bubble measured: 1 - (one rank with the "
+          f"same micro-batches / 2) / the step.")
     return 0
 
 

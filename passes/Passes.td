@@ -371,14 +371,30 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     `cleave.stage` attribute too (where the runtime finds them), and the
     module gets `cleave.pipeline = "<axis>"`.
 
+    Schedules (`schedule`; every stage runs its ops in block order, so the
+    schedule is the block's order). `gpipe` keeps the order
+    `cleave-unroll-microbatches` gives: every micro-batch's forward pass,
+    then the backward passes. `1f1b`: stage s runs p - 1 - s forward
+    passes, then alternates one forward and one backward pass, then the
+    remaining backward passes, so a stage holds the activations of at most
+    p - s micro-batches. `interleaved` (Megatron's): the forward pass is
+    cut into p x V chunks (`virtual-stages` = V), chunk c on stage c mod p,
+    and each stage runs its chunks' passes 1F1B-style in groups of p
+    micro-batches (the count must divide by p); the bubble shrinks by V, at
+    the price of V times the transfers. The per-stage orders become one
+    block order from a simulated timeline (passes/PipelineSchedule.h), so
+    transfers and collectives still meet in the same order on every rank.
+
     Runs after `cleave-partition` when other mesh axes split the step too
     (data or tensor parallel, ZeRO): a stage's collectives then run over
     its own ranks' groups, and its parameters may be split over those axes;
     the hints must not name the pipeline axis.
 
     Errors: a parameter read by the forward ops of two stages (tied
-    weights), a tensor split over the pipeline axis, and more stages than
-    the forward pass can fill.
+    weights), a tensor split over the pipeline axis, more stages (or
+    chunks) than the forward pass can fill, an unknown schedule, V on a
+    schedule other than `interleaved`, and an interleaved micro-batch
+    count that p does not divide.
 
     Input (mesh `pp = 2`):
 
@@ -398,6 +414,12 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
            "the mesh axis whose coordinates are the stages">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"gpipe\"",
+           "the order of the micro-batches' passes: gpipe, 1f1b or "
+           "interleaved">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "chunks of layers per stage (the interleaved schedule: 2 or "
+           "more)">,
   ];
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/PipelineSchedule.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -65,11 +66,17 @@ int64_t costOf(Operation *op) {
   return elements;
 }
 
+/// Cuts the step into chunks of layers (one per stage, or V per stage for
+/// the interleaved schedule: chunk c runs on stage c mod p) and orders it
+/// for the schedule. "Stage" below means chunk, except where ranks are
+/// written (attributes, transfers).
 class StageAssigner {
 public:
-  StageAssigner(func::FuncOp func, StringAttr axis, int64_t numStages)
+  StageAssigner(func::FuncOp func, StringAttr axis, int64_t numRanks,
+                const ScheduleShape &schedule)
       : func(func), body(func.getBody().front()), axis(axis),
-        numStages(numStages) {}
+        numStages(numRanks * schedule.virtualStages), numRanks(numRanks),
+        schedule(schedule) {}
 
   LogicalResult run();
 
@@ -90,6 +97,11 @@ private:
   /// Ops computed from constants, data inputs and the step counter only:
   /// every stage computes them itself.
   void findEverywhereOps();
+  /// Splits an all-reduce that sums values of the data alone (a loss's
+  /// sample count) together with computed ones (the loss) in two, so that
+  /// a schedule that starts backward passes before the last forward pass
+  /// has the count without waiting for the loss.
+  void separateDataReductions();
   LogicalResult assignForward(Value loss);
   LogicalResult assignParameterHomes();
   LogicalResult assignRest();
@@ -111,16 +123,24 @@ private:
   /// inputs and the step) to the stages that read its results only, one
   /// copy per stage, so that no stage computes what it does not use.
   void placeSharedOps();
-  void setStage(Operation *op, int64_t s) {
-    stage[op] = s;
+  /// The stage (rank coordinate) that runs chunk `chunk`.
+  int64_t rankOf(int64_t chunk) const { return chunk % numRanks; }
+  void setStage(Operation *op, int64_t chunk) {
+    stage[op] = chunk;
     op->setAttr(CleaveDialect::kStageAttrName,
-                IntegerAttr::get(IntegerType::get(op->getContext(), 64), s));
+                IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                 rankOf(chunk)));
   }
+  /// What the schedule needs to know of each op.
+  llvm::DenseMap<Operation *, ScheduledOp> scheduleInfo() const;
 
   func::FuncOp func;
   Block &body;
   StringAttr axis;
+  /// Chunks (numRanks x virtual stages) and stages (ranks along the axis).
   int64_t numStages;
+  int64_t numRanks;
+  ScheduleShape schedule;
   llvm::DenseSet<Operation *> everywhere;
   llvm::SetVector<Operation *> forward;
   llvm::DenseMap<Operation *, int64_t> stage;
@@ -130,7 +150,9 @@ private:
 
 void StageAssigner::findEverywhereOps() {
   for (Operation &op : body.without_terminator()) {
-    if (!isPure(&op) || op.getNumRegions() != 0)
+    // all_slice keeps this rank's block without communicating: as pure as
+    // any local op.
+    if ((!isPure(&op) && !isa<AllSliceOp>(op)) || op.getNumRegions() != 0)
       continue;
     bool local = llvm::all_of(op.getOperands(), [&](Value v) {
       if (auto arg = dyn_cast<BlockArgument>(v))
@@ -139,6 +161,39 @@ void StageAssigner::findEverywhereOps() {
     });
     if (local)
       everywhere.insert(&op);
+  }
+}
+
+void StageAssigner::separateDataReductions() {
+  SmallVector<AllReduceOp> mixed;
+  for (auto op : body.getOps<AllReduceOp>()) {
+    auto fromData = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && everywhere.contains(def);
+    };
+    if (llvm::any_of(op.getInputs(), fromData) &&
+        !llvm::all_of(op.getInputs(), fromData))
+      mixed.push_back(op);
+  }
+  for (AllReduceOp op : mixed) {
+    OpBuilder builder(op);
+    for (bool data : {true, false}) {
+      SmallVector<Value> inputs;
+      SmallVector<unsigned> indices;
+      for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+        Operation *def = input.getDefiningOp();
+        if ((def && everywhere.contains(def)) == data) {
+          inputs.push_back(input);
+          indices.push_back(i);
+        }
+      }
+      auto part =
+          AllReduceOp::create(builder, op.getLoc(), inputs, op.getAxesAttr());
+      part->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+      for (auto [i, result] : llvm::zip(indices, part.getResults()))
+        op.getResult(i).replaceAllUsesWith(result);
+    }
+    op.erase();
   }
 }
 
@@ -241,13 +296,23 @@ LogicalResult StageAssigner::assignForward(Value loss) {
     }
   }
   for (int64_t s = 0; s < numStages; ++s)
-    if (perStage[s] == 0)
+    if (perStage[s] == 0) {
+      if (numStages == numRanks)
+        return func.emitError()
+               << "the forward pass cannot be split into " << numStages
+               << " pipeline stages of similar work: stage " << s
+               << " would get no op (" << forward.size()
+               << " forward ops in all); use fewer stages along '"
+               << axis.getValue() << "'";
       return func.emitError()
              << "the forward pass cannot be split into " << numStages
-             << " pipeline stages of similar work: stage " << s
+             << " chunks of similar work (" << numRanks << " stages x "
+             << schedule.virtualStages << " virtual stages): chunk " << s
              << " would get no op (" << forward.size()
-             << " forward ops in all); use fewer stages along '"
+             << " forward ops in all); use fewer --virtual-stages or fewer "
+                "stages along '"
              << axis.getValue() << "'";
+    }
   return success();
 }
 
@@ -451,19 +516,21 @@ void StageAssigner::pullTowardUsers() {
 }
 
 void StageAssigner::insertTransfers() {
-  // One transfer per value and destination, right after the value is
-  // computed, so that every stage meets its transfers in program order.
+  // One transfer per value and destination stage, right after the value
+  // is computed, so that every stage meets its transfers in program order.
+  // Chunks on one stage share their values.
   llvm::DenseMap<std::pair<Value, int64_t>, Value> transfers;
-  auto fetch = [&](Value value, int64_t to) -> Value {
-    std::optional<int64_t> from = producedAt(value);
-    if (!from || *from == to)
+  auto fetch = [&](Value value, int64_t toChunk) -> Value {
+    std::optional<int64_t> fromChunk = producedAt(value);
+    if (!fromChunk || rankOf(*fromChunk) == rankOf(toChunk))
       return value;
+    int64_t from = rankOf(*fromChunk), to = rankOf(toChunk);
     Value &transfer = transfers[{value, to}];
     if (!transfer) {
       OpBuilder builder(value.getContext());
       builder.setInsertionPointAfterValue(value);
       transfer =
-          SendRecvOp::create(builder, value.getLoc(), value, axis, *from, to);
+          SendRecvOp::create(builder, value.getLoc(), value, axis, from, to);
     }
     return transfer;
   };
@@ -495,7 +562,7 @@ void StageAssigner::placeSharedOps() {
       stages.insert(attr.getInt());
     }
     if (everyStage || stages.empty() ||
-        static_cast<int64_t>(stages.size()) == numStages)
+        static_cast<int64_t>(stages.size()) == numRanks)
       continue;
     for (int64_t s : stages.getArrayRef().drop_front()) {
       OpBuilder builder(op->getContext());
@@ -535,24 +602,46 @@ LogicalResult StageAssigner::run() {
                << "'; sharding hints may use the other mesh axes only";
   }
   findEverywhereOps();
+  if (schedule.schedule != PipelineSchedule::GPipe)
+    separateDataReductions();
   if (failed(assignForward(loss)) || failed(assignParameterHomes()) ||
       failed(assignRest()))
     return failure();
   pullTowardUsers();
   insertTransfers();
   placeSharedOps();
+  if (schedule.schedule != PipelineSchedule::GPipe &&
+      failed(orderForSchedule(body, scheduleInfo(), schedule, func.getLoc())))
+    return failure();
   // Where the runtime finds each tensor: parameters and state in their
   // stage (the first one when nothing reads them), results where computed.
   Builder builder(func.getContext());
   for (BlockArgument arg : body.getArguments())
     if (isParamOrState(arg))
       func.setArgAttr(arg.getArgNumber(), CleaveDialect::kStageAttrName,
-                      builder.getI64IntegerAttr(home.lookup(arg)));
+                      builder.getI64IntegerAttr(rankOf(home.lookup(arg))));
   for (auto [i, value] : llvm::enumerate(ret.getOperands()))
     if (std::optional<int64_t> at = producedAt(value))
       func.setResultAttr(i, CleaveDialect::kStageAttrName,
-                         builder.getI64IntegerAttr(*at));
+                         builder.getI64IntegerAttr(rankOf(*at)));
   return success();
+}
+
+llvm::DenseMap<Operation *, ScheduledOp> StageAssigner::scheduleInfo() const {
+  llvm::DenseMap<Operation *, ScheduledOp> info;
+  for (auto [op, chunk] : stage) {
+    ScheduledOp &entry = info[op];
+    entry.chunk = chunk;
+    entry.forward = forward.contains(op);
+    entry.cost = costOf(op);
+    // Ops of data inputs only (a loss's sample count) run whenever they
+    // are needed, outside the units.
+    if (auto copyOf = op->getAttrOfType<DenseI64ArrayAttr>(
+            CleaveDialect::kMicroBatchAttrName);
+        copyOf && !everywhere.contains(op))
+      entry.microbatch = copyOf[0];
+  }
+  return info;
 }
 
 struct PipelineStagesPass
@@ -569,6 +658,20 @@ struct PipelineStagesPass
       return signalPassFailure();
     }
     int64_t numStages = mesh.getAxisSizes()[index];
+    std::optional<PipelineSchedule> kind = parsePipelineSchedule(schedule);
+    if (!kind) {
+      module.emitError("unknown pipeline schedule '")
+          << schedule << "'; use gpipe, 1f1b or interleaved";
+      return signalPassFailure();
+    }
+    if (virtualStages < 1 ||
+        (virtualStages > 1) != (*kind == PipelineSchedule::Interleaved)) {
+      module.emitError("virtual-stages = ")
+          << virtualStages
+          << ": the interleaved schedule needs at least 2 chunks per stage, "
+             "the others exactly 1";
+      return signalPassFailure();
+    }
     auto axisAttr = StringAttr::get(module.getContext(), axis);
     module->setAttr(CleaveDialect::kPipelineAttrName, axisAttr);
     bool found = false;
@@ -580,7 +683,24 @@ struct PipelineStagesPass
       if (!isStep)
         continue;
       found = true;
-      if (failed(StageAssigner(func, axisAttr, numStages).run()))
+      ScheduleShape shape;
+      shape.schedule = *kind;
+      shape.stages = numStages;
+      shape.virtualStages = virtualStages;
+      func.walk([&](Operation *op) {
+        if (auto copyOf = op->getAttrOfType<DenseI64ArrayAttr>(
+                CleaveDialect::kMicroBatchAttrName))
+          shape.microbatches = std::max(shape.microbatches, copyOf[0] + 1);
+      });
+      if (*kind == PipelineSchedule::Interleaved &&
+          shape.microbatches % numStages != 0) {
+        func.emitError("the interleaved schedule runs micro-batches in "
+                       "groups of the stage count: ")
+            << shape.microbatches << " micro-batches do not divide into "
+            << "groups of " << numStages;
+        return signalPassFailure();
+      }
+      if (failed(StageAssigner(func, axisAttr, numStages, shape).run()))
         return signalPassFailure();
     }
     if (!found) {

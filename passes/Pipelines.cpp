@@ -163,6 +163,31 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
       return fail("--pipeline splits a training step; it does not apply with "
                   "--inference");
   }
+  StringRef schedule = pipelineScheduleName(layout.schedule);
+  if (layout.schedule != PipelineSchedule::GPipe &&
+      layout.pipelineAxis.empty())
+    return fail("--pipeline-schedule " + schedule +
+                " orders pipeline stages; add --pipeline AXIS (and the axis "
+                "to --mesh)");
+  if (layout.virtualStages < 1)
+    return fail(llvm::formatv("--virtual-stages must be at least 1, got {0}",
+                              layout.virtualStages));
+  if (layout.schedule == PipelineSchedule::Interleaved) {
+    if (layout.virtualStages < 2)
+      return fail("--pipeline-schedule interleaved runs several chunks of "
+                  "layers per stage; give --virtual-stages 2 or more");
+    int64_t stages = layout.mesh.getAxisSizes()[layout.mesh.getAxisIndex(
+        layout.pipelineAxis)];
+    if (layout.microbatches % stages != 0)
+      return fail(llvm::formatv(
+          "--pipeline-schedule interleaved runs micro-batches in groups of "
+          "the {0} stages, but --microbatches is {1}; give a multiple of {0}",
+          stages, layout.microbatches));
+  } else if (layout.virtualStages > 1) {
+    return fail("--virtual-stages " + Twine(layout.virtualStages) +
+                " applies to --pipeline-schedule interleaved only (" +
+                schedule + " runs one chunk of layers per stage)");
+  }
   return llvm::Error::success();
 }
 
@@ -210,6 +235,8 @@ partitionForLayout(ModuleOp module, func::FuncOp step,
     if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
           PipelineStagesPassOptions options;
           options.axis = layout.pipelineAxis;
+          options.schedule = pipelineScheduleName(layout.schedule).str();
+          options.virtualStages = layout.virtualStages;
           pm.addPass(createPipelineStagesPass(options));
         }))
       return error;

@@ -14,6 +14,7 @@
 #define CLEAVE_PASSES_PIPELINES_H
 
 #include "passes/Passes.h"
+#include "passes/PipelineSchedule.h"
 #include "passes/ShardingHints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -94,6 +95,10 @@ struct LayoutOptions {
   int64_t microbatches = 1;
   /// The mesh axis whose coordinates are pipeline stages ("": none).
   std::string pipelineAxis;
+  /// The order of the micro-batches' passes on each stage, and the chunks
+  /// of layers per stage (the interleaved schedule).
+  PipelineSchedule schedule = PipelineSchedule::GPipe;
+  int64_t virtualStages = 1;
   /// The largest gradient all-reduce bucket, in MiB.
   double bucketMb = 25.0;
   /// Propagation reports every reshard it inserts (--print-sharding).

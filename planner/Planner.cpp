@@ -77,6 +77,12 @@ std::vector<std::string> PlanLayout::flags() const {
     flags.insert(flags.end(), {"--strategy", strategyName(strategy).str()});
   if (!pipelineAxis.empty())
     flags.insert(flags.end(), {"--pipeline", pipelineAxis});
+  if (schedule != PipelineSchedule::GPipe)
+    flags.insert(flags.end(),
+                 {"--pipeline-schedule", pipelineScheduleName(schedule).str()});
+  if (virtualStages > 1)
+    flags.insert(flags.end(),
+                 {"--virtual-stages", std::to_string(virtualStages)});
   if (microbatches > 1)
     flags.insert(flags.end(), {"--microbatches", std::to_string(microbatches)});
   return flags;
@@ -84,7 +90,15 @@ std::vector<std::string> PlanLayout::flags() const {
 
 std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
   if (axis == pipelineAxis)
-    return "pipeline stages (GPipe)";
+    switch (schedule) {
+    case PipelineSchedule::GPipe:
+      return "pipeline stages (GPipe)";
+    case PipelineSchedule::OneFOneB:
+      return "pipeline stages (1F1B)";
+    case PipelineSchedule::Interleaved:
+      return "pipeline stages (interleaved 1F1B, " +
+             std::to_string(virtualStages) + " chunks per stage)";
+    }
   if (axis == "tp" && strategy == Strategy::Megatron)
     return "tensor parallel (Megatron)";
   if (axis == "dp")
@@ -105,6 +119,10 @@ std::string PlanLayout::summary() const {
   std::string text = mesh.empty() ? "(one rank)" : meshText();
   if (strategy != Strategy::None)
     text += " " + strategyName(strategy).str();
+  if (schedule != PipelineSchedule::GPipe)
+    text += " " + pipelineScheduleName(schedule).str();
+  if (virtualStages > 1)
+    text += " v=" + std::to_string(virtualStages);
   if (microbatches > 1)
     text += " mb=" + std::to_string(microbatches);
   return text;
@@ -112,7 +130,8 @@ std::string PlanLayout::summary() const {
 
 std::string PlanLayout::key() const {
   return meshText() + "|" + strategyName(strategy).str() + "|" + pipelineAxis +
-         "|" + std::to_string(microbatches);
+         "|" + pipelineScheduleName(schedule).str() + "|" +
+         std::to_string(virtualStages) + "|" + std::to_string(microbatches);
 }
 
 namespace {
@@ -168,6 +187,8 @@ void evaluate(MLIRContext &context, const StepSource &steps,
   lo.strategy = layout.strategy;
   lo.microbatches = layout.microbatches;
   lo.pipelineAxis = layout.pipelineAxis;
+  lo.schedule = layout.schedule;
+  lo.virtualStages = layout.virtualStages;
   if (llvm::Error error = validateLayout(lo, /*inference=*/false))
     return rejectWith(std::move(error));
   if (llvm::Error error = partitionForLayout(*module, step, lo))

@@ -36,6 +36,8 @@ struct PlanLayout {
   std::vector<std::pair<std::string, int64_t>> mesh;
   mlir::cleave::Strategy strategy = mlir::cleave::Strategy::None;
   std::string pipelineAxis;
+  mlir::cleave::PipelineSchedule schedule = mlir::cleave::PipelineSchedule::GPipe;
+  int64_t virtualStages = 1;
   int64_t microbatches = 1;
 
   std::string meshText() const;

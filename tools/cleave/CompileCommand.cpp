@@ -270,12 +270,18 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::Strategy strategy = distribution_.strategy;
   std::string pipelineAxis = distribution_.pipeline;
   int64_t microbatches = distribution_.microbatches;
+  mlir::cleave::PipelineSchedule schedule = distribution_.pipelineSchedule;
+  int64_t virtualStages = distribution_.virtualStages;
   if (strategy == kAutoStrategy) {
     if (!distribution_.mesh.empty() || !distribution_.pipeline.empty() ||
-        distribution_.microbatches.getNumOccurrences()) {
+        distribution_.microbatches.getNumOccurrences() ||
+        distribution_.pipelineSchedule.getNumOccurrences() ||
+        distribution_.virtualStages.getNumOccurrences()) {
       llvm::errs() << "cleave compile: error: --strategy auto chooses the "
-                      "mesh, stages and micro-batches; drop --mesh, "
-                      "--pipeline and --microbatches (or give a preset)\n";
+                      "mesh, stages, schedule and micro-batches; drop "
+                      "--mesh, --pipeline, --pipeline-schedule, "
+                      "--virtual-stages and --microbatches (or give a "
+                      "preset)\n";
       return 1;
     }
     if (options.inference) {
@@ -298,6 +304,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     strategy = chosen->strategy;
     pipelineAxis = chosen->pipelineAxis;
     microbatches = chosen->microbatches;
+    schedule = chosen->schedule;
+    virtualStages = chosen->virtualStages;
   } else if (auto_.given()) {
     llvm::errs() << "cleave compile: error: --cluster, --nodes and --ranks "
                     "apply to --strategy auto\n";
@@ -331,6 +339,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   layout.strategy = strategy;
   layout.microbatches = microbatches;
   layout.pipelineAxis = pipelineAxis;
+  layout.schedule = schedule;
+  layout.virtualStages = virtualStages;
   layout.bucketMb = distribution_.bucketMb;
   layout.reportReshards = distribution_.printSharding;
   if (llvm::Error error = mlir::cleave::validateLayout(layout, options.inference))

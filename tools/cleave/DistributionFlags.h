@@ -3,6 +3,7 @@
 #ifndef CLEAVE_TOOLS_CLEAVE_DISTRIBUTIONFLAGS_H
 #define CLEAVE_TOOLS_CLEAVE_DISTRIBUTIONFLAGS_H
 
+#include "passes/PipelineSchedule.h"
 #include "passes/ShardingHints.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -72,7 +73,28 @@ struct DistributionFlags {
                      "after the other and their gradients summed; with "
                      "--pipeline, stages work on different micro-batches at "
                      "once (GPipe)"),
-            cl::value_desc("N"), cl::init(1), cl::sub(sub)) {}
+            cl::value_desc("N"), cl::init(1), cl::sub(sub)),
+        pipelineSchedule(
+            "pipeline-schedule",
+            cl::desc("Order of the micro-batches' passes on each pipeline "
+                     "stage"),
+            cl::values(
+                clEnumValN(mlir::cleave::PipelineSchedule::GPipe, "gpipe",
+                           "all forward passes, then all backward passes"),
+                clEnumValN(mlir::cleave::PipelineSchedule::OneFOneB, "1f1b",
+                           "after a warm-up, one forward then one backward "
+                           "pass: at most p micro-batches' activations "
+                           "alive per stage"),
+                clEnumValN(mlir::cleave::PipelineSchedule::Interleaved,
+                           "interleaved",
+                           "1f1b over --virtual-stages chunks of layers per "
+                           "stage: a bubble V times smaller")),
+            cl::init(mlir::cleave::PipelineSchedule::GPipe), cl::sub(sub)),
+        virtualStages("virtual-stages",
+                      cl::desc("With --pipeline-schedule interleaved: chunks "
+                               "of layers per stage (chunk c on stage c mod "
+                               "p)"),
+                      cl::value_desc("V"), cl::init(1), cl::sub(sub)) {}
 
   cl::opt<std::string> mesh;
   cl::list<std::string> shard;
@@ -82,6 +104,8 @@ struct DistributionFlags {
   cl::opt<double> bucketMb;
   cl::opt<std::string> pipeline;
   cl::opt<int64_t> microbatches;
+  cl::opt<mlir::cleave::PipelineSchedule> pipelineSchedule;
+  cl::opt<int64_t> virtualStages;
 };
 
 } // namespace cleave::driver
