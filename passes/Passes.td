@@ -390,8 +390,13 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     its own ranks' groups, and its parameters may be split over those axes;
     the hints must not name the pipeline axis.
 
-    Errors: a parameter read by the forward ops of two stages (tied
-    weights), a tensor split over the pipeline axis, more stages (or
+    A parameter read by the forward ops of several stages (tied token
+    embedding and output head) lives in the first of them: the others
+    receive it in a `cleave.send_recv` at the step's start, compute their
+    part of its gradient where its readers are, and send it back, where
+    the parts are summed before the one update.
+
+    Errors: a tensor split over the pipeline axis, more stages (or
     chunks) than the forward pass can fill, an unknown schedule, V on a
     schedule other than `interleaved`, and an interleaved micro-batch
     count that p does not divide.

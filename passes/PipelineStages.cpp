@@ -146,6 +146,8 @@ private:
   llvm::DenseMap<Operation *, int64_t> stage;
   /// Where parameters and optimizer state live.
   llvm::DenseMap<Value, int64_t> home;
+  /// Tied parameters: the last stage that reads them forward.
+  llvm::DenseMap<Value, int64_t> tiedUpTo;
 };
 
 void StageAssigner::findEverywhereOps() {
@@ -320,23 +322,22 @@ LogicalResult StageAssigner::assignParameterHomes() {
   for (BlockArgument arg : body.getArguments()) {
     if (!isParamOrState(arg))
       continue;
-    std::optional<int64_t> at;
+    // A parameter read forward by several stages (tied embeddings) lives
+    // in the first; the others receive it (a transfer at the step's
+    // start) and send their part of its gradient back, where the parts
+    // are summed and the update runs.
+    std::optional<int64_t> first, last;
     for (Operation *user : arg.getUsers()) {
       if (!forward.contains(user))
         continue;
       int64_t s = stage.lookup(user);
-      if (at && *at != s)
-        return func.emitError()
-               << "parameter '" << argName(arg) << "' is read by pipeline "
-               << "stages " << std::min(*at, s) << " and " << std::max(*at, s)
-               << " (a weight shared by distant layers, such as tied "
-                  "embeddings); a parameter lives in one stage: untie it, "
-                  "or use fewer stages along '"
-               << axis.getValue() << "'";
-      at = s;
+      first = std::min(first.value_or(s), s);
+      last = std::max(last.value_or(s), s);
     }
-    if (at)
-      home[arg] = *at;
+    if (first)
+      home[arg] = *first;
+    if (last && *last != *first)
+      tiedUpTo[arg] = *last;
   }
   return success();
 }
@@ -355,6 +356,10 @@ std::optional<int64_t> StageAssigner::producedAt(Value value) const {
 
 std::optional<int64_t> StageAssigner::heldUpTo(Value value) const {
   std::optional<int64_t> at = producedAt(value);
+  // A tied parameter is at hand in every stage that reads it forward.
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (auto it = tiedUpTo.find(arg); it != tiedUpTo.end())
+      return it->second;
   if (!at || !value.getDefiningOp() || !forward.contains(value.getDefiningOp()))
     return at;
   for (Operation *user : value.getUsers())
@@ -406,11 +411,14 @@ LogicalResult StageAssigner::assignRest() {
     if (auto bucket = dyn_cast<AllReduceOp>(original))
       parts = splitBucket(bucket);
     for (Operation *op : parts) {
-      // Ops that read a parameter or optimizer state run where it lives.
+      // Ops that read a parameter or optimizer state run where it lives;
+      // of a tied parameter only its update does (its gradient's parts are
+      // computed where its readers are).
+      bool update = isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
       std::optional<int64_t> pinned;
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(operand);
-            arg && isParamOrState(arg))
+            arg && isParamOrState(arg) && (update || !tiedUpTo.count(arg)))
           if (auto it = home.find(arg); it != home.end()) {
             if (pinned && *pinned != it->second)
               return op->emitOpError("reads parameters of pipeline stages ")

@@ -10,6 +10,7 @@ PyTorch state_dict names as initializers:
   cnn  small MNIST CNN with BatchNorm and Dropout, exported in training mode
   resnet  one residual block, relu(bn(conv(h)) + h), in training mode
   gpt  tiny GPT-2-style decoder (pre-LayerNorm, Erf GELU, causal mask buffer)
+  gpt-tied  the same with GPT-2's tied token embedding and output head
 
 After each export the script runs the ONNX checker and shape inference and
 prints the op types and initializer names; any failure exits non-zero.
@@ -167,7 +168,7 @@ class GPT(nn.Module):
     """GPT-2 layout and names (wte, wpe, h.N, ln_f, lm_head), no dropout so
     that a PyTorch reference run is deterministic."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, tied=False):
         super().__init__()
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.n_positions, cfg.d_model)
@@ -178,6 +179,9 @@ class GPT(nn.Module):
         self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if tied:
+            # GPT-2's weight tying: the output head is the token embedding.
+            self.lm_head.weight = self.wte.weight
         self.loss_fn = nn.CrossEntropyLoss()
 
     def forward(self, idx, targets):
@@ -227,8 +231,15 @@ def make_gpt():
     return GPT(cfg), (idx, targets), ["idx", "targets"], None
 
 
+def make_gpt_tied():
+    cfg = GPTConfig()
+    idx = torch.randint(0, cfg.vocab_size, (2, cfg.n_positions))
+    targets = torch.randint(0, cfg.vocab_size, (2, cfg.n_positions))
+    return GPT(cfg, tied=True), (idx, targets), ["idx", "targets"], None
+
+
 MODELS = {"mlp": make_mlp, "mlp-wide": make_mlp_wide, "cnn": make_cnn, "resnet": make_resnet,
-          "gpt": make_gpt}
+          "gpt": make_gpt, "gpt-tied": make_gpt_tied}
 
 
 def export(name, out_dir):
