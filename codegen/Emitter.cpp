@@ -117,8 +117,14 @@ void Emitter::call(Operation *op, const std::string &text) {
 }
 
 void Emitter::finishCollectivesUsedBy(Operation *op) {
-  for (const std::string &bucket : pendingWaits.lookup(op))
+  for (const std::string &bucket : pendingWaits.lookup(op)) {
+    auto row = waitTraceRow.find(bucket);
+    if (row != waitTraceRow.end())
+      body << "  CLEAVE_TRACE_BEGIN(" << row->second << ");\n";
     body << "  finishAllReduceBucket(" << bucket << ");\n";
+    if (row != waitTraceRow.end())
+      body << "  CLEAVE_TRACE_END(" << row->second << ", -1);\n";
+  }
   pendingWaits.erase(op);
 }
 
@@ -170,6 +176,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return emitConstant(constant);
   if (fusion.fusedAway.contains(op))
     return success();
+  // --trace: a slice around the op's calls (the cpu target's).
+  if (cuda || reluInGemm.contains(op))
+    return emitOpCalls(op);
+  int row = traceRow(op, fusion.groups.count(op) ? "fused loop" : "");
+  body << "  CLEAVE_TRACE_BEGIN(" << row << ");\n";
+  LogicalResult result = emitOpCalls(op);
+  body << "  CLEAVE_TRACE_END(" << row << ", " << traceBytes(op) << ");\n";
+  // The wait for a started all-reduce is a slice of its own.
+  if (auto allReduce = dyn_cast<AllReduceOp>(op))
+    if (auto it = pendingWaits.find(firstUser(allReduce));
+        succeeded(result) && it != pendingWaits.end() && !it->second.empty())
+      waitTraceRow[it->second.back()] = traceRow(op, "all_reduce wait");
+  return result;
+}
+
+LogicalResult Emitter::emitOpCalls(Operation *op) {
   // A send declares no buffer; its receive declares one on its own stage.
   if (auto transfer = dyn_cast<SendRecvOp>(op))
     return emitOperation(transfer);

@@ -16,6 +16,7 @@
 #include "codegen/FusionPlan.h"
 #include "codegen/MemoryPlan.h"
 #include "codegen/ProgramEmitter.h"
+#include "codegen/StepPhases.h"
 #include "dialects/cleave/CleaveOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -23,6 +24,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -69,6 +71,21 @@ private:
   void finishCollectivesUsedBy(Operation *op);
   /// Declares the variable of an op result (unless it is an alias).
   void declare(Value value, StringRef base);
+  /// emitOp after the prologue of waits, constants and fused-away ops.
+  LogicalResult emitOpCalls(Operation *op);
+
+  //===--------------------------------------------------------------------===//
+  // Trace points (EmitTrace.cpp, runtime/Trace.h)
+  //===--------------------------------------------------------------------===//
+
+  /// Adds `op`'s row to the trace table (`kind` overrides its op name);
+  /// returns the row.
+  int traceRow(Operation *op, StringRef kind = "");
+  /// The expression of the bytes this rank sends in `op` (a collective or
+  /// send/recv), "-1" for other ops.
+  std::string traceBytes(Operation *op);
+  /// `static const TraceOp kTraceOps[]` and its row count.
+  std::pair<std::string, int> traceTable() const;
 
   //===--------------------------------------------------------------------===//
   // The tensor table (TensorTable.cpp)
@@ -249,6 +266,11 @@ private:
   llvm::DenseSet<Operation *> reluInGemm;
   /// Started all-reduce buckets, by the op that first reads them.
   llvm::DenseMap<Operation *, SmallVector<std::string>> pendingWaits;
+  /// The trace table's rows so far (C++ initializers), the phases of the
+  /// step's ops, and the trace row of each started all-reduce's wait.
+  std::vector<std::string> traceRows;
+  std::optional<StepPhases> phases;
+  llvm::StringMap<int> waitTraceRow;
   /// Pipeline stages (cleave-pipeline-stages): the mesh axis, the number
   /// of stages (1 when the step is not split) and the stage being emitted
   /// (-1 when not split).

@@ -96,6 +96,7 @@ FailureOr<EmittedProgram> Emitter::run() {
                         lossStage, pipelineAxis)
                     .str();
   auto [checksText, numChecks] = indexChecks();
+  auto [traceText, numTraceOps] = traceTable();
   program.arenaBytes = arenaBytes;
   program.modelOffset = program.embeddedBytes;
   llvm::raw_string_ostream os(program.source);
@@ -117,8 +118,10 @@ FailureOr<EmittedProgram> Emitter::run() {
   else
     os << "#include \"runtime/CollectiveKernels.h\"\n"
        << "#include \"runtime/Collectives.h\"\n"
+       << "#include \"runtime/CommVolume.h\"\n"
        << "#include \"runtime/Elementwise.h\"\n"
-       << "#include \"runtime/Kernels.h\"\n";
+       << "#include \"runtime/Kernels.h\"\n"
+       << "#include \"runtime/Trace.h\"\n";
   os << "#include \"runtime/ElementwiseBodies.h\"\n"
      << "#include \"runtime/Program.h\"\n"
      << "#include \"runtime/Schedule.h\"\n\n"
@@ -136,7 +139,8 @@ FailureOr<EmittedProgram> Emitter::run() {
      << globalsText << "\n"
      << "static const TensorSpec kTensors[] = {\n"
      << table << "};\n\n"
-     << checksText << steps << "int main(int argc, char **argv) {\n"
+     << checksText << traceText << steps
+     << "int main(int argc, char **argv) {\n"
      << "  Program program{" << cppStringLiteral(options.modelName)
      << ", kTensors, " << numTensors << ", " << arenaBytes
      << ", cleave_initial_values, " << program.embeddedBytes
@@ -149,6 +153,11 @@ FailureOr<EmittedProgram> Emitter::run() {
                              numChecks)
                          .str()
                    : "")
+     << (numTraceOps ? formatv("  program.traceOps = kTraceOps;\n"
+                               "  program.numTraceOps = {0};\n",
+                               numTraceOps)
+                           .str()
+                     : "")
      << (cuda ? formatv("  program.device = &cudaDeviceHooks();\n"
                         "  program.kernelScratchBytes = {0};\n",
                         kernelScratchBytes(func))

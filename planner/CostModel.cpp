@@ -6,6 +6,7 @@
 
 #include "codegen/FusionPlan.h"
 #include "codegen/MemoryPlan.h"
+#include "codegen/StepPhases.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/Pipelines.h"
 #include "runtime/CommVolume.h"
@@ -165,11 +166,6 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   return time;
 }
 
-/// The optimizer's updates.
-bool isUpdate(Operation *op) {
-  return isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
-}
-
 /// The predicted timeline and collectives of every stage (at the mesh
 /// origin of the other axes): each stage's clock advances through its
 /// ops in program order as timeStage's does; a send_recv starts once both
@@ -210,56 +206,8 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
     if (seconds > 0)
       p.schedule.push_back({s, -1, kind, start * 1e3, (start + seconds) * 1e3});
   };
-  // Forward or backward: an op of a micro-batch is the backward pass's
-  // when the op it copies comes after the loss in the step it was
-  // unrolled from; without micro-batches, when it comes after the loss in
-  // program order. The loss: what the returned loss is summed from.
   Block &body = step.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> position;
-  for (Operation &op : body)
-    position[&op] = static_cast<int64_t>(position.size());
-  auto numberOf = [](Operation *op) -> int64_t {
-    auto attr = op->getAttrOfType<DenseI64ArrayAttr>(
-        CleaveDialect::kMicroBatchAttrName);
-    return attr && attr.size() > 1 ? attr[1] : -1;
-  };
-  int64_t lossNumber = -1, lossPosition = -1;
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-    if (!step.getResultAttr(i, CleaveDialect::kLossAttrName))
-      continue;
-    SmallVector<Value> work{ret.getOperand(i)};
-    llvm::DenseSet<Operation *> seen;
-    while (!work.empty()) {
-      Operation *def = work.pop_back_val().getDefiningOp();
-      if (!def || !seen.insert(def).second || isa<ConstantOp>(def))
-        continue;
-      // Scalar arithmetic (the sum over micro-batches, the mean) leads
-      // back to the ops that reduce a tensor to the loss.
-      bool reduces = def->getNumOperands() == 0 ||
-                     llvm::any_of(def->getOperandTypes(), [](Type type) {
-                       auto tensor = dyn_cast<RankedTensorType>(type);
-                       return tensor && tensor.getRank() > 0;
-                     });
-      if (!reduces || isa<SendRecvOp>(def)) {
-        llvm::append_range(work, def->getOperands());
-        continue;
-      }
-      lossPosition = std::max(lossPosition, position.lookup(def));
-      lossNumber = std::max(lossNumber, numberOf(def));
-    }
-  }
-  auto phaseOf = [&](Operation *op, int64_t microbatch) -> const char * {
-    if (isUpdate(op))
-      return "update";
-    if (lossPosition < 0)
-      return "forward+backward";
-    if (microbatch >= 0 && lossNumber >= 0)
-      return numberOf(op) > lossNumber ? "backward" : "forward";
-    if (lossNumber >= 0)
-      return "other";
-    return position.lookup(op) > lossPosition ? "backward" : "forward";
-  };
+  StepPhases phases(step);
 
   for (Operation &op : body) {
     if (isa<ConstantOp, func::ReturnOp>(op))
@@ -306,12 +254,8 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
         continue;
       }
       double seconds = timer.opSeconds(costOf(&op), &op);
-      int64_t microbatch = -1;
-      if (auto attr = op.getAttrOfType<DenseI64ArrayAttr>(
-              CleaveDialect::kMicroBatchAttrName);
-          attr && attr.size())
-        microbatch = attr[0];
-      const char *phase = phaseOf(&op, microbatch);
+      int64_t microbatch = StepPhases::microbatchOf(&op);
+      const char *phase = stepPhaseName(phases.phaseOf(&op));
       if (clock.open < 0 || p.schedule[clock.open].microbatch != microbatch ||
           p.schedule[clock.open].kind != phase ||
           p.schedule[clock.open].endMs < clock.now * 1e3) {

@@ -275,20 +275,39 @@ std::vector<Slice> measuredSlices(const Trace &trace, const Plan &plan,
     chosen.push_back(&e);
     origin = std::min(origin, e.startUs);
   }
+  // Consecutive ops of one micro-batch and phase make one span, as in the
+  // predicted chart; collectives stay one slice each.
+  std::sort(chosen.begin(), chosen.end(),
+            [](const TraceEvent *a, const TraceEvent *b) {
+              return a->startUs < b->startUs;
+            });
   std::vector<Slice> slices;
+  std::map<int64_t, size_t> openSpan;
   for (const TraceEvent *e : chosen) {
+    if (e->category == "step")
+      continue;
     Slice s;
     s.stage = plan.stageOfRank(e->rank);
     s.microbatch = e->microbatch;
-    if (e->category == "collective")
-      s.kind = e->name.substr(0, e->name.find(' '));
+    bool collective = e->category == "collective";
+    if (collective)
+      s.kind = e->op.empty() ? e->name : e->op;
     else if (e->category == "forward" || e->category == "backward" ||
-             e->category == "update")
+             e->category == "update" || e->category == "forward+backward")
       s.kind = e->category;
     else
       s.kind = "other";
     s.startMs = (e->startUs - origin) / 1e3;
     s.endMs = (e->startUs + e->durationUs - origin) / 1e3;
+    if (!collective) {
+      auto it = openSpan.find(s.stage);
+      if (it != openSpan.end() && slices[it->second].kind == s.kind &&
+          slices[it->second].microbatch == s.microbatch) {
+        slices[it->second].endMs = std::max(slices[it->second].endMs, s.endMs);
+        continue;
+      }
+      openSpan[s.stage] = slices.size();
+    }
     slices.push_back(std::move(s));
   }
   return slices;

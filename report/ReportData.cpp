@@ -380,6 +380,7 @@ llvm::Expected<Trace> readTrace(llvm::StringRef path) {
       event.bytes = args->getInteger("bytes").value_or(-1);
       event.peer = args->getInteger("peer").value_or(-1);
       event.step = args->getInteger("step").value_or(-1);
+      event.op = args->getString("op").value_or("").str();
     }
     trace.events.push_back(std::move(event));
   }

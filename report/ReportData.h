@@ -115,7 +115,9 @@ struct RunLog {
 
 struct TraceEvent {
   int64_t rank = 0, tid = 0;
-  std::string name, category;
+  /// The ONNX node, the phase ("forward", ..., "collective", "step") and
+  /// the op's kind ("gemm", "all_gather", ...).
+  std::string name, category, op;
   double startUs = 0, durationUs = 0;
   int64_t stage = -1, microbatch = -1, bytes = -1, peer = -1, step = -1;
 };

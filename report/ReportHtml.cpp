@@ -223,8 +223,7 @@ std::string commSection(const ReportInput &in) {
       steps[e.step] = true;
       if (e.category != "collective")
         continue;
-      auto &[count, bytes, us] =
-          rows[{e.rank, e.name.substr(0, e.name.find(' '))}];
+      auto &[count, bytes, us] = rows[{e.rank, e.op.empty() ? e.name : e.op}];
       ++count;
       bytes += std::max<int64_t>(e.bytes, 0);
       us += e.durationUs;

@@ -17,6 +17,7 @@
 #include "runtime/RankAgreement.h"
 #include "runtime/RunRecord.h"
 #include "runtime/Sharding.h"
+#include "runtime/Trace.h"
 
 #include <algorithm>
 #include <chrono>
@@ -261,7 +262,8 @@ bool checkOutputLocations(const RunOptions &options, bool root,
                  {options.dumpParams, true, "--dump-params", root},
                  {options.dumpOutputs, true, "--dump-outputs", root},
                  {options.exportOnnx, false, "--export-onnx", root},
-                 {options.dumpLocal, true, "--dump-local", true}};
+                 {options.dumpLocal, true, "--dump-local", true},
+                 {options.trace, false, "--trace", root}};
   for (const Output &output : outputs)
     if (output.mine && !output.path.empty() &&
         !canWriteLater(output.path, output.directory, output.flag, error))
@@ -581,6 +583,11 @@ int runProgram(const Program &program, int argc, char **argv) {
     agreement.addFlag("--dump-outputs", !options.dumpOutputs.empty());
     agreement.addFlag("--dump-local", !options.dumpLocal.empty());
     agreement.addFlag("--print-memory", options.printMemory);
+    agreement.addFlag("--trace", !options.trace.empty());
+    agreement.addValue("--trace-steps", options.traceFirst,
+                       !options.trace.empty());
+    // The log's first record gathers every rank's memory.
+    agreement.addFlag("--log", !options.log.empty());
     agreement.addFlag("--print-comm", options.printComm);
     for (const InputData &input : inputs)
       agreement.addInputData(input.spec->name, input.array.shape,
@@ -613,6 +620,19 @@ int runProgram(const Program &program, int argc, char **argv) {
 
   transfer(/*toDevice=*/true, {Role::Param, Role::State});
   StepContext context{stepPointers.data(), arena, 0, options.seed, 0.0f};
+  if (!options.trace.empty()) {
+    if (!program.traceOps)
+      failRun("--trace: this program has no trace points (the cuda target "
+              "does not trace yet); trace the cpu target's program");
+    if (options.traceFirst >= options.steps || options.traceLast <= firstStep)
+      failRun("--trace-steps " + std::to_string(options.traceFirst) + ":" +
+              std::to_string(options.traceLast) +
+              " traces no step of this run (steps " +
+              std::to_string(firstStep) + " to " +
+              std::to_string(options.steps - 1) +
+              "); give steps inside it, or more --steps");
+    startTracing(program, options.traceFirst, options.traceLast);
+  }
   auto start = std::chrono::steady_clock::now();
   int64_t every = std::max<int64_t>(1, options.steps / 20);
   SampleOrder order(dataset ? dataset->samples : 1, options);
@@ -654,7 +674,9 @@ int runProgram(const Program &program, int argc, char **argv) {
     context.step = step;
     detail::currentStep = step;
     CommCounters before = commCounters();
+    traceStepBegin(step);
     program.step(context);
+    traceStepEnd(step);
     for (int k = 0; k < kNumCollectiveKinds; ++k) {
       stepComm.bytesSent[k] +=
           commCounters().bytesSent[k] - before.bytesSent[k];
@@ -740,6 +762,17 @@ int runProgram(const Program &program, int argc, char **argv) {
   }
   if (log && std::fclose(log) != 0)
     failRun(logError());
+  if (!options.trace.empty()) {
+    std::string error;
+    if (!allSucceeded(writeTrace(options.trace, error), global))
+      failRun(error.empty() ? "rank 0 could not write the trace" : error);
+    if (root && !options.quiet)
+      std::fprintf(
+          stderr, "trace of %lld step%s (%lld:%lld) written to '%s'\n",
+          static_cast<long long>(tracedSteps()), tracedSteps() == 1 ? "" : "s",
+          static_cast<long long>(options.traceFirst),
+          static_cast<long long>(options.traceLast), options.trace.c_str());
+  }
 
   if (!options.dumpParams.empty())
     writeOnRoot([&](std::string &error) {

@@ -21,6 +21,7 @@ const char *kUsage =
     "          [--shuffle SEED] [--seed S]\n"
     "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
     "          [--collective-timeout SECONDS] [--allow-non-finite]\n"
+    "          [--trace FILE [--trace-steps A:B]]\n"
     "Trains the model compiled into this program.\n"
     "  --data DIR         <input>.npy per graph input, samples along dim 0;\n"
     "                     step k uses the k-th batch in order, wrapping "
@@ -60,6 +61,12 @@ const char *kUsage =
     "                     and of scratch (activations, gradients)\n"
     "  --print-comm       print the bytes each rank sent per step, by\n"
     "                     collective kind\n"
+    "  --trace FILE       write a timeline of steps A to B-1 (--trace-steps\n"
+    "                     A:B, default 1:3) as Chrome trace-event JSON\n"
+    "                     (Perfetto, chrome://tracing, cleave report): a\n"
+    "                     slice per GEMM, fused loop, collective (with its\n"
+    "                     bytes), send/recv (with its peer) and update, named\n"
+    "                     after its ONNX node; one process per rank\n"
     "  --collective-timeout SECONDS  abort the whole job when a collective\n"
     "                     waits this long for another rank (default 300;\n"
     "                     0: wait forever, e.g. while a debugger holds a "
@@ -100,6 +107,7 @@ bool parseInt(const std::string &text, int64_t &value) {
 
 RunOptions parseRunOptions(int argc, char **argv) {
   RunOptions options;
+  bool tracedSteps = false;
   programName = argv[0];
   programName = programName.substr(programName.find_last_of('/') + 1);
   detail::programName = programName.c_str();
@@ -171,12 +179,29 @@ RunOptions parseRunOptions(int argc, char **argv) {
     } else if (arg == "--shuffle") {
       options.shuffle = true;
       options.shuffleSeed = static_cast<uint64_t>(takeInt(0));
+    } else if (arg == "--trace") {
+      options.trace = takeValue();
+    } else if (arg == "--trace-steps") {
+      std::string text = takeValue();
+      size_t colon = text.find(':');
+      int64_t first, last;
+      if (colon == std::string::npos ||
+          !parseInt(text.substr(0, colon), first) ||
+          !parseInt(text.substr(colon + 1), last) || first < 0 || last <= first)
+        failRun("--trace-steps needs A:B, the steps A to B-1 (0 <= A < B), "
+                "not '" +
+                text + "'");
+      options.traceFirst = first;
+      options.traceLast = last;
+      tracedSteps = true;
     } else if (arg == "--collective-timeout") {
       options.collectiveTimeout = takeInt(0);
     } else {
       failRun("unknown flag '" + arg + "'; run with --help");
     }
   }
+  if (tracedSteps && options.trace.empty())
+    failRun("--trace-steps needs --trace FILE");
   if ((options.resume || options.checkpointEvery) &&
       options.checkpointDir.empty())
     failRun("--resume and --checkpoint-every need --checkpoint-dir DIR");

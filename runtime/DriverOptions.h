@@ -19,13 +19,15 @@ namespace cleave::rt {
 /// The program's flags, as parsed.
 struct RunOptions {
   std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
-      exportOnnx, dumpLocal;
+      exportOnnx, dumpLocal, trace;
   bool synthetic = false, quiet = false, resume = false, shuffle = false,
        printComm = false, printMemory = false, overwriteCheckpoints = false,
        allowNonFinite = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
   int64_t collectiveTimeout = kDefaultCollectiveTimeoutSeconds;
+  /// --trace-steps A:B: the steps traced, [traceFirst, traceLast).
+  int64_t traceFirst = 1, traceLast = 3;
 };
 
 /// Parses the program's command line: prints the usage and exits 0 for

@@ -20,6 +20,8 @@ namespace cleave::rt {
 
 enum class DType : int { F32, F64, I64, I32, Bool };
 
+struct TraceOp; // runtime/Trace.h
+
 /// Bytes per element.
 int64_t dtypeSize(DType type);
 /// numpy's name of the type ("float32", ...).
@@ -143,6 +145,10 @@ struct Program {
   int64_t kernelScratchBytes = 0;
   const IndexInputCheck *indexChecks = nullptr;
   int numIndexChecks = 0;
+  /// The ops the step's trace points name (runtime/Trace.h); none: the
+  /// program cannot trace (the cuda target's).
+  const TraceOp *traceOps = nullptr;
+  int numTraceOps = 0;
 };
 
 /// Runs the training loop; returns the process exit code.

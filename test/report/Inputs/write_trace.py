@@ -28,8 +28,8 @@ def main():
                 events.append({"ph": "X", "name": "backward", "cat": "backward", "pid": rank, "tid": 0,
                                "ts": t + 100, "dur": 80, "args": {"step": step, "stage": stage, "microbatch": mb}})
                 t += 90
-            events.append({"ph": "X", "name": "all_reduce dp", "cat": "collective", "pid": rank, "tid": 0,
-                           "ts": t + 120, "dur": 30, "args": {"step": step, "bytes": 4096}})
+            events.append({"ph": "X", "name": "grads", "cat": "collective", "pid": rank, "tid": 0,
+                           "ts": t + 120, "dur": 30, "args": {"step": step, "op": "all_reduce", "bytes": 4096}})
     json.dump({"traceEvents": events, "displayTimeUnit": "ms",
                "otherData": {"model": model, "mesh": mesh, "ranks": ranks}}, open(out, "w"))
 

@@ -1,0 +1,210 @@
+//===- Trace.cpp - timeline traces of training steps ----------------------===//
+
+#include "runtime/Trace.h"
+
+#include "runtime/Collectives.h"
+#include "runtime/DurableFile.h"
+#include "runtime/Program.h"
+#include "runtime/RunRecord.h"
+#include "runtime/Sharding.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace cleave::rt {
+
+bool tracing = false;
+
+namespace {
+
+struct Slice {
+  /// The op's row in the program's table; -1: the step itself.
+  int op;
+  int64_t step, bytes;
+  double startUs, endUs;
+};
+
+struct Tracer {
+  const Program *program = nullptr;
+  int64_t first = 0, last = 0, step = -1, traced = 0;
+  std::chrono::steady_clock::time_point origin;
+  std::vector<Slice> slices;
+  /// Opened slices (index in `slices`), innermost last.
+  std::vector<size_t> open;
+
+  double now() const {
+    return std::chrono::duration<double, std::micro>(
+               std::chrono::steady_clock::now() - origin)
+        .count();
+  }
+};
+
+Tracer tracer;
+
+bool distributed() {
+  return tracer.program && tracer.program->mesh.numAxes > 0;
+}
+
+/// `text` as a JSON string (quotes included).
+std::string jsonString(const char *text) {
+  std::string out = "\"";
+  for (const char *c = text; c && *c; ++c) {
+    unsigned char u = static_cast<unsigned char>(*c);
+    if (u == '"' || u == '\\') {
+      out += '\\';
+      out += *c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", u);
+      out += escaped;
+    } else {
+      out += *c;
+    }
+  }
+  return out + "\"";
+}
+
+/// The world rank at `rank`'s coordinates but `stage` along `axis`.
+int64_t peerRank(int64_t rank, int axis, int stage) {
+  const MeshSpec &mesh = tracer.program->mesh;
+  int64_t stride = 1;
+  for (int a = mesh.numAxes - 1; a > axis; --a)
+    stride *= mesh.axisSizes[a];
+  int64_t coord = rank / stride % mesh.axisSizes[axis];
+  return rank + (stage - coord) * stride;
+}
+
+/// This rank's slices as trace events (each followed by a comma).
+std::string eventsOf(int64_t rank) {
+  std::string out;
+  char number[160];
+  for (const Slice &s : tracer.slices) {
+    if (s.endUs < s.startUs)
+      continue;
+    std::snprintf(number, sizeof(number),
+                  ",\"pid\":%lld,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f",
+                  static_cast<long long>(rank), s.startUs, s.endUs - s.startUs);
+    std::string args = "\"step\":" + std::to_string(s.step);
+    std::string name, category;
+    if (s.op < 0) {
+      name = "\"step " + std::to_string(s.step) + "\"";
+      category = "\"step\"";
+    } else {
+      const TraceOp &op = tracer.program->traceOps[s.op];
+      name = jsonString(op.name);
+      category = jsonString(op.phase);
+      args += std::string(",\"op\":") + jsonString(op.kind) +
+              ",\"stage\":" + std::to_string(op.stage) +
+              ",\"microbatch\":" + std::to_string(op.microbatch);
+      if (s.bytes >= 0)
+        args += ",\"bytes\":" + std::to_string(s.bytes);
+      if (op.peerAxis >= 0)
+        args += ",\"peer\":" +
+                std::to_string(peerRank(rank, op.peerAxis, op.peerStage));
+    }
+    out += "{\"ph\":\"X\",\"name\":" + name + ",\"cat\":" + category + number +
+           ",\"args\":{" + args + "}},\n";
+  }
+  return out;
+}
+
+} // namespace
+
+void traceBegin(int op) {
+  tracer.open.push_back(tracer.slices.size());
+  double t = tracer.now();
+  tracer.slices.push_back({op, tracer.step, -1, t, -1});
+}
+
+void traceEnd(int op, int64_t bytes) {
+  // Closes the innermost open slice of `op` (the step's is never closed
+  // here).
+  for (size_t i = tracer.open.size(); i-- > 0;) {
+    Slice &slice = tracer.slices[tracer.open[i]];
+    if (slice.op != op)
+      continue;
+    slice.endUs = tracer.now();
+    slice.bytes = bytes;
+    tracer.open.erase(tracer.open.begin() + i);
+    return;
+  }
+}
+
+void startTracing(const Program &program, int64_t first, int64_t last) {
+  tracer.program = &program;
+  tracer.first = first;
+  tracer.last = last;
+  // Every rank's clock starts as the slowest reaches this point.
+  if (distributed()) {
+    int64_t token = 0;
+    allReduceSum(&token, 1, DType::I64, allAxes(program.mesh));
+  }
+  tracer.origin = std::chrono::steady_clock::now();
+}
+
+void traceStepBegin(int64_t step) {
+  if (!tracer.program || step < tracer.first || step >= tracer.last)
+    return;
+  tracer.step = step;
+  traceBegin(-1);
+  tracing = true;
+}
+
+void traceStepEnd(int64_t step) {
+  if (!tracing)
+    return;
+  tracing = false;
+  traceEnd(-1, -1);
+  tracer.open.clear();
+  ++tracer.traced;
+  (void)step;
+}
+
+int64_t tracedSteps() { return tracer.traced; }
+
+bool writeTrace(const std::string &path, std::string &error) {
+  const Program &program = *tracer.program;
+  int64_t rank = distributed() ? worldRank() : 0;
+  int64_t ranks = distributed() ? worldSize() : 1;
+  std::string mine = eventsOf(rank);
+  // Variable-sized blocks through a fixed-size gather: the sizes first.
+  std::vector<int64_t> sizes(ranks, static_cast<int64_t>(mine.size()));
+  std::string all = mine;
+  if (distributed()) {
+    int64_t size = static_cast<int64_t>(mine.size());
+    allGather(&size, sizes.data(), sizeof(int64_t), allAxes(program.mesh));
+    int64_t widest = *std::max_element(sizes.begin(), sizes.end());
+    mine.resize(widest, ' ');
+    all.assign(widest * ranks, ' ');
+    allGather(mine.data(), all.data(), widest, allAxes(program.mesh));
+    std::string joined;
+    for (int64_t r = 0; r < ranks; ++r)
+      joined.append(all, r * widest, sizes[r]);
+    all = std::move(joined);
+    if (!isMeshRoot())
+      return true;
+  }
+  std::string text = "{\"traceEvents\":[\n";
+  for (int64_t r = 0; r < ranks; ++r) {
+    std::string label = "rank " + std::to_string(r);
+    text +=
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(r) +
+        ",\"tid\":0,\"args\":{\"name\":" + jsonString(label.c_str()) + "}},\n";
+    text +=
+        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) +
+        ",\"tid\":0,\"args\":{\"name\":\"step (compute and blocking "
+        "communication)\"}},\n";
+  }
+  text += all;
+  text += "{\"ph\":\"M\",\"name\":\"trace_end\",\"pid\":0,\"tid\":0,"
+          "\"args\":{}}\n],\"displayTimeUnit\":\"ms\",\"otherData\":{"
+          "\"model\":" +
+          jsonString(program.model) +
+          ",\"mesh\":" + jsonString(meshText(program.mesh).c_str()) +
+          ",\"ranks\":" + std::to_string(ranks) + "}}\n";
+  return writeFileDurably(path, text.data(), text.size(), error);
+}
+
+} // namespace cleave::rt
