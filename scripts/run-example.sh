@@ -6,7 +6,9 @@
 # trains it under mpirun on examples/corpus.txt (characters as tokens) until
 # the loss has visibly fallen, and prints each rank's memory, the bytes
 # each rank sent per step (measured: they equal the prediction) and the loss
-# curve's start and end.
+# curve's start and end; then writes report.html (cleave report: the plan,
+# memory per rank, the pipeline schedule predicted and traced, the
+# communication, the loss curve) and says where it is.
 #
 #   [BUILD_DIR=build] scripts/run-example.sh [--steps N] [--ranks 1|2|4] [--work DIR]
 #                          [--model FILE.onnx] [-- TRAIN_FLAGS...]
@@ -28,7 +30,7 @@ while (($#)); do
     --work) work=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --) shift; train_flags=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "run-example.sh: unknown argument '$1'; see --help" >&2; exit 1 ;;
   esac
 done
@@ -58,10 +60,30 @@ echo "  $plan"
 echo "  predicted by the compiler:"
 "$cleave" compile "$model" "${layout[@]}" --optimizer adamw --lr 0.01 \
   --print-comm -o "$work/train"
+# The plan as cleave plan writes it (for the report), on this machine as
+# cleave calibrate measures it, for the model's batch when it is fixed.
+batch=$(/usr/bin/python3 -c "
+import onnx, sys
+m = onnx.load(sys.argv[1], load_external_data=False)
+inits = {i.name for i in m.graph.initializer}
+dims = [i.type.tensor_type.shape.dim for i in m.graph.input if i.name not in inits]
+print(dims[0][0].dim_value if dims and dims[0] else 0)" "$model")
+report_flags=()
+if ((batch > 0)); then
+  "$cleave" calibrate -o "$work/machine.yaml" --seconds 0.2 >/dev/null
+  "$cleave" plan "$model" --cluster "$work/machine.yaml" --ranks "$ranks" \
+    --global-batch "$batch" "${layout[@]}" --optimizer adamw --lr 0.01 \
+    --json "$work/plan.json" >/dev/null
+  report_flags=(--log "$work/log.jsonl")
+fi
+trace_flags=()
+if ((steps >= 3)); then
+  trace_flags=(--trace "$work/trace.json" --trace-steps 1:3)
+fi
 echo
 echo "== training $steps steps (log: $work/log.jsonl)"
 run=("$work/train" "${data_flags[@]}" --steps "$steps" --log "$work/log.jsonl"
-     --print-memory --print-comm "${train_flags[@]}")
+     --print-memory --print-comm "${trace_flags[@]}" "${train_flags[@]}")
 if ((ranks > 1)); then
   mpi=(mpirun -np "$ranks" --oversubscribe)
   [[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
@@ -78,3 +100,10 @@ first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
 print("== loss: %.3f over the first %d steps, %.3f over the last %d"
       % (first, k, last, k))
 EOF
+if ((${#report_flags[@]})); then
+  ((${#trace_flags[@]})) && report_flags+=(--trace "$work/trace.json")
+  "$cleave" report --plan "$work/plan.json" "${report_flags[@]}" \
+    -o "$work/report.html"
+  echo "== report: $work/report.html (open it in a browser: memory per rank,"
+  echo "   the pipeline schedule predicted and traced, communication, loss)"
+fi
