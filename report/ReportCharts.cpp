@@ -18,6 +18,8 @@ using llvm::formatv;
 
 constexpr double kWidth = 960, kLabel = 120, kRight = 20;
 constexpr double kPlot = kWidth - kLabel - kRight;
+/// More ranks than this: one bar per pipeline stage.
+constexpr int64_t kMaxMemoryBars = 128;
 
 /// Coordinates with two decimals: enough for a screen, short in the file.
 std::string num(double value) { return fixed(value, 2); }
@@ -108,7 +110,16 @@ std::string memoryChart(const Plan &plan,
     return plan.memoryByStage[std::min<size_t>(plan.stageOfRank(r),
                                                plan.memoryByStage.size() - 1)];
   };
-  for (int64_t r = 0; r < ranks; ++r) {
+  // Every rank, or on a big mesh the first rank of each stage (the
+  // others of a stage hold blocks of the same sizes).
+  std::vector<int64_t> shown;
+  for (int64_t r = 0; r < ranks; ++r)
+    if (ranks <= kMaxMemoryBars ||
+        std::none_of(shown.begin(), shown.end(), [&](int64_t s) {
+          return plan.stageOfRank(s) == plan.stageOfRank(r);
+        }))
+      shown.push_back(r);
+  for (int64_t r : shown) {
     top = std::max(top, static_cast<double>(predictedOf(r).total()));
     if (withMeasured) {
       const MeasuredMemory &m = measured[r];
@@ -120,7 +131,8 @@ std::string memoryChart(const Plan &plan,
   if (showDevice)
     top = std::max(top, static_cast<double>(deviceBytes));
   double rowHeight = withMeasured ? 44 : 26, y0 = 30;
-  double height = y0 + ranks * rowHeight + 60;
+  int64_t rows = static_cast<int64_t>(shown.size());
+  double height = y0 + rows * rowHeight + 60;
   std::string out =
       svgOpen(height, "chart memory-chart", "memory per rank by kind");
   std::vector<std::pair<std::string, std::string>> items = {
@@ -130,8 +142,8 @@ std::string memoryChart(const Plan &plan,
       {"activations", "activations"},
       {"workspace", "workspace"}};
   out += legend(items, 6);
-  for (int64_t r = 0; r < ranks; ++r) {
-    double y = y0 + r * rowHeight;
+  for (auto [row, r] : llvm::enumerate(shown)) {
+    double y = y0 + row * rowHeight;
     const MemoryParts &m = predictedOf(r);
     out += formatv("<g class=\"memory-bar\" data-rank=\"{0}\" "
                    "data-bytes=\"{1}\">",
@@ -181,7 +193,7 @@ std::string memoryChart(const Plan &plan,
     }
     out += "</g>";
   }
-  double axisY = y0 + ranks * rowHeight + 6;
+  double axisY = y0 + rows * rowHeight + 6;
   if (showDevice) {
     double x = kLabel + plot * deviceBytes / top;
     out += formatv("<line class=\"device-memory\" x1=\"{0}\" y1=\"{1}\" "

@@ -84,8 +84,12 @@ std::string meshSection(const Plan &p) {
   out += "</table>\n";
   // Ranks as a grid: the last axis across, the others down.
   int64_t columns = p.mesh.back().size, ranks = p.ranks();
+  // A big mesh: its first ranks (the grid repeats).
+  constexpr int64_t kMaxCells = 256;
+  int64_t drawn =
+      std::min(ranks, std::max(kMaxCells / columns, int64_t{1}) * columns);
   out += "<table class=\"mesh\">";
-  for (int64_t row = 0; row * columns < ranks; ++row) {
+  for (int64_t row = 0; row * columns < drawn; ++row) {
     out += "<tr>";
     for (int64_t c = 0; c < columns; ++c) {
       int64_t r = row * columns + c;
@@ -104,6 +108,12 @@ std::string meshSection(const Plan &p) {
     out += "</tr>";
   }
   out += "</table>\n";
+  if (drawn < ranks)
+    out += formatv("<p class=\"note\">Ranks 0 to {0} of {1} shown; the "
+                   "others continue the pattern (ranks are the mesh "
+                   "coordinates row-major).</p>\n",
+                   drawn - 1, ranks)
+               .str();
   return out;
 }
 
@@ -163,6 +173,11 @@ std::string memorySection(const ReportInput &in) {
     out += " The log holds no measured memory (written by an older "
            "program).";
   }
+  if (p.ranks() > 128)
+    out += formatv(" The mesh has {0} ranks: one bar per pipeline stage, for "
+                   "its first rank (the stage's others hold the same).",
+                   p.ranks())
+               .str();
   out += "</p>\n" + memoryChart(p, measured, in.plans->deviceMemoryBytes);
   return out;
 }
