@@ -115,7 +115,9 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   const DistributionFlags &d = distribution_;
   bool search = !d.strategy.getNumOccurrences() || d.strategy == kAutoStrategy;
   if (d.mesh.empty() && search && d.pipeline.empty() &&
-      !d.microbatches.getNumOccurrences())
+      !d.microbatches.getNumOccurrences() &&
+      !d.pipelineSchedule.getNumOccurrences() &&
+      !d.virtualStages.getNumOccurrences() && !d.recompute.getNumOccurrences())
     return std::nullopt;
   if (d.strategy == kAutoStrategy)
     return failure("--strategy auto searches; drop --mesh, --pipeline and "
@@ -138,6 +140,9 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   layout.strategy = d.strategy;
   layout.pipelineAxis = d.pipeline;
   layout.microbatches = d.microbatches;
+  layout.schedule = d.pipelineSchedule;
+  layout.virtualStages = d.virtualStages;
+  layout.recompute = d.recompute;
   return layout;
 }
 
@@ -410,7 +415,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         return 1;
     }
     if (!report_.empty() &&
-        writePlanReport(value, json_.empty() ? import_.model : json_,
+        writePlanReport(value,
+                        json_.empty() ? "(not saved: add --json FILE)"
+                                      : json_.getValue(),
                         report_) != 0)
       return 1;
   }
@@ -446,14 +453,12 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         << "# From this file: cleave compile " << import_.model;
     for (const std::string &flag : common)
       hos << " " << flag;
-    if (!best.layout.mesh.empty())
-      hos << " --mesh " << best.layout.meshText();
-    hos << " --shard-file " << emitHints_;
-    if (!best.layout.pipelineAxis.empty())
-      hos << " --pipeline " << best.layout.pipelineAxis;
-    if (best.layout.microbatches > 1)
-      hos << " --microbatches " << best.layout.microbatches;
-    hos << " -o train\n";
+    // The plan's flags with the file for the preset.
+    std::vector<std::string> flags = best.layout.flags();
+    for (size_t i = 0; i < flags.size(); i += 2)
+      if (flags[i] != "--strategy")
+        hos << " " << flags[i] << " " << flags[i + 1];
+    hos << " --shard-file " << emitHints_ << " -o train\n";
     if (best.layout.strategy == Strategy::Zero3 ||
         best.layout.strategy == Strategy::Zero1)
       hos << "# (--strategy " << planner::strategyName(best.layout.strategy)
