@@ -203,9 +203,25 @@ std::string scheduleSection(const ReportInput &in) {
   if (in.trace) {
     int64_t step = -1;
     std::vector<Slice> slices = measuredSlices(*in.trace, p, step);
+    // The steps' own slices: how long a traced step took on each rank.
+    double sum = 0, longest = 0;
+    int64_t count = 0;
+    for (const TraceEvent &e : in.trace->events)
+      if (e.category == "step") {
+        sum += e.durationUs / 1e3;
+        longest = std::max(longest, e.durationUs / 1e3);
+        ++count;
+      }
     out += formatv("<p>Measured (trace {0}, step {1}, each stage's first "
-                   "rank):</p>\n",
-                   escape(in.trace->path), step)
+                   "rank){2}:</p>\n",
+                   escape(in.trace->path), step,
+                   count ? formatv("; a traced step took {0} ms on average "
+                                   "over ranks and steps, {1} ms at most "
+                                   "(predicted: {2} ms)",
+                                   msText(sum / count), msText(longest),
+                                   msText(p.stepMs))
+                               .str()
+                         : std::string())
                .str();
     out += ganttChart(slices, p.stages(), "measured");
   }
