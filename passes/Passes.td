@@ -345,6 +345,59 @@ def PartitionPass : Pass<"cleave-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def RecomputePass : Pass<"cleave-recompute", "::mlir::func::FuncOp"> {
+  let summary = "recomputes saved activations in the backward pass";
+  let description = [{
+    In a training step (a function with a `cleave.loss` result), forward
+    values that the backward pass reads are recomputed right before the
+    first backward op of their layer that needs them, instead of being
+    kept alive from the forward pass: activation memory for compute.
+
+    Layers come from the graph: a checkpoint is an activation (a forward
+    value computed from the data) that is the only one alive between two
+    forward ops, such as a transformer's residual stream after each
+    residual add. Checkpoints are kept; so are the results of ops that
+    cannot run twice to the same effect (dropout and random draws) and, in
+    `selective` mode, the products of GEMMs, matmuls and convolutions.
+    Every other saved activation of a layer is recomputed from what its
+    layer keeps: `full` repeats the layer's forward pass (the GEMMs too),
+    `selective` only the cheap ops between kept products (LayerNorm,
+    GELU, softmax and its mask: Korthikanti et al. 2022's selective
+    recomputation, found by op kind rather than by name). The layer after
+    the last checkpoint (the loss) is kept: its backward pass starts as
+    its forward pass ends. The copies carry `cleave.recompute = N` and
+    the forward op each repeats `cleave.recompute_source = N`, so CSE never
+    merges them and pipeline stages can find the original. A model whose
+    layers hold nothing to recompute (an MLP, whose every activation is a
+    checkpoint) is left as it is.
+
+    Runs on the global training step, before sharding, so partitioning,
+    micro-batches and pipeline stages treat the copies as backward ops,
+    and the memory plan (`--print-memory`) sees the shorter lifetimes.
+
+    Input:
+
+    ```mlir
+    %h = cleave.gemm %x, %w1 ...       // checkpoint's layer: x -> h -> g
+    %g = cleave.gelu %h ...
+    %y = cleave.gemm %g, %w2 ...
+    ...
+    %dg = cleave.gemm %dy, %w2 ...     // backward reads %g
+    %dh = cleave.gelu_grad %dg, %h ... // and %h
+    ```
+
+    Output (`selective`): before `%dg`'s readers, `%g2 = cleave.gelu %h
+    {cleave.recompute}`, and the backward ops read `%g2`; `%g` dies after
+    the forward pass.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
+           "what to recompute: full (whole layers) or selective (the ops "
+           "between GEMMs)">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
   let summary = "splits the per-rank training step into pipeline stages";
   let description = [{

@@ -33,6 +33,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <map>
+
 namespace mlir::cleave {
 #define GEN_PASS_DEF_PIPELINESTAGESPASS
 #include "passes/Passes.h.inc"
@@ -119,6 +121,11 @@ private:
   /// into one per stage; returns the new ops (or `op` alone).
   SmallVector<Operation *> splitBucket(AllReduceOp op);
   void insertTransfers();
+  /// A recomputed op (cleave-recompute) whose layer spans two chunks reads
+  /// the later chunk's part from the earlier chunk's copies, which run in
+  /// the earlier chunk's backward pass, after the later one's: it reads
+  /// the forward originals instead (they cross the cut forward anyway).
+  void readOriginalsAcrossChunks();
   /// Gives an op that every stage could compute (it reads only constants,
   /// inputs and the step) to the stages that read its results only, one
   /// copy per stage, so that no stage computes what it does not use.
@@ -523,6 +530,36 @@ void StageAssigner::pullTowardUsers() {
   }
 }
 
+void StageAssigner::readOriginalsAcrossChunks() {
+  // Originals by (number, micro-batch): micro-batch copies share numbers.
+  auto key = [](Operation *op, StringRef name) {
+    auto number = op->getAttrOfType<IntegerAttr>(name);
+    auto copyOf =
+        op->getAttrOfType<DenseI64ArrayAttr>(CleaveDialect::kMicroBatchAttrName);
+    return std::make_pair(number ? number.getInt() : -1,
+                          copyOf ? copyOf[0] : int64_t(-1));
+  };
+  std::map<std::pair<int64_t, int64_t>, Operation *> originals;
+  for (Operation &op : body.without_terminator())
+    if (op.hasAttr(CleaveDialect::kRecomputeSourceAttrName))
+      originals[key(&op, CleaveDialect::kRecomputeSourceAttrName)] = &op;
+  for (Operation &op : body.without_terminator()) {
+    if (!op.hasAttr(CleaveDialect::kRecomputeAttrName) || !stage.count(&op))
+      continue;
+    for (OpOperand &operand : op.getOpOperands()) {
+      Operation *def = operand.get().getDefiningOp();
+      if (!def || !def->hasAttr(CleaveDialect::kRecomputeAttrName) ||
+          !stage.count(def) || stage.lookup(def) >= stage.lookup(&op))
+        continue;
+      auto it = originals.find(key(def, CleaveDialect::kRecomputeAttrName));
+      if (it == originals.end())
+        continue;
+      operand.set(it->second->getResult(
+          cast<OpResult>(operand.get()).getResultNumber()));
+    }
+  }
+}
+
 void StageAssigner::insertTransfers() {
   // One transfer per value and destination stage, right after the value
   // is computed, so that every stage meets its transfers in program order.
@@ -616,6 +653,7 @@ LogicalResult StageAssigner::run() {
       failed(assignRest()))
     return failure();
   pullTowardUsers();
+  readOriginalsAcrossChunks();
   insertTransfers();
   placeSharedOps();
   if (schedule.schedule != PipelineSchedule::GPipe &&

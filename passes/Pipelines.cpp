@@ -111,6 +111,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
     autodiff.freeze.assign(options.freeze.begin(), options.freeze.end());
     funcPm.addPass(createAutodiffPass(autodiff));
     funcPm.addPass(createApplyOptimizerPass(options.optimizer));
+    funcPm.addPass(createFoldTransposesPass());
   }
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());
@@ -163,6 +164,13 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
       return fail("--pipeline splits a training step; it does not apply with "
                   "--inference");
   }
+  if (layout.recompute != "none" && layout.recompute != "full" &&
+      layout.recompute != "selective")
+    return fail("--recompute must be none, full or selective, got '" +
+                layout.recompute + "'");
+  if (layout.recompute != "none" && inference)
+    return fail("--recompute trades memory of the backward pass; it does not "
+                "apply with --inference");
   StringRef schedule = pipelineScheduleName(layout.schedule);
   if (layout.schedule != PipelineSchedule::GPipe &&
       layout.pipelineAxis.empty())
@@ -195,6 +203,13 @@ llvm::Error
 partitionForLayout(ModuleOp module, func::FuncOp step,
                    const LayoutOptions &layout, CompilePhase last,
                    llvm::function_ref<void(func::FuncOp)> onPropagated) {
+  if (layout.recompute != "none")
+    if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
+          RecomputePassOptions options;
+          options.mode = layout.recompute;
+          pm.addNestedPass<func::FuncOp>(createRecomputePass(options));
+        }))
+      return error;
   // Micro-batches are a mesh axis while the step is partitioned; the
   // partitioned step then runs them in turn (cleave-unroll-microbatches).
   MeshAttr mesh = layout.mesh;

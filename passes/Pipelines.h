@@ -99,6 +99,9 @@ struct LayoutOptions {
   /// of layers per stage (the interleaved schedule).
   PipelineSchedule schedule = PipelineSchedule::GPipe;
   int64_t virtualStages = 1;
+  /// Activations recomputed in the backward pass: "none", "full" or
+  /// "selective" (cleave-recompute).
+  std::string recompute = "none";
   /// The largest gradient all-reduce bucket, in MiB.
   double bucketMb = 25.0;
   /// Propagation reports every reshard it inserts (--print-sharding).
@@ -118,8 +121,9 @@ inline constexpr const char *kMicroBatchAxis = "microbatch";
 /// preset's hints, then the user's, propagation, SPMD partitioning,
 /// micro-batches and pipeline stages, stopping after `last` (Distribute,
 /// Partition or Stages). `onPropagated` runs once every value has its
-/// sharding (for --print-sharding). A layout with one rank and one
-/// micro-batch leaves the step as it is.
+/// sharding (for --print-sharding). Recomputation (cleave-recompute) runs
+/// first. A layout with one rank, one micro-batch and no recomputation
+/// leaves the step as it is.
 llvm::Error partitionForLayout(
     ModuleOp module, func::FuncOp step, const LayoutOptions &layout,
     CompilePhase last = CompilePhase::Stages,

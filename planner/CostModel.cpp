@@ -307,7 +307,8 @@ std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
 
 llvm::Expected<Prediction> predictStep(func::FuncOp step,
                                        const Cluster &cluster,
-                                       int64_t microbatches, Target target) {
+                                       int64_t microbatches,
+                                       int64_t virtualStages, Target target) {
   Prediction p;
   bool ringOnly = target == Target::Cuda;
   MeshAttr mesh = getModuleMesh(step);
@@ -421,8 +422,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
       slowest = time;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
   }
-  p.bubbleFraction =
-      stages > 1 ? double(stages - 1) / double(microbatches + stages - 1) : 0.0;
+  p.bubbleFraction = pipelineBubble(stages, microbatches, virtualStages);
   double busy = slowest.total * 1e3;
   p.computeMs = slowest.compute * 1e3;
   p.exposedCommMs = busy - p.computeMs;
@@ -431,6 +431,14 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.flopsPerRank = slowest.flops;
   simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, p);
   return p;
+}
+
+double pipelineBubble(int64_t stages, int64_t microbatches,
+                      int64_t virtualStages) {
+  if (stages <= 1)
+    return 0.0;
+  return double(stages - 1) /
+         double(microbatches * virtualStages + stages - 1);
 }
 
 } // namespace cleave::planner

@@ -111,12 +111,20 @@ struct Prediction {
 };
 
 /// Predicts `step`, partitioned for its module's mesh (none: one rank),
-/// split into `microbatches`, compiled for `target`. Fails when the
-/// emitter cannot build the program (its diagnostics are reported).
+/// split into `microbatches` (run through `virtualStages` chunks of layers
+/// per pipeline stage), compiled for `target`. Fails when the emitter
+/// cannot build the program (its diagnostics are reported).
 llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
                                        const Cluster &cluster,
                                        int64_t microbatches,
+                                       int64_t virtualStages,
                                        mlir::cleave::Target target);
+
+/// The share of a pipelined step its stages wait: (p - 1) / (m V + p - 1)
+/// for p stages, m micro-batches and V chunks per stage (GPipe and 1F1B:
+/// V = 1; the interleaved schedule's V times smaller fill and drain).
+double pipelineBubble(int64_t stages, int64_t microbatches,
+                      int64_t virtualStages);
 
 } // namespace cleave::planner
 

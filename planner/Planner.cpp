@@ -85,6 +85,8 @@ std::vector<std::string> PlanLayout::flags() const {
                  {"--virtual-stages", std::to_string(virtualStages)});
   if (microbatches > 1)
     flags.insert(flags.end(), {"--microbatches", std::to_string(microbatches)});
+  if (recompute != "none")
+    flags.insert(flags.end(), {"--recompute", recompute});
   return flags;
 }
 
@@ -125,13 +127,16 @@ std::string PlanLayout::summary() const {
     text += " v=" + std::to_string(virtualStages);
   if (microbatches > 1)
     text += " mb=" + std::to_string(microbatches);
+  if (recompute != "none")
+    text += " recompute=" + recompute;
   return text;
 }
 
 std::string PlanLayout::key() const {
   return meshText() + "|" + strategyName(strategy).str() + "|" + pipelineAxis +
          "|" + pipelineScheduleName(schedule).str() + "|" +
-         std::to_string(virtualStages) + "|" + std::to_string(microbatches);
+         std::to_string(virtualStages) + "|" + std::to_string(microbatches) +
+         "|" + recompute;
 }
 
 namespace {
@@ -145,8 +150,8 @@ std::vector<int64_t> divisors(int64_t n) {
 }
 
 /// Partitions a copy of the step for `candidate.layout` and predicts it.
-void evaluate(MLIRContext &context, const StepSource &steps,
-              const SearchOptions &options, Candidate &candidate) {
+void evaluateOnce(MLIRContext &context, const StepSource &steps,
+                  const SearchOptions &options, Candidate &candidate) {
   const PlanLayout &layout = candidate.layout;
   std::string reason;
   // Diagnostics of a layout that does not partition are its reason, not
@@ -189,12 +194,14 @@ void evaluate(MLIRContext &context, const StepSource &steps,
   lo.pipelineAxis = layout.pipelineAxis;
   lo.schedule = layout.schedule;
   lo.virtualStages = layout.virtualStages;
+  lo.recompute = layout.recompute;
   if (llvm::Error error = validateLayout(lo, /*inference=*/false))
     return rejectWith(std::move(error));
   if (llvm::Error error = partitionForLayout(*module, step, lo))
     return rejectWith(std::move(error));
   llvm::Expected<Prediction> prediction =
-      predictStep(step, options.cluster, layout.microbatches, options.target);
+      predictStep(step, options.cluster, layout.microbatches,
+                  layout.virtualStages, options.target);
   if (!prediction)
     return rejectWith(prediction.takeError());
   candidate.prediction = *prediction;
@@ -209,6 +216,28 @@ void evaluate(MLIRContext &context, const StepSource &steps,
             ? ", kernel workspace " + formatBytes(prediction->workspaceBytes)
             : std::string(),
         formatBytes(options.cluster.memoryBytes()));
+}
+
+/// evaluateOnce; a searched layout whose activations do not fit is tried
+/// again recomputing them (selective, then full): recomputation costs
+/// time, so it is chosen only where memory demands it.
+void evaluate(MLIRContext &context, const StepSource &steps,
+              const SearchOptions &options, Candidate &candidate) {
+  evaluateOnce(context, steps, options, candidate);
+  if (options.given || candidate.layout.recompute != "none" ||
+      !llvm::StringRef(candidate.rejected).starts_with("does not fit"))
+    return;
+  for (const char *mode : {"selective", "full"}) {
+    Candidate retry;
+    retry.layout = candidate.layout;
+    retry.layout.recompute = mode;
+    evaluateOnce(context, steps, options, retry);
+    bool fits = retry.rejected.empty();
+    if (fits || llvm::StringRef(retry.rejected).starts_with("does not fit"))
+      candidate = std::move(retry);
+    if (fits)
+      return;
+  }
 }
 
 } // namespace
@@ -245,13 +274,25 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
       // Micro-batch counts: powers of two that divide the rank's batch.
       // They fill a pipeline; without stages they only trade speed for
       // activation memory, which plain data parallelism explores.
+      // With stages: 1F1B (GPipe's bubble, less activation memory), and
+      // the interleaved schedule over 2 chunks per stage where the
+      // micro-batches come in groups of the stage count.
       auto addMicrobatches = [&](PlanLayout layout, bool explore) {
         for (int64_t m = 1; m <= options.maxMicrobatches && m <= local;
              m *= 2) {
           if (local % m != 0)
             continue;
           layout.microbatches = m;
+          if (pp > 1) {
+            layout.schedule = PipelineSchedule::OneFOneB;
+            layout.virtualStages = 1;
+          }
           add(layout);
+          if (pp > 1 && m % pp == 0) {
+            layout.schedule = PipelineSchedule::Interleaved;
+            layout.virtualStages = 2;
+            add(layout);
+          }
           if (!explore)
             break;
         }
@@ -273,6 +314,21 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
   }
   return result;
 }
+
+namespace {
+
+/// The layout with one micro-batch (and so one chunk per stage) that a
+/// layout of several is compared with.
+PlanLayout oneMicrobatch(PlanLayout layout) {
+  layout.microbatches = 1;
+  layout.virtualStages = 1;
+  if (layout.schedule == PipelineSchedule::Interleaved)
+    layout.schedule = PipelineSchedule::OneFOneB;
+  layout.recompute = "none";
+  return layout;
+}
+
+} // namespace
 
 SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
                          const SearchOptions &options) {
@@ -301,14 +357,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
       evaluate(context, steps, options, candidate);
     if (candidate.rejected.empty())
       fitting.push_back(candidate.prediction->stepMs);
-    PlanLayout one = candidate.layout;
-    one.microbatches = 1;
-    single[one.key()] = &candidate;
+    single[oneMicrobatch(candidate.layout).key()] = &candidate;
   }
   auto siblingOf = [&](const Candidate *c) -> const Candidate * {
-    PlanLayout one = c->layout;
-    one.microbatches = 1;
-    auto it = single.find(one.key());
+    auto it = single.find(oneMicrobatch(c->layout).key());
     return it == single.end() || !it->second->prediction ? nullptr : it->second;
   };
   auto lowerBound = [&](const Candidate *c) {
@@ -318,8 +370,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     int64_t stages = c->layout.pipelineAxis.empty()
                          ? 1
                          : c->layout.axisSize(c->layout.pipelineAxis);
-    double bubble =
-        double(stages - 1) / double(c->layout.microbatches + stages - 1);
+    double bubble = pipelineBubble(stages, c->layout.microbatches,
+                                   c->layout.virtualStages);
     return sibling->prediction->maxStageComputeMs / (1 - bubble);
   };
   std::stable_sort(later.begin(), later.end(),

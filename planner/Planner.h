@@ -39,6 +39,8 @@ struct PlanLayout {
   mlir::cleave::PipelineSchedule schedule = mlir::cleave::PipelineSchedule::GPipe;
   int64_t virtualStages = 1;
   int64_t microbatches = 1;
+  /// Activation recomputation: "none", "selective" or "full".
+  std::string recompute = "none";
 
   std::string meshText() const;
   int64_t ranks() const;

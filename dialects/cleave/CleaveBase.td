@@ -80,6 +80,14 @@ def Cleave_Dialect : Dialect {
     /// copies], so that later passes treat the copies of one op alike.
     static constexpr llvm::StringLiteral kMicroBatchAttrName =
         "cleave.microbatch";
+    /// Op attribute N of an op that recomputes a forward value for the
+    /// backward pass (cleave-recompute), and of the forward op it repeats
+    /// (`cleave.recompute_source = N`): the pair keeps CSE from merging
+    /// the copy back, and lets pipeline stages find the original.
+    static constexpr llvm::StringLiteral kRecomputeAttrName =
+        "cleave.recompute";
+    static constexpr llvm::StringLiteral kRecomputeSourceAttrName =
+        "cleave.recompute_source";
   }];
 }
 

@@ -272,16 +272,18 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   int64_t microbatches = distribution_.microbatches;
   mlir::cleave::PipelineSchedule schedule = distribution_.pipelineSchedule;
   int64_t virtualStages = distribution_.virtualStages;
+  std::string recompute = distribution_.recompute;
   if (strategy == kAutoStrategy) {
     if (!distribution_.mesh.empty() || !distribution_.pipeline.empty() ||
         distribution_.microbatches.getNumOccurrences() ||
         distribution_.pipelineSchedule.getNumOccurrences() ||
-        distribution_.virtualStages.getNumOccurrences()) {
+        distribution_.virtualStages.getNumOccurrences() ||
+        distribution_.recompute.getNumOccurrences()) {
       llvm::errs() << "cleave compile: error: --strategy auto chooses the "
-                      "mesh, stages, schedule and micro-batches; drop "
-                      "--mesh, --pipeline, --pipeline-schedule, "
-                      "--virtual-stages and --microbatches (or give a "
-                      "preset)\n";
+                      "mesh, stages, schedule, micro-batches and "
+                      "recomputation; drop --mesh, --pipeline, "
+                      "--pipeline-schedule, --virtual-stages, --microbatches "
+                      "and --recompute (or give a preset)\n";
       return 1;
     }
     if (options.inference) {
@@ -306,6 +308,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     microbatches = chosen->microbatches;
     schedule = chosen->schedule;
     virtualStages = chosen->virtualStages;
+    recompute = chosen->recompute;
   } else if (auto_.given()) {
     llvm::errs() << "cleave compile: error: --cluster, --nodes and --ranks "
                     "apply to --strategy auto\n";
@@ -341,6 +344,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   layout.pipelineAxis = pipelineAxis;
   layout.schedule = schedule;
   layout.virtualStages = virtualStages;
+  layout.recompute = recompute;
   layout.bucketMb = distribution_.bucketMb;
   layout.reportReshards = distribution_.printSharding;
   if (llvm::Error error = mlir::cleave::validateLayout(layout, options.inference))

@@ -94,7 +94,15 @@ struct DistributionFlags {
                       cl::desc("With --pipeline-schedule interleaved: chunks "
                                "of layers per stage (chunk c on stage c mod "
                                "p)"),
-                      cl::value_desc("V"), cl::init(1), cl::sub(sub)) {}
+                      cl::value_desc("V"), cl::init(1), cl::sub(sub)),
+        recompute("recompute",
+                  cl::desc("Activations the backward pass recomputes "
+                           "instead of keeping them: none, full (keep each "
+                           "layer's input, rerun the layer) or selective "
+                           "(keep GEMM products, rerun the cheap ops "
+                           "between them)"),
+                  cl::value_desc("none|full|selective"),
+                  cl::init("none"), cl::sub(sub)) {}
 
   cl::opt<std::string> mesh;
   cl::list<std::string> shard;
@@ -106,6 +114,7 @@ struct DistributionFlags {
   cl::opt<int64_t> microbatches;
   cl::opt<mlir::cleave::PipelineSchedule> pipelineSchedule;
   cl::opt<int64_t> virtualStages;
+  cl::opt<std::string> recompute;
 };
 
 } // namespace cleave::driver

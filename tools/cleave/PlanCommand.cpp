@@ -115,10 +115,13 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   const DistributionFlags &d = distribution_;
   bool search = !d.strategy.getNumOccurrences() || d.strategy == kAutoStrategy;
   if (d.mesh.empty() && search && d.pipeline.empty() &&
-      !d.microbatches.getNumOccurrences())
+      !d.microbatches.getNumOccurrences() &&
+      !d.pipelineSchedule.getNumOccurrences() &&
+      !d.virtualStages.getNumOccurrences() && !d.recompute.getNumOccurrences())
     return std::nullopt;
   if (d.strategy == kAutoStrategy)
-    return failure("--strategy auto searches; drop --mesh, --pipeline and "
+    return failure("--strategy auto searches; drop --mesh, --pipeline, "
+                   "--pipeline-schedule, --virtual-stages, --recompute and "
                    "--microbatches, or give the layout's preset");
   PlanLayout layout;
   if (!d.mesh.empty()) {
@@ -138,6 +141,9 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   layout.strategy = d.strategy;
   layout.pipelineAxis = d.pipeline;
   layout.microbatches = d.microbatches;
+  layout.schedule = d.pipelineSchedule;
+  layout.virtualStages = d.virtualStages;
+  layout.recompute = d.recompute;
   return layout;
 }
 
@@ -361,6 +367,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       if (p.bubbleFraction > 0)
         os << llvm::formatv("     bubble {0:f1}% of the step\n",
                             100 * p.bubbleFraction);
+      if (c.layout.recompute != "none")
+        os << "     activations recomputed in the backward pass ("
+           << c.layout.recompute << ")\n";
       os << "     " << shellLine(c) << "\n";
     }
   }
@@ -448,14 +457,12 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         << "# From this file: cleave compile " << import_.model;
     for (const std::string &flag : common)
       hos << " " << flag;
-    if (!best.layout.mesh.empty())
-      hos << " --mesh " << best.layout.meshText();
-    hos << " --shard-file " << emitHints_;
-    if (!best.layout.pipelineAxis.empty())
-      hos << " --pipeline " << best.layout.pipelineAxis;
-    if (best.layout.microbatches > 1)
-      hos << " --microbatches " << best.layout.microbatches;
-    hos << " -o train\n";
+    // The plan's flags with the file for the preset.
+    std::vector<std::string> flags = best.layout.flags();
+    for (size_t i = 0; i < flags.size(); i += 2)
+      if (flags[i] != "--strategy")
+        hos << " " << flags[i] << " " << flags[i + 1];
+    hos << " --shard-file " << emitHints_ << " -o train\n";
     if (best.layout.strategy == Strategy::Zero3 ||
         best.layout.strategy == Strategy::Zero1)
       hos << "# (--strategy " << planner::strategyName(best.layout.strategy)
