@@ -11,26 +11,56 @@ namespace cleave::rt {
 
 namespace {
 
-/// `text` as a JSON string (quotes included).
+/// The length of the valid UTF-8 sequence at `at`, 0 if there is none.
+size_t utf8Length(const unsigned char *at) {
+  int length = at[0] < 0xc2   ? 0
+               : at[0] < 0xe0 ? 2
+               : at[0] < 0xf0 ? 3
+               : at[0] < 0xf5 ? 4
+                              : 0;
+  for (int i = 1; i < length; ++i)
+    if ((at[i] & 0xc0) != 0x80)
+      return 0;
+  // Overlong forms, surrogates and code points past U+10FFFF.
+  if ((at[0] == 0xe0 && at[1] < 0xa0) || (at[0] == 0xed && at[1] >= 0xa0) ||
+      (at[0] == 0xf0 && at[1] < 0x90) || (at[0] == 0xf4 && at[1] >= 0x90))
+    return 0;
+  return length;
+}
+
+} // namespace
+
 std::string jsonString(const char *text) {
   std::string out = "\"";
-  for (const char *c = text; c && *c; ++c) {
-    unsigned char u = static_cast<unsigned char>(*c);
+  const auto *at = reinterpret_cast<const unsigned char *>(text);
+  while (at && *at) {
+    unsigned char u = *at;
+    if (u >= 0x80) {
+      // Valid UTF-8 passes; a stray byte becomes U+FFFD (JSON is UTF-8).
+      size_t length = utf8Length(at);
+      if (length) {
+        out.append(reinterpret_cast<const char *>(at), length);
+        at += length;
+      } else {
+        out += "\\ufffd";
+        ++at;
+      }
+      continue;
+    }
     if (u == '"' || u == '\\') {
       out += '\\';
-      out += *c;
+      out += static_cast<char>(u);
     } else if (u < 0x20 || u == 0x7f) {
       char escaped[8];
       std::snprintf(escaped, sizeof(escaped), "\\u%04x", u);
       out += escaped;
     } else {
-      out += *c;
+      out += static_cast<char>(u);
     }
+    ++at;
   }
   return out + "\"";
 }
-
-} // namespace
 
 std::vector<RankMemory> gatherRankMemory(const RankMemory &mine,
                                          const MeshSpec &mesh,

@@ -40,6 +40,9 @@ std::vector<RankMemory> gatherRankMemory(const RankMemory &mine,
 /// rank).
 std::string meshText(const MeshSpec &mesh);
 
+/// `text` as a JSON string, quotes included (logs and traces).
+std::string jsonString(const char *text);
+
 /// The record's extra fields, starting with a comma: `,"run":{...},
 /// "memory":[...]`.
 std::string runRecordFields(const Program &program,

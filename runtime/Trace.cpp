@@ -47,25 +47,6 @@ bool distributed() {
   return tracer.program && tracer.program->mesh.numAxes > 0;
 }
 
-/// `text` as a JSON string (quotes included).
-std::string jsonString(const char *text) {
-  std::string out = "\"";
-  for (const char *c = text; c && *c; ++c) {
-    unsigned char u = static_cast<unsigned char>(*c);
-    if (u == '"' || u == '\\') {
-      out += '\\';
-      out += *c;
-    } else if (u < 0x20 || u == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", u);
-      out += escaped;
-    } else {
-      out += *c;
-    }
-  }
-  return out + "\"";
-}
-
 /// The world rank at `rank`'s coordinates but `stage` along `axis`.
 int64_t peerRank(int64_t rank, int axis, int stage) {
   const MeshSpec &mesh = tracer.program->mesh;

@@ -2,11 +2,13 @@
 doc strings hold '"', '\\', newlines, '*/', '??/', NUL and non-UTF-8 bytes,
 compiled with a TMPDIR holding a quote, a newline and C++ that would create
 a marker file if it ever reached the program's source, trains to the same
-parameters (bitwise) as the same model with plain names, and its dump files
-are named by the documented escape (runtime/Npy.h).
+parameters (bitwise) as the same model with plain names, its dump files
+are named by the documented escape (runtime/Npy.h), and its log and trace
+are JSON that name the nodes as the model does (U+FFFD for stray bytes).
 
 usage: hostile_text.py TINY.onnxtxt WORKDIR CLEAVE
 """
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +28,8 @@ hostile = {
     b"W_______": b'w"\\\n*/??',
     b"B_______": b"b\x00tail\xff\xfe",
     b"Y_______": b"y??/\n\x01\x7f*",
+    # In a node's name: the log and trace write U+FFFD for stray bytes.
+    b"N_______": b'n\xffod\xfe\x01"e',
 }
 
 
@@ -45,7 +49,7 @@ def build(path, rename):
         graph.doc_string = payload
         model.doc_string = payload
         graph.node[0].name = payload
-        graph.node[1].name = "*/ ??/\n\\"
+        graph.node[1].name = "*/ ??/\n\\N_______"
     data = model.SerializeToString()
     for placeholder, name in hostile.items():
         assert len(placeholder) == len(name)
@@ -86,7 +90,9 @@ for variant in ("plain", "hostile"):
     with open(os.path.join(d.encode(), b"data", escape(label).encode("latin-1") + b".npy"), "wb") as f:
         np.save(f, y)
     run([os.path.join(d, "train"), "--data", os.path.join(d, "data"),
-         "--steps", "3", "--dump-params", os.path.join(d, "params"), "--quiet"],
+         "--steps", "3", "--dump-params", os.path.join(d, "params"), "--quiet",
+         "--log", os.path.join(d, "log.jsonl"),
+         "--trace", os.path.join(d, "trace.json")],
         env=env)
 
 assert not os.path.exists(marker), "the payload ran"
@@ -94,6 +100,13 @@ source = open(os.path.join(work, "hostile", "train.cpp"), "rb").read()
 assert evil_tmp.encode() not in source, "TMPDIR reached the source"
 # Node names land in comments, escaped: never with their newlines.
 assert b"\n#include <cstdio>\nstatic int pwn" not in source, "the payload reached the source"
+# The log and the trace are JSON whatever the names (the node's name in the
+# trace as it is in the model).
+json.loads(open(os.path.join(work, "hostile", "log.jsonl"), encoding="utf-8").readline())
+trace = json.load(open(os.path.join(work, "hostile", "trace.json"), encoding="utf-8"))
+names = {e["name"] for e in trace["traceEvents"]}
+assert payload in names, "the node's name is not in the trace"
+assert '*/ ??/\n\\n\ufffdod\ufffd\x01"e' in names, names
 files = sorted(os.listdir(os.path.join(work.encode(), b"hostile", b"params")))
 expected = sorted(escape(n).encode("latin-1") + b".npy"
                   for n in (hostile[b"W_______"], hostile[b"B_______"]))
