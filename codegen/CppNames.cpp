@@ -11,8 +11,8 @@ namespace mlir::cleave {
 // kernels of runtime/KernelApi.inc, the collectives, runtime/Program.h and
 // the cuda runtime's helpers), space-separated.
 static constexpr const char *kRuntimeNames =
-    "gemm linearBackwardSgd matmul broadcastTo transpose concat split "
-    "slice sliceGrad gather gatherGrad reduce softmax softmaxGrad "
+    "gemm linearBackwardSgd matmul matmulStrided broadcastTo transpose "
+    "concat split slice sliceGrad gather gatherGrad reduce softmax softmaxGrad "
     "layerNorm layerNormGrad batchNorm batchNormGrad conv convGradInput "
     "convGradWeight maxPool maxPoolGrad avgPool avgPoolGrad "
     "softmaxCrossEntropy softmaxCrossEntropyGrad nllLoss nllLossGrad "

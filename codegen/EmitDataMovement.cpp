@@ -93,6 +93,11 @@ LogicalResult Emitter::emitOperation(ReshapeOp reshape) {
 }
 
 LogicalResult Emitter::emitOperation(TransposeOp transpose) {
+  // The product it transposes writes it (planStridedMatmuls).
+  if (Operation *matmul = fusion.matmulAt.lookup(transpose)) {
+    emitStridedMatmul(cast<MatmulOp>(matmul), transpose);
+    return success();
+  }
   std::string perm = window(transpose, transpose.getPermutation(), "perm");
   call(transpose,
        formatv("transpose({0}, {1}, {2}, {3})", ref(transpose.getInput()),

@@ -88,7 +88,32 @@ LogicalResult Emitter::emitOperation(GemmOp gemm) {
   return success();
 }
 
+void Emitter::emitStridedMatmul(MatmulOp matmul, Operation *at) {
+  auto [a, aStrides] = stridedMatmulView(matmul, 0, fusion);
+  auto [b, bStrides] = stridedMatmulView(matmul, 1, fusion);
+  auto [c, cStrides] = stridedMatmulView(matmul, -1, fusion);
+  ArrayRef<int64_t> shape = tensorType(matmul.getResult()).getShape();
+  size_t r = shape.size();
+  std::string base = baseName(at);
+  std::string aName = array(base + "_a_strides", aStrides);
+  std::string bName = array(base + "_b_strides", bStrides);
+  std::string cName = array(base + "_c_strides", cStrides);
+  call(at, formatv("matmulStrided(Shape{0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                   "{7}, {8}, {9})",
+                   listLiteral(shape.drop_back(2)), shape[r - 2], shape[r - 1],
+                   tensorType(matmul.getLhs()).getShape().back(), ref(a),
+                   aName, ref(b), bName, ref(c), cName));
+}
+
 LogicalResult Emitter::emitOperation(MatmulOp matmul) {
+  // Transposed operands read through strides (planStridedMatmuls).
+  if (llvm::any_of(matmul->getOperands(), [&](Value operand) {
+        Operation *def = operand.getDefiningOp();
+        return def && isa<TransposeOp>(def) && fusion.fusedAway.contains(def);
+      })) {
+    emitStridedMatmul(matmul, matmul);
+    return success();
+  }
   call(matmul,
        formatv("matmul({0}, {1}, {2}, {3}, {4}, {5})", ref(matmul.getLhs()),
                shapeLiteral(matmul.getLhs()), ref(matmul.getRhs()),

@@ -85,6 +85,8 @@ Emitter::Emitter(func::FuncOp func, const EmitOptions &options)
     : func(func), options(options) {
   fusion = planFusion(
       func, [](Operation *op) { return !elementwiseBody(op).empty(); });
+  if (!cuda)
+    planStridedMatmuls(func, fusion);
   func.walk([&](DropoutOp op) {
     dropoutNumber.try_emplace(op, dropoutNumber.size());
   });

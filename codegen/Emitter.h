@@ -120,6 +120,9 @@ private:
   // EmitLinalg.cpp
   LogicalResult emitOperation(GemmOp gemm);
   LogicalResult emitOperation(MatmulOp matmul);
+  /// The cpu target's matmulStrided for `matmul`, at `at` (the matmul, or
+  /// the transpose of its result that it writes; planStridedMatmuls).
+  void emitStridedMatmul(MatmulOp matmul, Operation *at);
   /// The runtime's `gemm` call for `gemm`'s operands and shape, with the
   /// given scale texts, writing `out`.
   std::string gemmCall(GemmOp gemm, const std::string &alpha,

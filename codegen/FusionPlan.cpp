@@ -71,6 +71,141 @@ FusionPlan planFusion(func::FuncOp func,
   return fusion;
 }
 
+namespace {
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Strides of transpose(x, perm) read from x's buffer.
+SmallVector<int64_t> transposedReadStrides(TransposeOp transpose) {
+  SmallVector<int64_t> in =
+      rowMajorStrides(transpose.getInput().getType().getShape());
+  SmallVector<int64_t> view;
+  for (int64_t from : transpose.getPermutation())
+    view.push_back(in[from]);
+  return view;
+}
+
+/// Strides at which transpose(y, perm)'s buffer holds y's elements.
+SmallVector<int64_t> transposedWriteStrides(TransposeOp transpose) {
+  SmallVector<int64_t> out =
+      rowMajorStrides(transpose.getResult().getType().getShape());
+  SmallVector<int64_t> view(out.size());
+  for (auto [i, from] : llvm::enumerate(transpose.getPermutation()))
+    view[from] = out[i];
+  return view;
+}
+
+/// BLAS reads and writes a matrix one of whose dims is contiguous.
+bool hasUnitMatrixStride(ArrayRef<int64_t> strides) {
+  return strides.back() == 1 || strides[strides.size() - 2] == 1;
+}
+
+/// A matmul of equal batch dims on both operands and the result, float32.
+bool isPlainBatchedMatmul(MatmulOp matmul) {
+  ArrayRef<int64_t> a = matmul.getLhs().getType().getShape(),
+                    b = matmul.getRhs().getType().getShape(),
+                    c = matmul.getType().getShape();
+  return a.size() >= 3 && a.size() == b.size() && a.size() == c.size() &&
+         a.drop_back(2) == c.drop_back(2) && b.drop_back(2) == c.drop_back(2) &&
+         matmul.getType().getElementType().isF32();
+}
+
+Attribute stageOf(Operation *op) {
+  return op->getAttr(CleaveDialect::kStageAttrName);
+}
+
+} // namespace
+
+void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion) {
+  Block &block = func.getBody().front();
+  // Operand transposes each matmul could read through strides.
+  auto readable = [&](MatmulOp matmul, Value operand) -> TransposeOp {
+    auto transpose = operand.getDefiningOp<TransposeOp>();
+    if (!transpose || transpose->getBlock() != &block ||
+        stageOf(transpose) != stageOf(matmul) ||
+        fusion.fusedAway.contains(transpose) ||
+        fusion.groups.count(transpose))
+      return {};
+    // An activation another op computes (not a parameter an update writes
+    // in place, nor a collective's result that is awaited at its reader).
+    Operation *def = transpose.getInput().getDefiningOp();
+    if (!def || def->getNumRegions() ||
+        isa<ConstantOp, AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp,
+            SendRecvOp>(def))
+      return {};
+    return hasUnitMatrixStride(transposedReadStrides(transpose))
+               ? transpose
+               : TransposeOp();
+  };
+  llvm::DenseMap<Operation *, unsigned> readers;
+  llvm::DenseSet<Operation *> matmuls;
+  for (auto matmul : block.getOps<MatmulOp>()) {
+    if (!isPlainBatchedMatmul(matmul) || fusion.fusedAway.contains(matmul))
+      continue;
+    matmuls.insert(matmul);
+    for (Value operand : matmul->getOperands())
+      if (TransposeOp transpose = readable(matmul, operand))
+        ++readers[transpose];
+  }
+  // A transpose goes when every use is such a matmul operand.
+  for (auto [transpose, count] : readers) {
+    auto uses = transpose->getResult(0).getUses();
+    if (static_cast<unsigned>(std::distance(uses.begin(), uses.end())) ==
+        count)
+      fusion.fusedAway.insert(transpose);
+  }
+  for (Operation *op : matmuls) {
+    auto matmul = cast<MatmulOp>(op);
+    Operation *at = matmul;
+    Value result = matmul.getResult();
+    if (result.hasOneUse())
+      if (auto transpose = dyn_cast<TransposeOp>(*result.user_begin());
+          transpose && transpose->getBlock() == &block &&
+          stageOf(transpose) == stageOf(matmul) &&
+          !fusion.fusedAway.contains(transpose) &&
+          !fusion.groups.count(transpose) &&
+          hasUnitMatrixStride(transposedWriteStrides(transpose))) {
+        fusion.fusedAway.insert(matmul);
+        fusion.executedAt[matmul] = transpose;
+        fusion.matmulAt[transpose] = matmul;
+        at = transpose;
+      }
+    for (Value operand : matmul->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && isa<TransposeOp>(def) && fusion.fusedAway.contains(def)) {
+        // Read where the last of its matmuls runs.
+        Operation *&last = fusion.executedAt[def];
+        if (!last || last->isBeforeInBlock(at))
+          last = at;
+      }
+  }
+}
+
+std::pair<Value, SmallVector<int64_t>>
+stridedMatmulView(Operation *op, int index, const FusionPlan &fusion) {
+  auto matmul = cast<MatmulOp>(op);
+  if (index < 0) {
+    for (auto [transpose, product] : fusion.matmulAt)
+      if (product == op) {
+        auto t = cast<TransposeOp>(transpose);
+        return {t.getResult(), transposedWriteStrides(t)};
+      }
+    Value result = matmul.getResult();
+    return {result, rowMajorStrides(matmul.getType().getShape())};
+  }
+  Value operand = matmul->getOperand(index);
+  if (auto transpose = operand.getDefiningOp<TransposeOp>();
+      transpose && fusion.fusedAway.contains(transpose))
+    return {transpose.getInput(), transposedReadStrides(transpose)};
+  return {operand, rowMajorStrides(
+                       cast<RankedTensorType>(operand.getType()).getShape())};
+}
+
 BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
                                   const FusionPlan &fusion, int64_t stage) {
   BackwardFusion backward;

@@ -27,6 +27,10 @@ struct FusionPlan {
   /// `executedAt`): a fused op up to its chain's last op, an all-reduce up
   /// to its first reader.
   llvm::DenseMap<Operation *, Operation *> executedAt;
+  /// A transpose of a batched matmul's result -> that matmul, which runs
+  /// where the transpose stands and writes the transposed result through
+  /// strides (planStridedMatmuls); the matmul is in fusedAway.
+  llvm::DenseMap<Operation *, Operation *> matmulAt;
 };
 
 /// Plans `func`'s single block. `isElementwise` says which ops compute per
@@ -34,6 +38,25 @@ struct FusionPlan {
 /// when every operand has the result's shape or a single element.
 FusionPlan planFusion(func::FuncOp func,
                       llvm::function_ref<bool(Operation *)> isElementwise);
+
+/// The cpu target's strided batched products (runtime matmulStrided): a
+/// batched matmul (no broadcast batch dims) reads an operand that is a
+/// transpose of an activation through strides, when one of the view's
+/// matrix dims is contiguous and every reader of the transpose can do the
+/// same; it writes its result through strides into the transpose that is
+/// its only reader, when its rows or columns stay contiguous. Such
+/// transposes (and a matmul run at its result's transpose) join
+/// `fusion.fusedAway`, with `executedAt` where the product runs.
+/// Attention's heads split and merge and their gradients' transposes are
+/// the cases this removes. Transposes of arguments (parameters that
+/// updates overwrite in place) and of collectives' results stay.
+void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion);
+
+/// The element strides through which `op` reads operand `index` (the
+/// transpose's input when the operand is a transpose in fusedAway) or, for
+/// index -1, writes its result, with that tensor.
+std::pair<Value, SmallVector<int64_t>>
+stridedMatmulView(Operation *matmul, int index, const FusionPlan &fusion);
 
 /// Input-gradient GEMMs dx = dy w that also apply the plain-SGD update of w
 /// that a GEMM of the same dy computes (MemoryPlan::gemmInUpdate), where no

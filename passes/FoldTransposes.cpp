@@ -15,6 +15,8 @@
 #include "dialects/cleave/CleaveOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_FOLDTRANSPOSESPASS
@@ -107,6 +109,26 @@ void foldOperandTransposes(GemmOp gemm) {
   }
 }
 
+/// transpose(transpose(x, p), q) as transpose(x, p[q]) (or x itself): the
+/// backward pass transposes the gradients of transposed values, so that a
+/// batched product can then read x through strides (codegen/FusionPlan.h).
+void composeTransposes(TransposeOp outer) {
+  auto inner = outer.getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return;
+  ArrayRef<int64_t> p = inner.getPermutation();
+  SmallVector<int64_t> composed;
+  for (int64_t q : outer.getPermutation())
+    composed.push_back(p[q]);
+  Value source = inner.getInput();
+  if (llvm::equal(composed, llvm::seq<int64_t>(0, composed.size()))) {
+    outer.replaceAllUsesWith(source);
+    return;
+  }
+  outer.getInputMutable().assign(source);
+  outer.setPermutation(composed);
+}
+
 struct FoldTransposesPass
     : mlir::cleave::impl::FoldTransposesPassBase<FoldTransposesPass> {
   void runOnOperation() override {
@@ -118,8 +140,10 @@ struct FoldTransposesPass
     getOperation().walk([&](Operation *op) {
       if (auto gemm = dyn_cast<GemmOp>(op))
         foldOperandTransposes(gemm);
-      else if (auto transpose = dyn_cast<TransposeOp>(op))
+      else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+        composeTransposes(transpose);
         transposes.push_back(transpose);
+      }
     });
     // The transposes only the GEMMs read (users first: a transpose of a
     // transpose).

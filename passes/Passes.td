@@ -187,18 +187,24 @@ def FoldTransposesPass : Pass<"cleave-fold-transposes", "::mlir::func::FuncOp"> 
       without broadcasting it, that vector becomes the gemm's `c` with
       `beta = 1` and the add goes;
     - a `gemm` operand that is a 2-d `transpose` with permutation `[1, 0]`
-      into the untransposed tensor with the operand's trans flag flipped.
+      into the untransposed tensor with the operand's trans flag flipped;
+    - `transpose(transpose(x, p), q)` into `transpose(x, p[q])`, or `x`
+      when that is the identity (the backward pass transposes the
+      gradients of transposed values: attention's heads).
 
     Transposes left without users are erased. Batched matmuls (attention's
-    products between activations) are left alone.
+    products between activations) stay matmuls; the cpu target reads their
+    transposed operands through strides (codegen/FusionPlan.h).
 
     Run it before `cleave-autodiff`, so that the backward pass is built
-    from the gemms. `findTensorParallelLayers` (Megatron's presets) and the
-    sharding rules see PyTorch's Gemm layout: the weight as `b` with
-    `trans_b`, the bias as `c`.
+    from the gemms, and again after it, for the transposes it adds.
+    `findTensorParallelLayers` (Megatron's presets) and the sharding rules
+    see PyTorch's Gemm layout: the weight as `b` with `trans_b`, the bias as
+    `c`.
 
     Preconditions: static shapes. Postconditions: no `matmul` has a 2-d
-    float32 right operand, and no `gemm` operand is a 2-d transpose.
+    float32 right operand, no `gemm` operand is a 2-d transpose, and no
+    transpose reads a transpose.
 
     Input:
 

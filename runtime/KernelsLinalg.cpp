@@ -135,4 +135,53 @@ void matmul(const float *a, const Shape &aShape, const float *b,
   }
 }
 
+void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
+                   const float *a, const int64_t *aStrides, const float *b,
+                   const int64_t *bStrides, float *c,
+                   const int64_t *cStrides) {
+  int r = batch.rank;
+  int64_t count = batch.numElements();
+  if (count == 0 || m == 0 || n == 0)
+    return;
+  useOpenMPThreadsOnly();
+  // A matrix whose columns are not contiguous is its transpose stored with
+  // contiguous rows.
+  bool transA = aStrides[r + 1] != 1, transB = bStrides[r + 1] != 1;
+  int64_t lda = std::max<int64_t>(transA ? aStrides[r + 1] : aStrides[r],
+                                  transA ? m : k);
+  int64_t ldb = std::max<int64_t>(transB ? bStrides[r + 1] : bStrides[r],
+                                  transB ? k : n);
+  // A result whose columns are not contiguous is written as its transpose,
+  // c^T = b^T a^T.
+  bool transC = cStrides[r + 1] != 1;
+  int64_t ldc = std::max<int64_t>(transC ? cStrides[r + 1] : cStrides[r],
+                                  transC ? m : n);
+  // The products are small (a head's): one per thread at a time.
+  bool parallel = count > 1 && !detail::inParallel() &&
+                  count * m * n * k >= (int64_t{1} << 18);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t bi = 0; bi < count; ++bi) {
+    int64_t aOff = 0, bOff = 0, cOff = 0, rest = bi;
+    for (int i = r - 1; i >= 0; --i) {
+      int64_t idx = rest % batch.dims[i];
+      rest /= batch.dims[i];
+      aOff += idx * aStrides[i];
+      bOff += idx * bStrides[i];
+      cOff += idx * cStrides[i];
+    }
+    if (k == 0) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          c[cOff + i * cStrides[r] + j * cStrides[r + 1]] = 0.0f;
+      continue;
+    }
+    if (transC)
+      blasGemm(!transB, !transA, n, m, k, 1.0f, b + bOff, ldb, a + aOff, lda,
+               0.0f, c + cOff, ldc);
+    else
+      blasGemm(transA, transB, m, n, k, 1.0f, a + aOff, lda, b + bOff, ldb,
+               0.0f, c + cOff, ldc);
+  }
+}
+
 } // namespace cleave::rt

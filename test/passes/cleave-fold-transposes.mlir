@@ -114,3 +114,26 @@ func.func @left_alone(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>,
       : (tensor<3x4xi32>, tensor<4x5xi32>) -> tensor<3x5xi32>
   return %s, %p : tensor<2x4x8x8xf32>, tensor<3x5xi32>
 }
+
+// -----
+
+// A transpose of a transpose (the backward pass's transpose of a
+// transposed value) reads the original: one transpose, or none when the
+// two cancel.
+// CHECK-LABEL: func.func @transpose_chains
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x8x4x3xf32>)
+func.func @transpose_chains(%x: tensor<2x8x4x3xf32>)
+    -> (tensor<2x4x3x8xf32>, tensor<2x8x4x3xf32>, tensor<2x4x8x3xf32>) {
+  // CHECK: %[[Q:.*]] = cleave.transpose %[[X]] {permutation = array<i64: 0, 2, 1, 3>}
+  // CHECK: %[[QT:.*]] = cleave.transpose %[[X]] {permutation = array<i64: 0, 2, 3, 1>}
+  // CHECK-SAME: -> tensor<2x4x3x8xf32>
+  // CHECK-NEXT: return %[[QT]], %[[X]], %[[Q]]
+  %q = cleave.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
+      : tensor<2x8x4x3xf32> -> tensor<2x4x8x3xf32>
+  %qt = cleave.transpose %q {permutation = array<i64: 0, 1, 3, 2>}
+      : tensor<2x4x8x3xf32> -> tensor<2x4x3x8xf32>
+  %back = cleave.transpose %q {permutation = array<i64: 0, 2, 1, 3>}
+      : tensor<2x4x8x3xf32> -> tensor<2x8x4x3xf32>
+  return %qt, %back, %q
+      : tensor<2x4x3x8xf32>, tensor<2x8x4x3xf32>, tensor<2x4x8x3xf32>
+}

@@ -240,3 +240,42 @@ TEST(Linalg, MatmulVectors) {
 }
 
 } // namespace
+
+// matmulStrided against a naive product over the same strided views:
+// attention's heads read out of [batch, seq, heads, dim] (row stride heads *
+// dim), a transposed operand (unit row stride, read with BLAS's trans), and
+// a result written transposed (unit row stride: computed as b^T a^T).
+TEST(Linalg, MatmulStridedMatchesNaive) {
+  const int64_t batch = 2, heads = 3, seq = 5, dim = 4;
+  auto x = randomVector(batch * seq * heads * dim, 6);
+  auto y = randomVector(batch * seq * heads * dim, 7);
+  // q[b, h, t, d] = x[b, t, h, d]; k^T[b, h, d, t] = y[b, t, h, d].
+  const int64_t q[] = {seq * heads * dim, dim, heads * dim, 1};
+  const int64_t kt[] = {seq * heads * dim, dim, 1, heads * dim};
+  auto element = [](const std::vector<float> &v, const int64_t *s, int64_t b,
+                    int64_t h, int64_t i, int64_t j) {
+    return v[b * s[0] + h * s[1] + i * s[2] + j * s[3]];
+  };
+  for (bool transposedResult : {false, true}) {
+    // scores[b, h, t, u], stored as is or as [b, h, u, t].
+    const int64_t plain[] = {heads * seq * seq, seq * seq, seq, 1};
+    const int64_t swapped[] = {heads * seq * seq, seq * seq, 1, seq};
+    const int64_t *c = transposedResult ? swapped : plain;
+    std::vector<float> out(batch * heads * seq * seq, -99.0f);
+    matmulStrided(Shape{batch, heads}, seq, seq, dim, x.data(), q, y.data(),
+                  kt, out.data(), c);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < seq; ++i)
+          for (int64_t j = 0; j < seq; ++j) {
+            double s = 0.0;
+            for (int64_t p = 0; p < dim; ++p)
+              s += static_cast<double>(element(x, q, b, h, i, p)) *
+                   element(y, kt, b, h, p, j);
+            ASSERT_NEAR(out[b * c[0] + h * c[1] + i * c[2] + j * c[3]], s,
+                        1e-5)
+                << "transposed result " << transposedResult << " at " << b
+                << "," << h << "," << i << "," << j;
+          }
+  }
+}
