@@ -440,7 +440,8 @@ def _dims(text):
 def gemm_calls(source):
     """The cblas_sgemm calls of one training step of a generated program,
     in order, as OpenBLAS alone would make them (runtime/KernelsLinalg.cpp,
-    KernelsConvolution.cpp; linearBackwardSgd as its two GEMMs)."""
+    KernelsConvolution.cpp; linearBackwardSgd as its two GEMMs,
+    matmulStrided as one GEMM per batch matrix)."""
     calls = []
     for line in source.splitlines():
         line = line.strip()
@@ -459,6 +460,17 @@ def gemm_calls(source):
             rows, n, k = (int(m.group(i)) for i in (1, 2, 3))
             calls.append(dict(ta=0, tb=0, m=rows, n=k, k=n, beta=0.0))
             calls.append(dict(ta=1, tb=0, m=n, n=k, k=rows, beta=1.0))
+            continue
+        m = re.match(r"matmulStrided\(Shape\{([0-9, ]*)\}, (\d+), (\d+), "
+                     r"(\d+),", line)
+        if m:
+            # Attention's products read through strides: one sgemm per
+            # batch matrix (transposes as OpenBLAS would read them aside).
+            count = 1
+            for d in _dims(m.group(1)):
+                count *= d
+            calls += [dict(ta=0, tb=0, m=int(m.group(2)), n=int(m.group(3)),
+                           k=int(m.group(4)))] * count
             continue
         m = re.match(rf"matmul\([^,]+, {SHAPE}, [^,]+, {SHAPE}, [^,]+, "
                      rf"{SHAPE}\)", line)
