@@ -38,12 +38,13 @@ LogicalResult Emitter::emitOperation(DropoutOp dropout) {
   // Masks are a pure function of (seed, dropout number, step, index),
   // the same in every run and on every target.
   call(dropout,
-       formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, "
-               "{5})",
+       formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, {5}, "
+               "{6})",
                ref(dropout.getInput()), numElements(dropout.getInput()),
                floatLiteral(dropout.getRatio().convertToFloat()),
-               dropoutNumber.lookup(dropout), ref(dropout.getOutput()),
-               ref(dropout.getMask())));
+               dropoutNumber.lookup(dropout),
+               dropout.getOffset() ? ref(dropout.getOffset()) : "nullptr",
+               ref(dropout.getOutput()), ref(dropout.getMask())));
   return success();
 }
 

@@ -87,8 +87,14 @@ Emitter::Emitter(func::FuncOp func, const EmitOptions &options)
       func, [](Operation *op) { return !elementwiseBody(op).empty(); });
   if (!cuda)
     planStridedMatmuls(func, fusion);
+  // A dropout's stream is numbered in the program order of the step it
+  // comes from: partitioning stamps the number (cleave.dropout_number) so
+  // that micro-batch copies share it and schedules may reorder them.
   func.walk([&](DropoutOp op) {
-    dropoutNumber.try_emplace(op, dropoutNumber.size());
+    auto stamped =
+        op->getAttrOfType<IntegerAttr>(CleaveDialect::kDropoutNumberAttrName);
+    dropoutNumber.try_emplace(op, stamped ? stamped.getInt()
+                                          : int64_t(dropoutNumber.size()));
   });
   func.walk([&](Operation *op) {
     if (isa<RandomUniformOp, RandomNormalOp>(op))

@@ -404,7 +404,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   }
   // Gathers from tables split along the gathered dim, and cross entropies
   // of scores split by class, with the axes.
-  SmallVector<std::pair<Operation *, AxisList>> splitGathers, splitLosses;
+  SmallVector<std::pair<Operation *, AxisList>> splitGathers, splitLosses,
+      splitDropouts;
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       reshard.replaceAllUsesWith(
@@ -462,6 +463,14 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       if (!factorAxes[factor].empty())
         splitGathers.emplace_back(&op, factorAxes[factor]);
     }
+    // A dropout of a block of rows draws that block's part of the whole
+    // tensor's mask.
+    if (auto dropout = dyn_cast<DropoutOp>(op);
+        rule && dropout && dropout.getInput().getType().getRank() > 0) {
+      int64_t factor = rule->operandFactors[0][0];
+      if (factor >= 0 && !factorAxes[factor].empty())
+        splitDropouts.emplace_back(&op, factorAxes[factor]);
+    }
     // The class axes of a class-split loss, which its rewrite reduces.
     AxisList classAxes;
     if (rule && isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op) &&
@@ -492,6 +501,21 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   // Local shapes are known now; the new ops need no sharding.
   for (auto &[op, axes] : splitGathers)
     localizeSplitGather(op, axes, mesh);
+  for (auto &[op, axes] : splitDropouts) {
+    auto dropout = cast<DropoutOp>(op);
+    OpBuilder b(op);
+    LocalBuilder local{b, op->getLoc()};
+    auto index = b.getI64Type();
+    Value block = AxisIndexOp::create(b, op->getLoc(), local.type({}, index),
+                                      axesAttr(context, axes));
+    int64_t elements = dropout.getInput().getType().getNumElements();
+    Value offset = MulOp::create(
+        b, op->getLoc(), block.getType(), block,
+        local.scalar(index, b.getIntegerAttr(index, elements)));
+    if (Value given = dropout.getOffset())
+      offset = AddOp::create(b, op->getLoc(), offset.getType(), offset, given);
+    dropout.getOffsetMutable().assign(offset);
+  }
   for (auto &[op, axes] : splitLosses) {
     if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
       localizeSplitCrossEntropy(loss, axesAttr(context, axes), mesh);

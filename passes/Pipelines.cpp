@@ -203,6 +203,14 @@ llvm::Error
 partitionForLayout(ModuleOp module, func::FuncOp step,
                    const LayoutOptions &layout, CompilePhase last,
                    llvm::function_ref<void(func::FuncOp)> onPropagated) {
+  // Dropouts keep their random streams (their numbers in this program
+  // order) whatever copies and orders partitioning makes.
+  int64_t dropouts = 0;
+  step.walk([&](DropoutOp op) {
+    op->setAttr(CleaveDialect::kDropoutNumberAttrName,
+                IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                 dropouts++));
+  });
   if (layout.recompute != "none")
     if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
           RecomputePassOptions options;

@@ -78,6 +78,13 @@ private:
   bool slicesOverAxis(Operation *op) const;
   /// Micro-batch `m`'s block of `op`'s input; returns the op defining it.
   Operation *sliceForMicroBatch(OpBuilder &b, AllSliceOp op, int64_t m);
+  /// Whether `op` is an axis_index over the micro-batch axis (a split
+  /// dropout's offset): each micro-batch has its own.
+  bool indexesAxis(Operation *op) const;
+  /// Micro-batch `m`'s value of such an axis_index: its index over the
+  /// other axes times the micro-batch count, plus m (the axis is
+  /// innermost, as for the inputs).
+  Operation *indexForMicroBatch(OpBuilder &b, AxisIndexOp op, int64_t m);
   void emitSum(OpBuilder &b, AllReduceOp op);
 
   func::FuncOp func;
@@ -121,6 +128,36 @@ Operation *Unroller::sliceForMicroBatch(OpBuilder &b, AllSliceOp op,
                               b.getDenseI64ArrayAttr(strides));
   perBatch[m].map(op.getResult(), rows.getResult());
   return rows;
+}
+
+bool Unroller::indexesAxis(Operation *op) const {
+  auto index = dyn_cast<AxisIndexOp>(op);
+  return index &&
+         llvm::is_contained(index.getAxes().getAsRange<StringAttr>(), axis);
+}
+
+Operation *Unroller::indexForMicroBatch(OpBuilder &b, AxisIndexOp op,
+                                        int64_t m) {
+  auto type = cast<RankedTensorType>(op.getType());
+  auto constant = [&](int64_t value) {
+    return ConstantOp::create(
+        b, op.getLoc(),
+        DenseElementsAttr::get(type, b.getI64IntegerAttr(value).getValue()));
+  };
+  SmallVector<Attribute> rest;
+  for (Attribute a : op.getAxes())
+    if (a != axis)
+      rest.push_back(a);
+  Operation *value = constant(m);
+  if (!rest.empty()) {
+    Value others =
+        AxisIndexOp::create(b, op.getLoc(), type, b.getArrayAttr(rest));
+    Value scaled =
+        MulOp::create(b, op.getLoc(), type, others, constant(count)->getResult(0));
+    value = AddOp::create(b, op.getLoc(), type, scaled, value->getResult(0));
+  }
+  perBatch[m].map(op.getResult(), value->getResult(0));
+  return value;
 }
 
 LogicalResult Unroller::splitInputs(OpBuilder &b) {
@@ -248,7 +285,7 @@ LogicalResult Unroller::run() {
     if (sumsOverAxis(op)) {
       ++phase;
       numPhases = std::max(numPhases, phase + 1);
-    } else if (dependsOnBatch || slicesOverAxis(op)) {
+    } else if (dependsOnBatch || slicesOverAxis(op) || indexesAxis(op)) {
       for (Value result : op->getResults())
         varies.insert(result);
     }
@@ -257,6 +294,14 @@ LogicalResult Unroller::run() {
         slice.getAxes()[slice.getAxes().size() - 1] != axis)
       return op->emitOpError("slices a value over the axes ")
              << slice.getAxes()
+             << " with the micro-batch axis not innermost, which "
+                "micro-batches cannot cut; compile this model without "
+                "--microbatches";
+    if (auto index = dyn_cast<AxisIndexOp>(op);
+        index && indexesAxis(op) &&
+        index.getAxes()[index.getAxes().size() - 1] != axis)
+      return op->emitOpError("indexes ranks over the axes ")
+             << index.getAxes()
              << " with the micro-batch axis not innermost, which "
                 "micro-batches cannot cut; compile this model without "
                 "--microbatches";
@@ -332,6 +377,7 @@ LogicalResult Unroller::run() {
               llvm::any_of(op->getResults(),
                            [&](Value v) { return varies.contains(v); }))
             (slicesOverAxis(op) ? sliceForMicroBatch(b, cast<AllSliceOp>(op), m)
+             : indexesAxis(op)  ? indexForMicroBatch(b, cast<AxisIndexOp>(op), m)
                                 : b.clone(*op, perBatch[m]))
                 ->setAttr(
                     CleaveDialect::kMicroBatchAttrName,

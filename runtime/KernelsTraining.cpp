@@ -21,9 +21,11 @@ namespace cleave::rt {
 using detail::kParallelGrain;
 
 void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
-             int64_t node, int64_t step, float *y, bool *mask) {
-  detail::runItems(
-      n, n, body::DropoutElement::make(x, ratio, seed, node, step, y, mask));
+             int64_t node, int64_t step, const int64_t *offset, float *y,
+             bool *mask) {
+  detail::runItems(n, n,
+                   body::DropoutElement::make(x, ratio, seed, node, step,
+                                              offset, y, mask));
 }
 
 void randomUniform(float *y, int64_t n, float low, float high, uint64_t seed,

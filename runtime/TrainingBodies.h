@@ -30,18 +30,24 @@ struct DropoutElement {
   const float *x;
   float *y;
   bool *mask;
+  /// Where this block starts in the whole tensor's stream (null: 0); read
+  /// where the element runs, so on the device for the cuda target.
+  const int64_t *offset;
   uint64_t key;
   float ratio;
   /// 1 - ratio in float and a true division, as the Python reference does.
   float keepProb;
 
   static DropoutElement make(const float *x, float ratio, uint64_t seed,
-                             int64_t node, int64_t step, float *y, bool *mask) {
-    return {x, y, mask, rt::dropoutKey(seed, node, step), ratio, 1.0f - ratio};
+                             int64_t node, int64_t step, const int64_t *offset,
+                             float *y, bool *mask) {
+    return {x,     y,     mask, offset, rt::dropoutKey(seed, node, step),
+            ratio, 1.0f - ratio};
   }
 
   CLEAVE_HD void operator()(int64_t i) const {
-    bool keep = rt::dropoutUniformFromKey(key, i) >= ratio;
+    int64_t first = offset ? *offset : 0;
+    bool keep = rt::dropoutUniformFromKey(key, first + i) >= ratio;
     y[i] = keep ? x[i] / keepProb : 0.0f;
     if (mask)
       mask[i] = keep;

@@ -88,6 +88,11 @@ def Cleave_Dialect : Dialect {
         "cleave.recompute";
     static constexpr llvm::StringLiteral kRecomputeSourceAttrName =
         "cleave.recompute_source";
+    /// Op attribute of a training-mode dropout: its number among the
+    /// step's dropouts in program order, stamped before partitioning, which
+    /// names its random stream (runtime/Rng.h) in every copy and order.
+    static constexpr llvm::StringLiteral kDropoutNumberAttrName =
+        "cleave.dropout_number";
   }];
 }
 

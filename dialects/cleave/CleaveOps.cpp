@@ -191,6 +191,9 @@ LogicalResult DropoutOp::verify() {
     return emitOpError() << "ratio " << ratio << " must be in [0, 1)";
   if (getOutput().getType() != getInput().getType())
     return emitOpError("output must have the input's type");
+  if (cast<ShapedType>(getMask().getType()).getShape() !=
+      getInput().getType().getShape())
+    return emitOpError("mask must have the input's shape");
   return success();
 }
 

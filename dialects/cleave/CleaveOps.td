@@ -229,14 +229,17 @@ def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise, SameOperandsAndResultS
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
 }
 
-def Cleave_DropoutOp : Cleave_Op<"dropout", [SameOperandsAndResultShape]> {
+def Cleave_DropoutOp : Cleave_Op<"dropout"> {
   let summary = "random zeroing of elements, scaled to keep the mean";
   let description = [{
     In training mode, zeroes each element with probability `ratio` and scales
     the others by `1 / (1 - ratio)`; `mask` records which elements were kept.
     In inference mode (`training = false`) or with `ratio = 0` it is the
     identity and `mask` is all true. `seed`, when present, fixes the random
-    stream.
+    stream. Element i's draw is that of flat index `offset + i` of the
+    stream (`offset`, when given, a rank-0 i64: where this block of rows
+    starts in the whole tensor), so a batch split over ranks or run in
+    micro-batches is masked as the whole batch would be.
 
     Example:
 
@@ -249,11 +252,13 @@ def Cleave_DropoutOp : Cleave_Op<"dropout", [SameOperandsAndResultShape]> {
     - `0 <= ratio < 1`;
     - `output` has the input's type; `mask` is `i1` of the input's shape.
   }];
-  let arguments = (ins Cleave_FloatTensor:$input, F32Attr:$ratio,
+  let arguments = (ins Cleave_FloatTensor:$input,
+                       Optional<0DTensorOf<[I64]>>:$offset, F32Attr:$ratio,
                        BoolAttr:$training, OptionalAttr<I64Attr>:$seed);
   let results = (outs Cleave_FloatTensor:$output, Cleave_BoolTensor:$mask);
   let assemblyFormat =
-      "$input attr-dict `:` type($input) `->` `(` type($output) `,` type($mask) `)`";
+      "$input (`offset` $offset^ `:` type($offset))? attr-dict `:` "
+      "type($input) `->` `(` type($output) `,` type($mask) `)`";
   let hasVerifier = 1;
 }
 

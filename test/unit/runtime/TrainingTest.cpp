@@ -24,7 +24,7 @@ TEST(Training, DropoutMatchesReferenceMask) {
   // torch_train.py's vector: seed 1234, node 0, step 0, ratio 0.25.
   std::vector<float> x(16, 3.0f), y(16);
   bool mask[16];
-  dropout(x.data(), 16, 0.25f, 1234, 0, 0, y.data(), mask);
+  dropout(x.data(), 16, 0.25f, 1234, 0, 0, nullptr, y.data(), mask);
   std::string keep;
   for (int i = 0; i < 16; ++i) {
     keep += mask[i] ? '1' : '0';
@@ -33,14 +33,29 @@ TEST(Training, DropoutMatchesReferenceMask) {
   EXPECT_EQ(keep, "1011111110110111");
   // A null mask is allowed.
   std::vector<float> y2(16);
-  dropout(x.data(), 16, 0.25f, 1234, 0, 0, y2.data(), nullptr);
+  dropout(x.data(), 16, 0.25f, 1234, 0, 0, nullptr, y2.data(), nullptr);
   EXPECT_EQ(y2, y);
+}
+
+TEST(Training, DropoutOfABlockIsTheWholeTensorsRows) {
+  // A block of rows (a rank's share of the batch, a micro-batch) with its
+  // offset is masked as those rows of the whole tensor.
+  auto x = randomVector(64, 2);
+  std::vector<float> whole(64), block(24);
+  bool wholeMask[64], blockMask[24];
+  dropout(x.data(), 64, 0.3f, 7, 1, 5, nullptr, whole.data(), wholeMask);
+  int64_t offset = 32;
+  dropout(x.data() + 32, 24, 0.3f, 7, 1, 5, &offset, block.data(), blockMask);
+  for (int i = 0; i < 24; ++i) {
+    EXPECT_EQ(block[i], whole[32 + i]) << i;
+    EXPECT_EQ(blockMask[i], wholeMask[32 + i]) << i;
+  }
 }
 
 TEST(Training, DropoutRatioZeroIsIdentity) {
   auto x = randomVector(100, 1);
   std::vector<float> y(100);
-  dropout(x.data(), 100, 0.0f, 5, 2, 3, y.data(), nullptr);
+  dropout(x.data(), 100, 0.0f, 5, 2, 3, nullptr, y.data(), nullptr);
   EXPECT_EQ(y, x);
 }
 
@@ -49,7 +64,7 @@ TEST(Training, DropoutLargeKeepsExpectedFraction) {
   const int64_t n = 200000;
   std::vector<float> x(n, 1.0f), y(n);
   std::vector<char> mask(n);
-  dropout(x.data(), n, 0.1f, 99, 4, 17, y.data(),
+  dropout(x.data(), n, 0.1f, 99, 4, 17, nullptr, y.data(),
           reinterpret_cast<bool *>(mask.data()));
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
