@@ -132,8 +132,12 @@ void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion) {
         fusion.groups.count(transpose))
       return {};
     // An activation another op computes (not a parameter an update writes
-    // in place, nor a collective's result that is awaited at its reader).
-    Operation *def = transpose.getInput().getDefiningOp();
+    // in place, or a view of one, nor a collective's result that is
+    // awaited at its reader).
+    Value storage = transpose.getInput();
+    while (auto view = storage.getDefiningOp<ReshapeOp>())
+      storage = view.getInput();
+    Operation *def = storage.getDefiningOp();
     if (!def || def->getNumRegions() ||
         isa<ConstantOp, AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp,
             SendRecvOp>(def))
