@@ -6,9 +6,11 @@
 // matmul with the bias epilogue. Tensors are named after their ONNX node.
 
 // CPU-LABEL: static void trainStep(StepContext &ctx) {
-// CPU: auto *fc = reinterpret_cast<float *>(ctx.arena + 0);
+// CPU: CLEAVE_TRACE_BEGIN(0);
+// CPU-NEXT: auto *fc = reinterpret_cast<float *>(ctx.arena + 0);
 // CPU-NEXT: broadcastTo(b, Shape{2}, fc, Shape{4, 2});  // fc
 // CPU-NEXT: gemm(false, true, 4, 2, 3, 1.000000000e+00f, x, w, 1.000000000e+00f, fc);  // fc
+// CPU-NEXT: CLEAVE_TRACE_END(0, -1);
 // CPU-NEXT: std::copy_n(fc, 8, static_cast<float *>(ctx.tensors[3]));  // output out
 
 // CUDA-LABEL: static void trainStep(StepContext &ctx) {
