@@ -23,6 +23,7 @@ static constexpr const char *kRuntimeNames =
     "GemmEpilogue randomUniform randomNormal writeScalar deviceAddress "
     "synchronize cuda startAllReduceBucket finishAllReduceBucket "
     "allGatherDim reduceScatterDim allSliceDim writeAxisIndex sendRecv "
+    "sendAsync startReceive "
     "kNoPeer meshCoord AxisGroup MeshSpec PipelineSpec TensorSpec Program "
     "StepContext IndexInputCheck runProgram rt indexChecks numIndexChecks "
     "kernelScratchBytes cudaDeviceHooks";

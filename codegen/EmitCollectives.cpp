@@ -89,17 +89,31 @@ LogicalResult Emitter::emitOperation(SendRecvOp op) {
   Value value = op.getInput();
   std::string bytes =
       formatv("{0} * {1}", numElements(value), elementBytes(value)).str();
+  // The cpu target overlaps hand-overs with compute: the sender sends a
+  // copy and goes on; the receiver posts the receive here and waits before
+  // the first use. (The cuda target's NCCL calls are asynchronous on the
+  // communication stream already.)
   if (stage == op.getSourceAttr().getInt()) {
-    call(op, formatv("sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})",
+    call(op, formatv(cuda ? "sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})"
+                          : "sendAsync({0}, {1}, {2}, {3})",
                      ref(value), bytes, op.getDestAttr().getInt(), group));
     return success();
   }
   declare(op.getResult(), nodeName(op.getLoc()).empty()
                               ? std::string("received")
                               : nodeName(op.getLoc()));
-  call(op,
-       formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
-               ref(op.getResult()), bytes, op.getSourceAttr().getInt(), group));
+  if (cuda) {
+    call(op, formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
+                     ref(op.getResult()), bytes, op.getSourceAttr().getInt(),
+                     group));
+    return success();
+  }
+  std::string name = uniqueName(baseName(op) + "_recv");
+  globals << "static int64_t " << name << ";\n";
+  call(op, formatv("{0} = startReceive({1}, {2}, {3}, {4})", name,
+                   ref(op.getResult()), bytes, op.getSourceAttr().getInt(),
+                   group));
+  pendingWaits[firstUser(op)].push_back(name);
   return success();
 }
 

@@ -28,6 +28,20 @@ int64_t nextBucket = 0;
 /// Staging buffers of finished buckets, kept for the next step's: a fresh
 /// allocation of a large bucket costs a page fault per 4 KiB every step.
 std::vector<std::vector<char>> spareStagings;
+/// Sends in flight with the copies they read.
+std::vector<std::pair<CollectiveHandle, std::vector<char>>> pendingSends;
+
+/// A staging buffer of `bytes`, a spare one if there is.
+std::vector<char> stagingOf(size_t bytes) {
+  auto spare = std::find_if(
+      spareStagings.begin(), spareStagings.end(),
+      [&](const std::vector<char> &b) { return b.size() == bytes; });
+  if (spare == spareStagings.end())
+    return std::vector<char>(bytes);
+  std::vector<char> staging = std::move(*spare);
+  spareStagings.erase(spare);
+  return staging;
+}
 
 } // namespace
 
@@ -48,16 +62,7 @@ int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
       std::memcpy(outputs[0], inputs[0], counts[0] * pending.elementBytes);
     pending.handle = startAllReduceSum(outputs[0], counts[0], type, group);
   } else {
-    int64_t bytes = total * pending.elementBytes;
-    auto spare = std::find_if(
-        spareStagings.begin(), spareStagings.end(),
-        [&](const std::vector<char> &b) { return b.size() == size_t(bytes); });
-    if (spare != spareStagings.end()) {
-      pending.staging = std::move(*spare);
-      spareStagings.erase(spare);
-    } else {
-      pending.staging.resize(bytes);
-    }
+    pending.staging = stagingOf(total * pending.elementBytes);
     for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
       std::memcpy(pending.staging.data() + offset * pending.elementBytes,
                   inputs[i], counts[i] * pending.elementBytes);
@@ -82,6 +87,34 @@ void finishAllReduceBucket(int64_t bucket) {
     spareStagings.push_back(std::move(pending.staging));
   }
   pendingBuckets.erase(it);
+}
+
+void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group) {
+  // Copies of finished sends serve again.
+  for (auto it = pendingSends.begin(); it != pendingSends.end();)
+    if (collectiveDone(it->first)) {
+      spareStagings.push_back(std::move(it->second));
+      it = pendingSends.erase(it);
+    } else {
+      ++it;
+    }
+  std::vector<char> staging = stagingOf(bytes);
+  if (bytes > 0)
+    std::memcpy(staging.data(), in, bytes);
+  CollectiveHandle handle =
+      startSendRecv(staging.data(), nullptr, bytes, sendTo, kNoPeer, group);
+  pendingSends.emplace_back(handle, std::move(staging));
+}
+
+int64_t startReceive(void *out, int64_t bytes, int recvFrom,
+                     AxisGroup group) {
+  PendingBucket pending;
+  pending.elementBytes = 1;
+  pending.handle =
+      startSendRecv(nullptr, out, bytes, kNoPeer, recvFrom, group);
+  int64_t id = nextBucket++;
+  pendingBuckets.emplace(id, std::move(pending));
+  return id;
 }
 
 namespace {

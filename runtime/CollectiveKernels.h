@@ -27,6 +27,15 @@ int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
                              AxisGroup group);
 void finishAllReduceBucket(int64_t bucket);
 
+/// Pipeline hand-overs that overlap compute. sendAsync copies `in` (so the
+/// step may reuse its buffer at once) and sends the copy to group rank
+/// `sendTo` on the communication thread. startReceive receives `bytes`
+/// from group rank `recvFrom` into `out` there; the step calls
+/// finishAllReduceBucket with its number (a started exchange, as a bucket
+/// is) before the first use of `out`.
+void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group);
+int64_t startReceive(void *out, int64_t bytes, int recvFrom, AxisGroup group);
+
 /// out = the concatenation along `dim` of the group's `in` blocks.
 void allGatherDim(const void *in, const Shape &inShape, int dim,
                   int64_t elementBytes, void *out, AxisGroup group);

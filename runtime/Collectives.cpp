@@ -600,6 +600,19 @@ CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
   return submit([=] { runAllReduce(data, count, type, group); });
 }
 
+CollectiveHandle startSendRecv(const void *in, void *out, int64_t bytes,
+                               int sendTo, int recvFrom, AxisGroup group) {
+  return submit(
+      [=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
+}
+
+bool collectiveDone(CollectiveHandle handle) {
+  if (!commQueue)
+    return true;
+  std::lock_guard<std::mutex> lock(commQueue->mutex);
+  return commQueue->completed >= handle;
+}
+
 void waitCollective(CollectiveHandle handle) {
   if (!commQueue)
     return;

@@ -76,7 +76,13 @@ void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
 using CollectiveHandle = int64_t;
 CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
                                    AxisGroup group);
+/// sendRecv on the communication thread; `in` is read and `out` written
+/// until waitCollective.
+CollectiveHandle startSendRecv(const void *in, void *out, int64_t bytes,
+                               int sendTo, int recvFrom, AxisGroup group);
 void waitCollective(CollectiveHandle handle);
+/// Whether a started collective has finished (never blocks).
+bool collectiveDone(CollectiveHandle handle);
 
 /// How long, in seconds, a collective waits for its peers before it aborts
 /// the job (--collective-timeout); 0 waits forever. Set before the
