@@ -74,19 +74,10 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
     if (auto attr = func.getArgAttrOfType<ShardingAttr>(
             i, CleaveDialect::kShardingAttrName);
         attr && mesh && !attr.isFullyReplicated()) {
-      std::string text;
       SmallVector<int64_t> shape(globalType.getShape());
-      for (int64_t d = 0; d < globalType.getRank(); ++d) {
-        SmallVector<StringAttr> axes = attr.getDimAxes(d);
-        shape[d] *= mesh.getGroupSize(axes);
-        std::string dim = axes.empty() ? "_" : "";
-        for (StringAttr axis : axes)
-          dim += (dim.empty() ? "" : ",") + axis.getValue().str();
-        if (axes.size() > 1)
-          dim = "{" + dim + "}";
-        text += (d ? "," : "") + dim;
-      }
-      sharding = cppStringLiteral("[" + text + "]");
+      for (int64_t d = 0; d < globalType.getRank(); ++d)
+        shape[d] *= mesh.getGroupSize(attr.getDimAxes(d));
+      sharding = cppStringLiteral(attr.formatDims());
       globalType = RankedTensorType::get(shape, globalType.getElementType());
     }
     int64_t offset = -1;

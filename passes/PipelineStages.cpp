@@ -19,10 +19,18 @@
 // them (a copy each). The micro-batch copies of an op
 // (cleave-unroll-microbatches) share a stage.
 //
+// The cut is into chunks: one per stage, or V per stage for the
+// interleaved schedule (chunk c on stage c mod p); everything above is
+// about chunks, and only attributes and transfers name stages. A parameter
+// read forward by several chunks (tied weights) lives in the first and
+// only its update is pinned there. For a schedule other than GPipe the
+// block is then reordered (PipelineSchedule.h).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/PipelineSchedule.h"
+#include "passes/TrainingStep.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -104,7 +112,7 @@ private:
   /// a schedule that starts backward passes before the last forward pass
   /// has the count without waiting for the loss.
   void separateDataReductions();
-  LogicalResult assignForward(Value loss);
+  LogicalResult assignForward();
   LogicalResult assignParameterHomes();
   LogicalResult assignRest();
   /// The stage where `value` is computed; nullopt for values every stage
@@ -206,20 +214,10 @@ void StageAssigner::separateDataReductions() {
   }
 }
 
-LogicalResult StageAssigner::assignForward(Value loss) {
+LogicalResult StageAssigner::assignForward() {
   // The ops the loss depends on, in program order.
-  SmallVector<Operation *> worklist;
-  llvm::DenseSet<Operation *> needed;
-  if (Operation *def = loss.getDefiningOp())
-    worklist.push_back(def);
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (everywhere.contains(op) || !needed.insert(op).second)
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-  }
+  llvm::DenseSet<Operation *> needed = forwardOps(
+      func, [&](Operation *op) { return everywhere.contains(op); });
   // Units of the cut: an op, or all micro-batch copies of one op
   // (cleave-unroll-microbatches), in the order they first appear: stages
   // split layers, and every micro-batch passes through all of them.
@@ -627,10 +625,6 @@ void StageAssigner::placeSharedOps() {
 
 LogicalResult StageAssigner::run() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  Value loss;
-  for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
-      loss = ret.getOperand(i);
   // Tensors may be split over the other axes (tensor parallel, ZeRO), never
   // over the stages'.
   for (BlockArgument arg : body.getArguments()) {
@@ -649,7 +643,7 @@ LogicalResult StageAssigner::run() {
   findEverywhereOps();
   if (schedule.schedule != PipelineSchedule::GPipe)
     separateDataReductions();
-  if (failed(assignForward(loss)) || failed(assignParameterHomes()) ||
+  if (failed(assignForward()) || failed(assignParameterHomes()) ||
       failed(assignRest()))
     return failure();
   pullTowardUsers();
@@ -722,11 +716,7 @@ struct PipelineStagesPass
     module->setAttr(CleaveDialect::kPipelineAttrName, axisAttr);
     bool found = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      bool isStep = false;
-      for (unsigned i = 0; i < func.getNumResults(); ++i)
-        isStep |=
-            func.getResultAttr(i, CleaveDialect::kLossAttrName) != nullptr;
-      if (!isStep)
+      if (!lossOf(func))
         continue;
       found = true;
       ScheduleShape shape;

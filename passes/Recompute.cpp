@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TrainingStep.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -65,21 +66,7 @@ private:
 };
 
 void Recomputer::findForward() {
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  llvm::DenseSet<Operation *> needed;
-  SmallVector<Operation *> worklist;
-  for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
-      if (Operation *def = ret.getOperand(i).getDefiningOp())
-        worklist.push_back(def);
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (!needed.insert(op).second)
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-  }
+  llvm::DenseSet<Operation *> needed = forwardOps(func);
   llvm::DenseSet<Value> fromData;
   for (BlockArgument arg : body.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName))
@@ -222,10 +209,7 @@ struct RecomputePass
           << mode << "'; use full or selective";
       return signalPassFailure();
     }
-    bool isStep = false;
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
-      isStep |= func.getResultAttr(i, CleaveDialect::kLossAttrName) != nullptr;
-    if (isStep)
+    if (lossOf(func))
       Recomputer(func, mode == "selective").run();
   }
 };

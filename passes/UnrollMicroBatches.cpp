@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TrainingStep.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -339,21 +340,7 @@ LogicalResult Unroller::run() {
                             "micro-batches apply to training steps whose "
                             "only batch-dependent result is the loss");
 
-  // The forward ops: those the loss depends on.
-  llvm::DenseSet<Operation *> forward;
-  SmallVector<Operation *> worklist;
-  for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (func.getResultAttr(i, CleaveDialect::kLossAttrName))
-      if (Operation *def = ret.getOperand(i).getDefiningOp())
-        worklist.push_back(def);
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (!forward.insert(op).second)
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-  }
+  llvm::DenseSet<Operation *> forward = forwardOps(func);
 
   OpBuilder b(ret);
   if (failed(splitInputs(b)))

@@ -329,23 +329,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   FailureOr<EmittedProgram> program = emitProgram(step, emitOptions);
   if (failed(program))
     return llvm::make_error<DiagnosedError>();
-  std::vector<int64_t> held(stages, 0);
-  for (BlockArgument arg : step.getArguments()) {
-    unsigned i = arg.getArgNumber();
-    if (!step.getArgAttr(i, CleaveDialect::kParamAttrName) &&
-        !step.getArgAttr(i, CleaveDialect::kStateAttrName))
-      continue;
-    int64_t bytes = tensorBytes(arg.getType());
-    auto at =
-        step.getArgAttrOfType<IntegerAttr>(i, CleaveDialect::kStageAttrName);
-    for (int64_t s = 0; s < stages; ++s)
-      if (!at || stages == 1 || at.getInt() == s)
-        held[s] += bytes;
-  }
-  p.persistentBytes = *std::max_element(held.begin(), held.end());
   p.scratchBytes = program->arenaBytes;
 
-  // The same numbers by stage and kind, and the tensors behind them.
+  // Parameters and state by stage and kind, and the tensors behind them.
   p.stageMemory.assign(stages, StageMemory{});
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -372,20 +358,13 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     if (auto sharding = step.getArgAttrOfType<ShardingAttr>(
             i, CleaveDialect::kShardingAttrName);
         sharding && mesh && !sharding.isFullyReplicated()) {
-      std::string text;
-      for (int64_t d = 0; d < static_cast<int64_t>(tensor.shape.size()); ++d) {
-        SmallVector<StringAttr> axes = sharding.getDimAxes(d);
-        std::string dim = axes.empty() ? "_" : "";
-        for (StringAttr axis : axes)
-          dim += (dim.empty() ? "" : ",") + axis.getValue().str();
-        if (axes.size() > 1)
-          dim = "{" + dim + "}";
-        text += (d ? "," : "") + dim;
-      }
-      tensor.sharding = "[" + text + "]";
+      tensor.sharding = sharding.formatDims();
     }
     p.tensors.push_back(std::move(tensor));
   }
+  for (const StageMemory &memory : p.stageMemory)
+    p.persistentBytes = std::max(p.persistentBytes,
+                                 memory.parameters + memory.optimizerState);
   for (int64_t s = 0; s < stages; ++s) {
     size_t at = std::min<size_t>(s, program->stageArenaBytes.size() - 1);
     p.stageMemory[s].gradients = program->stageGradientBytes[at];

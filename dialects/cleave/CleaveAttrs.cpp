@@ -259,6 +259,23 @@ bool ShardingAttr::isFullyReplicated() const {
                       [](ArrayAttr axes) { return axes.empty(); });
 }
 
+std::string ShardingAttr::formatDims() const {
+  std::string text = "[";
+  for (auto [d, axes] : llvm::enumerate(getDims().getAsRange<ArrayAttr>())) {
+    if (d)
+      text += ",";
+    if (axes.empty())
+      text += "_";
+    if (axes.size() > 1)
+      text += "{";
+    for (auto [i, axis] : llvm::enumerate(axes.getAsRange<StringAttr>()))
+      text += (i ? "," : "") + axis.getValue().str();
+    if (axes.size() > 1)
+      text += "}";
+  }
+  return text + "]";
+}
+
 std::optional<std::string>
 ShardingAttr::checkAgainst(MeshAttr mesh, ShapedType type) const {
   std::string message;

@@ -121,6 +121,9 @@ def Cleave_ShardingAttr : Cleave_Attr<"Sharding", "sharding"> {
     static ShardingAttr getReplicated(::mlir::MLIRContext *context,
                                       int64_t rank);
     bool isFullyReplicated() const;
+    /// The dims as hints files and the runtime write them: [dp,_] (a dim
+    /// split over several axes lists them in braces).
+    std::string formatDims() const;
     /// Checks the sharding against `mesh` and the global `type`: known
     /// axes, matching rank, every split dimension divisible by its axes.
     /// On failure returns a message that names no tensor (the caller does).
