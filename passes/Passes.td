@@ -375,7 +375,7 @@ def RecomputePass : Pass<"cleave-recompute", "::mlir::func::FuncOp"> {
     the forward op each repeats `cleave.recompute_source = N`, so CSE never
     merges them and pipeline stages can find the original. A model whose
     layers hold nothing to recompute (an MLP, whose every activation is a
-    checkpoint) is left as it is.
+    checkpoint) is left as it is, with a warning.
 
     Runs on the global training step, before sharding, so partitioning,
     micro-batches and pipeline stages treat the copies as backward ops,

@@ -209,8 +209,13 @@ struct RecomputePass
           << mode << "'; use full or selective";
       return signalPassFailure();
     }
-    if (lossOf(func))
-      Recomputer(func, mode == "selective").run();
+    // Saying so beats a silent no-op: the user asked for less memory.
+    if (lossOf(func) && Recomputer(func, mode == "selective").run() == 0)
+      func.emitWarning("recomputation (")
+          << mode
+          << ") finds nothing to recompute: every activation the backward "
+             "pass reads is a layer boundary, a dropout's or the loss "
+             "layer's; the step keeps its memory";
   }
 };
 
