@@ -188,6 +188,11 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--distributed", action="store_true")
+    p.add_argument("--layout", action="append", default=[],
+                   metavar="TAG=FLAGS",
+                   help="also train with these compile flags (a --mesh "
+                   "among them sets the rank count), e.g. 'pp2=--mesh pp=2 "
+                   "--pipeline pp'; repeatable")
     p.add_argument("--mpirun", default="mpirun --allow-run-as-root "
                    "--oversubscribe --timeout 600")
     p.add_argument("--markdown", action="store_true")
@@ -245,13 +250,24 @@ def main():
     check_losses(checks, "single vs float64", single, exact_losses, bounds)
 
     # 3. Distributed layouts, with the same checks.
-    layouts = [("dp2", "dp"), ("zero2", "zero2")] if opts.distributed else []
-    for tag, strategy in layouts:
-        run(compile_cmd + ["--mesh", "dp=2", "--strategy", strategy, "-o",
-                           os.path.join(work, tag)])
-        one_step(tag, tag, ranks=2)
+    layouts = ([("dp2", "--mesh dp=2 --strategy dp"),
+                ("zero2", "--mesh dp=2 --strategy zero2")]
+               if opts.distributed else [])
+    for layout in opts.layout:
+        tag, _, flags = layout.partition("=")
+        if not tag or not flags:
+            raise SystemExit(f"--layout '{layout}' is not TAG=FLAGS")
+        layouts.append((tag, flags))
+    for tag, flags in layouts:
+        flags = flags.split()
+        ranks = 1
+        if "--mesh" in flags:
+            for axis in flags[flags.index("--mesh") + 1].split(","):
+                ranks *= int(axis.split("=")[1])
+        run(compile_cmd + flags + ["-o", os.path.join(work, tag)])
+        one_step(tag, tag, ranks=ranks)
         check_losses(checks, f"{tag} vs float64",
-                     train(tag, opts.steps, tag, ranks=2), exact_losses,
+                     train(tag, opts.steps, tag, ranks=ranks), exact_losses,
                      bounds)
 
     proto = onnx.load(model_path)
