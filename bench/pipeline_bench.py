@@ -20,7 +20,10 @@ two stages can be equal).
 The bubble: one rank running the same micro-batches (gradient
 accumulation) does twice a stage's work; the share of a pipelined step
 beyond half of that is the bubble (with the transfers), next to the
-schedule's ideal (p - 1) / (m V + p - 1).
+schedule's ideal (p - 1) / (m V + p - 1). Each pipelined run is also
+traced for one step (`--trace`), and each stage's idle share of that step
+(no compute slice running: the bubble and the waits for hand-overs, as
+its timeline shows them) is listed per stage.
 
 All train with SGD (lr 0.01) on synthetic data, the same global batch,
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 and the same OpenBLAS; seconds
@@ -34,6 +37,7 @@ There is no PyTorch column: Debian's PyTorch 1.13 has no CPU pipeline
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -83,6 +87,8 @@ def export_deep_mlp(layers, width, batch, path):
 
 
 def compile_and_time(model, flags, ranks, steps, batch, work, name):
+    """Seconds per step, and with stages each stage's idle share of a
+    traced step (None without)."""
     binary = os.path.join(work, name)
     subprocess.run([os.path.join(ROOT, "build", "bin", "cleave"), "compile",
                     model, "--optimizer", "sgd", "--lr", str(bench.LR),
@@ -94,7 +100,32 @@ def compile_and_time(model, flags, ranks, steps, batch, work, name):
                 MPIRUN + ["-np", str(ranks), binary]) + ' "$@"\n')
         os.chmod(launcher, 0o755)
         binary = launcher
-    return bench.run_cleave(binary, steps, batch, environment())["step_s"]
+    seconds = bench.run_cleave(binary, steps, batch, environment())["step_s"]
+    if "--pipeline" not in flags:
+        return seconds, None
+    trace = os.path.join(work, name + ".trace.json")
+    subprocess.run([binary, "--synthetic", "--steps", "3", "--quiet",
+                    "--trace", trace, "--trace-steps", "2:3"],
+                   env=environment(), check=True)
+    return seconds, idle_by_rank(trace)
+
+
+def idle_by_rank(trace):
+    """Each rank's share of its traced step spent in no compute slice
+    (forward, backward, update, other): the bubble and the waits for
+    hand-overs, as the timeline shows them."""
+    with open(trace) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    idle = {}
+    for step in (e for e in events if e.get("cat") == "step"):
+        busy = sum(e["dur"] for e in events
+                   if e.get("ph") == "X" and e["pid"] == step["pid"]
+                   and e.get("cat") in ("forward", "backward", "update",
+                                        "other")
+                   and step["ts"] <= e["ts"] <= step["ts"] + step["dur"])
+        idle[step["pid"]] = 1 - busy / step["dur"]
+    return [idle[rank] for rank in sorted(idle)]
 
 
 def main():
@@ -129,9 +160,9 @@ def main():
                                    "--virtual-stages", str(v)], 2,
                  (p - 1) / (m * v + p - 1))]
         for i, (label, flags, ranks, ideal) in enumerate(runs):
-            seconds = compile_and_time(model, flags, ranks, opts.steps,
-                                       opts.batch, work, f"run{i}")
-            rows.append((label, ranks, seconds, ideal))
+            seconds, idle = compile_and_time(model, flags, ranks, opts.steps,
+                                             opts.batch, work, f"run{i}")
+            rows.append((label, ranks, seconds, ideal, idle))
             print(f"{label}: {seconds * 1e3:.1f} ms/step", file=sys.stderr)
     single = rows[0][2]
     # A stage's work is half of one rank running the same micro-batches;
@@ -139,13 +170,15 @@ def main():
     work_per_stage = rows[1][2] / p
     if opts.markdown:
         print("| configuration | ranks | ms/step | speed vs single | "
-              "bubble measured | bubble ideal |")
-        print("|---|---:|---:|---:|---:|---:|")
-    for label, ranks, seconds, ideal in rows:
-        bubble = ["", ""]
+              "bubble measured | bubble ideal | idle per stage (trace) |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+    for label, ranks, seconds, ideal, idle in rows:
+        bubble = ["", "", ""]
         if ideal is not None:
             bubble = [f"{100 * (1 - work_per_stage / seconds):.0f}%",
-                      f"{100 * ideal:.0f}%"]
+                      f"{100 * ideal:.0f}%", ""]
+        if idle is not None:
+            bubble[2] = " / ".join(f"{100 * share:.0f}%" for share in idle)
         cells = [label, str(ranks), f"{seconds * 1e3:.1f}",
                  f"{single / seconds:.2f}x", *bubble]
         print(("| " + " | ".join(cells) + " |") if opts.markdown
@@ -154,7 +187,8 @@ def main():
     print(f"MLP of {opts.layers} layers of {opts.width}, global batch "
           f"{opts.batch}, one thread per rank, OpenBLAS from "
           f"{bench.OPENBLAS_DIR}. Bubble measured: 1 - (one rank with the "
-          f"same micro-batches / 2) / the step.")
+          f"same micro-batches / 2) / the step. Idle per stage: the share of a "
+          f"traced step (--trace) each stage spends in no compute slice.")
     return 0
 
 
