@@ -707,7 +707,7 @@ struct PipelineStagesPass
     if (virtualStages < 1 ||
         (virtualStages > 1) != (*kind == PipelineSchedule::Interleaved)) {
       module.emitError("virtual-stages = ")
-          << virtualStages
+          << static_cast<int64_t>(virtualStages)
           << ": the interleaved schedule needs at least 2 chunks per stage, "
              "the others exactly 1";
       return signalPassFailure();
