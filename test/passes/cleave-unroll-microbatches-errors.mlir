@@ -26,3 +26,20 @@ module attributes {cleave.mesh = #cleave.mesh<mb = 2>} {
     return %r : tensor<f32>
   }
 }
+
+// -----
+
+// A rank index over the micro-batch axis and another, the micro-batch axis
+// major (a split dropout's offset): micro-batch m's index is not m plus a
+// block of this rank's, so it is refused.
+module attributes {cleave.mesh = #cleave.mesh<dp = 2, mb = 2>} {
+  func.func @index(%x: tensor<1x2xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[dp, mb], []]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
+    // expected-error @+1 {{indexes ranks over the axes ["mb", "dp"] with the micro-batch axis not innermost}}
+    %i = cleave.axis_index over ["mb", "dp"] : tensor<i64>
+    %f = cleave.cast %i : tensor<i64> to tensor<f32>
+    %a = cleave.add %x, %f : (tensor<1x2xf32>, tensor<f32>) -> tensor<1x2xf32>
+    %r = cleave.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = false} : tensor<1x2xf32> -> tensor<f32>
+    %l = cleave.all_reduce %r over ["dp", "mb"] : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
