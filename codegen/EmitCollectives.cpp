@@ -22,6 +22,13 @@ std::string Emitter::axisGroup(ArrayAttr axes) {
   return formatv("AxisGroup{{{{{0}}, {1}}", list, axes.size()).str();
 }
 
+std::string Emitter::globalHandle(const std::string &base) {
+  std::string handle = cppNames.unique(base);
+  handleBase[handle] = base;
+  globals << "static int64_t " << handle << ";\n";
+  return handle;
+}
+
 LogicalResult Emitter::emitOperation(AllReduceOp allReduce) {
   Type element = tensorType(allReduce.getInputs()[0]).getElementType();
   std::string ins, outs, counts;
@@ -36,18 +43,19 @@ LogicalResult Emitter::emitOperation(AllReduceOp allReduce) {
   // Started here, finished before the first use of a result, so
   // the exchange overlaps the ops in between (the rest of the
   // backward pass, for gradient buckets).
+  std::string handle = globalHandle(baseName(allReduce) + "_comm");
   std::string name = uniqueName(baseName(allReduce) + "_comm");
   body << formatv("  {{\n    const void *{0}_in[] = {{{1}};\n"
                   "    void *{0}_out[] = {{{2}};\n"
                   "    const int64_t {0}_count[] = {{{3}};\n",
                   name, ins, outs, counts);
-  call(allReduce, formatv("  {0} = startAllReduceBucket({0}_in, {0}_out, "
-                          "{0}_count, {1}, {2}, {3})",
-                          name, allReduce.getInputs().size(),
-                          dtypeEnum(element), axisGroup(allReduce.getAxes())));
+  call(allReduce, formatv("  {0} = startAllReduceBucket({1}_in, {1}_out, "
+                          "{1}_count, {2}, {3}, {4})",
+                          handleRef(handle), name,
+                          allReduce.getInputs().size(), dtypeEnum(element),
+                          axisGroup(allReduce.getAxes())));
   body << "  }\n";
-  globals << "static int64_t " << name << ";\n";
-  pendingWaits[firstUser(allReduce)].push_back(name);
+  pendingWaits[firstUser(allReduce)].push_back(handle);
   return success();
 }
 
@@ -108,12 +116,11 @@ LogicalResult Emitter::emitOperation(SendRecvOp op) {
                      group));
     return success();
   }
-  std::string name = uniqueName(baseName(op) + "_recv");
-  globals << "static int64_t " << name << ";\n";
-  call(op, formatv("{0} = startReceive({1}, {2}, {3}, {4})", name,
+  std::string handle = globalHandle(baseName(op) + "_recv");
+  call(op, formatv("{0} = startReceive({1}, {2}, {3}, {4})", handleRef(handle),
                    ref(op.getResult()), bytes, op.getSourceAttr().getInt(),
                    group));
-  pendingWaits[firstUser(op)].push_back(name);
+  pendingWaits[firstUser(op)].push_back(handle);
   return success();
 }
 

@@ -17,7 +17,7 @@ namespace mlir::cleave::codegen {
 
 LogicalResult Emitter::emitConstant(ConstantOp op) {
   // Every pipeline stage's step reads the one global array.
-  if (std::string name = ref(op.getResult()); !name.empty()) {
+  if (std::string name = names.lookup(op.getResult()); !name.empty()) {
     if (cuda)
       body << formatv("  const {0} *{1} = deviceAddress({1}_data);\n",
                       elementType(op.getResult()), name);

@@ -40,12 +40,21 @@ int Emitter::traceRow(Operation *op, StringRef kind) {
                     ? transfer.getDestAttr().getInt()
                     : transfer.getSourceAttr().getInt();
   }
-  traceRows.push_back(formatv("  {{{0}, {1}, \"{2}\", {3}, {4}, {5}, {6}},",
-                              cppStringLiteral(name), cppStringLiteral(opKind),
-                              phase, stage < 0 ? 0 : stage,
-                              StepPhases::microbatchOf(op), peerStage, peerAxis)
-                          .str());
-  return static_cast<int>(traceRows.size()) - 1;
+  // In a part, the micro-batch is the part's (its code is every
+  // micro-batch's): rows of copies of one op are one row.
+  int64_t microbatch = StepPhases::microbatchOf(op);
+  std::string row =
+      formatv("  {{{0}, {1}, \"{2}\", {3}, {4}, {5}, {6}},",
+              cppStringLiteral(name), cppStringLiteral(opKind), phase,
+              stage < 0 ? 0 : stage,
+              part && microbatch >= 0 ? std::string("kPartMicrobatch")
+                                      : std::to_string(microbatch),
+              peerStage, peerAxis)
+          .str();
+  auto [it, isNew] = traceRowIndex.try_emplace(row, traceRows.size());
+  if (isNew)
+    traceRows.push_back(row);
+  return it->second;
 }
 
 std::string Emitter::traceBytes(Operation *op) {

@@ -128,10 +128,11 @@ void Emitter::finishCollectivesUsedBy(Operation *op) {
   for (const std::string &bucket : pendingWaits.lookup(op)) {
     auto row = waitTraceRow.find(bucket);
     if (row != waitTraceRow.end())
-      body << "  CLEAVE_TRACE_BEGIN(" << row->second << ");\n";
-    body << "  finishAllReduceBucket(" << bucket << ");\n";
+      body << "  CLEAVE_TRACE_BEGIN(" << rowRef(row->second) << ", "
+           << traceMicrobatch() << ");\n";
+    body << "  finishAllReduceBucket(" << handleRef(bucket) << ");\n";
     if (row != waitTraceRow.end())
-      body << "  CLEAVE_TRACE_END(" << row->second << ", -1);\n";
+      body << "  CLEAVE_TRACE_END(" << rowRef(row->second) << ", -1);\n";
   }
   pendingWaits.erase(op);
 }
@@ -139,13 +140,22 @@ void Emitter::finishCollectivesUsedBy(Operation *op) {
 void Emitter::declare(Value value, StringRef base) {
   Value root = plan.root(value);
   if (root != value) {
-    names[value] = names.lookup(root);
+    std::string rootName = ref(root);
+    (part ? part->local : names)[value] = rootName;
+    return;
+  }
+  int64_t offset = plan.arenaOffset.lookup(value);
+  if (part) {
+    std::string declaration = "  auto *{0} = static_cast<" +
+                              elementType(value) + " *>({1});\n";
+    part->local[value] =
+        bindSlot(offset, base, declaration.c_str());
     return;
   }
   std::string name = uniqueName(base);
   names[value] = name;
   body << formatv("  auto *{0} = reinterpret_cast<{1} *>(ctx.arena + {2});\n",
-                  name, elementType(value), plan.arenaOffset.lookup(value));
+                  name, elementType(value), offset);
 }
 
 /// These ops' runtime kernels compute in float32 only (data movement,
@@ -187,8 +197,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
   // --trace: a slice around the op's calls (the cpu target's).
   if (cuda || reluInGemm.contains(op))
     return emitOpCalls(op);
-  int row = traceRow(op, fusion.groups.count(op) ? "fused loop" : "");
-  body << "  CLEAVE_TRACE_BEGIN(" << row << ");\n";
+  std::string row =
+      rowRef(traceRow(op, fusion.groups.count(op) ? "fused loop" : ""));
+  body << "  CLEAVE_TRACE_BEGIN(" << row << ", " << traceMicrobatch()
+       << ");\n";
   LogicalResult result = emitOpCalls(op);
   body << "  CLEAVE_TRACE_END(" << row << ", " << traceBytes(op) << ");\n";
   // The wait for a started all-reduce is a slice of its own.
@@ -257,9 +269,8 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
       cuda ? BackwardFusion() : planBackwardFusion(block, plan, fusion, stage);
   pendingWaits.clear();
   body << argPointers;
-  for (Operation &op : block.without_terminator())
-    if (failed(emitOp(&op)))
-      return failure();
+  if (failed(emitParts(block)))
+    return failure();
 
   // Results: the loss is reported; updates land in their tensors; graph
   // outputs are copied to output tensors (for --dump-outputs).

@@ -24,6 +24,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -71,6 +72,55 @@ private:
   void finishCollectivesUsedBy(Operation *op);
   /// Declares the variable of an op result (unless it is an alias).
   void declare(Value value, StringRef base);
+
+  //===--------------------------------------------------------------------===//
+  // Parts of the step (EmitParts.cpp): the step's ops are emitted as calls
+  // of functions of at most a few hundred ops, one function for parts
+  // that print alike (every micro-batch's pass through a stage), reading
+  // buffers, collective handles and trace rows through arrays the call
+  // passes.
+  //===--------------------------------------------------------------------===//
+
+  /// The part being emitted: its names, its slots and the call's values.
+  struct Part {
+    CppNames names;
+    /// The part's names of values (its own and those read from slots).
+    llvm::DenseMap<Value, std::string> local;
+    /// The part's names of collective handles (globals read from slots).
+    llvm::StringMap<std::string> handles;
+    /// The call's slot codes (runtime/Program.h's partSlot), and the lines
+    /// binding them.
+    std::vector<int64_t> codes;
+    std::string bindings;
+    /// The trace rows the part's rows[k] stand for.
+    std::vector<int> rows;
+    llvm::DenseMap<int, int> rowIndex;
+  };
+  /// Emits `ops` as a call of a part function (a new one unless an earlier
+  /// part printed the same) for `microbatch` (-1: none), commented with
+  /// `what`, its slot codes and trace rows in the stage's tables of those
+  /// names.
+  LogicalResult emitPart(ArrayRef<Operation *> ops, int64_t microbatch,
+                         StringRef what, StringRef codesTable,
+                         StringRef rowsTable);
+  /// Splits the ops of `block` run on the stage into parts and emits them,
+  /// with the tables their calls read.
+  LogicalResult emitParts(Block &block);
+  /// A new slot of code `code`, bound to a variable of the part named
+  /// after `base` by the line `declaration` ({0}: the name, {1}: the
+  /// pointer); returns the name.
+  std::string bindSlot(int64_t code, StringRef base, const char *declaration);
+  /// The slot code of `expression` in the step's `refs`.
+  int64_t refCode(const std::string &expression);
+  /// The buffer of `value` in the arena, as an expression, for a value
+  /// with no variable in scope (one a part declared).
+  std::string arenaExpression(Value value);
+  /// The expression naming collective handle `handle` (a global).
+  std::string handleRef(const std::string &handle);
+  /// The expression of trace row `row`.
+  std::string rowRef(int row);
+  /// The expression of the micro-batch trace slices record.
+  const char *traceMicrobatch() const { return part ? "microbatch" : "-1"; }
   /// emitOp after the prologue of waits, constants and fused-away ops.
   LogicalResult emitOpCalls(Operation *op);
 
@@ -185,6 +235,8 @@ private:
   LogicalResult emitOperation(AllSliceOp slice);
   /// The send on the source stage, the receive on the destination stage.
   LogicalResult emitOperation(SendRecvOp op);
+  /// A new global collective handle (an int64_t) named after `base`.
+  std::string globalHandle(const std::string &base);
   /// The runtime's AxisGroup literal for mesh axes `axes`.
   std::string axisGroup(ArrayAttr axes);
 
@@ -192,8 +244,8 @@ private:
   // Helpers for the families
   //===--------------------------------------------------------------------===//
 
-  /// The expression naming `value`'s buffer, typed.
-  std::string ref(Value value) { return names.lookup(value); }
+  /// The expression naming `value`'s buffer, typed (EmitParts.cpp).
+  std::string ref(Value value);
   /// ref(value), or `nullptr` for an absent optional operand.
   std::string nullable(Value value) {
     return value ? ref(value) : std::string("nullptr");
@@ -212,7 +264,10 @@ private:
   /// The base of the names of `op`'s variables: its ONNX node name, else
   /// its mnemonic.
   std::string baseName(Operation *op);
-  std::string uniqueName(StringRef base) { return cppNames.unique(base); }
+  /// A new local name (the part's while one is emitted).
+  std::string uniqueName(StringRef base) {
+    return part ? part->names.unique(base) : cppNames.unique(base);
+  }
   /// A `const int64_t name[] = {...};` declaration; returns the name.
   std::string array(StringRef base, ArrayRef<int64_t> values);
   /// array() named after `op` and `what` (`conv1_strides`).
@@ -255,7 +310,25 @@ private:
   MemoryPlan plan;
   BackwardFusion backward;
   CppNames cppNames;
+  /// The step function's names of values (arguments, constants, ops
+  /// emitted outside parts).
   llvm::DenseMap<Value, std::string> names;
+  /// The part being emitted, if any; the part functions so far by their
+  /// text (after the name), and their definitions.
+  std::optional<Part> part;
+  llvm::StringMap<std::string> partFunctions;
+  std::string partsText;
+  /// The stage's `refs` (the expressions of its entries), and the slot
+  /// codes and trace rows of its parts' calls.
+  llvm::StringMap<int64_t> refIndex;
+  std::vector<std::string> refs;
+  std::vector<int64_t> stageCodes;
+  std::vector<int> stageRows;
+  /// Where in stageRows each sequence of rows a call passed starts.
+  std::map<std::vector<int>, size_t> rowSequences;
+  /// Collective handles' names before they were made unique, so that
+  /// parts name them alike.
+  llvm::StringMap<std::string> handleBase;
   /// The file names given so far, to the tensor names they came from.
   llvm::StringMap<std::string> fileNames;
   std::string globalsText, bodyText;
@@ -272,6 +345,7 @@ private:
   /// The trace table's rows so far (C++ initializers), the phases of the
   /// step's ops, and the trace row of each started all-reduce's wait.
   std::vector<std::string> traceRows;
+  llvm::StringMap<int> traceRowIndex;
   std::optional<StepPhases> phases;
   llvm::StringMap<int> waitTraceRow;
   /// Pipeline stages (cleave-pipeline-stages): the mesh axis, the number

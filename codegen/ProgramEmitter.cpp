@@ -139,7 +139,7 @@ FailureOr<EmittedProgram> Emitter::run() {
      << globalsText << "\n"
      << "static const TensorSpec kTensors[] = {\n"
      << table << "};\n\n"
-     << checksText << traceText << steps
+     << checksText << traceText << partsText << steps
      << "int main(int argc, char **argv) {\n"
      << "  Program program{" << cppStringLiteral(options.modelName)
      << ", kTensors, " << numTensors << ", " << arenaBytes

@@ -94,6 +94,15 @@ struct StepContext {
   float loss;
 };
 
+/// The buffer a part of the step (codegen/EmitParts.cpp) reads through
+/// slot `code`: scratch at offset `code` of the arena, or, for a negative
+/// code, entry -1 - code of the step's `refs` (arguments, constants,
+/// collective handles).
+inline void *partSlot(const StepContext &ctx, void *const *refs,
+                      int64_t code) {
+  return code >= 0 ? ctx.arena + code : refs[-1 - code];
+}
+
 /// How the driver reaches the memory of a program whose step runs on an
 /// accelerator (the cuda target, runtime/cuda/CudaDevice.cu). The driver
 /// keeps a host copy of every tensor for files and logs; the step sees only

@@ -21,7 +21,7 @@ namespace {
 
 struct Slice {
   /// The op's row in the program's table; -1: the step itself.
-  int op;
+  int op, microbatch;
   int64_t step, bytes;
   double startUs, endUs;
 };
@@ -78,7 +78,9 @@ std::string eventsOf(int64_t rank) {
       category = jsonString(op.phase);
       args += std::string(",\"op\":") + jsonString(op.kind) +
               ",\"stage\":" + std::to_string(op.stage) +
-              ",\"microbatch\":" + std::to_string(op.microbatch);
+              ",\"microbatch\":" +
+              std::to_string(op.microbatch == kPartMicrobatch ? s.microbatch
+                                                              : op.microbatch);
       if (s.bytes >= 0)
         args += ",\"bytes\":" + std::to_string(s.bytes);
       if (op.peerAxis >= 0)
@@ -93,10 +95,10 @@ std::string eventsOf(int64_t rank) {
 
 } // namespace
 
-void traceBegin(int op) {
+void traceBegin(int op, int microbatch) {
   tracer.open.push_back(tracer.slices.size());
   double t = tracer.now();
-  tracer.slices.push_back({op, tracer.step, -1, t, -1});
+  tracer.slices.push_back({op, microbatch, tracer.step, -1, t, -1});
 }
 
 void traceEnd(int op, int64_t bytes) {
@@ -129,7 +131,7 @@ void traceStepBegin(int64_t step) {
   if (!tracer.program || step < tracer.first || step >= tracer.last)
     return;
   tracer.step = step;
-  traceBegin(-1);
+  traceBegin(-1, -1);
   tracing = true;
 }
 

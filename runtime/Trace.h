@@ -33,23 +33,29 @@ struct TraceOp {
   /// "forward", "backward", "update", "other", "forward+backward"
   /// (codegen/StepPhases.h); collectives count as "collective".
   const char *phase;
+  /// The stage, and the micro-batch: -1 for none, kPartMicrobatch for the
+  /// micro-batch of the part of the step that runs it (the op's code is
+  /// shared by every micro-batch's part; codegen/EmitParts.cpp).
   int stage, microbatch;
   /// A send/recv's other stage and the pipeline axis (-1: none).
   int peerStage, peerAxis;
 };
 
+constexpr int kPartMicrobatch = -2;
+
 /// Whether the current step is traced (read by the macros below).
 extern bool tracing;
 
-void traceBegin(int op);
+/// Opens a slice of `op` run for `microbatch` (-1: none).
+void traceBegin(int op, int microbatch);
 /// Ends the slice `traceBegin(op)` opened; `bytes` this rank sent in it
 /// (-1: not a collective).
 void traceEnd(int op, int64_t bytes);
 
-#define CLEAVE_TRACE_BEGIN(op)                                                 \
+#define CLEAVE_TRACE_BEGIN(op, microbatch)                                     \
   do {                                                                         \
     if (::cleave::rt::tracing)                                                 \
-      ::cleave::rt::traceBegin(op);                                            \
+      ::cleave::rt::traceBegin(op, microbatch);                                \
   } while (0)
 #define CLEAVE_TRACE_END(op, bytes)                                            \
   do {                                                                         \

@@ -4,13 +4,13 @@
 // A chain of elementwise ops whose intermediate values have one use each
 // runs as one loop: an OpenMP loop on the host, one kernel on the GPU.
 
-// CPU-LABEL: static void trainStep(StepContext &ctx) {
+// CPU-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CPU: // fused: add relu
 // CPU: #pragma omp parallel for
 // CPU: const auto v0 = body::Add{}(x[i], y[i]);
 // CPU: [[OUT:[a-z_]+]][i] = body::Relu{}(v0);
 
-// CUDA-LABEL: static void trainStep(StepContext &ctx) {
+// CUDA-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CUDA: launch(32, [=] __host__ __device__(int64_t i) {
 // CUDA: synchronize();
 module {

@@ -5,17 +5,26 @@
 // output and sgemm accumulates onto it (beta 1); on the GPU one cuBLASLt
 // matmul with the bias epilogue. Tensors are named after their ONNX node.
 
-// CPU-LABEL: static void trainStep(StepContext &ctx) {
-// CPU: CLEAVE_TRACE_BEGIN(0);
-// CPU-NEXT: auto *fc = reinterpret_cast<float *>(ctx.arena + 0);
+// CPU-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
+// CPU-NEXT: auto *fc = static_cast<float *>(partSlot(ctx, refs, codes[0]));
+// CPU: CLEAVE_TRACE_BEGIN(rows[0], microbatch);
 // CPU-NEXT: broadcastTo(b, Shape{2}, fc, Shape{4, 2});  // fc
 // CPU-NEXT: gemm(false, true, 4, 2, 3, 1.000000000e+00f, x, w, 1.000000000e+00f, fc);  // fc
-// CPU-NEXT: CLEAVE_TRACE_END(0, -1);
-// CPU-NEXT: std::copy_n(fc, 8, static_cast<float *>(ctx.tensors[3]));  // output out
+// CPU-NEXT: CLEAVE_TRACE_END(rows[0], -1);
+// The step passes the part its buffers: scratch by offset, the rest by
+// pointer.
+// CPU: static const int64_t kStepCodes[] = {
+// CPU-NEXT: 0, -1, -2, -3,
+// CPU-LABEL: static void trainStep(StepContext &ctx) {
+// CPU: refs[0] = (void *)(b);
+// CPU: stepPart(ctx, refs, kStepCodes + 0, kStepTraceRows + 0, -1);  // from fc
+// CPU-NEXT: std::copy_n(reinterpret_cast<float *>(ctx.arena + 0), 8, static_cast<float *>(ctx.tensors[3]));  // output out
 
-// CUDA-LABEL: static void trainStep(StepContext &ctx) {
+// CUDA-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CUDA: gemmBias(false, true, 4, 2, 3, 1.000000000e+00f, x, w, b, fc, GemmEpilogue::Bias);  // fc
-// CUDA-NEXT: copyN(fc, 8, static_cast<float *>(ctx.tensors[3]));  // output out
+// CUDA-LABEL: static void trainStep(StepContext &ctx) {
+// CUDA: stepPart(ctx, refs, kStepCodes + 0, nullptr, -1);  // from fc
+// CUDA-NEXT: copyN(reinterpret_cast<float *>(ctx.arena + 0), 8, static_cast<float *>(ctx.tensors[3]));  // output out
 // CUDA-NEXT: synchronize();
 module {
   func.func @step(%x: tensor<4x3xf32> {cleave.input = "x"},

@@ -1,0 +1,239 @@
+//===- EmitParts.cpp - the step as calls of part functions ----------------===//
+//
+// g++'s time grows faster than the length of a function, and a pipelined
+// step repeats every micro-batch's pass through a stage. So the step is
+// emitted as calls of functions of at most kMaxPartOps ops, cut where the
+// micro-batch changes, and a part that prints like an earlier one calls
+// that one's function: m micro-batches compile one function per kind of
+// pass, not m copies.
+//
+// For two parts to print alike, nothing that differs between them may be
+// in their text: a part names its buffers, the values it reads, the
+// collective handles it starts or waits for and its trace rows through
+// the arrays its call passes (`slots`, `rows`), and its own names come
+// from a fresh CppNames.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Emitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using llvm::formatv;
+
+namespace mlir::cleave::codegen {
+
+/// The most ops of one part function: long enough that calls cost
+/// nothing, short enough for g++.
+static constexpr size_t kMaxPartOps = 256;
+
+std::string Emitter::arenaExpression(Value value) {
+  Value root = plan.root(value);
+  if (std::string name = names.lookup(root); !name.empty())
+    return name;
+  auto offset = plan.arenaOffset.find(root);
+  if (offset == plan.arenaOffset.end())
+    return "CLEAVE_VALUE_WITHOUT_BUFFER"; // (does not compile: a bug here)
+  return formatv("reinterpret_cast<{0} *>(ctx.arena + {1})", elementType(root),
+                 offset->second)
+      .str();
+}
+
+std::string Emitter::bindSlot(int64_t code, StringRef base,
+                              const char *declaration) {
+  std::string name = part->names.unique(base);
+  std::string pointer =
+      formatv("partSlot(ctx, refs, codes[{0}])", part->codes.size()).str();
+  part->codes.push_back(code);
+  part->bindings += formatv(declaration, name, pointer).str();
+  return name;
+}
+
+int64_t Emitter::refCode(const std::string &expression) {
+  auto [it, isNew] = refIndex.try_emplace(expression, refs.size());
+  if (isNew)
+    refs.push_back(expression);
+  return -1 - it->second;
+}
+
+std::string Emitter::ref(Value value) {
+  if (!part) {
+    std::string name = names.lookup(value);
+    return name.empty() ? arenaExpression(value) : name;
+  }
+  if (auto it = part->local.find(value); it != part->local.end())
+    return it->second;
+  // A value from before the part, named after its node (or argument),
+  // which is the same in every micro-batch's copy; scratch by its offset,
+  // the rest through the step's refs.
+  Value root = plan.root(value);
+  auto offset = plan.arenaOffset.find(root);
+  std::string outer = names.lookup(root);
+  int64_t code = offset != plan.arenaOffset.end() && outer.empty()
+                     ? offset->second
+                     : refCode(outer.empty() ? names.lookup(value) : outer);
+  std::string base;
+  if (Operation *def = value.getDefiningOp())
+    base = baseName(def);
+  else
+    base = outer.empty() ? std::string("input") : outer;
+  std::string declaration =
+      "  auto *{0} = static_cast<" + elementType(value) + " *>({1});\n";
+  std::string name = bindSlot(code, base, declaration.c_str());
+  part->local[value] = name;
+  return name;
+}
+
+std::string Emitter::handleRef(const std::string &handle) {
+  if (!part)
+    return handle;
+  if (auto it = part->handles.find(handle); it != part->handles.end())
+    return it->second;
+  std::string name =
+      bindSlot(refCode("&" + handle), handleBase.lookup(handle),
+               "  int64_t &{0} = *static_cast<int64_t *>({1});\n");
+  part->handles[handle] = name;
+  return name;
+}
+
+std::string Emitter::rowRef(int row) {
+  if (!part)
+    return std::to_string(row);
+  auto [it, inserted] = part->rowIndex.try_emplace(row, part->rows.size());
+  if (inserted)
+    part->rows.push_back(row);
+  return formatv("rows[{0}]", it->second).str();
+}
+
+/// `static const TYPE name[] = {...};`, a dozen values a line.
+template <typename T>
+static std::string tableText(StringRef type, StringRef name,
+                             const std::vector<T> &values) {
+  std::string text = formatv("static const {0} {1}[] = {{", type, name).str();
+  for (auto [i, v] : llvm::enumerate(values))
+    text += (i % 12 ? " " : "\n   ") + std::to_string(v) + ",";
+  return text + "\n};\n";
+}
+
+LogicalResult Emitter::emitPart(ArrayRef<Operation *> ops, int64_t microbatch,
+                                StringRef what, StringRef codesTable,
+                                StringRef rowsTable) {
+  size_t start = bodyText.size(), refsBefore = refs.size();
+  part.emplace();
+  for (Operation *op : ops)
+    if (failed(emitOp(op))) {
+      part.reset();
+      return failure();
+    }
+  std::string text = bodyText.substr(start);
+  bodyText.resize(start);
+  Part done = std::move(*part);
+  part.reset();
+  if (text.empty())
+    return success();
+
+  std::string definition = "(StepContext &ctx, void *const *refs, const "
+                           "int64_t *codes, const int *rows, int microbatch) "
+                           "{\n" +
+                           done.bindings + text + "}\n";
+  auto [function, isNew] = partFunctions.try_emplace(definition);
+  if (isNew) {
+    function->second = cppNames.unique("stepPart");
+    partsText += "static void " + function->second + definition + "\n";
+  }
+  // The step's refs the part is the first to read, then the call.
+  for (size_t k = refsBefore; k < refs.size(); ++k)
+    body << formatv("  refs[{0}] = (void *)({1});\n", k, refs[k]);
+  std::string codes = "nullptr", rows = "nullptr";
+  if (!done.codes.empty()) {
+    codes = formatv("{0} + {1}", codesTable, stageCodes.size());
+    llvm::append_range(stageCodes, done.codes);
+  }
+  if (!done.rows.empty()) {
+    // (Every micro-batch's part passes the same rows.)
+    auto [sequence, isNewSequence] =
+        rowSequences.try_emplace(done.rows, stageRows.size());
+    if (isNewSequence)
+      llvm::append_range(stageRows, done.rows);
+    rows = formatv("{0} + {1}", rowsTable, sequence->second);
+  }
+  body << formatv("  {0}(ctx, refs, {1}, {2}, {3});  // {4}\n",
+                  function->second, codes, rows, microbatch, what);
+  return success();
+}
+
+LogicalResult Emitter::emitParts(Block &block) {
+  refIndex.clear();
+  refs.clear();
+  stageCodes.clear();
+  stageRows.clear();
+  rowSequences.clear();
+  std::string prefix = stage < 0 ? std::string("kStep")
+                                 : formatv("kStage{0}", stage).str();
+  std::string codesTable = cppNames.unique(prefix + "Codes");
+  std::string rowsTable = cppNames.unique(prefix + "TraceRows");
+  size_t refsAt = bodyText.size();
+  SmallVector<Operation *> run;
+  int64_t runMicrobatch = -1;
+  auto flush = [&]() {
+    if (run.empty())
+      return success();
+    std::string what =
+        (runMicrobatch >= 0 ? formatv("micro-batch {0}, ", runMicrobatch).str()
+                            : std::string()) +
+        "from " + baseName(run.front());
+    LogicalResult result =
+        emitPart(run, runMicrobatch, what, codesTable, rowsTable);
+    run.clear();
+    runMicrobatch = -1;
+    return result;
+  };
+  bool microbatched = false;
+  for (Operation &op : block.without_terminator())
+    microbatched |= StepPhases::microbatchOf(&op) >= 0;
+  for (Operation &op : block.without_terminator()) {
+    if (!runsOnStage(&op, stage))
+      continue;
+    // Constants are globals: the step names them, parts read them.
+    if (isa<ConstantOp>(op)) {
+      if (failed(emitOp(&op)))
+        return failure();
+      continue;
+    }
+    // A micro-batch's rows of the step's inputs differ in their offsets
+    // only: the step takes them, so that the parts print alike.
+    if (microbatched && StepPhases::microbatchOf(&op) < 0 &&
+        llvm::all_of(op.getOperands(), [](Value operand) {
+          return isa<BlockArgument>(operand) ||
+                 isa<ConstantOp>(operand.getDefiningOp());
+        })) {
+      if (failed(flush()) || failed(emitOp(&op)))
+        return failure();
+      continue;
+    }
+    // A part is one micro-batch's ops and the ops of none after them (the
+    // sums of gradients that arrive with them).
+    int64_t microbatch = StepPhases::microbatchOf(&op);
+    if ((microbatch >= 0 && runMicrobatch >= 0 &&
+         microbatch != runMicrobatch) ||
+        run.size() >= kMaxPartOps)
+      if (failed(flush()))
+        return failure();
+    if (microbatch >= 0)
+      runMicrobatch = microbatch;
+    run.push_back(&op);
+  }
+  if (failed(flush()))
+    return failure();
+  bodyText.insert(refsAt, formatv("  void *refs[{0}];\n",
+                                  std::max<size_t>(refs.size(), 1))
+                              .str());
+  if (!stageCodes.empty())
+    partsText += tableText("int64_t", codesTable, stageCodes) + "\n";
+  if (!stageRows.empty())
+    partsText += tableText("int", rowsTable, stageRows) + "\n";
+  return success();
+}
+
+} // namespace mlir::cleave::codegen
