@@ -117,9 +117,8 @@ static std::string tableText(StringRef type, StringRef name,
 }
 
 LogicalResult Emitter::emitPart(ArrayRef<Operation *> ops, int64_t microbatch,
-                                StringRef what, StringRef codesTable,
-                                StringRef rowsTable) {
-  size_t start = bodyText.size(), refsBefore = refs.size();
+                                StringRef what) {
+  size_t start = bodyText.size();
   part.emplace();
   for (Operation *op : ops)
     if (failed(emitOp(op))) {
@@ -142,24 +141,17 @@ LogicalResult Emitter::emitPart(ArrayRef<Operation *> ops, int64_t microbatch,
     function->second = cppNames.unique("stepPart");
     partsText += "static void " + function->second + definition + "\n";
   }
-  // The step's refs the part is the first to read, then the call.
-  for (size_t k = refsBefore; k < refs.size(); ++k)
-    body << formatv("  refs[{0}] = (void *)({1});\n", k, refs[k]);
-  std::string codes = "nullptr", rows = "nullptr";
-  if (!done.codes.empty()) {
-    codes = formatv("{0} + {1}", codesTable, stageCodes.size());
-    llvm::append_range(stageCodes, done.codes);
-  }
-  if (!done.rows.empty()) {
-    // (Every micro-batch's part passes the same rows.)
-    auto [sequence, isNewSequence] =
-        rowSequences.try_emplace(done.rows, stageRows.size());
-    if (isNewSequence)
-      llvm::append_range(stageRows, done.rows);
-    rows = formatv("{0} + {1}", rowsTable, sequence->second);
-  }
-  body << formatv("  {0}(ctx, refs, {1}, {2}, {3});  // {4}\n",
-                  function->second, codes, rows, microbatch, what);
+  // The call: its function, where its codes and trace rows start (every
+  // micro-batch's part passes the same rows), its micro-batch.
+  size_t codes = stageCodes.size();
+  llvm::append_range(stageCodes, done.codes);
+  auto [rows, isNewSequence] =
+      rowSequences.try_emplace(done.rows, stageRows.size());
+  if (isNewSequence)
+    llvm::append_range(stageRows, done.rows);
+  partCalls.push_back(formatv("    {{{0}, {1}, {2}, {3}},  // {4}\n",
+                              function->second, codes, rows->second,
+                              microbatch, what));
   return success();
 }
 
@@ -169,11 +161,7 @@ LogicalResult Emitter::emitParts(Block &block) {
   stageCodes.clear();
   stageRows.clear();
   rowSequences.clear();
-  std::string prefix = stage < 0 ? std::string("kStep")
-                                 : formatv("kStage{0}", stage).str();
-  std::string codesTable = cppNames.unique(prefix + "Codes");
-  std::string rowsTable = cppNames.unique(prefix + "TraceRows");
-  size_t refsAt = bodyText.size();
+  partCalls.clear();
   SmallVector<Operation *> run;
   int64_t runMicrobatch = -1;
   auto flush = [&]() {
@@ -183,32 +171,19 @@ LogicalResult Emitter::emitParts(Block &block) {
         (runMicrobatch >= 0 ? formatv("micro-batch {0}, ", runMicrobatch).str()
                             : std::string()) +
         "from " + baseName(run.front());
-    LogicalResult result =
-        emitPart(run, runMicrobatch, what, codesTable, rowsTable);
+    LogicalResult result = emitPart(run, runMicrobatch, what);
     run.clear();
     runMicrobatch = -1;
     return result;
   };
-  bool microbatched = false;
-  for (Operation &op : block.without_terminator())
-    microbatched |= StepPhases::microbatchOf(&op) >= 0;
   for (Operation &op : block.without_terminator()) {
     if (!runsOnStage(&op, stage))
       continue;
-    // Constants are globals: the step names them, parts read them.
-    if (isa<ConstantOp>(op)) {
+    // Constants are globals and rows of inputs pointers into them: the
+    // step names them, parts read them through refs (a micro-batch's rows
+    // differ only there).
+    if (isa<ConstantOp>(op) || isInputRows(&op) != plan.rowsOfInput.end()) {
       if (failed(emitOp(&op)))
-        return failure();
-      continue;
-    }
-    // A micro-batch's rows of the step's inputs differ in their offsets
-    // only: the step takes them, so that the parts print alike.
-    if (microbatched && StepPhases::microbatchOf(&op) < 0 &&
-        llvm::all_of(op.getOperands(), [](Value operand) {
-          return isa<BlockArgument>(operand) ||
-                 isa<ConstantOp>(operand.getDefiningOp());
-        })) {
-      if (failed(flush()) || failed(emitOp(&op)))
         return failure();
       continue;
     }
@@ -226,13 +201,33 @@ LogicalResult Emitter::emitParts(Block &block) {
   }
   if (failed(flush()))
     return failure();
-  bodyText.insert(refsAt, formatv("  void *refs[{0}];\n",
-                                  std::max<size_t>(refs.size(), 1))
-                              .str());
-  if (!stageCodes.empty())
-    partsText += tableText("int64_t", codesTable, stageCodes) + "\n";
-  if (!stageRows.empty())
-    partsText += tableText("int", rowsTable, stageRows) + "\n";
+  if (partCalls.empty())
+    return success();
+
+  // The tables of the calls, then the loop over them.
+  std::string prefix = stage < 0 ? std::string("kStep")
+                                 : formatv("kStage{0}", stage).str();
+  std::string callsTable = cppNames.unique(prefix + "Parts");
+  std::string codesTable = cppNames.unique(prefix + "Codes");
+  std::string rowsTable = cppNames.unique(prefix + "TraceRows");
+  partsText += "static const PartCall " + callsTable + "[] = {\n";
+  for (const std::string &call : partCalls)
+    partsText += call;
+  partsText += "};\n" +
+               tableText("int64_t", codesTable,
+                         stageCodes.empty() ? std::vector<int64_t>{0}
+                                            : stageCodes) +
+               tableText("int", rowsTable,
+                         stageRows.empty() ? std::vector<int>{0} : stageRows) +
+               "\n";
+  body << "  void *const refs[] = {";
+  if (refs.empty())
+    body << "nullptr";
+  for (auto [k, expression] : llvm::enumerate(refs))
+    body << (k ? ", " : "") << "(void *)(" << expression << ")";
+  body << "};\n"
+       << formatv("  runParts(ctx, refs, {0}, {1}, {2}, {3});\n", callsTable,
+                  partCalls.size(), codesTable, rowsTable);
   return success();
 }
 

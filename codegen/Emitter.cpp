@@ -194,6 +194,13 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return emitConstant(constant);
   if (fusion.fusedAway.contains(op))
     return success();
+  // Rows of an input are a pointer into it.
+  if (auto rows = isInputRows(op); rows != plan.rowsOfInput.end()) {
+    std::string view =
+        formatv("({0} + {1})", ref(rows->second.first), rows->second.second);
+    (part ? part->local : names)[op->getResult(0)] = view;
+    return success();
+  }
   // --trace: a slice around the op's calls (the cpu target's).
   if (cuda || reluInGemm.contains(op))
     return emitOpCalls(op);

@@ -68,6 +68,11 @@ private:
   FailureOr<bool> emitStep(const std::string &argPointers);
   /// The prologue every op shares, then its family's emitOperation.
   LogicalResult emitOp(Operation *op);
+  /// The memory plan's entry if `op` takes rows of an input (a view).
+  auto isInputRows(Operation *op) const {
+    return op->getNumResults() == 1 ? plan.rowsOfInput.find(op->getResult(0))
+                                    : plan.rowsOfInput.end();
+  }
   /// Waits for the started collectives whose results `op` reads.
   void finishCollectivesUsedBy(Operation *op);
   /// Declares the variable of an op result (unless it is an alias).
@@ -96,15 +101,13 @@ private:
     std::vector<int> rows;
     llvm::DenseMap<int, int> rowIndex;
   };
-  /// Emits `ops` as a call of a part function (a new one unless an earlier
-  /// part printed the same) for `microbatch` (-1: none), commented with
-  /// `what`, its slot codes and trace rows in the stage's tables of those
-  /// names.
+  /// Emits `ops` as a part function (a new one unless an earlier part
+  /// printed the same) and adds its call for `microbatch` (-1: none),
+  /// commented with `what`, to the stage's tables.
   LogicalResult emitPart(ArrayRef<Operation *> ops, int64_t microbatch,
-                         StringRef what, StringRef codesTable,
-                         StringRef rowsTable);
+                         StringRef what);
   /// Splits the ops of `block` run on the stage into parts and emits them,
-  /// with the tables their calls read.
+  /// the tables of their calls, and the step's loop over the calls.
   LogicalResult emitParts(Block &block);
   /// A new slot of code `code`, bound to a variable of the part named
   /// after `base` by the line `declaration` ({0}: the name, {1}: the
@@ -326,6 +329,8 @@ private:
   std::vector<int> stageRows;
   /// Where in stageRows each sequence of rows a call passed starts.
   std::map<std::vector<int>, size_t> rowSequences;
+  /// The stage's calls of parts (PartCall initializers).
+  std::vector<std::string> partCalls;
   /// Collective handles' names before they were made unique, so that
   /// parts name them alike.
   llvm::StringMap<std::string> handleBase;

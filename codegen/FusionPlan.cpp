@@ -1,6 +1,7 @@
 //===- FusionPlan.cpp - ops the emitter runs together ---------------------===//
 
 #include "codegen/FusionPlan.h"
+#include "codegen/StepPhases.h"
 
 namespace mlir::cleave {
 
@@ -35,6 +36,25 @@ FusionPlan planFusion(func::FuncOp func,
   };
   FusionPlan fusion;
   Block &block = func.getBody().front();
+  // A loop runs where its last op stands. With micro-batches, ops with
+  // another micro-batch's ops between them stay apart: a sum of gradients
+  // is added as each micro-batch's part arrives (its operands are not kept
+  // alive to the last micro-batch), and each micro-batch's part of the
+  // step is its own code (EmitParts.cpp).
+  bool microbatched = false;
+  for (Operation &op : block)
+    microbatched |= StepPhases::microbatchOf(&op) >= 0;
+  auto otherMicrobatchBetween = [&](ArrayRef<Operation *> chain,
+                                    Operation *user) {
+    int64_t microbatch = StepPhases::microbatchOf(user);
+    for (Operation *op : chain)
+      microbatch = std::max(microbatch, StepPhases::microbatchOf(op));
+    for (Operation *op = chain.back()->getNextNode(); op && op != user;
+         op = op->getNextNode())
+      if (int64_t m = StepPhases::microbatchOf(op); m >= 0 && m != microbatch)
+        return true;
+    return false;
+  };
   for (Operation &first : block.without_terminator()) {
     if (fusion.fusedAway.contains(&first) || fusion.groups.count(&first) ||
         !isFusible(&first))
@@ -50,7 +70,8 @@ FusionPlan planFusion(func::FuncOp func,
           fusion.fusedAway.contains(user) || fusion.groups.count(user) ||
           tensorType(user->getResult(0)).getShape() !=
               tensorType(value).getShape() ||
-          tensorType(value).getNumElements() == 1)
+          tensorType(value).getNumElements() == 1 ||
+          (microbatched && otherMicrobatchBetween(chain, user)))
         break;
       chain.push_back(user);
     }

@@ -9,6 +9,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
+#include <optional>
 #include <queue>
 #include <tuple>
 
@@ -19,6 +20,31 @@ int64_t tensorBytes(Type type) {
   Type element = tensor.getElementType();
   int64_t width = element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
   return tensor.getNumElements() * width;
+}
+
+/// Whether `op` slices whole leading rows out of a step input (read only:
+/// no parameter or state), contiguous in it: the input and the offset.
+static std::optional<std::pair<Value, int64_t>> inputRows(func::FuncOp func,
+                                                           Operation &op) {
+  auto slice = dyn_cast<SliceOp>(op);
+  auto input = slice ? dyn_cast<BlockArgument>(slice.getInput()) : nullptr;
+  if (!input ||
+      func.getArgAttr(input.getArgNumber(), CleaveDialect::kParamAttrName) ||
+      func.getArgAttr(input.getArgNumber(), CleaveDialect::kStateAttrName))
+    return std::nullopt;
+  ArrayRef<int64_t> in = cast<RankedTensorType>(input.getType()).getShape();
+  ArrayRef<int64_t> out =
+      cast<RankedTensorType>(slice.getResult().getType()).getShape();
+  ArrayRef<int64_t> offsets = slice.getOffsets();
+  if (in.empty() || in.size() != out.size() || offsets.size() != in.size() ||
+      llvm::any_of(slice.getStrides(), [](int64_t s) { return s != 1; }) ||
+      in.drop_front() != out.drop_front() ||
+      llvm::any_of(offsets.drop_front(), [](int64_t o) { return o != 0; }))
+    return std::nullopt;
+  int64_t rowElements = 1;
+  for (int64_t d : in.drop_front())
+    rowElements *= d;
+  return std::make_pair(Value(input), offsets[0] * rowElements);
 }
 
 MemoryPlan
@@ -40,10 +66,13 @@ planMemory(func::FuncOp func,
   };
   const int64_t end = index;
 
-  // Storage sharing: reshapes view their input; optimizer updates write
-  // into the parameter and state buffers they read.
+  // Storage sharing: reshapes view their input, slices of an input's
+  // leading rows view those rows; optimizer updates write into the
+  // parameter and state buffers they read.
   for (Operation &op : body) {
-    if (auto reshape = dyn_cast<ReshapeOp>(op))
+    if (auto rows = inputRows(func, op))
+      plan.rowsOfInput[op.getResult(0)] = *rows;
+    else if (auto reshape = dyn_cast<ReshapeOp>(op))
       plan.storageOf[reshape.getResult()] = reshape.getInput();
     else if (auto sgd = dyn_cast<SgdOp>(op)) {
       plan.storageOf[sgd.getUpdated()[0]] = sgd.getParam();
@@ -81,13 +110,20 @@ planMemory(func::FuncOp func,
     }
   }
   // A GEMM that adds a whole matrix read by nothing else (a gradient
-  // accumulated over micro-batches) adds into that matrix's buffer.
+  // accumulated over micro-batches) adds into that matrix's buffer, also
+  // when that is a GEMM's of the same kind (every micro-batch's GEMM adds
+  // to the one buffer).
+  auto readOnceInScratch = [&](Value value) {
+    for (; value; value = plan.storageOf.lookup(value))
+      if (!value.hasOneUse() || !value.getDefiningOp() ||
+          isa<ConstantOp>(value.getDefiningOp()))
+        return false;
+    return true;
+  };
   for (Operation &op : body)
     if (auto gemm = dyn_cast<GemmOp>(op))
       if (Value c = gemm.getC(); c && c.getType() == gemm.getType() &&
-                                 c.hasOneUse() && plan.root(c) == c &&
-                                 c.getDefiningOp() &&
-                                 !isa<ConstantOp>(c.getDefiningOp()))
+                                 readOnceInScratch(c))
         plan.storageOf[gemm.getResult()] = c;
   // A sum over ranks of a value nothing else reads (a gradient, typically)
   // is taken in that value's buffer: no copy, no second buffer.
@@ -125,7 +161,8 @@ planMemory(func::FuncOp func,
       if (!isHeldOnStage(result, stage))
         continue;
       Value root = plan.root(result);
-      if (!root.getDefiningOp() || isa<ConstantOp>(root.getDefiningOp()))
+      if (!root.getDefiningOp() || isa<ConstantOp>(root.getDefiningOp()) ||
+          plan.rowsOfInput.count(root))
         continue;
       if (!range.count(root)) {
         range[root] = {position[root.getDefiningOp()],

@@ -22,6 +22,10 @@ struct MemoryPlan {
   /// (param += -lr * alpha * a * b, one GEMM with beta 1 on the parameter):
   /// GEMM -> update. The gradient is never stored.
   llvm::DenseMap<Operation *, Operation *> gemmInUpdate;
+  /// Slices of whole leading rows of a step input (a micro-batch's rows of
+  /// the batch): views of the input, not placed. Value -> the input and the
+  /// offset of the rows in elements.
+  llvm::DenseMap<Value, std::pair<Value, int64_t>> rowsOfInput;
   llvm::DenseMap<Value, int64_t> arenaOffset;
   int64_t arenaBytes = 0;
   /// Of the buffers live when the arena reached its peak, the bytes of
@@ -38,7 +42,8 @@ struct MemoryPlan {
   }
 };
 
-/// Plans `func`'s single block. Constants and arguments are not placed.
+/// Plans `func`'s single block. Constants, arguments and rows of inputs are
+/// not placed.
 /// `executedAt` maps ops whose operands are read up to a later op (a fused
 /// loop's members, run at its tail; a collective started early and finished
 /// there) to that op: their operands stay live until it. In a program

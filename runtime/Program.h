@@ -103,6 +103,25 @@ inline void *partSlot(const StepContext &ctx, void *const *refs,
   return code >= 0 ? ctx.arena + code : refs[-1 - code];
 }
 
+/// A call of a part of the step: its function, where its slot codes and
+/// trace rows start in the step's tables, its micro-batch (-1: none).
+struct PartCall {
+  void (*function)(StepContext &ctx, void *const *refs, const int64_t *codes,
+                   const int *rows, int microbatch);
+  int64_t codes;
+  int32_t rows;
+  int32_t microbatch;
+};
+
+/// The step of a stage: its parts, in order.
+inline void runParts(StepContext &ctx, void *const *refs,
+                     const PartCall *calls, int64_t numCalls,
+                     const int64_t *codes, const int *rows) {
+  for (const PartCall *call = calls; call != calls + numCalls; ++call)
+    call->function(ctx, refs, codes + call->codes, rows + call->rows,
+                   call->microbatch);
+}
+
 /// How the driver reaches the memory of a program whose step runs on an
 /// accelerator (the cuda target, runtime/cuda/CudaDevice.cu). The driver
 /// keeps a host copy of every tensor for files and logs; the step sees only

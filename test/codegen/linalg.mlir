@@ -11,19 +11,22 @@
 // CPU-NEXT: broadcastTo(b, Shape{2}, fc, Shape{4, 2});  // fc
 // CPU-NEXT: gemm(false, true, 4, 2, 3, 1.000000000e+00f, x, w, 1.000000000e+00f, fc);  // fc
 // CPU-NEXT: CLEAVE_TRACE_END(rows[0], -1);
-// The step passes the part its buffers: scratch by offset, the rest by
-// pointer.
+// The step runs its parts from a table: each call's function, where its
+// slot codes (scratch by offset, the rest through refs) and trace rows
+// start, its micro-batch.
+// CPU: static const PartCall kStepParts[] = {
+// CPU-NEXT: {stepPart, 0, 0, -1},  // from fc
 // CPU: static const int64_t kStepCodes[] = {
 // CPU-NEXT: 0, -1, -2, -3,
 // CPU-LABEL: static void trainStep(StepContext &ctx) {
-// CPU: refs[0] = (void *)(b);
-// CPU: stepPart(ctx, refs, kStepCodes + 0, kStepTraceRows + 0, -1);  // from fc
+// CPU: void *const refs[] = {(void *)(b), (void *)(w), (void *)(x)};
+// CPU-NEXT: runParts(ctx, refs, kStepParts, 1, kStepCodes, kStepTraceRows);
 // CPU-NEXT: std::copy_n(reinterpret_cast<float *>(ctx.arena + 0), 8, static_cast<float *>(ctx.tensors[3]));  // output out
 
 // CUDA-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CUDA: gemmBias(false, true, 4, 2, 3, 1.000000000e+00f, x, w, b, fc, GemmEpilogue::Bias);  // fc
 // CUDA-LABEL: static void trainStep(StepContext &ctx) {
-// CUDA: stepPart(ctx, refs, kStepCodes + 0, nullptr, -1);  // from fc
+// CUDA: runParts(ctx, refs, kStepParts, 1, kStepCodes, kStepTraceRows);
 // CUDA-NEXT: copyN(reinterpret_cast<float *>(ctx.arena + 0), 8, static_cast<float *>(ctx.tensors[3]));  // output out
 // CUDA-NEXT: synchronize();
 module {
