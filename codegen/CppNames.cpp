@@ -26,7 +26,7 @@ static constexpr const char *kRuntimeNames =
     "sendAsync startReceive "
     "kNoPeer meshCoord AxisGroup MeshSpec PipelineSpec TensorSpec Program "
     "StepContext IndexInputCheck runProgram rt indexChecks numIndexChecks "
-    "kernelScratchBytes cudaDeviceHooks partSlot refs codes rows microbatch kPartMicrobatch PartCall runParts";
+    "kernelScratchBytes cudaDeviceHooks resolveSlots kRefCodes slots refs codes rows microbatch kPartMicrobatch PartCall runParts";
 
 // Names the C and C++ standard headers the source includes define as
 // macros or use unqualified.

@@ -72,8 +72,11 @@ void Emitter::emitFusedGroup(Operation *tail) {
     body << formatv("  launch({0}, [=] __host__ __device__(int64_t i) {{\n",
                     count);
   else
-    body << formatv("#pragma omp parallel for schedule(static) if ({0} > "
-                    "32768)\n  for (int64_t i = 0; i < {0}; ++i) {{\n",
+    // (The runtime's grain, detail::kParallelGrain: a smaller loop stays on
+    // one thread, and g++ need not outline a parallel region for it.)
+    body << formatv("{0}  for (int64_t i = 0; i < {1}; ++i) {{\n",
+                    count > 32768 ? "#pragma omp parallel for schedule(static)\n"
+                                  : "",
                     count);
   llvm::DenseMap<Value, std::string> local;
   for (auto [index, op] : llvm::enumerate(chain)) {

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Emitter.h"
+#include "runtime/Program.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -26,7 +27,7 @@ namespace mlir::cleave::codegen {
 
 /// The most ops of one part function: long enough that calls cost
 /// nothing, short enough for g++.
-static constexpr size_t kMaxPartOps = 256;
+static constexpr size_t kMaxPartOps = 16;
 
 std::string Emitter::arenaExpression(Value value) {
   Value root = plan.root(value);
@@ -43,8 +44,7 @@ std::string Emitter::arenaExpression(Value value) {
 std::string Emitter::bindSlot(int64_t code, StringRef base,
                               const char *declaration) {
   std::string name = part->names.unique(base);
-  std::string pointer =
-      formatv("partSlot(ctx, refs, codes[{0}])", part->codes.size()).str();
+  std::string pointer = formatv("slots[{0}]", part->codes.size()).str();
   part->codes.push_back(code);
   part->bindings += formatv(declaration, name, pointer).str();
   return name;
@@ -54,7 +54,7 @@ int64_t Emitter::refCode(const std::string &expression) {
   auto [it, isNew] = refIndex.try_emplace(expression, refs.size());
   if (isNew)
     refs.push_back(expression);
-  return -1 - it->second;
+  return ::cleave::rt::kRefCodes - static_cast<int64_t>(it->second);
 }
 
 std::string Emitter::ref(Value value) {
@@ -70,9 +70,13 @@ std::string Emitter::ref(Value value) {
   Value root = plan.root(value);
   auto offset = plan.arenaOffset.find(root);
   std::string outer = names.lookup(root);
-  int64_t code = offset != plan.arenaOffset.end() && outer.empty()
-                     ? offset->second
-                     : refCode(outer.empty() ? names.lookup(value) : outer);
+  int64_t code;
+  if (auto arg = dyn_cast<BlockArgument>(root))
+    code = -1 - static_cast<int64_t>(arg.getArgNumber());
+  else if (offset != plan.arenaOffset.end() && outer.empty())
+    code = offset->second;
+  else
+    code = refCode(outer.empty() ? names.lookup(value) : outer);
   std::string base;
   if (Operation *def = value.getDefiningOp())
     base = baseName(def);
@@ -132,10 +136,16 @@ LogicalResult Emitter::emitPart(ArrayRef<Operation *> ops, int64_t microbatch,
   if (text.empty())
     return success();
 
-  std::string definition = "(StepContext &ctx, void *const *refs, const "
-                           "int64_t *codes, const int *rows, int microbatch) "
-                           "{\n" +
-                           done.bindings + text + "}\n";
+  std::string definition =
+      "(StepContext &ctx, void *const *refs, const int64_t *codes, const int "
+      "*rows, int microbatch) {\n" +
+      (done.codes.empty()
+           ? std::string()
+           : formatv("  void *slots[{0}];\n  resolveSlots(ctx, refs, codes, "
+                     "{0}, slots);\n",
+                     done.codes.size())
+                 .str()) +
+      done.bindings + text + "}\n";
   auto [function, isNew] = partFunctions.try_emplace(definition);
   if (isNew) {
     function->second = cppNames.unique("stepPart");

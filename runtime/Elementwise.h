@@ -109,9 +109,14 @@ template <int N> struct StridedLoop {
 
 } // namespace detail
 
+// The maps are not inlined: a step calls each instantiation (an element
+// type and a body) from many places, and g++ would otherwise compile its
+// loops once per call (the step's compile time, not its speed: the loops
+// take their sizes at run time either way).
+
 /// y[i] = f(x[i]) for i in [0, n).
 template <typename In, typename Out, typename F>
-void mapUnary(const In *x, Out *y, int64_t n, F f) {
+[[gnu::noinline]] void mapUnary(const In *x, Out *y, int64_t n, F f) {
 #pragma omp parallel for schedule(static) if (n > detail::kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     y[i] = f(x[i]);
@@ -119,7 +124,7 @@ void mapUnary(const In *x, Out *y, int64_t n, F f) {
 
 /// out = f(a, b) with a and b numpy-broadcast to outShape.
 template <typename A, typename B, typename Out, typename F>
-void mapBinary(const A *a, const Shape &aShape, const B *b, const Shape &bShape,
+[[gnu::noinline]] void mapBinary(const A *a, const Shape &aShape, const B *b, const Shape &bShape,
                Out *out, const Shape &outShape, F f) {
   int64_t n = outShape.numElements();
   if (n == 0)
@@ -179,7 +184,7 @@ void mapBinary(const A *a, const Shape &aShape, const B *b, const Shape &bShape,
 
 /// out = f(a, b, c) with all three numpy-broadcast to outShape (Where).
 template <typename A, typename B, typename C, typename Out, typename F>
-void mapTernary(const A *a, const Shape &aShape, const B *b,
+[[gnu::noinline]] void mapTernary(const A *a, const Shape &aShape, const B *b,
                 const Shape &bShape, const C *c, const Shape &cShape, Out *out,
                 const Shape &outShape, F f) {
   int64_t n = outShape.numElements();

@@ -94,14 +94,15 @@ struct StepContext {
   float loss;
 };
 
-/// The buffer a part of the step (codegen/EmitParts.cpp) reads through
-/// slot `code`: scratch at offset `code` of the arena, or, for a negative
-/// code, entry -1 - code of the step's `refs` (arguments, constants,
-/// collective handles).
-inline void *partSlot(const StepContext &ctx, void *const *refs,
-                      int64_t code) {
-  return code >= 0 ? ctx.arena + code : refs[-1 - code];
-}
+/// Slot codes of a part of the step (codegen/EmitParts.cpp): scratch at
+/// offset `code` of the arena (code >= 0), tensor -1 - code of the step
+/// (arguments), or entry kRefCodes - code of the step's `refs` (constants,
+/// collective handles, rows of inputs).
+constexpr int64_t kRefCodes = -(int64_t(1) << 40);
+
+/// The pointers of a part's `n` slots, by their codes (Program.cpp).
+void resolveSlots(const StepContext &ctx, void *const *refs,
+                  const int64_t *codes, int64_t n, void **slots);
 
 /// A call of a part of the step: its function, where its slot codes and
 /// trace rows start in the step's tables, its micro-batch (-1: none).

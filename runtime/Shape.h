@@ -23,7 +23,9 @@ struct Shape {
   int64_t dims[kMaxRank] = {};
 
   Shape() = default;
-  Shape(std::initializer_list<int64_t> list) {
+  // constexpr: the tables of generated programs are constants, not code
+  // run at start-up (which g++ compiles slowly for thousands of rows).
+  constexpr Shape(std::initializer_list<int64_t> list) {
     for (int64_t d : list)
       dims[rank++] = d;
   }

@@ -11,14 +11,14 @@
 // CPU: [[OUT:[a-z_]+]][i] = body::Relu{}(v0);
 
 // CUDA-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
-// CUDA: launch(32, [=] __host__ __device__(int64_t i) {
+// CUDA: launch(65536, [=] __host__ __device__(int64_t i) {
 // CUDA: synchronize();
 module {
-  func.func @step(%x: tensor<4x8xf32> {cleave.input = "x"},
-                  %y: tensor<4x8xf32> {cleave.input = "y"})
-      -> (tensor<4x8xf32> {cleave.output = "out"}) {
-    %0 = cleave.add %x, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("add")
-    %1 = cleave.relu %0 : tensor<4x8xf32> loc("relu")
-    return %1 : tensor<4x8xf32>
+  func.func @step(%x: tensor<256x256xf32> {cleave.input = "x"},
+                  %y: tensor<256x256xf32> {cleave.input = "y"})
+      -> (tensor<256x256xf32> {cleave.output = "out"}) {
+    %0 = cleave.add %x, %y : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32> loc("add")
+    %1 = cleave.relu %0 : tensor<256x256xf32> loc("relu")
+    return %1 : tensor<256x256xf32>
   }
 }
