@@ -66,8 +66,13 @@ std::string Emitter::ref(Value value) {
     return it->second;
   // A value from before the part, named after its node (or argument),
   // which is the same in every micro-batch's copy; scratch by its offset,
-  // the rest through the step's refs.
+  // the rest through the step's refs. A view is its buffer's name.
   Value root = plan.root(value);
+  if (root != value) {
+    std::string name = ref(root);
+    part->local[value] = name;
+    return name;
+  }
   auto offset = plan.arenaOffset.find(root);
   std::string outer = names.lookup(root);
   int64_t code;
@@ -79,7 +84,10 @@ std::string Emitter::ref(Value value) {
     code = refCode(outer.empty() ? names.lookup(value) : outer);
   std::string base;
   if (Operation *def = value.getDefiningOp())
-    base = baseName(def);
+    base = def->getNumResults() > 1
+               ? baseName(def) + "_" +
+                     std::to_string(cast<OpResult>(value).getResultNumber())
+               : baseName(def);
   else
     base = outer.empty() ? std::string("input") : outer;
   std::string declaration =

@@ -224,6 +224,7 @@ def runtime_cases(c, models):
     c.run("train: fresh run into a used checkpoint dir",
           run + ["--steps", "1", "--checkpoint-dir", ck], "refused",
           r"--resume|--overwrite-checkpoints", check=unchanged(ck, digest(ck)))
+    full_disk_cases(c, run, w)
     # Dumps and logs.
     c.run("train: dump", run + ["--steps", "1", "--dump-params", w + "/dump"], "ok")
     before = digest(w + "/dump")
@@ -305,6 +306,46 @@ def runtime_cases(c, models):
           r"another run")
     first.kill()
     first.wait()
+
+
+def full_disk_cases(c, run, w):
+    """A file system that is really full (a small tmpfs filled up), not a
+    quota: checkpoints and logs fail with ENOSPC, the last good checkpoint
+    survives and resumes once space is freed. Mounting needs root; without
+    it the cases are reported skipped, not passed."""
+    full = w + "/full"
+    os.makedirs(full)
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", full],
+                           capture_output=True)
+    if mount.returncode != 0:
+        print("skip train: full tmpfs (mounting a tmpfs needs root)")
+        return
+    try:
+        ck = full + "/ck"
+        c.run("train: checkpoint on a tmpfs", run + ["--steps", "2", "--checkpoint-dir", ck],
+              "ok")
+        good = digest(ck + "/step-2")
+        # Fill what is left.
+        with open(full + "/filler", "wb", buffering=0) as filler:
+            try:
+                while True:
+                    filler.write(b"\0" * 4096)
+            except OSError:
+                pass
+        c.run("train: checkpoint on a full disk", run + ["--steps", "4", "--checkpoint-dir", ck,
+                                                         "--resume"],
+              "refused", r"No space left on device",
+              check=lambda: None if open(ck + "/latest").read().strip() == "step-2" and
+              digest(ck + "/step-2") == good else "the last good checkpoint is gone")
+        c.run("train: log on a full disk", run + ["--steps", "1", "--log", full + "/log.jsonl"],
+              "refused", r"log.*No space left on device")
+        os.remove(full + "/filler")
+        c.run("train: resume after space is freed", run + ["--steps", "4", "--checkpoint-dir",
+                                                           ck, "--resume"],
+              "ok", check=lambda: None if open(ck + "/latest").read().strip() == "step-4"
+              else "no step-4 checkpoint")
+    finally:
+        subprocess.run(["umount", full], capture_output=True)
 
 
 def wait_for(path, seconds=60):
