@@ -262,7 +262,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   auto device =
       reader.entries(deviceNode, "device",
                      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
-                      "cache_mib", "cache_bandwidth_gbs"});
+                      "cache_mib", "cache_bandwidth_gbs", "op_overhead_us"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -278,6 +278,10 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     if (llvm::Error e = reader.number(*device, key, "device", *out,
                                       /*optional=*/true))
       return std::move(e);
+  if (llvm::Error e = reader.number(*device, "op_overhead_us", "device",
+                                    c.opOverheadUs, /*optional=*/true,
+                                    /*zeroOk=*/true))
+    return std::move(e);
   if ((c.cacheMiB > 0) != (c.cacheBandwidthGBs > 0))
     return reader.error("device.cache_mib",
                         "and device.cache_bandwidth_gbs go together: give both "

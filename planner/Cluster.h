@@ -40,6 +40,10 @@ struct Cluster {
   double memoryBandwidthGBs = 0;
   /// A cache memory-bound ops run from when their bytes fit it (0: none).
   double cacheMiB = 0, cacheBandwidthGBs = 0;
+  /// What one op of a step costs beyond its roofline time (the call, its
+  /// checks, the start of its loops; a GPU's kernel launch), in
+  /// microseconds: `cleave calibrate` measures it on tiny tensors.
+  double opOverheadUs = 0;
   Link intraNode, interNode;
   /// Fractions of peak reached in practice: matrix products, memory-bound
   /// ops, links.

@@ -4,6 +4,7 @@
 
 #include "planner/OpCost.h"
 
+#include "codegen/Emitter.h"
 #include "codegen/FusionPlan.h"
 #include "codegen/MemoryPlan.h"
 #include "codegen/StepPhases.h"
@@ -31,10 +32,16 @@ public:
   StepTimer(const Cluster &cluster, MeshAttr mesh, bool ringOnly)
       : cluster(cluster), mesh(mesh), ringOnly(ringOnly) {}
 
-  /// Seconds of a compute op.
+  /// Ops the program runs inside a later op's fused loop: no call of
+  /// their own.
+  llvm::DenseSet<Operation *> fusedAway;
+
+  /// Seconds of a compute op: its roofline time and the cost of an op.
   double opSeconds(const OpCost &cost, Operation *op) const {
     if (cost.free)
       return 0;
+    double overhead =
+        fusedAway.contains(op) ? 0 : cluster.opOverheadUs * 1e-6;
     double peak = cluster.peakTflopsFp32;
     if (cost.matrix && op->getNumResults())
       if (auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
@@ -47,7 +54,7 @@ public:
         cached ? cluster.cacheBandwidthGBs : cluster.memoryBandwidthGBs;
     double memory =
         cost.bytes / (bandwidth * 1e9 * cluster.memoryEfficiency);
-    return std::max(compute, memory);
+    return overhead + std::max(compute, memory);
   }
 
   /// Seconds of a collective sending `bytes` from the rank at `coords`.
@@ -390,6 +397,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   // Time: the slowest stage of the rank at the mesh's origin (the other
   // coordinates run the same ops on blocks of the same size).
   StepTimer timer(cluster, mesh, ringOnly);
+  timer.fusedAway = planFusion(step, [](Operation *op) {
+                      return !codegen::elementwiseBody(op).empty();
+                    }).fusedAway;
   StageTime slowest;
   for (int64_t s = 0; s < stages; ++s) {
     SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);

@@ -97,6 +97,41 @@ double triadGBs(int64_t n, double seconds) {
   return 3.0 * n * sizeof(float) / t / 1e9;
 }
 
+/// The floor of one op of a step, in seconds: the mean time of kernels on
+/// 8x8 tensors (a GEMM, a sum over rows, a softmax, a LayerNorm), whose
+/// arithmetic takes nanoseconds; the rest is the call, its checks and the
+/// start of its loops.
+double opOverhead(double seconds) {
+  const cleave::rt::Shape shape{8, 8};
+  std::vector<float> a(64, 0.5f), b(64, 0.25f), c(64), row(8), scale(8, 1),
+      bias(8, 0), mean(8), invStd(8);
+  const int64_t axes[] = {1};
+  double total =
+      secondsPerCall(
+          [&] {
+            cleave::rt::gemm(false, false, 8, 8, 8, 1.0f, a.data(), b.data(),
+                             0.0f, c.data());
+          },
+          seconds / 4) +
+      secondsPerCall(
+          [&] {
+            cleave::rt::reduce(cleave::rt::ReduceKind::Sum, a.data(), shape,
+                               axes, 1, row.data());
+          },
+          seconds / 4) +
+      secondsPerCall(
+          [&] { cleave::rt::softmax(a.data(), shape, 1, false, c.data()); },
+          seconds / 4) +
+      secondsPerCall(
+          [&] {
+            cleave::rt::layerNorm(a.data(), shape, 1, scale.data(),
+                                  bias.data(), 1e-5f, c.data(), mean.data(),
+                                  invStd.data());
+          },
+          seconds / 4);
+  return total / 4;
+}
+
 /// Half a round trip of `bytes` between ranks 0 and 1, in seconds (the
 /// other ranks wait).
 double pingPong(int rank, int64_t bytes, double seconds) {
@@ -156,6 +191,7 @@ int main(int argc, char **argv) {
   double cacheTriad = triadGBs(cacheFloats, seconds);
   // The cost model's "fits the cache" threshold: the working set measured.
   long cacheBytes = 3 * cacheFloats * sizeof(float);
+  double overhead = opOverhead(seconds);
   double latency = 0, bandwidth = 0;
   if (ranks > 1) {
     latency = pingPong(rank, 8, seconds) * 1e6;
@@ -167,9 +203,9 @@ int main(int argc, char **argv) {
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f}, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"p2p_latency_us\": %.3f, "
-                "\"p2p_bandwidth_gbs\": %.3f}\n",
+                "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
-                cacheTriad, cacheBytes, latency, bandwidth);
+                cacheTriad, cacheBytes, latency, bandwidth, overhead * 1e6);
   MPI_Finalize();
   return 0;
 }

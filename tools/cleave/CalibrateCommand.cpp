@@ -151,8 +151,9 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   double cacheMiB = number(result, "cache_bytes") / (1024.0 * 1024.0);
   double latency = number(result, "p2p_latency_us");
   double bandwidth = number(result, "p2p_bandwidth_gbs");
+  double overhead = number(result, "op_overhead_us");
   if (!(large > 0 && medium > 0 && skinny > 0 && triad > 0 &&
-        cacheTriad > 0 && cacheMiB > 0) ||
+        cacheTriad > 0 && cacheMiB > 0 && overhead > 0) ||
       (ranks_ > 1 && !(bandwidth > 0)))
     return fail("the probe's numbers are not all positive: '" +
                 (*text)->getBuffer().trim() + "'");
@@ -168,7 +169,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
       "(all ranks at once, as a run has them).\n"
       "# GEMM GFLOP/s per rank, runtime gemm: 1024^3 {2:f2}, 256^3 {3:f2}, "
-      "4096x32x1024 {4:f2};\n"
+      "4096x32x1024 {4:f2}; an op on 8x8 tensors {13:f3} us;\n"
       "# STREAM triad {5:f2} GB/s per rank ({11:f2} in the L2 cache); MPI "
       "ping-pong between ranks 0 and 1: {6:f2} us, {7:f3} GB/s.\n"
       "# One node measured: inter_node repeats intra_node.\n"
@@ -182,11 +183,13 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  memory_bandwidth_gbs: {5:f3}\n"
       "  cache_mib: {12:f3}\n"
       "  cache_bandwidth_gbs: {11:f3}\n"
+      "  op_overhead_us: {13:f4}\n"
       "intra_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
       "inter_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
       "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
-      bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB);
+      bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
+      overhead);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
