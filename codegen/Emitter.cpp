@@ -201,8 +201,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
     (part ? part->local : names)[op->getResult(0)] = view;
     return success();
   }
-  // --trace: a slice around the op's calls (the cpu target's).
-  if (cuda || reluInGemm.contains(op))
+  // --trace: a slice around the op's calls (the cpu target's); a view
+  // makes no call.
+  auto reshape = dyn_cast<ReshapeOp>(op);
+  if (cuda || reluInGemm.contains(op) ||
+      (reshape && plan.root(reshape.getResult()) != reshape.getResult()))
     return emitOpCalls(op);
   std::string row =
       rowRef(traceRow(op, fusion.groups.count(op) ? "fused loop" : ""));
