@@ -79,11 +79,11 @@ private:
   void declare(Value value, StringRef base);
 
   //===--------------------------------------------------------------------===//
-  // Parts of the step (EmitParts.cpp): the step's ops are emitted as calls
-  // of functions of at most a few hundred ops, one function for parts
-  // that print alike (every micro-batch's pass through a stage), reading
-  // buffers, collective handles and trace rows through arrays the call
-  // passes.
+  // Parts of the step (EmitParts.cpp): the step's ops are emitted as
+  // functions of at most 16 ops, one function for parts that print alike
+  // (every micro-batch's pass through a stage), reading buffers, collective
+  // handles and trace rows through tables their calls pass, and each
+  // stage's step is a loop over a table of those calls.
   //===--------------------------------------------------------------------===//
 
   /// The part being emitted: its names, its slots and the call's values.
@@ -93,8 +93,8 @@ private:
     llvm::DenseMap<Value, std::string> local;
     /// The part's names of collective handles (globals read from slots).
     llvm::StringMap<std::string> handles;
-    /// The call's slot codes (runtime/Program.h's partSlot), and the lines
-    /// binding them.
+    /// The call's slot codes (runtime/Program.h's resolveSlots), and the
+    /// lines binding them.
     std::vector<int64_t> codes;
     std::string bindings;
     /// The trace rows the part's rows[k] stand for.

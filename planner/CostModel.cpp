@@ -26,6 +26,28 @@ using namespace mlir::cleave;
 
 namespace {
 
+/// What the cache holds as a stage's ops run, by reuse distance: a value
+/// read again after less than the cache's size of other traffic is still
+/// there; one produced long before (an activation the backward pass reads)
+/// comes from memory. A value the step has not touched yet (a parameter,
+/// an input) is there when the whole step's traffic fits the cache.
+struct CacheState {
+  /// The stage's traffic so far and in all, in bytes.
+  double traffic = 0, stepTraffic = 0;
+  /// Each value's traffic clock when last read or written.
+  llvm::DenseMap<Value, double> touched;
+};
+
+/// The bytes of `op`'s operands and results on `stage` (-1: all), for
+/// CacheState::stepTraffic.
+double stageTraffic(func::FuncOp step, int64_t stage) {
+  double bytes = 0;
+  for (Operation &op : step.getBody().front())
+    if (runsOnStage(&op, stage) && !isCollective(&op))
+      bytes += costOf(&op).bytes;
+  return bytes;
+}
+
 /// Times ops and collectives of one rank on `cluster`.
 class StepTimer {
 public:
@@ -37,7 +59,9 @@ public:
   llvm::DenseSet<Operation *> fusedAway;
 
   /// Seconds of a compute op: its roofline time and the cost of an op.
-  double opSeconds(const OpCost &cost, Operation *op) const {
+  /// With a cache, its bytes are read from the cache or from memory as
+  /// `cache` says (and `cache` moves on).
+  double opSeconds(const OpCost &cost, Operation *op, CacheState &cache) const {
     if (cost.free)
       return 0;
     double overhead =
@@ -49,11 +73,37 @@ public:
           (type.getElementType().isBF16() || type.getElementType().isF16()))
         peak = cluster.peakTflopsBf16;
     double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
-    bool cached = cost.bytes <= cluster.cacheMiB * 1024 * 1024;
-    double bandwidth =
-        cached ? cluster.cacheBandwidthGBs : cluster.memoryBandwidthGBs;
+    double cacheBytes = cluster.cacheMiB * 1024 * 1024;
+    double fromMemory = cost.bytes;
+    if (cacheBytes > 0 && cost.bytes <= cacheBytes) {
+      // Operands last touched too long ago come from memory; the rest of
+      // the op's bytes (its results, recent operands) stay in the cache.
+      fromMemory = 0;
+      for (Value operand : op->getOperands()) {
+        auto type = dyn_cast<ShapedType>(operand.getType());
+        if (!type || !type.hasStaticShape())
+          continue;
+        auto it = cache.touched.find(operand);
+        bool hot = it == cache.touched.end()
+                       ? cache.stepTraffic <= cacheBytes
+                       : cache.traffic - it->second <= cacheBytes;
+        if (!hot)
+          fromMemory += tensorBytes(type);
+      }
+      fromMemory = std::min(fromMemory, cost.bytes);
+    }
+    for (Value operand : op->getOperands())
+      cache.touched[operand] = cache.traffic;
+    cache.traffic += cost.bytes;
+    for (Value result : op->getResults())
+      cache.touched[result] = cache.traffic;
+    double efficiency = 1e9 * cluster.memoryEfficiency;
     double memory =
-        cost.bytes / (bandwidth * 1e9 * cluster.memoryEfficiency);
+        fromMemory / (cluster.memoryBandwidthGBs * efficiency) +
+        (cost.bytes - fromMemory) /
+            ((cacheBytes > 0 ? cluster.cacheBandwidthGBs
+                             : cluster.memoryBandwidthGBs) *
+             efficiency);
     return overhead + std::max(compute, memory);
   }
 
@@ -140,6 +190,8 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   StageTime time;
   double now = 0, commFree = 0, lastWait = 0;
   llvm::DenseMap<Operation *, double> waitAt;
+  CacheState cache;
+  cache.stepTraffic = stageTraffic(step, stage);
   for (Operation &op : step.getBody().front()) {
     if (!runsOnStage(&op, stage))
       continue;
@@ -164,7 +216,7 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
       continue;
     }
     OpCost cost = costOf(&op);
-    double seconds = timer.opSeconds(cost, &op);
+    double seconds = timer.opSeconds(cost, &op, cache);
     now += seconds;
     time.compute += seconds;
     time.flops += cost.flops;
@@ -185,8 +237,12 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
     llvm::DenseMap<Operation *, double> waitAt;
     /// The open compute slice (index in p.schedule, -1: none) and its key.
     int64_t open = -1;
+    CacheState cache;
   };
   std::vector<Clock> clocks(stages);
+  for (int64_t s = 0; s < stages; ++s)
+    clocks[s].cache.stepTraffic =
+        stageTraffic(step, pipelineAxis >= 0 ? s : -1);
   auto coordsOf = [&](int64_t s) {
     SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
     if (pipelineAxis >= 0)
@@ -260,7 +316,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
         record(s, &op, bytes, start, seconds);
         continue;
       }
-      double seconds = timer.opSeconds(costOf(&op), &op);
+      double seconds = timer.opSeconds(costOf(&op), &op, clock.cache);
       int64_t microbatch = StepPhases::microbatchOf(&op);
       const char *phase = stepPhaseName(phases.phaseOf(&op));
       if (clock.open < 0 || p.schedule[clock.open].microbatch != microbatch ||
