@@ -279,7 +279,9 @@ std::vector<Slice> measuredSlices(const Trace &trace, const Plan &plan,
   double origin = INFINITY;
   std::vector<const TraceEvent *> chosen;
   for (const TraceEvent &e : trace.events) {
-    if (e.step != step)
+    // (The step's thread: the communication thread's track shows when
+    // started collectives ran, beside it.)
+    if (e.step != step || e.tid != 0)
       continue;
     int64_t stage = plan.stageOfRank(e.rank);
     if (firstRankOfStage[stage] != e.rank)

@@ -7,6 +7,7 @@
 #include "runtime/Collectives.h"
 #include "runtime/CommVolume.h"
 #include "runtime/MeshDetail.h"
+#include "runtime/Trace.h"
 
 #include <algorithm>
 #include <atomic>
@@ -200,8 +201,9 @@ CollectiveHandle submit(std::function<void()> task) {
     task();
     return 0;
   }
+  std::function<void()> traced = traceCommunication(std::move(task));
   std::lock_guard<std::mutex> lock(commQueue->mutex);
-  commQueue->tasks.push_back(std::move(task));
+  commQueue->tasks.push_back(std::move(traced));
   commQueue->workQueued.notify_one();
   return ++commQueue->queued;
 }

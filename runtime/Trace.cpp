@@ -11,11 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <vector>
 
 namespace cleave::rt {
 
-bool tracing = false;
+std::atomic<bool> tracing{false};
 
 namespace {
 
@@ -33,6 +34,9 @@ struct Tracer {
   std::vector<Slice> slices;
   /// Opened slices (index in `slices`), innermost last.
   std::vector<size_t> open;
+  /// The communication thread's slices (it appends, under the mutex).
+  std::vector<Slice> communication;
+  std::mutex communicationMutex;
 
   double now() const {
     return std::chrono::duration<double, std::micro>(
@@ -57,43 +61,67 @@ int64_t peerRank(int64_t rank, int axis, int stage) {
   return rank + (stage - coord) * stride;
 }
 
-/// This rank's slices as trace events (each followed by a comma).
+/// One slice as a trace event on thread `tid` (followed by a comma).
+std::string eventOf(const Slice &s, int64_t rank, int tid) {
+  char number[160];
+  std::snprintf(number, sizeof(number),
+                ",\"pid\":%lld,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
+                static_cast<long long>(rank), tid, s.startUs,
+                s.endUs - s.startUs);
+  std::string args = "\"step\":" + std::to_string(s.step);
+  std::string name, category;
+  if (s.op < 0) {
+    name = tid == 0 ? "\"step " + std::to_string(s.step) + "\""
+                    : std::string("\"collective\"");
+    category = tid == 0 ? "\"step\"" : "\"communication\"";
+  } else {
+    const TraceOp &op = tracer.program->traceOps[s.op];
+    name = jsonString(op.name);
+    // On the communication thread: the work of the collective the op
+    // started (or the op the step was in when it queued it).
+    category = tid == 0 ? jsonString(op.phase) : "\"communication\"";
+    args += std::string(",\"op\":") + jsonString(op.kind) +
+            ",\"stage\":" + std::to_string(op.stage) + ",\"microbatch\":" +
+            std::to_string(op.microbatch == kPartMicrobatch ? s.microbatch
+                                                            : op.microbatch);
+    if (s.bytes >= 0)
+      args += ",\"bytes\":" + std::to_string(s.bytes);
+    if (op.peerAxis >= 0)
+      args += ",\"peer\":" +
+              std::to_string(peerRank(rank, op.peerAxis, op.peerStage));
+  }
+  return "{\"ph\":\"X\",\"name\":" + name + ",\"cat\":" + category +
+         number + ",\"args\":{" + args + "}},\n";
+}
+
+/// This rank's slices as trace events (each followed by a comma): the
+/// step's thread (tid 0), the communication thread's (tid 1).
 std::string eventsOf(int64_t rank) {
   std::string out;
-  char number[160];
-  for (const Slice &s : tracer.slices) {
-    if (s.endUs < s.startUs)
-      continue;
-    std::snprintf(number, sizeof(number),
-                  ",\"pid\":%lld,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f",
-                  static_cast<long long>(rank), s.startUs, s.endUs - s.startUs);
-    std::string args = "\"step\":" + std::to_string(s.step);
-    std::string name, category;
-    if (s.op < 0) {
-      name = "\"step " + std::to_string(s.step) + "\"";
-      category = "\"step\"";
-    } else {
-      const TraceOp &op = tracer.program->traceOps[s.op];
-      name = jsonString(op.name);
-      category = jsonString(op.phase);
-      args += std::string(",\"op\":") + jsonString(op.kind) +
-              ",\"stage\":" + std::to_string(op.stage) +
-              ",\"microbatch\":" +
-              std::to_string(op.microbatch == kPartMicrobatch ? s.microbatch
-                                                              : op.microbatch);
-      if (s.bytes >= 0)
-        args += ",\"bytes\":" + std::to_string(s.bytes);
-      if (op.peerAxis >= 0)
-        args += ",\"peer\":" +
-                std::to_string(peerRank(rank, op.peerAxis, op.peerStage));
-    }
-    out += "{\"ph\":\"X\",\"name\":" + name + ",\"cat\":" + category + number +
-           ",\"args\":{" + args + "}},\n";
-  }
+  for (const Slice &s : tracer.slices)
+    if (s.endUs >= s.startUs)
+      out += eventOf(s, rank, 0);
+  std::lock_guard<std::mutex> lock(tracer.communicationMutex);
+  for (const Slice &s : tracer.communication)
+    out += eventOf(s, rank, 1);
   return out;
 }
 
 } // namespace
+
+std::function<void()> traceCommunication(std::function<void()> task) {
+  if (!tracing || tracer.open.empty())
+    return task;
+  const Slice &in = tracer.slices[tracer.open.back()];
+  Slice slice{in.op, in.microbatch, tracer.step, -1, 0, 0};
+  return [task = std::move(task), slice]() mutable {
+    slice.startUs = tracer.now();
+    task();
+    slice.endUs = tracer.now();
+    std::lock_guard<std::mutex> lock(tracer.communicationMutex);
+    tracer.communication.push_back(slice);
+  };
+}
 
 void traceBegin(int op, int microbatch) {
   tracer.open.push_back(tracer.slices.size());
@@ -179,6 +207,10 @@ bool writeTrace(const std::string &path, std::string &error) {
         "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) +
         ",\"tid\":0,\"args\":{\"name\":\"step (compute and blocking "
         "communication)\"}},\n";
+    text += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" +
+            std::to_string(r) +
+            ",\"tid\":1,\"args\":{\"name\":\"communication thread "
+            "(started collectives, hand-overs)\"}},\n";
   }
   text += all;
   text += "{\"ph\":\"M\",\"name\":\"trace_end\",\"pid\":0,\"tid\":0,"

@@ -17,7 +17,9 @@
 #ifndef CLEAVE_RUNTIME_TRACE_H
 #define CLEAVE_RUNTIME_TRACE_H
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace cleave::rt {
@@ -43,8 +45,9 @@ struct TraceOp {
 
 constexpr int kPartMicrobatch = -2;
 
-/// Whether the current step is traced (read by the macros below).
-extern bool tracing;
+/// Whether the current step is traced (read by the macros below, and by
+/// the communication thread).
+extern std::atomic<bool> tracing;
 
 /// Opens a slice of `op` run for `microbatch` (-1: none).
 void traceBegin(int op, int microbatch);
@@ -62,6 +65,11 @@ void traceEnd(int op, int64_t bytes);
     if (::cleave::rt::tracing)                                                 \
       ::cleave::rt::traceEnd(op, bytes);                                       \
   } while (0)
+
+/// `task`, a collective the step queues for the communication thread
+/// (runtime/Collectives.cpp), made to record a slice on that thread's
+/// track, named after the op that started it, when the step is traced.
+std::function<void()> traceCommunication(std::function<void()> task);
 
 /// Traces steps [first, last) of `program`'s run (every rank calls it,
 /// after the mesh is up: the ranks' clocks start together).

@@ -1,8 +1,10 @@
 """Reads a training program's --trace and checks it as Perfetto would show
 it and against the program it came from:
 
-  - one process per rank, named; every slice inside the slice of its step,
-    and slices on a thread either disjoint or nested;
+  - one process per rank, named; every slice inside the slice of its step
+    (on the step's thread, tid 0), and slices on a thread either disjoint
+    or nested; the communication thread's slices (tid 1) are the started
+    collectives and hand-overs, named after the op that started them;
   - the traced steps are the ones asked for;
   - per rank and step, the collectives (by kind) are the plan's for the
     rank's stage (count), and the bytes they carry add up to the program's
@@ -41,6 +43,8 @@ def main():
     by_thread = defaultdict(list)
     for e in slices:
         by_thread[(e["pid"], e["tid"])].append(e)
+    step_spans = {(e["pid"], e["args"]["step"]): (e["ts"], e["ts"] + e["dur"])
+                  for e in slices if e["cat"] == "step"}
     for thread in by_thread.values():
         thread.sort(key=lambda e: (e["ts"], -e["dur"]))
         stack = []
@@ -51,12 +55,17 @@ def main():
             if stack and end > stack[-1] + eps:
                 bad += 1
             stack.append(end)
-        step_spans = {e["args"]["step"]: (e["ts"], e["ts"] + e["dur"]) for e in thread if e["cat"] == "step"}
         for e in thread:
-            lo, hi = step_spans.get(e["args"]["step"], (1, 0))
+            lo, hi = step_spans.get((e["pid"], e["args"]["step"]), (1, 0))
             if e["cat"] != "step" and not (lo - eps <= e["ts"] and e["ts"] + e["dur"] <= hi + eps):
                 outside += 1
     print("slices: %d, partly overlapping: %d, outside their step: %d" % (len(slices), bad, outside))
+    background = [e for e in slices if e["tid"] == 1]
+    print("communication thread: %s slices, named after ops: %s, kinds: %s" % (
+        "some" if background else "no",
+        all(e["name"] and e["cat"] == "communication" for e in background),
+        ", ".join(sorted({e["args"].get("op", "?") for e in background}))))
+    slices_by_step = [e for e in slices if e["tid"] == 0]
 
     # The collectives against the plan's (per stage) and --print-comm.
     stages = {a: s for a, s in (item.split("=") for item in plan["mesh_flag"].split(","))}
@@ -70,7 +79,7 @@ def main():
         for step in steps:
             count = defaultdict(int)
             sent = defaultdict(int)
-            for e in slices:
+            for e in slices_by_step:
                 # (A started all-reduce's wait is a slice of its own.)
                 if e["pid"] == rank and e["args"]["step"] == step and e["cat"] == "collective" \
                         and not e["args"]["op"].endswith(" wait"):
