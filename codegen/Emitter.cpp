@@ -286,6 +286,25 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
   // outputs are copied to output tensors (for --dump-outputs).
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   finishCollectivesUsedBy(ret);
+  // The results the parts computed get names in the step again.
+  for (Value value : ret.getOperands()) {
+    Operation *def = value.getDefiningOp();
+    Value root = plan.root(value);
+    if (!def || !isHeldOnStage(value, stage) || names.count(value) ||
+        !plan.arenaOffset.count(root))
+      continue;
+    if (!names.count(root)) {
+      std::string name = uniqueName(baseName(root.getDefiningOp()) +
+                                    (root.getDefiningOp()->getNumResults() > 1
+                                         ? "_" + std::to_string(
+                                                     cast<OpResult>(root)
+                                                         .getResultNumber())
+                                         : std::string()));
+      body << formatv("  auto *{0} = {1};\n", name, arenaExpression(root));
+      names[root] = name;
+    }
+    names[value] = names.lookup(root);
+  }
   bool haveLoss = false;
   int outputIndex = block.getNumArguments();
   // Parameters and states by name, for the updates that land in them.

@@ -25,13 +25,15 @@
 // CPU-LABEL: static void trainStep(StepContext &ctx) {
 // CPU: void *const refs[] = {nullptr};
 // CPU-NEXT: runParts(ctx, refs, kStepParts, 1, kStepCodes, kStepTraceRows);
-// CPU-NEXT: std::copy_n(reinterpret_cast<float *>(ctx.arena + 0), 8, static_cast<float *>(ctx.tensors[3]));  // output out
+// CPU-NEXT: auto *fc = reinterpret_cast<float *>(ctx.arena + 0);
+// CPU-NEXT: std::copy_n(fc, 8, static_cast<float *>(ctx.tensors[3]));  // output out
 
 // CUDA-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CUDA: gemmBias(false, true, 4, 2, 3, 1.000000000e+00f, x, w, b, fc, GemmEpilogue::Bias);  // fc
 // CUDA-LABEL: static void trainStep(StepContext &ctx) {
 // CUDA: runParts(ctx, refs, kStepParts, 1, kStepCodes, kStepTraceRows);
-// CUDA-NEXT: copyN(reinterpret_cast<float *>(ctx.arena + 0), 8, static_cast<float *>(ctx.tensors[3]));  // output out
+// CUDA-NEXT: auto *fc = reinterpret_cast<float *>(ctx.arena + 0);
+// CUDA-NEXT: copyN(fc, 8, static_cast<float *>(ctx.tensors[3]));  // output out
 // CUDA-NEXT: synchronize();
 module {
   func.func @step(%x: tensor<4x3xf32> {cleave.input = "x"},

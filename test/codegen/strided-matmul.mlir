@@ -20,7 +20,7 @@
 // CPU-NEXT: const int64_t merge_c_strides[] = {32, 2, 4, 1};
 // CPU-NEXT: matmulStrided(Shape{2, 2}, 8, 2, 8, softmax_1, merge_a_strides, split_2, merge_b_strides, merge, merge_c_strides);  // merge
 // CPU-NOT: transpose(
-// CPU: std::copy_n(reinterpret_cast<float *>(ctx.arena + {{[0-9]+}}), 64,
+// CPU: std::copy_n(merge, 64,
 
 // CUDA-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CUDA-NOT: matmulStrided
