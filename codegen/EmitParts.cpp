@@ -2,15 +2,17 @@
 //
 // g++'s time grows faster than the length of a function, and a pipelined
 // step repeats every micro-batch's pass through a stage. So the step is
-// emitted as calls of functions of at most kMaxPartOps ops, cut where the
-// micro-batch changes, and a part that prints like an earlier one calls
+// emitted as functions of at most kMaxPartOps ops, cut where the
+// micro-batch changes, and a part that prints like an earlier one reuses
 // that one's function: m micro-batches compile one function per kind of
-// pass, not m copies.
+// pass, not m copies. Each stage's step is a loop over a table of the
+// calls (runtime/Program.h's runParts).
 //
 // For two parts to print alike, nothing that differs between them may be
-// in their text: a part names its buffers, the values it reads, the
-// collective handles it starts or waits for and its trace rows through
-// the arrays its call passes (`slots`, `rows`), and its own names come
+// in their text: a part reaches its buffers, the values it reads and the
+// collective handles it starts or waits for through slot codes (an arena
+// offset, a tensor index or an entry of the step's `refs`, resolved by
+// resolveSlots), its trace rows through `rows`, and its own names come
 // from a fresh CppNames.
 //
 //===----------------------------------------------------------------------===//
