@@ -389,9 +389,12 @@ int runProgram(const Program &program, int argc, char **argv) {
       inputs.push_back(loadInput(global.specs[i], options));
       for (int c = 0; c < program.numIndexChecks; ++c) {
         const IndexInputCheck &check = program.indexChecks[c];
-        if (check.tensor != i || options.synthetic)
+        if (check.tensor != i)
           continue;
-        checkIndexValues(inputs.back(), check);
+        if (options.synthetic)
+          fillSyntheticIndices(inputs.back(), check);
+        else
+          checkIndexValues(inputs.back(), check);
       }
       batch = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
     } else if ((spec.role == Role::Param || spec.role == Role::State) &&

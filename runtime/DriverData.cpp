@@ -69,6 +69,25 @@ std::string shapeText(const int64_t *dims, int rank) {
   return text + "]";
 }
 
+void fillSyntheticIndices(InputData &input, const IndexInputCheck &check) {
+  int64_t range = check.high - check.low;
+  if (range <= 0)
+    return;
+  int64_t count = static_cast<int64_t>(input.array.data.size()) /
+                  dtypeSize(input.spec->dtype);
+  uint64_t state = 7;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    int64_t value = check.low + static_cast<int64_t>((state >> 33) %
+                                                     static_cast<uint64_t>(range));
+    if (input.spec->dtype == DType::I64)
+      reinterpret_cast<int64_t *>(input.array.data.data())[i] = value;
+    else if (input.spec->dtype == DType::I32)
+      reinterpret_cast<int32_t *>(input.array.data.data())[i] =
+          static_cast<int32_t>(value);
+  }
+}
+
 void checkIndexValues(const InputData &input, const IndexInputCheck &check) {
   if (input.spec->dtype == DType::I64)
     checkValues<int64_t>(input, check);
@@ -83,7 +102,8 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
       batch ? spec.shape.numElements() / batch * dtypeSize(spec.dtype) : 0;
   if (options.synthetic) {
     // Random but valid: small floats, and zeros for integer inputs (valid
-    // class labels and token ids for any model).
+    // class labels and token ids for any model; spread over their range
+    // where the program knows it, fillSyntheticIndices).
     input.samples = batch;
     input.array.data.assign(batch * input.sampleBytes, 0);
     if (spec.dtype == DType::F32) {

@@ -36,6 +36,10 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options);
 /// Exits naming the file and sample at the first value of an integer input
 /// outside the range `check` gives.
 void checkIndexValues(const InputData &input, const IndexInputCheck &check);
+/// --synthetic: spreads `input`'s values over the range `check` allows (a
+/// fixed pseudo-random sequence), so that token ids and labels are not all
+/// one value (a padding id masking every position, say).
+void fillSyntheticIndices(InputData &input, const IndexInputCheck &check);
 
 /// The first element of `data` (`count` elements of `type`) that is NaN
 /// or infinite, or -1; integer types have none.
