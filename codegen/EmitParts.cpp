@@ -88,11 +88,8 @@ std::string Emitter::ref(Value value) {
   else
     code = refCode(outer.empty() ? names.lookup(value) : outer);
   std::string base;
-  if (Operation *def = value.getDefiningOp())
-    base = def->getNumResults() > 1
-               ? baseName(def) + "_" +
-                     std::to_string(cast<OpResult>(value).getResultNumber())
-               : baseName(def);
+  if (auto result = dyn_cast<OpResult>(value))
+    base = baseName(result);
   else
     base = outer.empty() ? std::string("input") : outer;
   std::string declaration =

@@ -109,6 +109,13 @@ std::string Emitter::baseName(Operation *op) {
   return base;
 }
 
+std::string Emitter::baseName(OpResult result) {
+  Operation *op = result.getOwner();
+  return op->getNumResults() > 1
+             ? baseName(op) + "_" + std::to_string(result.getResultNumber())
+             : baseName(op);
+}
+
 std::string Emitter::array(StringRef base, ArrayRef<int64_t> values) {
   std::string name = uniqueName(base);
   body << formatv("  const int64_t {0}[] = {1};\n", name,
@@ -225,16 +232,14 @@ LogicalResult Emitter::emitOpCalls(Operation *op) {
   // A send declares no buffer; its receive declares one on its own stage.
   if (auto transfer = dyn_cast<SendRecvOp>(op))
     return emitOperation(transfer);
-  std::string base = baseName(op);
-  for (auto [i, result] : llvm::enumerate(op->getResults()))
-    declare(result,
-            op->getNumResults() > 1 ? base + "_" + std::to_string(i) : base);
+  for (OpResult result : op->getResults())
+    declare(result, baseName(result));
   if (fusion.groups.count(op)) {
     emitFusedGroup(op);
     return success();
   }
   if (reluInGemm.contains(op)) {
-    body << "  // " << base << ": in the GEMM's epilogue\n";
+    body << "  // " << baseName(op) << ": in the GEMM's epilogue\n";
     return success();
   }
   if (std::string fn = elementwiseBody(op); !fn.empty())
@@ -294,12 +299,7 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
         !plan.arenaOffset.count(root))
       continue;
     if (!names.count(root)) {
-      std::string name = uniqueName(baseName(root.getDefiningOp()) +
-                                    (root.getDefiningOp()->getNumResults() > 1
-                                         ? "_" + std::to_string(
-                                                     cast<OpResult>(root)
-                                                         .getResultNumber())
-                                         : std::string()));
+      std::string name = uniqueName(baseName(cast<OpResult>(root)));
       body << formatv("  auto *{0} = {1};\n", name, arenaExpression(root));
       names[root] = name;
     }

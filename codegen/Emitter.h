@@ -267,6 +267,9 @@ private:
   /// The base of the names of `op`'s variables: its ONNX node name, else
   /// its mnemonic.
   std::string baseName(Operation *op);
+  /// The base of the name of `result`: its op's, suffixed with its number
+  /// when the op has several (`split_0`).
+  std::string baseName(OpResult result);
   /// A new local name (the part's while one is emitted).
   std::string uniqueName(StringRef base) {
     return part ? part->names.unique(base) : cppNames.unique(base);

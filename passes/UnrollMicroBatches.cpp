@@ -67,6 +67,15 @@ private:
     return allReduce && llvm::is_contained(
                             allReduce.getAxes().getAsRange<StringAttr>(), axis);
   }
+  /// `axes` without the micro-batch axis: what a collective over them still
+  /// spans once micro-batches run inside each rank.
+  SmallVector<Attribute> otherAxes(ArrayAttr axes) const {
+    SmallVector<Attribute> rest;
+    for (Attribute a : axes)
+      if (a != axis)
+        rest.push_back(a);
+    return rest;
+  }
   /// Maps `from` to `to` for every micro-batch: a value all of them share.
   void mapShared(Value from, Value to) {
     for (IRMapping &mapping : perBatch)
@@ -111,10 +120,7 @@ Operation *Unroller::sliceForMicroBatch(OpBuilder &b, AllSliceOp op,
   Value input = perBatch[m].lookupOrDefault(op.getInput());
   auto type = cast<RankedTensorType>(op.getType());
   int64_t dim = op.getDim();
-  SmallVector<Attribute> rest;
-  for (Attribute a : op.getAxes())
-    if (a != axis)
-      rest.push_back(a);
+  SmallVector<Attribute> rest = otherAxes(op.getAxes());
   if (!rest.empty()) {
     SmallVector<int64_t> block(type.getShape());
     block[dim] *= count;
@@ -145,10 +151,7 @@ Operation *Unroller::indexForMicroBatch(OpBuilder &b, AxisIndexOp op,
         b, op.getLoc(),
         DenseElementsAttr::get(type, b.getI64IntegerAttr(value).getValue()));
   };
-  SmallVector<Attribute> rest;
-  for (Attribute a : op.getAxes())
-    if (a != axis)
-      rest.push_back(a);
+  SmallVector<Attribute> rest = otherAxes(op.getAxes());
   Operation *value = constant(m);
   if (!rest.empty()) {
     Value others =
@@ -246,10 +249,7 @@ void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
                           perBatch[m].lookupOrDefault(input));
     sums.push_back(sum);
   }
-  SmallVector<Attribute> rest;
-  for (Attribute a : op.getAxes())
-    if (a != axis)
-      rest.push_back(a);
+  SmallVector<Attribute> rest = otherAxes(op.getAxes());
   ValueRange results = sums;
   if (!rest.empty())
     results = AllReduceOp::create(b, op.getLoc(), sums, b.getArrayAttr(rest))

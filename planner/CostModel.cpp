@@ -38,13 +38,19 @@ struct CacheState {
   llvm::DenseMap<Value, double> touched;
 };
 
-/// The bytes of `op`'s operands and results on `stage` (-1: all), for
-/// CacheState::stepTraffic.
-double stageTraffic(func::FuncOp step, int64_t stage) {
-  double bytes = 0;
-  for (Operation &op : step.getBody().front())
-    if (runsOnStage(&op, stage) && !isCollective(&op))
-      bytes += costOf(&op).bytes;
+/// The bytes each stage's ops read and write (one entry when `pipelineAxis`
+/// is -1), for CacheState::stepTraffic: one pass over the step.
+std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
+                                  int64_t pipelineAxis) {
+  std::vector<double> bytes(stages, 0);
+  for (Operation &op : step.getBody().front()) {
+    if (isCollective(&op))
+      continue;
+    double opBytes = costOf(&op).bytes;
+    for (int64_t s = 0; s < stages; ++s)
+      if (runsOnStage(&op, pipelineAxis >= 0 ? s : -1))
+        bytes[s] += opBytes;
+  }
   return bytes;
 }
 
@@ -186,12 +192,13 @@ struct StageTime {
 /// One rank's step at `coords` on pipeline stage `stage` (-1: none): a
 /// compute stream and a communication stream in program order.
 StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
-                    ArrayRef<int64_t> coords, int64_t stage, bool ringOnly) {
+                    ArrayRef<int64_t> coords, int64_t stage, bool ringOnly,
+                    double stepTraffic) {
   StageTime time;
   double now = 0, commFree = 0, lastWait = 0;
   llvm::DenseMap<Operation *, double> waitAt;
   CacheState cache;
-  cache.stepTraffic = stageTraffic(step, stage);
+  cache.stepTraffic = stepTraffic;
   for (Operation &op : step.getBody().front()) {
     if (!runsOnStage(&op, stage))
       continue;
@@ -231,7 +238,7 @@ StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
 /// its stages have reached it and ends on both at once.
 void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
                       int64_t stages, int64_t pipelineAxis, bool ringOnly,
-                      Prediction &p) {
+                      ArrayRef<double> traffic, Prediction &p) {
   struct Clock {
     double now = 0, commFree = 0;
     llvm::DenseMap<Operation *, double> waitAt;
@@ -241,8 +248,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   };
   std::vector<Clock> clocks(stages);
   for (int64_t s = 0; s < stages; ++s)
-    clocks[s].cache.stepTraffic =
-        stageTraffic(step, pipelineAxis >= 0 ? s : -1);
+    clocks[s].cache.stepTraffic = traffic[s];
   auto coordsOf = [&](int64_t s) {
     SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
     if (pipelineAxis >= 0)
@@ -456,13 +462,14 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   timer.fusedAway = planFusion(step, [](Operation *op) {
                       return !codegen::elementwiseBody(op).empty();
                     }).fusedAway;
+  std::vector<double> traffic = stagesTraffic(step, stages, pipelineAxis);
   StageTime slowest;
   for (int64_t s = 0; s < stages; ++s) {
     SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
     if (pipelineAxis >= 0)
       coords[pipelineAxis] = s;
     StageTime time = timeStage(step, timer, mesh, coords,
-                               pipelineAxis >= 0 ? s : -1, ringOnly);
+                               pipelineAxis >= 0 ? s : -1, ringOnly, traffic[s]);
     if (time.total > slowest.total)
       slowest = time;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
@@ -474,7 +481,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.stepMs = busy / (1 - p.bubbleFraction);
   p.bubbleMs = p.stepMs - busy;
   p.flopsPerRank = slowest.flops;
-  simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, p);
+  simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, traffic,
+                   p);
   return p;
 }
 
