@@ -1,8 +1,11 @@
 //===- DriverData.cpp - the training data a program reads -----------------===//
 
 #include "runtime/DriverData.h"
+#include "runtime/GlobalTensors.h"
+#include "runtime/TensorStore.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace cleave::rt {
 
@@ -78,8 +81,9 @@ void fillSyntheticIndices(InputData &input, const IndexInputCheck &check) {
   uint64_t state = 7;
   for (int64_t i = 0; i < count; ++i) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    int64_t value = check.low + static_cast<int64_t>((state >> 33) %
-                                                     static_cast<uint64_t>(range));
+    int64_t value =
+        check.low +
+        static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(range));
     if (input.spec->dtype == DType::I64)
       reinterpret_cast<int64_t *>(input.array.data.data())[i] = value;
     else if (input.spec->dtype == DType::I32)
@@ -163,6 +167,58 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
                         std::to_string(at / (count / input.samples)) + ")",
                     options);
   return input;
+}
+
+void TrainingData::load(int i) {
+  const Program &program = global.program;
+  loaded.push_back(loadInput(global.specs[i], options));
+  for (int c = 0; c < program.numIndexChecks; ++c) {
+    const IndexInputCheck &check = program.indexChecks[c];
+    if (check.tensor != i)
+      continue;
+    if (options.synthetic)
+      fillSyntheticIndices(loaded.back(), check);
+    else
+      checkIndexValues(loaded.back(), check);
+  }
+  batchRows = global.specs[i].shape.rank ? global.specs[i].shape.dims[0] : 1;
+}
+
+void TrainingData::chooseDataset() {
+  const InputData *dataset = nullptr;
+  for (const InputData &input : loaded) {
+    int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
+    if (input.samples == rows)
+      continue;
+    if (dataset && input.samples != dataset->samples)
+      failRun(std::string("inputs '") + dataset->spec->name + "' and '" +
+              input.spec->name + "' hold different numbers of samples (" +
+              std::to_string(dataset->samples) + " and " +
+              std::to_string(input.samples) + ")");
+    dataset = &input;
+  }
+  order.emplace(dataset ? dataset->samples : 1, options);
+}
+
+void TrainingData::copyBatch(int64_t step, TensorStore &store) {
+  for (InputData &input : loaded) {
+    int index = input.spec - global.specs.data();
+    char *dest = static_cast<char *>(store.hostCopy(index));
+    if (global.isSplit(index)) {
+      wholeBatch.resize(global.wholeBytes(index));
+      dest = wholeBatch.data();
+    }
+    int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
+    for (int64_t j = 0; j < rows; ++j) {
+      int64_t sample =
+          input.samples == rows ? j : order->sample(step * rows + j);
+      std::memcpy(dest + j * input.sampleBytes,
+                  input.array.data.data() + sample * input.sampleBytes,
+                  input.sampleBytes);
+    }
+    if (global.isSplit(index))
+      global.toLocal(index, wholeBatch.data(), store.hostCopy(index));
+  }
 }
 
 } // namespace cleave::rt

@@ -2,7 +2,8 @@
 //
 // Part of the Cleave runtime: plain C++ (no MLIR). Loads each graph
 // input's samples (--data DIR/<input>.npy, or --synthetic), checks labels
-// and indices as they load, and orders the samples of each step.
+// and indices as they load, orders the samples of each step and copies
+// each step's batch where the step reads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,10 +15,14 @@
 #include "runtime/Program.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cleave::rt {
+
+struct GlobalTensors; // runtime/GlobalTensors.h
+class TensorStore;    // runtime/TensorStore.h
 
 /// One graph input's samples, loaded from --data or random.
 struct InputData {
@@ -85,6 +90,38 @@ private:
   uint64_t seed;
   int64_t currentPass = -1;
   std::vector<int64_t> permutation;
+};
+
+/// The graph inputs of a program and the batch each step reads from them.
+class TrainingData {
+public:
+  TrainingData(const GlobalTensors &global, const RunOptions &options)
+      : global(global), options(options) {}
+
+  /// Loads graph input `i`, checking its index values (or, with
+  /// --synthetic, spreading them over their range).
+  void load(int i);
+  /// Inputs whose file holds exactly one batch are the same every step (a
+  /// weight fed as an input, say); the others are the data set and must
+  /// agree on its size. Called once every input is loaded.
+  void chooseDataset();
+  /// Copies the batch of `step` of every input into its host copy in
+  /// `store`; a split input is assembled whole, then this rank keeps its
+  /// block.
+  void copyBatch(int64_t step, TensorStore &store);
+
+  const std::vector<InputData> &inputs() const { return loaded; }
+  /// The rows of a batch (the first dimension of the last input).
+  int64_t batch() const { return batchRows; }
+
+private:
+  const GlobalTensors &global;
+  const RunOptions &options;
+  std::vector<InputData> loaded;
+  int64_t batchRows = 0;
+  std::optional<SampleOrder> order;
+  /// A split input's whole batch, before this rank takes its block.
+  std::vector<char> wholeBatch;
 };
 
 } // namespace cleave::rt
