@@ -1,30 +1,29 @@
-//===- Collectives.cpp - ring collectives on a communication thread -------===//
+//===- Collectives.cpp - ring and pairwise collective algorithms ----------===//
 //
-// Part of the Cleave runtime: plain C++ (no MLIR).
+// Part of the Cleave runtime: plain C++ (no MLIR). The algorithms over MPI
+// point-to-point messages; CommThread.cpp runs them one at a time, on the
+// communication thread or the caller's, under the watchdog.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Collectives.h"
+#include "runtime/CommThread.h"
 #include "runtime/CommVolume.h"
 #include "runtime/MeshDetail.h"
-#include "runtime/Trace.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <sched.h>
-#include <thread>
 #include <vector>
 
 namespace cleave::rt {
 namespace {
+
+using detail::beginCollective;
+using detail::runBlocking;
+using detail::runningCounters;
+using detail::submit;
+using detail::waitFor;
 
 /// The received half of a reduce step arrives in pieces, two in flight:
 /// each piece is added while it is still in cache, and the next one is on
@@ -45,204 +44,6 @@ int64_t reducePieceBytes(int64_t stepBytes) {
 constexpr int64_t kChainPieceBytes = 1 << 20;
 /// MPI counts are ints: longer messages go as several.
 constexpr int64_t kMaxMessageBytes = 1 << 30;
-
-//===----------------------------------------------------------------------===//
-// Waiting, under a watchdog
-//===----------------------------------------------------------------------===//
-
-/// --collective-timeout, in seconds (0: none). Atomic: the driver sets it
-/// while the communication thread may read it.
-std::atomic<int64_t> timeoutSeconds{kDefaultCollectiveTimeoutSeconds};
-
-/// The collective running now, for the watchdog's message. Collectives run
-/// one at a time, so one record serves both threads; only the thread
-/// running the collective touches it.
-struct CurrentCollective {
-  const char *name = "?";
-  AxisGroup group = {{}, 0};
-  /// Over MPI_COMM_WORLD rather than a group of the mesh.
-  bool world = false;
-  /// Collectives started by this process so far, this one included.
-  int64_t number = 0;
-};
-CurrentCollective current;
-
-void beginCollective(const char *name, AxisGroup group, bool world = false) {
-  current.name = name;
-  current.group = group;
-  current.world = world;
-  ++current.number;
-}
-
-/// How a wait polls: spinning first, as MPI_Waitall does, so that short
-/// waits keep MPI's latency; then yielding the core (ranks may outnumber
-/// cores); then short sleeps, so that ranks waiting long for a straggler
-/// (rank 0 writing a checkpoint, say) leave the cores to it. A sleep
-/// delays a late message by at most kMaxSleep.
-using Clock = std::chrono::steady_clock;
-constexpr auto kSpinTime = std::chrono::milliseconds(1);
-constexpr auto kYieldTime = std::chrono::milliseconds(20);
-constexpr auto kFirstSleep = std::chrono::microseconds(20);
-constexpr auto kMaxSleep = std::chrono::microseconds(250);
-constexpr auto kFrozenGap = std::chrono::seconds(1);
-constexpr int64_t kCenturySeconds = int64_t(100) * 365 * 24 * 3600;
-
-[[noreturn]] void abortStalledJob(int64_t seconds) {
-  std::fprintf(
-      stderr,
-      "%s: error: rank %d: %s over %s made no progress for %lld s "
-      "(collective #%lld of this run); another rank has stopped or "
-      "is stuck; aborting the job (--collective-timeout)\n",
-      detail::meshProgramName(), worldRank(), current.name,
-      current.world ? "all ranks" : detail::groupName(current.group).c_str(),
-      static_cast<long long>(seconds), static_cast<long long>(current.number));
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
-}
-
-/// MPI_Waitall, but aborting the job when the requests stay incomplete for
-/// the collective timeout: every blocking wait of the collectives goes
-/// through here.
-void waitFor(int count, MPI_Request *requests) {
-  int done = 0;
-  MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
-  if (done)
-    return;
-  int64_t limit = timeoutSeconds.load(std::memory_order_relaxed);
-  Clock::time_point start = Clock::now();
-  // Limits beyond a century (which would overflow the clock) wait forever.
-  Clock::time_point deadline = limit > 0 && limit < kCenturySeconds
-                                   ? start + std::chrono::seconds(limit)
-                                   : Clock::time_point::max();
-  auto sleep = kFirstSleep;
-  Clock::time_point last = start;
-  for (;;) {
-    MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
-    if (done)
-      return;
-    Clock::time_point now = Clock::now();
-    // A gap between two polls is time this process did not run (stopped,
-    // or starved by the host): its peers are not to blame for it.
-    if (now - last > kFrozenGap && deadline != Clock::time_point::max())
-      deadline += now - last;
-    last = now;
-    if (now - start < kSpinTime)
-      continue;
-    if (now >= deadline)
-      abortStalledJob(limit);
-    if (now - start < kYieldTime) {
-      sched_yield();
-      continue;
-    }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min<decltype(sleep)>(2 * sleep, kMaxSleep);
-  }
-}
-
-//===----------------------------------------------------------------------===//
-// Running collectives one at a time, in start order
-//===----------------------------------------------------------------------===//
-
-/// Collectives waiting for the communication thread, run first in, first
-/// out. Heap-allocated and never destroyed while the thread lives, so that a
-/// program exiting without finalizeMesh does not destroy a mutex in use.
-struct CommQueue {
-  std::mutex mutex;
-  /// Signals the thread: a task was queued, or it is time to stop.
-  std::condition_variable workQueued;
-  /// Signals the waiters: a task completed.
-  std::condition_variable workDone;
-  std::deque<std::function<void()>> tasks;
-  /// Tasks queued and completed so far; a queued task's handle is its
-  /// number.
-  int64_t queued = 0;
-  int64_t completed = 0;
-  /// Whether a task runs, on either thread: MPI sees one caller at a time.
-  bool running = false;
-  bool stopping = false;
-  std::thread thread;
-};
-
-/// Non-null between startCommThread and stopCommThread. Without a mesh
-/// there is no thread and collectives run on the caller's.
-CommQueue *commQueue = nullptr;
-
-/// Written by whichever thread runs the collectives, one at a time; read
-/// after waiting for them (which orders the accesses through the queue's
-/// mutex).
-CommCounters counters;
-
-void commThreadMain(CommQueue &queue) {
-  std::unique_lock<std::mutex> lock(queue.mutex);
-  for (;;) {
-    // Sleeps while idle: ranks may outnumber cores.
-    queue.workQueued.wait(lock, [&] {
-      return queue.stopping || (!queue.tasks.empty() && !queue.running);
-    });
-    if (queue.tasks.empty())
-      return;
-    std::function<void()> task = std::move(queue.tasks.front());
-    queue.tasks.pop_front();
-    queue.running = true;
-    lock.unlock();
-    task();
-    lock.lock();
-    queue.running = false;
-    ++queue.completed;
-    queue.workDone.notify_all();
-  }
-}
-
-/// Queues `task` on the communication thread, or runs it at once without
-/// one (handle 0, already complete).
-CollectiveHandle submit(std::function<void()> task) {
-  if (!commQueue) {
-    task();
-    return 0;
-  }
-  std::function<void()> traced = traceCommunication(std::move(task));
-  std::lock_guard<std::mutex> lock(commQueue->mutex);
-  commQueue->tasks.push_back(std::move(traced));
-  commQueue->workQueued.notify_one();
-  return ++commQueue->queued;
-}
-
-/// Runs a blocking collective. With nothing queued or running it runs on
-/// the calling thread: handing it to the communication thread and waking
-/// up again would add two thread switches, some 20 us, to every small
-/// collective (bench/README.md).
-/// (A template, so that the common path allocates no std::function.)
-template <typename Task> void runBlocking(Task task) {
-  if (!commQueue) {
-    task();
-    return;
-  }
-  std::unique_lock<std::mutex> lock(commQueue->mutex);
-  if (!commQueue->tasks.empty() || commQueue->running) {
-    lock.unlock();
-    waitCollective(submit(std::move(task)));
-    return;
-  }
-  commQueue->running = true;
-  lock.unlock();
-  task();
-  lock.lock();
-  commQueue->running = false;
-  // A task queued meanwhile (from another thread) waited for `running` to
-  // clear. Otherwise the thread sleeps on: waking it for nothing would cost
-  // a context switch per collective.
-  if (!commQueue->tasks.empty())
-    commQueue->workQueued.notify_one();
-}
-
-void waitAll() {
-  if (!commQueue)
-    return;
-  std::unique_lock<std::mutex> lock(commQueue->mutex);
-  commQueue->workDone.wait(
-      lock, [] { return commQueue->completed == commQueue->queued; });
-}
 
 //===----------------------------------------------------------------------===//
 // Messages
@@ -281,7 +82,7 @@ constexpr int kTag = 0;
 void postSends(const Group &group, int peer, const void *data, int64_t bytes,
                int64_t pieceBytes, CollectiveKind kind,
                std::vector<MPI_Request> &requests) {
-  counters.bytesSent[static_cast<int>(kind)] += bytes;
+  runningCounters().bytesSent[static_cast<int>(kind)] += bytes;
   const char *at = static_cast<const char *>(data);
   for (int64_t offset = 0; offset < bytes; offset += pieceBytes) {
     requests.emplace_back();
@@ -399,7 +200,7 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
 
 /// Counts a collective and makes it the watchdog's current one.
 void countCall(CollectiveKind kind, AxisGroup axes) {
-  ++counters.calls[static_cast<int>(kind)];
+  ++runningCounters().calls[static_cast<int>(kind)];
   beginCollective(collectiveKindName(kind), axes);
 }
 
@@ -436,7 +237,8 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
         MPI_Isend(bytes + offset,
                   static_cast<int>(std::min(kEagerPieceBytes, total - offset)),
                   MPI_BYTE, peer, kTag, group.comm, &requests[numRequests++]);
-      counters.bytesSent[static_cast<int>(CollectiveKind::AllReduce)] += total;
+      runningCounters()
+          .bytesSent[static_cast<int>(CollectiveKind::AllReduce)] += total;
       waitFor(numRequests, requests);
       add(bytes, bytes, incoming, count, type);
     }
@@ -604,23 +406,7 @@ CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
 
 CollectiveHandle startSendRecv(const void *in, void *out, int64_t bytes,
                                int sendTo, int recvFrom, AxisGroup group) {
-  return submit(
-      [=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
-}
-
-bool collectiveDone(CollectiveHandle handle) {
-  if (!commQueue)
-    return true;
-  std::lock_guard<std::mutex> lock(commQueue->mutex);
-  return commQueue->completed >= handle;
-}
-
-void waitCollective(CollectiveHandle handle) {
-  if (!commQueue)
-    return;
-  std::unique_lock<std::mutex> lock(commQueue->mutex);
-  commQueue->workDone.wait(lock,
-                           [&] { return commQueue->completed >= handle; });
+  return submit([=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
 }
 
 void allReduceSum(void *data, int64_t count, DType type, AxisGroup group) {
@@ -651,57 +437,4 @@ void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
   runBlocking([=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
 }
 
-const CommCounters &commCounters() {
-  waitAll();
-  return counters;
-}
-
-void recordCollective(CollectiveKind kind, int64_t bytesSent) {
-  ++counters.calls[static_cast<int>(kind)];
-  counters.bytesSent[static_cast<int>(kind)] += bytesSent;
-}
-
-void resetCommCounters() {
-  waitAll();
-  counters = CommCounters();
-}
-
-void setCollectiveTimeout(int64_t seconds) {
-  timeoutSeconds.store(seconds, std::memory_order_relaxed);
-}
-
-int64_t collectiveTimeout() {
-  return timeoutSeconds.load(std::memory_order_relaxed);
-}
-
-namespace detail {
-
-void startCommThread() {
-  assert(!commQueue && "the communication thread runs already");
-  commQueue = new CommQueue;
-  commQueue->thread = std::thread(commThreadMain, std::ref(*commQueue));
-}
-
-void finalBarrier() {
-  runBlocking([] {
-    MPI_Request request;
-    MPI_Ibarrier(MPI_COMM_WORLD, &request);
-    beginCollective("barrier", AxisGroup{{}, 0}, /*world=*/true);
-    waitFor(1, &request);
-  });
-}
-
-void stopCommThread() {
-  assert(commQueue && "no communication thread");
-  {
-    std::lock_guard<std::mutex> lock(commQueue->mutex);
-    commQueue->stopping = true;
-    commQueue->workQueued.notify_one();
-  }
-  commQueue->thread.join();
-  delete commQueue;
-  commQueue = nullptr;
-}
-
-} // namespace detail
 } // namespace cleave::rt

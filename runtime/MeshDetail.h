@@ -1,7 +1,7 @@
-//===- MeshDetail.h - what Mesh.cpp and Collectives.cpp share ---*- C++ -*-===//
+//===- MeshDetail.h - what Mesh.cpp and the collectives share ---*- C++ -*-===//
 //
-// Part of the Cleave runtime; included by Mesh.cpp and Collectives.cpp only,
-// never by generated programs (it brings in mpi.h).
+// Part of the Cleave runtime; included by Mesh.cpp, Collectives.cpp and
+// CommThread.cpp only, never by generated programs (it brings in mpi.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +25,12 @@ const char *meshProgramName();
 std::string groupName(AxisGroup group);
 
 /// Start and stop the thread that runs asynchronous collectives
-/// (Collectives.cpp). stopCommThread runs the queued collectives to the end
+/// (CommThread.cpp). stopCommThread runs the queued collectives to the end
 /// first.
 void startCommThread();
 void stopCommThread();
 /// Waits until every rank of the world gets here, under the collectives'
-/// watchdog (Collectives.cpp).
+/// watchdog (CommThread.cpp).
 void finalBarrier();
 
 } // namespace cleave::rt::detail

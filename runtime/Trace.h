@@ -67,7 +67,7 @@ void traceEnd(int op, int64_t bytes);
   } while (0)
 
 /// `task`, a collective the step queues for the communication thread
-/// (runtime/Collectives.cpp), made to record a slice on that thread's
+/// (runtime/CommThread.cpp), made to record a slice on that thread's
 /// track, named after the op that started it, when the step is traced.
 std::function<void()> traceCommunication(std::function<void()> task);
 
