@@ -102,15 +102,16 @@ LogicalResult Emitter::emitOperation(SendRecvOp op) {
   // the first use. (The cuda target's NCCL calls are asynchronous on the
   // communication stream already.)
   if (stage == op.getSourceAttr().getInt()) {
-    call(op, formatv(cuda ? "sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})"
-                          : "sendAsync({0}, {1}, {2}, {3})",
+    call(op, formatv(traits.asyncHandOvers
+                         ? "sendAsync({0}, {1}, {2}, {3})"
+                         : "sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})",
                      ref(value), bytes, op.getDestAttr().getInt(), group));
     return success();
   }
   declare(op.getResult(), nodeName(op.getLoc()).empty()
                               ? std::string("received")
                               : nodeName(op.getLoc()));
-  if (cuda) {
+  if (!traits.asyncHandOvers) {
     call(op, formatv("sendRecv(nullptr, {0}, {1}, kNoPeer, {2}, {3})",
                      ref(op.getResult()), bytes, op.getSourceAttr().getInt(),
                      group));

@@ -18,7 +18,7 @@ namespace mlir::cleave::codegen {
 LogicalResult Emitter::emitConstant(ConstantOp op) {
   // Every pipeline stage's step reads the one global array.
   if (std::string name = names.lookup(op.getResult()); !name.empty()) {
-    if (cuda)
+    if (traits.deviceMemory)
       body << formatv("  const {0} *{1} = deviceAddress({1}_data);\n",
                       elementType(op.getResult()), name);
     return success();
@@ -26,7 +26,7 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
   auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!attr)
     return op.emitOpError("has a non-dense value the ")
-           << targetName() << " target cannot emit";
+           << traits.name << " target cannot emit";
   std::string base = nodeName(op.getLoc());
   std::string name = "k" + uniqueName(base.empty() ? "constant" : base);
   std::string type = elementType(op.getResult());
@@ -42,9 +42,9 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
       (isa<FloatType>(element) ? attr.getSplatValue<APFloat>().isZero()
                                : attr.getSplatValue<APInt>().isZero());
   if (bigSplat && !zeroSplat) {
-    if (cuda)
+    if (traits.deviceMemory)
       return op.emitOpError("is a large non-zero splat, which the ")
-             << targetName() << " target does not emit yet";
+             << traits.name << " target does not emit yet";
     std::string value =
         isa<FloatType>(element)
             ? floatLiteral(attr.getSplatValue<APFloat>().convertToDouble())
@@ -59,9 +59,9 @@ LogicalResult Emitter::emitConstant(ConstantOp op) {
   // Device code reads a constant from device memory: a __device__ array
   // whose address the step looks up.
   globals << formatv("// {0}\n{1} {2} {3}{4}[{5}] = {{", base,
-                     cuda ? "__device__ const" : "static const", type, name,
-                     cuda ? "_data" : "", count);
-  if (cuda)
+                     traits.deviceMemory ? "__device__ const" : "static const",
+                     type, name, traits.deviceMemory ? "_data" : "", count);
+  if (traits.deviceMemory)
     body << formatv("  const {0} *{1} = deviceAddress({1}_data);\n", type,
                     name);
   if (bigSplat) {

@@ -52,7 +52,7 @@ LogicalResult Emitter::emitOperation(GemmOp gemm) {
   // cuBLASLt's bias epilogue: one kernel instead of broadcastTo and
   // gemm; with the ReLU that alone reads the result (in place, see
   // MemoryPlan), its RELU_BIAS epilogue.
-  if (cuda && c && beta == 1.0f) {
+  if (traits.gemmBiasEpilogue && c && beta == 1.0f) {
     ArrayRef<int64_t> cShape = tensorType(c).getShape();
     bool biasRow = (cShape.size() == 1 || cShape.size() == 2) &&
                    cShape.back() == r[1] &&

@@ -28,11 +28,12 @@ std::string Emitter::learningRate(APFloat lr, Value factor) {
 LogicalResult Emitter::emitOperation(DropoutOp dropout) {
   if (!dropout.getTraining()) {
     call(dropout,
-         formatv("{0}({1}, {2}, {3})", copyFunction(), ref(dropout.getInput()),
-                 numElements(dropout.getInput()), ref(dropout.getOutput())));
+         formatv("{0}({1}, {2}, {3})", traits.copyFunction,
+                 ref(dropout.getInput()), numElements(dropout.getInput()),
+                 ref(dropout.getOutput())));
     call(dropout,
-         formatv("{0}({1}, {2}, true)", fillFunction(), ref(dropout.getMask()),
-                 numElements(dropout.getMask())));
+         formatv("{0}({1}, {2}, true)", traits.fillFunction,
+                 ref(dropout.getMask()), numElements(dropout.getMask())));
     return success();
   }
   // Masks are a pure function of (seed, dropout number, step, index),
@@ -72,18 +73,16 @@ LogicalResult Emitter::emitOperation(RandomNormalOp random) {
 
 LogicalResult Emitter::emitOperation(LrScheduleOp schedule) {
   StringRef kind = schedule.getSchedule();
+  std::string factor =
+      formatv("lrScheduleFactor(Schedule::{0}, {1}, {2}, {3}f, ctx.step)",
+              kind == "cosine"   ? "Cosine"
+              : kind == "linear" ? "Linear"
+                                 : "Constant",
+              schedule.getWarmupStepsAttr().getInt(),
+              schedule.getTotalStepsAttr().getInt(),
+              floatLiteral(schedule.getMinFactor().convertToFloat()));
   call(schedule,
-       formatv(cuda ? "writeScalar({0}, lrScheduleFactor("
-                      "Schedule::{1}, {2}, {3}, {4}f, ctx.step))"
-                    : "{0}[0] = lrScheduleFactor(Schedule::{1}, "
-                      "{2}, {3}, {4}f, ctx.step)",
-               ref(schedule.getFactor()),
-               kind == "cosine"   ? "Cosine"
-               : kind == "linear" ? "Linear"
-                                  : "Constant",
-               schedule.getWarmupStepsAttr().getInt(),
-               schedule.getTotalStepsAttr().getInt(),
-               floatLiteral(schedule.getMinFactor().convertToFloat())));
+       formatv(traits.writeScalar, ref(schedule.getFactor()), factor));
   return success();
 }
 

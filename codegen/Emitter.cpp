@@ -85,7 +85,7 @@ Emitter::Emitter(func::FuncOp func, const EmitOptions &options)
     : func(func), options(options) {
   fusion = planFusion(
       func, [](Operation *op) { return !elementwiseBody(op).empty(); });
-  if (!cuda)
+  if (traits.stridedMatmuls)
     planStridedMatmuls(func, fusion);
   // A dropout's stream is numbered in the program order of the step it
   // comes from: partitioning stamps the number (cleave.dropout_number) so
@@ -211,7 +211,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   // --trace: a slice around the op's calls (the cpu target's); a view
   // makes no call.
   auto reshape = dyn_cast<ReshapeOp>(op);
-  if (cuda || reluInGemm.contains(op) ||
+  if (!traits.tracePoints || reluInGemm.contains(op) ||
       (reshape && plan.root(reshape.getResult()) != reshape.getResult()))
     return emitOpCalls(op);
   std::string row =
@@ -244,7 +244,7 @@ LogicalResult Emitter::emitOpCalls(Operation *op) {
   }
   if (std::string fn = elementwiseBody(op); !fn.empty())
     return emitElementwise(op, fn);
-  if (failed(checkFloat32Kernel(op, targetName())))
+  if (failed(checkFloat32Kernel(op, traits.name)))
     return failure();
   auto emit = [&](auto typed) { return emitOperation(typed); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -272,16 +272,16 @@ LogicalResult Emitter::emitOpCalls(Operation *op) {
           emit)
       .Default([&](Operation *) {
         return op->emitOpError()
-               << "is not supported by the " << targetName() << " target yet";
+               << "is not supported by the " << traits.name << " target yet";
       });
 }
 
 FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
   Block &block = func.getBody().front();
   plan = planMemory(func, fusion.executedAt, stage);
-  // The cpu target's linearBackwardSgd; cuBLAS has no such call.
-  backward =
-      cuda ? BackwardFusion() : planBackwardFusion(block, plan, fusion, stage);
+  backward = traits.fusedBackwardSgd
+                 ? planBackwardFusion(block, plan, fusion, stage)
+                 : BackwardFusion();
   pendingWaits.clear();
   body << argPointers;
   if (failed(emitParts(block)))
@@ -330,7 +330,7 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
             i, CleaveDialect::kOutputAttrName))
       body << formatv("  {0}({1}, {2}, static_cast<{3} *>(ctx.tensors[{4}]));"
                       "  // output {5}\n",
-                      copyFunction(), ref(value), numElements(value),
+                      traits.copyFunction, ref(value), numElements(value),
                       elementType(value), outputIndex++,
                       cppCommentText(output.getValue()));
     auto target =
@@ -342,9 +342,9 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
       return func.emitError() << "result #" << i << " updates '"
                               << target.getValue() << "', which is no argument";
     if (plan.root(value) != arg)
-      body << formatv("  {0}({1}, {2}, {3});  // update {4}\n", copyFunction(),
-                      ref(value), numElements(value), ref(arg),
-                      cppCommentText(target.getValue()));
+      body << formatv("  {0}({1}, {2}, {3});  // update {4}\n",
+                      traits.copyFunction, ref(value), numElements(value),
+                      ref(arg), cppCommentText(target.getValue()));
   }
 
   return haveLoss;

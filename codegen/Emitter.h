@@ -17,11 +17,13 @@
 #include "codegen/MemoryPlan.h"
 #include "codegen/ProgramEmitter.h"
 #include "codegen/StepPhases.h"
+#include "codegen/TargetTraits.h"
 #include "dialects/cleave/CleaveOps.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -283,23 +285,10 @@ private:
   /// Emits `text;`, commented with `op`'s node name.
   void call(Operation *op, const std::string &text);
 
-  //===--------------------------------------------------------------------===//
-  // Target differences: the cuda target's runtime has the cpu target's
-  // functions and arguments (runtime/cuda/CudaKernels.h); they differ where
-  // the host touches tensor memory (constants, copies, scalars), in fused
-  // loops (kernels) and in the GEMM epilogues cuBLASLt offers.
-  //===--------------------------------------------------------------------===//
-
-  /// "cpu" or "cuda", for messages.
-  const char *targetName() const { return cuda ? "cuda" : "cpu"; }
-  /// The function copying n elements between tensors of the target.
-  const char *copyFunction() const { return cuda ? "copyN" : "std::copy_n"; }
-  /// The function filling n elements of a tensor of the target.
-  const char *fillFunction() const { return cuda ? "fillN" : "std::fill_n"; }
   /// The host expression reading element 0 of `value` (the loss, a
-  /// learning rate, a step counter): on the GPU, a copy that waits.
+  /// learning rate, a step counter; TargetTraits::readScalar).
   std::string scalar(Value value) {
-    return cuda ? "readScalar(" + ref(value) + ")" : ref(value) + "[0]";
+    return llvm::formatv(traits.readScalar, ref(value)).str();
   }
 
   //===--------------------------------------------------------------------===//
@@ -308,6 +297,9 @@ private:
 
   func::FuncOp func;
   const EmitOptions &options;
+  /// What differs between the targets (TargetTraits.h).
+  const TargetTraits &traits = TargetTraits::of(options.target);
+  /// Fused loops run as kernels (EmitElementwise.cpp).
   bool cuda = options.target == Target::Cuda;
   /// The mesh of a distributed program, else null.
   MeshAttr mesh = getModuleMesh(func);

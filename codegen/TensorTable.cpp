@@ -66,7 +66,7 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
       return func.emitError()
              << "argument '" << name << "' has element type "
              << tensorType(arg).getElementType() << ", which the "
-             << targetName() << " target does not support";
+             << traits.name << " target does not support";
     // Split tensors: the table holds the local block's shape and the
     // sharding; the embedded initial value is the whole tensor.
     std::string sharding;
@@ -124,7 +124,7 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
       return func.emitError()
              << "output '" << output.getValue() << "' has element type "
              << tensorType(value).getElementType() << ", which the "
-             << targetName() << " target does not support";
+             << traits.name << " target does not support";
     std::string where;
     if (auto at = func.getResultAttrOfType<IntegerAttr>(
             i, CleaveDialect::kStageAttrName);
