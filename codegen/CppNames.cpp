@@ -7,26 +7,28 @@
 
 namespace mlir::cleave {
 
-// Names the generated code already uses: runtime functions and types (the
-// kernels of runtime/KernelApi.inc, the collectives, runtime/Program.h and
-// the cuda runtime's helpers), space-separated.
+// The kernels of runtime/KernelApi.inc, read from it at build time
+// (codegen/CMakeLists.txt), space-separated.
+static constexpr const char *kKernelNames =
+#include "codegen/KernelApiNames.inc"
+    ;
+
+// The other names the generated code uses: runtime functions and types
+// outside the kernel list (the collectives, runtime/Program.h, the cpu
+// runtime's fused calls and the cuda runtime's helpers) and the step's own
+// locals, space-separated.
 static constexpr const char *kRuntimeNames =
-    "gemm linearBackwardSgd matmul matmulStrided broadcastTo transpose "
-    "concat split slice sliceGrad gather gatherGrad reduce softmax softmaxGrad "
-    "layerNorm layerNormGrad batchNorm batchNormGrad conv convGradInput "
-    "convGradWeight maxPool maxPoolGrad avgPool avgPoolGrad "
-    "softmaxCrossEntropy softmaxCrossEntropyGrad nllLoss nllLossGrad "
-    "dropout sgdUpdate adamwUpdate onnxMomentumUpdate onnxAdamUpdate "
-    "onnxAdagradUpdate lrScheduleFactor mapUnary mapBinary mapTernary body "
+    "linearBackwardSgd lrScheduleFactor mapUnary mapBinary mapTernary body "
     "ctx std cleave Shape DType Role Schedule Reduction ReduceKind main "
     "program kTensors trainStep launch copyN fillN readScalar gemmBias "
-    "GemmEpilogue randomUniform randomNormal writeScalar deviceAddress "
-    "synchronize cuda startAllReduceBucket finishAllReduceBucket "
-    "allGatherDim reduceScatterDim allSliceDim writeAxisIndex sendRecv "
-    "sendAsync startReceive "
-    "kNoPeer meshCoord AxisGroup MeshSpec PipelineSpec TensorSpec Program "
-    "StepContext IndexInputCheck runProgram rt indexChecks numIndexChecks "
-    "kernelScratchBytes cudaDeviceHooks resolveSlots kRefCodes slots refs codes rows microbatch kPartMicrobatch PartCall runParts";
+    "GemmEpilogue writeScalar deviceAddress synchronize cuda "
+    "startAllReduceBucket finishAllReduceBucket allGatherDim "
+    "reduceScatterDim allSliceDim writeAxisIndex sendRecv sendAsync "
+    "startReceive kNoPeer meshCoord AxisGroup MeshSpec PipelineSpec "
+    "TensorSpec Program StepContext IndexInputCheck runProgram rt "
+    "indexChecks numIndexChecks kernelScratchBytes cudaDeviceHooks "
+    "resolveSlots kRefCodes slots refs codes rows microbatch "
+    "kPartMicrobatch PartCall runParts";
 
 // Names the C and C++ standard headers the source includes define as
 // macros or use unqualified.
@@ -51,7 +53,8 @@ static constexpr const char *kKeywords =
     "unsigned using virtual void volatile wchar_t while xor xor_eq";
 
 CppNames::CppNames() {
-  for (const char *list : {kRuntimeNames, kLibraryNames, kKeywords}) {
+  for (const char *list :
+       {kKernelNames, kRuntimeNames, kLibraryNames, kKeywords}) {
     llvm::SmallVector<llvm::StringRef> words;
     llvm::StringRef(list).split(words, ' ');
     for (llvm::StringRef word : words)
