@@ -13,17 +13,10 @@ using namespace mlir::cleave;
 
 namespace {
 
-enum Kind {
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  AllToAll,
-  Broadcast,
-  SendRecv
-};
-constexpr const char *kKindNames[] = {"all_reduce", "all_gather",
-                                      "reduce_scatter", "all_to_all",
-                                      "broadcast", "send_recv"};
+using ::cleave::rt::CollectiveKind;
+
+/// The index of `kind` in BytesByKind.
+constexpr int indexOf(CollectiveKind kind) { return static_cast<int>(kind); }
 
 int64_t elementBytes(Type type) {
   Type element = cast<ShapedType>(type).getElementType();
@@ -55,7 +48,7 @@ int64_t mlir::cleave::bytesSentBy(Operation *op, MeshAttr mesh,
   if (!runsOnStage(op, stage))
     return 0;
   if (auto transfer = dyn_cast<SendRecvOp>(op)) {
-    kind = SendRecv;
+    kind = indexOf(CollectiveKind::SendRecv);
     if (transfer.getSourceAttr().getInt() != stage)
       return 0;
     return ::cleave::rt::sendRecvBytesSent(
@@ -64,7 +57,7 @@ int64_t mlir::cleave::bytesSentBy(Operation *op, MeshAttr mesh,
   }
   if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
     // A bucket travels as one reduction of all its elements.
-    kind = AllReduce;
+    kind = indexOf(CollectiveKind::AllReduce);
     auto [size, index] = groupOf(mesh, allReduce.getAxes(), coords);
     int64_t count = 0;
     for (Value input : allReduce.getInputs())
@@ -75,26 +68,26 @@ int64_t mlir::cleave::bytesSentBy(Operation *op, MeshAttr mesh,
                : ::cleave::rt::allReduceBytesSent(count, bytes, size, index);
   }
   if (auto gather = dyn_cast<AllGatherOp>(op)) {
-    kind = AllGather;
+    kind = indexOf(CollectiveKind::AllGather);
     auto [size, index] = groupOf(mesh, gather.getAxes(), coords);
     return ::cleave::rt::allGatherBytesSent(bytesOf(gather.getInput()), size,
                                             index);
   }
   if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-    kind = ReduceScatter;
+    kind = indexOf(CollectiveKind::ReduceScatter);
     auto [size, index] = groupOf(mesh, scatter.getAxes(), coords);
     return ::cleave::rt::reduceScatterBytesSent(
         cast<ShapedType>(scatter.getType()).getNumElements(),
         elementBytes(scatter.getType()), size, index);
   }
   if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
-    kind = AllToAll;
+    kind = indexOf(CollectiveKind::AllToAll);
     auto [size, index] = groupOf(mesh, allToAll.getAxes(), coords);
     return ::cleave::rt::allToAllBytesSent(bytesOf(allToAll.getInput()) / size,
                                            size, index);
   }
   if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-    kind = Broadcast;
+    kind = indexOf(CollectiveKind::Broadcast);
     auto [size, index] = groupOf(mesh, broadcast.getAxes(), coords);
     return ::cleave::rt::broadcastBytesSent(bytesOf(broadcast.getInput()),
                                             broadcast.getRoot(), size, index);
@@ -135,7 +128,7 @@ void mlir::cleave::printBytesSent(ArrayRef<BytesByKind> bytes,
   for (auto [rank, kinds] : llvm::enumerate(bytes)) {
     os << "  rank " << rank << ":";
     for (auto [kind, count] : llvm::enumerate(kinds))
-      os << " " << kKindNames[kind] << "=" << count;
+      os << " " << ::cleave::rt::kCollectiveKindNames[kind] << "=" << count;
     os << "\n";
   }
 }

@@ -15,13 +15,15 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "runtime/CollectiveKind.h"
+
 #include <array>
 #include <vector>
 
 namespace mlir::cleave {
 
-/// Bytes per collective kind, in the order of rt::CollectiveKind.
-using BytesByKind = std::array<int64_t, 6>;
+/// Bytes per collective kind, indexed by rt::CollectiveKind.
+using BytesByKind = std::array<int64_t, ::cleave::rt::kNumCollectiveKinds>;
 
 /// One entry per world rank (the module must have a mesh). `ringOnly`:
 /// every all-reduce is a ring (NCCL, on the cuda target), none recursive

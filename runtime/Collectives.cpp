@@ -382,21 +382,9 @@ void runSendRecv(const void *in, void *out, int64_t bytes, int sendTo,
 //===----------------------------------------------------------------------===//
 
 const char *collectiveKindName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  case CollectiveKind::Broadcast:
-    return "broadcast";
-  case CollectiveKind::SendRecv:
-    return "send_recv";
-  }
-  return "?";
+  int index = static_cast<int>(kind);
+  return index >= 0 && index < kNumCollectiveKinds ? kCollectiveKindNames[index]
+                                                   : "?";
 }
 
 CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,

@@ -23,22 +23,13 @@
 #ifndef CLEAVE_RUNTIME_COLLECTIVES_H
 #define CLEAVE_RUNTIME_COLLECTIVES_H
 
+#include "runtime/CollectiveKind.h"
 #include "runtime/Mesh.h"
 #include "runtime/Program.h"
 
 #include <cstdint>
 
 namespace cleave::rt {
-
-enum class CollectiveKind : int {
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  AllToAll,
-  Broadcast,
-  SendRecv
-};
-constexpr int kNumCollectiveKinds = 6;
 
 /// The op's snake_case name ("all_reduce", ...).
 const char *collectiveKindName(CollectiveKind kind);
