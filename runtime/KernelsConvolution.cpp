@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ConvolutionShapes.h"
 #include "runtime/Elementwise.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
@@ -39,15 +40,6 @@ void kernelRanges(const Window3 &w, const int64_t k[3], int64_t lo[3],
     off[d] = k[d] * w.dilation[d] - w.padBegin[d];
     validRange(w.out[d], w.stride[d], off[d], w.in[d], lo[d], hi[d]);
   }
-}
-
-/// True when the convolution reads x unchanged as its im2col matrix.
-bool isPointwise(const Window3 &w) {
-  for (int d = 0; d < 3; ++d)
-    if (w.kernel[d] != 1 || w.stride[d] != 1 || w.padBegin[d] != 0 ||
-        w.out[d] != w.in[d])
-      return false;
-  return true;
 }
 
 /// col[(c, k), o] = x[c, o * stride - padBegin + k * dilation], 0 in the
@@ -107,20 +99,6 @@ void col2im(const float *col, int64_t channels, const Window3 &w, float *x,
     }
   }
 }
-
-/// Shapes of a grouped convolution.
-struct ConvDims {
-  int64_t batch, inChannels, outChannels, groupIn, groupOut, kRows;
-  ConvDims(const Shape &xShape, const Shape &wShape, int64_t group,
-           const Window3 &w) {
-    batch = xShape.dims[0];
-    inChannels = xShape.dims[1];
-    outChannels = wShape.dims[0];
-    groupIn = inChannels / group;
-    groupOut = outChannels / group;
-    kRows = groupIn * w.kernelSize();
-  }
-};
 
 /// Samples whose im2col matrices one GEMM takes side by side: one, unless
 /// a sample's output is small (the late layers of a CNN, down to 1x1,

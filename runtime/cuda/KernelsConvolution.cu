@@ -17,6 +17,7 @@
 #include "runtime/cuda/Launch.cuh"
 
 #include "runtime/ConvolutionBodies.h"
+#include "runtime/ConvolutionShapes.h"
 
 #include <algorithm>
 #include <array>
@@ -30,29 +31,6 @@ namespace cleave::rt::cuda {
 namespace {
 
 using body::Window3;
-
-/// True when the convolution reads x unchanged as its im2col matrix.
-bool isPointwise(const Window3 &w) {
-  for (int d = 0; d < 3; ++d)
-    if (w.kernel[d] != 1 || w.stride[d] != 1 || w.padBegin[d] != 0 ||
-        w.out[d] != w.in[d])
-      return false;
-  return true;
-}
-
-/// Shapes of a grouped convolution.
-struct ConvDims {
-  int64_t batch, inChannels, outChannels, groupIn, groupOut, kRows;
-  ConvDims(const Shape &xShape, const Shape &wShape, int64_t group,
-           const Window3 &w) {
-    batch = xShape.dims[0];
-    inChannels = xShape.dims[1];
-    outChannels = wShape.dims[0];
-    groupIn = inChannels / group;
-    groupOut = outChannels / group;
-    kRows = groupIn * w.kernelSize();
-  }
-};
 
 /// Bytes of the im2col matrix of one (sample, group), [kRows, outSize],
 /// which every (sample, group) reuses in stream order; none for a pointwise
