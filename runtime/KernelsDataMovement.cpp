@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Elementwise.h"
+#include "runtime/KernelInstantiations.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 
@@ -270,29 +271,7 @@ void gatherGrad(const float *dOut, const I *indices, int64_t numIndices,
 // Instantiations
 //===----------------------------------------------------------------------===//
 
-#define CLEAVE_INSTANTIATE_DATA_MOVEMENT(T)                                    \
-  template void broadcastTo<T>(const T *, const Shape &, T *, const Shape &);  \
-  template void transpose<T>(const T *, const Shape &, const int64_t *, T *);  \
-  template void concat<T>(const T *const *, const Shape *, int, int, T *);     \
-  template void split<T>(const T *, const Shape &, int, const int64_t *, int,  \
-                         T *const *);                                          \
-  template void slice<T>(const T *, const Shape &, const int64_t *,            \
-                         const int64_t *, T *, const Shape &);                 \
-  template void gather<T, int64_t>(const T *, const Shape &, const int64_t *,  \
-                                   int64_t, int, T *);                         \
-  template void gather<T, int32_t>(const T *, const Shape &, const int32_t *,  \
-                                   int64_t, int, T *);
-
-CLEAVE_INSTANTIATE_DATA_MOVEMENT(float)
-CLEAVE_INSTANTIATE_DATA_MOVEMENT(double)
-CLEAVE_INSTANTIATE_DATA_MOVEMENT(int64_t)
-CLEAVE_INSTANTIATE_DATA_MOVEMENT(int32_t)
-CLEAVE_INSTANTIATE_DATA_MOVEMENT(bool)
-#undef CLEAVE_INSTANTIATE_DATA_MOVEMENT
-
-template void gatherGrad<int64_t>(const float *, const int64_t *, int64_t, int,
-                                  float *, const Shape &);
-template void gatherGrad<int32_t>(const float *, const int32_t *, int64_t, int,
-                                  float *, const Shape &);
+CLEAVE_FOR_EACH_ELEMENT_TYPE(CLEAVE_INSTANTIATE_DATA_MOVEMENT)
+CLEAVE_FOR_EACH_INDEX_TYPE(CLEAVE_INSTANTIATE_GATHER_GRAD)
 
 } // namespace cleave::rt

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelInstantiations.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 #include "runtime/LossBodies.h"
@@ -106,21 +107,6 @@ void nllLossGrad(const float *dLoss, const Shape &inputShape, const I *target,
   runItems(view.samples(), view.elements(), [&](int64_t i) { grad.sample(i); });
 }
 
-#define CLEAVE_INSTANTIATE_LOSS(I)                                             \
-  template void softmaxCrossEntropy<I>(const float *, const Shape &,           \
-                                       const I *, const float *, Reduction,    \
-                                       bool, int64_t, float *, float *);       \
-  template void softmaxCrossEntropyGrad<I>(                                    \
-      const float *, const float *, const Shape &, const I *, const float *,   \
-      Reduction, bool, int64_t, float *);                                      \
-  template void nllLoss<I>(const float *, const Shape &, const I *,            \
-                           const float *, Reduction, bool, int64_t, float *);  \
-  template void nllLossGrad<I>(const float *, const Shape &, const I *,        \
-                               const float *, Reduction, bool, int64_t,        \
-                               float *);
-
-CLEAVE_INSTANTIATE_LOSS(int64_t)
-CLEAVE_INSTANTIATE_LOSS(int32_t)
-#undef CLEAVE_INSTANTIATE_LOSS
+CLEAVE_FOR_EACH_INDEX_TYPE(CLEAVE_INSTANTIATE_LOSS)
 
 } // namespace cleave::rt

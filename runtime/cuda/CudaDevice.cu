@@ -16,6 +16,7 @@
 
 #include "runtime/Collectives.h"
 #include "runtime/HostDevice.h"
+#include "runtime/KernelInstantiations.h"
 #include "runtime/MeshDetail.h"
 #include "runtime/Program.h"
 
@@ -293,14 +294,10 @@ void writeScalar(float *dst, float value) { launch(1, SetScalar{dst, value}); }
 
 void synchronize() { waitForCompute(); }
 
-#define CLEAVE_INSTANTIATE(T)                                                  \
+#define CLEAVE_INSTANTIATE_HOST_ACCESS(T)                                      \
   template void copyN<T>(const T *, int64_t, T *);                             \
   template T readScalar<T>(const T *);
-CLEAVE_INSTANTIATE(float)
-CLEAVE_INSTANTIATE(double)
-CLEAVE_INSTANTIATE(int64_t)
-CLEAVE_INSTANTIATE(int32_t)
-CLEAVE_INSTANTIATE(bool)
-#undef CLEAVE_INSTANTIATE
+CLEAVE_FOR_EACH_ELEMENT_TYPE(CLEAVE_INSTANTIATE_HOST_ACCESS)
+#undef CLEAVE_INSTANTIATE_HOST_ACCESS
 
 } // namespace cleave::rt::cuda

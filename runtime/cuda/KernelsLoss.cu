@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/Launch.cuh"
 
+#include "runtime/KernelInstantiations.h"
 #include "runtime/LossBodies.h"
 #include "runtime/NormalizationBodies.h"
 
@@ -92,21 +93,6 @@ void nllLossGrad(const float *dLoss, const Shape &inputShape, const I *target,
          NllLossGradElement<I>{dLoss, mean, dInput, sw, view, reduction});
 }
 
-#define CLEAVE_INSTANTIATE_LOSS(I)                                             \
-  template void softmaxCrossEntropy<I>(const float *, const Shape &,           \
-                                       const I *, const float *, Reduction,    \
-                                       bool, int64_t, float *, float *);       \
-  template void softmaxCrossEntropyGrad<I>(                                    \
-      const float *, const float *, const Shape &, const I *, const float *,   \
-      Reduction, bool, int64_t, float *);                                      \
-  template void nllLoss<I>(const float *, const Shape &, const I *,            \
-                           const float *, Reduction, bool, int64_t, float *);  \
-  template void nllLossGrad<I>(const float *, const Shape &, const I *,        \
-                               const float *, Reduction, bool, int64_t,        \
-                               float *);
-
-CLEAVE_INSTANTIATE_LOSS(int64_t)
-CLEAVE_INSTANTIATE_LOSS(int32_t)
-#undef CLEAVE_INSTANTIATE_LOSS
+CLEAVE_FOR_EACH_INDEX_TYPE(CLEAVE_INSTANTIATE_LOSS)
 
 } // namespace cleave::rt::cuda
