@@ -73,10 +73,11 @@ void Emitter::emitFusedGroup(Operation *tail) {
                     count);
   else
     // (The runtime's grain, detail::kParallelGrain: a smaller loop stays on
-    // one thread, and g++ need not outline a parallel region for it.)
-    body << formatv("{0}  for (int64_t i = 0; i < {1}; ++i) {{\n",
-                    count > 32768 ? "#pragma omp parallel for schedule(static)\n"
-                                  : "",
+    // one thread, and g++ need not outline a parallel region for it.) In
+    // vector registers either way, exp and erf included (VectorMath.h).
+    body << formatv("{0}\n  for (int64_t i = 0; i < {1}; ++i) {{\n",
+                    count > 32768 ? "#pragma omp parallel for simd schedule(static)"
+                                  : "#pragma omp simd",
                     count);
   llvm::DenseMap<Value, std::string> local;
   for (auto [index, op] : llvm::enumerate(chain)) {

@@ -9,6 +9,7 @@
 #ifndef CLEAVE_RUNTIME_ELEMENTWISE_H
 #define CLEAVE_RUNTIME_ELEMENTWISE_H
 
+#include "runtime/HostDevice.h"
 #include "runtime/Shape.h"
 
 #include <cstdint>
@@ -117,7 +118,7 @@ template <int N> struct StridedLoop {
 /// y[i] = f(x[i]) for i in [0, n).
 template <typename In, typename Out, typename F>
 [[gnu::noinline]] void mapUnary(const In *x, Out *y, int64_t n, F f) {
-#pragma omp parallel for schedule(static) if (n > detail::kParallelGrain)
+#pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     y[i] = f(x[i]);
 }
@@ -133,21 +134,21 @@ template <typename A, typename B, typename Out, typename F>
   // Fast paths: an operand with as many elements as the output has the
   // output's layout; a one-element operand is a scalar.
   if (na == n && nb == n) {
-#pragma omp parallel for schedule(static) if (n > detail::kParallelGrain)
+#pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
       out[i] = f(a[i], b[i]);
     return;
   }
   if (na == n && nb == 1) {
     B bv = b[0];
-#pragma omp parallel for schedule(static) if (n > detail::kParallelGrain)
+#pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
       out[i] = f(a[i], bv);
     return;
   }
   if (na == 1 && nb == n) {
     A av = a[0];
-#pragma omp parallel for schedule(static) if (n > detail::kParallelGrain)
+#pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
       out[i] = f(av, b[i]);
     return;
@@ -165,17 +166,21 @@ template <typename A, typename B, typename Out, typename F>
     const B *pb = b + off[1];
     Out *po = out + r * inner;
     if (sa == 1 && sb == 1) {
+      CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
         po[i] = f(pa[i], pb[i]);
     } else if (sa == 1 && sb == 0) {
       B bv = *pb;
+      CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
         po[i] = f(pa[i], bv);
     } else if (sa == 0 && sb == 1) {
       A av = *pa;
+      CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
         po[i] = f(av, pb[i]);
     } else {
+      CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
         po[i] = f(pa[i * sa], pb[i * sb]);
     }
@@ -192,7 +197,7 @@ template <typename A, typename B, typename C, typename Out, typename F>
     return;
   if (aShape.numElements() == n && bShape.numElements() == n &&
       cShape.numElements() == n) {
-#pragma omp parallel for schedule(static) if (n > detail::kParallelGrain)
+#pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
       out[i] = f(a[i], b[i], c[i]);
     return;
@@ -211,6 +216,7 @@ template <typename A, typename B, typename C, typename Out, typename F>
     const B *pb = b + off[1];
     const C *pc = c + off[2];
     Out *po = out + r * inner;
+    CLEAVE_SIMD
     for (int64_t i = 0; i < inner; ++i)
       po[i] = f(pa[i * sa], pb[i * sb], pc[i * sc]);
   }

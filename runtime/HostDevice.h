@@ -9,10 +9,31 @@
 #ifndef CLEAVE_RUNTIME_HOSTDEVICE_H
 #define CLEAVE_RUNTIME_HOSTDEVICE_H
 
+#include "runtime/VectorMath.h"
+
 #if defined(__CUDACC__)
 #define CLEAVE_HD __host__ __device__
 #else
 #define CLEAVE_HD
+#endif
+
+// CLEAVE_SIMD before a loop of the cpu target asks for vector code: its
+// iterations are independent (OpenMP's simd), and calls of expf, erff, tanhf
+// and logf in it take libmvec's vector variants (VectorMath.h).
+// CLEAVE_SIMD_SUM(x, ...) does the same for a loop that adds into the named
+// variables, in whatever order the vector lanes take, and CLEAVE_SIMD_MAX(x)
+// for one that keeps its maximum in x. All are nothing in device code.
+#if defined(_OPENMP) && !defined(__CUDACC__)
+#define CLEAVE_SIMD _Pragma("omp simd")
+#define CLEAVE_SIMD_SUM(...)                                                   \
+  _Pragma(CLEAVE_PRAGMA_STRING(omp simd reduction(+ : __VA_ARGS__)))
+#define CLEAVE_SIMD_MAX(x)                                                     \
+  _Pragma(CLEAVE_PRAGMA_STRING(omp simd reduction(max : x)))
+#define CLEAVE_PRAGMA_STRING(...) #__VA_ARGS__
+#else
+#define CLEAVE_SIMD
+#define CLEAVE_SIMD_SUM(...)
+#define CLEAVE_SIMD_MAX(x)
 #endif
 
 #endif // CLEAVE_RUNTIME_HOSTDEVICE_H

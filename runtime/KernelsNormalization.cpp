@@ -43,8 +43,11 @@ void layerNormGrad(const float *dy, const float *x, const Shape &shape,
   RowView view(shape, axis);
   runItems(view.rows, shape.numElements(),
            LayerNormGradRow{dy, x, scale, mean, invStd, dx, view.d});
-  runItems(view.d, shape.numElements(),
-           LayerNormGradColumn{dy, x, mean, invStd, dScale, dBias, view});
+  LayerNormGradColumn columns{dy, x, mean, invStd, dScale, dBias, view};
+  int64_t blocks = (view.d + LayerNormGradColumn::kBlock - 1) /
+                   LayerNormGradColumn::kBlock;
+  runItems(blocks, shape.numElements(),
+           [&](int64_t block) { columns.columns(block); });
 }
 
 void batchNorm(const float *x, const Shape &shape, const float *scale,

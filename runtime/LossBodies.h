@@ -163,10 +163,24 @@ template <typename I> struct SoftmaxCrossEntropyGradElement {
   CLEAVE_HD void operator()(int64_t k) const {
     element(k, view.sampleOf(k), view.classOf(k));
   }
-  /// The elements of sample i, every class: the cpu target's unit.
+  /// The elements of sample i, every class: the cpu target's unit. As
+  /// element() with the sample's terms hoisted, so that the classes run in
+  /// vector registers.
   CLEAVE_HD void sample(int64_t i) const {
-    for (int64_t c = 0; c < view.classes; ++c)
-      element(view.at(i, c), i, c);
+    int64_t first = view.at(i, 0), step = view.spatial;
+    float w = sw.weight(i);
+    if (w == 0.0f) {
+      for (int64_t c = 0; c < view.classes; ++c)
+        dScores[first + c * step] = 0.0f;
+      return;
+    }
+    float g = w * sampleGradScale(dLoss, meanScale, reduction, i);
+    int64_t label = sw.label(i);
+    CLEAVE_SIMD
+    for (int64_t c = 0; c < view.classes; ++c) {
+      int64_t k = first + c * step;
+      dScores[k] = g * (std::exp(logProb[k]) - (c == label ? 1.0f : 0.0f));
+    }
   }
 };
 

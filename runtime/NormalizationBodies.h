@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace cleave::body {
 
@@ -50,45 +51,93 @@ struct AxisView {
   }
 };
 
+/// exp's argument in softmax is clamped here: exp stays a normal float
+/// (and libmvec's vector expf on its fast path: below -87.33 it redoes each
+/// such lane with the scalar expf, and a causal mask sends half of the
+/// scores there). The sum, at least 1, does not see the difference;
+/// softmax writes 0 where exp gave less than kExpFlush = 2^-125 (exp's true
+/// value there is no more than that, flushed to zero).
+constexpr float kExpFloor = -87.0f;
+constexpr float kExpFlush = 0x1p-125f;
+
 /// Softmax (or log-softmax) of one line: y = exp(x - max) / sum, or
-/// (x - max) - log(sum), with the sum in double.
+/// (x - max) - log(sum), with the sum in double. The line's elements are
+/// `step` apart; the loops are written for a constant step of 1 too, the
+/// common last-axis case, which then runs in vector registers. (exp and
+/// the sum in double are separate loops: g++ vectorizes neither when they
+/// share one with the clamp.) x and y may be the same buffer.
 struct SoftmaxLine {
   const float *x;
   float *y;
   AxisView view;
   bool log;
 
-  CLEAVE_HD void operator()(int64_t line) const {
-    const float *xl = x + view.start(line);
-    float *yl = y + view.start(line);
-    int64_t step = view.inner;
-    // Written as std::max(maxVal, v) is, so that NaNs are skipped alike.
+  /// For the log-softmax's exps, which y cannot hold while x is still read.
+  static constexpr int64_t kChunk = 64;
+
+  template <typename Step>
+  CLEAVE_HD void run(const float *xl, float *yl, Step step) const {
+    int64_t d = view.d;
+    // Written as std::max(maxVal, v) is. (A NaN makes the whole line NaN
+    // through the sum, wherever the maximum lands.)
     float maxVal = -HUGE_VALF;
-    for (int64_t i = 0; i < view.d; ++i)
+    CLEAVE_SIMD_MAX(maxVal)
+    for (int64_t i = 0; i < d; ++i)
       maxVal = maxVal < xl[i * step] ? xl[i * step] : maxVal;
+    // The floor as a value g++ cannot fold: with the constant, it rewrites
+    // exp(t < floor ? floor : t) as t < floor ? exp(floor) : exp(t) and
+    // calls exp on the unclamped t. (NaN stays NaN through the clamp: NaN <
+    // floor is false. An infinite or NaN maximum makes the floor NaN, and
+    // the line is NaN anyway.)
+    const float floor = kExpFloor + 0.0f * maxVal;
+    auto shiftedExp = [&](int64_t i) {
+      float t = xl[i * step] - maxVal;
+      return std::exp(t < floor ? floor : t);
+    };
     double sum = 0.0;
-    for (int64_t i = 0; i < view.d; ++i) {
-      float e = std::exp(xl[i * step] - maxVal);
-      sum += e;
-      if (!log)
-        yl[i * step] = e;
-    }
     if (log) {
+      float e[kChunk];
+      for (int64_t first = 0; first < d; first += kChunk) {
+        int64_t n = d - first < kChunk ? d - first : kChunk;
+        CLEAVE_SIMD
+        for (int64_t j = 0; j < n; ++j)
+          e[j] = shiftedExp(first + j);
+        CLEAVE_SIMD_SUM(sum)
+        for (int64_t j = 0; j < n; ++j)
+          sum += e[j];
+      }
       // (x - max) - log(sum): folding max into the shift first would round
       // at the magnitude of x.
       float logSum = static_cast<float>(std::log(sum));
-      for (int64_t i = 0; i < view.d; ++i)
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
         yl[i * step] = (xl[i * step] - maxVal) - logSum;
-    } else {
-      float scale = static_cast<float>(1.0 / sum);
-      for (int64_t i = 0; i < view.d; ++i)
-        yl[i * step] *= scale;
+      return;
     }
+    CLEAVE_SIMD
+    for (int64_t i = 0; i < d; ++i)
+      yl[i * step] = shiftedExp(i);
+    CLEAVE_SIMD_SUM(sum)
+    for (int64_t i = 0; i < d; ++i)
+      sum += yl[i * step];
+    float scale = static_cast<float>(1.0 / sum);
+    CLEAVE_SIMD
+    for (int64_t i = 0; i < d; ++i)
+      yl[i * step] = yl[i * step] < kExpFlush ? 0.0f : yl[i * step] * scale;
+  }
+
+  CLEAVE_HD void operator()(int64_t line) const {
+    const float *xl = x + view.start(line);
+    float *yl = y + view.start(line);
+    if (view.inner == 1)
+      run(xl, yl, std::integral_constant<int64_t, 1>());
+    else
+      run(xl, yl, view.inner);
   }
 };
 
 /// dx of one line from y = softmax(x) and dy: y * (dy - sum(dy * y)), or for
-/// log-softmax dy - exp(y) * sum(dy).
+/// log-softmax dy - exp(y) * sum(dy). Strided as SoftmaxLine.
 struct SoftmaxGradLine {
   const float *y;
   const float *dy;
@@ -96,18 +145,37 @@ struct SoftmaxGradLine {
   AxisView view;
   bool log;
 
-  CLEAVE_HD void operator()(int64_t line) const {
-    int64_t base = view.start(line), step = view.inner;
+  template <typename Step>
+  CLEAVE_HD void run(const float *yl, const float *dyl, float *dxl,
+                     Step step) const {
+    int64_t d = view.d;
     double sum = 0.0;
-    for (int64_t i = 0; i < view.d; ++i) {
-      int64_t k = base + i * step;
-      sum += log ? dy[k] : dy[k] * y[k];
+    if (log) {
+      CLEAVE_SIMD_SUM(sum)
+      for (int64_t i = 0; i < d; ++i)
+        sum += dyl[i * step];
+      float s = static_cast<float>(sum);
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        dxl[i * step] = dyl[i * step] - std::exp(yl[i * step]) * s;
+      return;
     }
+    CLEAVE_SIMD_SUM(sum)
+    for (int64_t i = 0; i < d; ++i)
+      sum += dyl[i * step] * yl[i * step];
     float s = static_cast<float>(sum);
-    for (int64_t i = 0; i < view.d; ++i) {
-      int64_t k = base + i * step;
-      dx[k] = log ? dy[k] - std::exp(y[k]) * s : y[k] * (dy[k] - s);
-    }
+    CLEAVE_SIMD
+    for (int64_t i = 0; i < d; ++i)
+      dxl[i * step] = yl[i * step] * (dyl[i * step] - s);
+  }
+
+  CLEAVE_HD void operator()(int64_t line) const {
+    int64_t base = view.start(line);
+    if (view.inner == 1)
+      run(y + base, dy + base, dx + base,
+          std::integral_constant<int64_t, 1>());
+    else
+      run(y + base, dy + base, dx + base, view.inner);
   }
 };
 
@@ -146,19 +214,26 @@ struct LayerNormRow {
     const float *xr = x + r * d;
     float *yr = y + r * d;
     double sum = 0.0;
+    CLEAVE_SIMD_SUM(sum)
     for (int64_t i = 0; i < d; ++i)
       sum += xr[i];
     double mu = sum / d;
     double sq = 0.0;
+    CLEAVE_SIMD_SUM(sq)
     for (int64_t i = 0; i < d; ++i) {
       double c = xr[i] - mu;
       sq += c * c;
     }
     float rstd = static_cast<float>(1.0 / std::sqrt(sq / d + epsilon));
     float m = static_cast<float>(mu);
-    for (int64_t i = 0; i < d; ++i) {
-      float v = (xr[i] - m) * rstd * scale[i];
-      yr[i] = bias ? v + bias[i] : v;
+    if (bias) {
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        yr[i] = (xr[i] - m) * rstd * scale[i] + bias[i];
+    } else {
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        yr[i] = (xr[i] - m) * rstd * scale[i];
     }
     if (mean)
       mean[r] = m;
@@ -184,6 +259,7 @@ struct LayerNormGradRow {
     float *dxr = dx + r * d;
     float m = mean[r], rstd = invStd[r];
     double sumG = 0.0, sumGX = 0.0;
+    CLEAVE_SIMD_SUM(sumG, sumGX)
     for (int64_t i = 0; i < d; ++i) {
       float xhat = (xr[i] - m) * rstd;
       float g = dyr[i] * scale[i];
@@ -192,6 +268,7 @@ struct LayerNormGradRow {
     }
     float meanG = static_cast<float>(sumG / d);
     float meanGX = static_cast<float>(sumGX / d);
+    CLEAVE_SIMD
     for (int64_t i = 0; i < d; ++i) {
       float xhat = (xr[i] - m) * rstd;
       dxr[i] = rstd * (dyr[i] * scale[i] - meanG - xhat * meanGX);
@@ -210,6 +287,9 @@ struct LayerNormGradColumn {
   float *dBias;
   RowView view;
 
+  /// How many columns the cpu target's work item sums side by side.
+  static constexpr int64_t kBlock = 64;
+
   CLEAVE_HD void operator()(int64_t i) const {
     double s = 0.0, b = 0.0;
     for (int64_t r = 0; r < view.rows; ++r) {
@@ -221,6 +301,31 @@ struct LayerNormGradColumn {
     dScale[i] = static_cast<float>(s);
     if (dBias)
       dBias[i] = static_cast<float>(b);
+  }
+
+  /// Columns [kBlock * block, ...) at once, walking the rows in order (each
+  /// column's sum in the same order as operator() takes it) along
+  /// contiguous memory, in vector registers.
+  void columns(int64_t block) const {
+    int64_t first = block * kBlock;
+    int64_t width = view.d - first < kBlock ? view.d - first : kBlock;
+    double s[kBlock] = {}, b[kBlock] = {};
+    for (int64_t r = 0; r < view.rows; ++r) {
+      const float *xr = x + r * view.d + first;
+      const float *dyr = dy + r * view.d + first;
+      float m = mean[r], rstd = invStd[r];
+      CLEAVE_SIMD
+      for (int64_t j = 0; j < width; ++j) {
+        float xhat = (xr[j] - m) * rstd;
+        s[j] += static_cast<double>(dyr[j]) * xhat;
+        b[j] += dyr[j];
+      }
+    }
+    for (int64_t j = 0; j < width; ++j) {
+      dScale[first + j] = static_cast<float>(s[j]);
+      if (dBias)
+        dBias[first + j] = static_cast<float>(b[j]);
+    }
   }
 };
 

@@ -6,7 +6,7 @@
 
 // CPU-LABEL: static void stepPart(StepContext &ctx, void *const *refs, const int64_t *codes, const int *rows, int microbatch) {
 // CPU: // fused: add relu
-// CPU: #pragma omp parallel for
+// CPU: #pragma omp parallel for simd schedule(static)
 // CPU: const auto v0 = body::Add{}(x[i], y[i]);
 // CPU: [[OUT:[a-z_]+]][i] = body::Relu{}(v0);
 

@@ -102,7 +102,7 @@ int compilerCommand(const ProgramBuild &build, llvm::StringRef sourcePath,
                              "-DCLEAVE_CUDA_HOST_EMULATION", "-cudart", "none",
                              "-gencode=arch=compute_80,code=compute_80",
                              CLEAVE_CUDA_EMULATED_RUNTIME_LIBRARY,
-                             CLEAVE_RUNTIME_LIBRARY, "-lopenblas"});
+                             CLEAVE_RUNTIME_LIBRARY, "-lopenblas", "-lmvec"});
     } else {
       for (unsigned arch : build.cudaArchs)
         args.push_back(
@@ -111,16 +111,19 @@ int compilerCommand(const ProgramBuild &build, llvm::StringRef sourcePath,
                                    *llvm::max_element(build.cudaArchs)));
       llvm::append_range(
           args, std::vector<std::string>{
-                    CLEAVE_CUDA_RUNTIME_LIBRARY, CLEAVE_RUNTIME_LIBRARY,
+                    CLEAVE_CUDA_RUNTIME_LIBRARY, CLEAVE_RUNTIME_LIBRARY, "-lmvec",
                     std::string("-L") + CLEAVE_CUDA_LIBRARY_DIR,
                     std::string("-Xlinker=-rpath,") + CLEAVE_CUDA_LIBRARY_DIR,
                     "-lcublas", "-lcublasLt", "-lcudnn", "-lnccl"});
     }
   } else {
+    // Without errno (which nothing reads after a math function), loops
+    // that clamp or select around exp still run in vector registers.
     llvm::append_range(
         args, std::vector<std::string>{"-O2", "-march=native", "-fopenmp",
+                                       "-fno-math-errno",
                                        CLEAVE_RUNTIME_LIBRARY, "-lopenblas",
-                                       "-pthread"});
+                                       "-lmvec", "-pthread"});
     if (llvm::StringRef sanitize = CLEAVE_PROGRAM_SANITIZE; !sanitize.empty())
       args.push_back(("-fsanitize=" + sanitize).str());
   }
