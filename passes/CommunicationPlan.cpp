@@ -53,7 +53,7 @@ int64_t mlir::cleave::bytesSentBy(Operation *op, MeshAttr mesh,
       return 0;
     return ::cleave::rt::sendRecvBytesSent(
         bytesOf(transfer.getInput()), transfer.getDestAttr().getInt(),
-        mesh.getAxisSizes()[mesh.getAxisIndex(transfer.getAxis())], stage);
+        mesh.getAxisSize(transfer.getAxis()), stage);
   }
   if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
     // A bucket travels as one reduction of all its elements.

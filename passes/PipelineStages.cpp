@@ -690,14 +690,11 @@ struct PipelineStagesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MeshAttr mesh = getModuleMesh(module);
-    int64_t index = mesh ? mesh.getAxisIndex(axis) : -1;
-    if (index < 0) {
-      module.emitError("pipeline stages need a mesh with the axis '")
-          << axis << "'";
+    FailureOr<int64_t> stages =
+        getModuleMeshAxisSize(module, axis, "pipeline stages");
+    if (failed(stages))
       return signalPassFailure();
-    }
-    int64_t numStages = mesh.getAxisSizes()[index];
+    int64_t numStages = *stages;
     std::optional<PipelineSchedule> kind = parsePipelineSchedule(schedule);
     if (!kind) {
       module.emitError("unknown pipeline schedule '")

@@ -184,8 +184,7 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
     if (layout.virtualStages < 2)
       return fail("--pipeline-schedule interleaved runs several chunks of "
                   "layers per stage; give --virtual-stages 2 or more");
-    int64_t stages = layout.mesh.getAxisSizes()[layout.mesh.getAxisIndex(
-        layout.pipelineAxis)];
+    int64_t stages = layout.mesh.getAxisSize(layout.pipelineAxis);
     if (layout.microbatches % stages != 0)
       return fail(llvm::formatv(
           "--pipeline-schedule interleaved runs micro-batches in groups of "

@@ -343,7 +343,7 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
     // Split by vocabulary where the vocabulary divides: embedding rows
     // (each rank looks up its rows, and the lookups are summed) and the
     // head's output features (the logits are gathered for the loss).
-    int64_t tp = mesh.getAxisSizes()[mesh.getAxisIndex("tp")];
+    int64_t tp = mesh.getAxisSize("tp");
     auto divides = [&](BlockArgument arg, int64_t dim) {
       return cast<ShapedType>(arg.getType()).getDimSize(dim) % tp == 0;
     };

@@ -396,15 +396,13 @@ struct UnrollMicroBatchesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MeshAttr mesh = getModuleMesh(module);
-    int64_t index = mesh ? mesh.getAxisIndex(axis) : -1;
-    if (index < 0) {
-      module.emitError("micro-batches need a mesh with the axis '")
-          << axis << "'";
+    FailureOr<int64_t> microbatches =
+        getModuleMeshAxisSize(module, axis, "micro-batches");
+    if (failed(microbatches))
       return signalPassFailure();
-    }
+    int64_t count = *microbatches;
+    MeshAttr mesh = getModuleMesh(module);
     auto axisAttr = StringAttr::get(module.getContext(), axis);
-    int64_t count = mesh.getAxisSizes()[index];
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(Unroller(func, axisAttr, count).run()))
         return signalPassFailure();

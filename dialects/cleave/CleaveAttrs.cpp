@@ -93,6 +93,12 @@ int64_t MeshAttr::getAxisIndex(StringRef name) const {
   return -1;
 }
 
+int64_t MeshAttr::getAxisSize(StringRef name) const {
+  int64_t index = getAxisIndex(name);
+  assert(index >= 0 && "the mesh has no such axis");
+  return getAxisSizes()[index];
+}
+
 int64_t MeshAttr::getNumRanks() const {
   int64_t ranks = 1;
   for (int64_t size : getAxisSizes())

@@ -69,6 +69,8 @@ def Cleave_MeshAttr : Cleave_Attr<"Mesh", "mesh"> {
   let extraClassDeclaration = [{
     /// The index of the axis called `name`, or -1.
     int64_t getAxisIndex(::llvm::StringRef name) const;
+    /// The size of the axis called `name`, which the mesh has.
+    int64_t getAxisSize(::llvm::StringRef name) const;
     int64_t getNumRanks() const;
     /// The product of the sizes of `axes` (1 for none).
     int64_t getGroupSize(::llvm::ArrayRef<::mlir::StringAttr> axes) const;

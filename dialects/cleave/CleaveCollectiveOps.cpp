@@ -22,6 +22,16 @@ MeshAttr mlir::cleave::getModuleMesh(Operation *op) {
   return module->getAttrOfType<MeshAttr>(CleaveDialect::kMeshAttrName);
 }
 
+FailureOr<int64_t> mlir::cleave::getModuleMeshAxisSize(ModuleOp module,
+                                                       StringRef axis,
+                                                       StringRef what) {
+  MeshAttr mesh = getModuleMesh(module);
+  if (!mesh || mesh.getAxisIndex(axis) < 0)
+    return module.emitError()
+           << what << " need a mesh with the axis '" << axis << "'";
+  return mesh.getAxisSize(axis);
+}
+
 bool mlir::cleave::runsOnStage(Operation *op, int64_t stage) {
   if (stage < 0)
     return true;
@@ -201,7 +211,7 @@ LogicalResult SendRecvOp::verify() {
       verifyAxes(*this, ArrayAttr::get(getContext(), {getAxisAttr()}));
   if (failed(mesh))
     return failure();
-  int64_t size = mesh->getAxisSizes()[mesh->getAxisIndex(getAxis())];
+  int64_t size = mesh->getAxisSize(getAxis());
   for (int64_t stage : {getSource(), getDest()})
     if (stage < 0 || stage >= size)
       return emitOpError("stage ") << stage << " is not a coordinate of axis '"

@@ -22,6 +22,12 @@ namespace mlir::cleave {
 /// is the module); null when the program is not distributed.
 MeshAttr getModuleMesh(Operation *op);
 
+/// The size of axis `axis` of `module`'s mesh, for a pass that splits the
+/// program along it; emits "<what> need a mesh with the axis '<axis>'" at
+/// the module and fails when there is no such axis.
+FailureOr<int64_t> getModuleMeshAxisSize(ModuleOp module, StringRef axis,
+                                         StringRef what);
+
 /// Pipeline stages (cleave-pipeline-stages): whether the ranks of stage
 /// `stage` run `op` (all do for stage -1, an unsplit program), and whether
 /// they hold `value` (a send_recv's result only at its destination).
