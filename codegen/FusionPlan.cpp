@@ -36,50 +36,67 @@ FusionPlan planFusion(func::FuncOp func,
   };
   FusionPlan fusion;
   Block &block = func.getBody().front();
-  // A loop runs where its last op stands. With micro-batches, ops with
-  // another micro-batch's ops between them stay apart: a sum of gradients
-  // is added as each micro-batch's part arrives (its operands are not kept
-  // alive to the last micro-batch), and each micro-batch's part of the
-  // step is its own code (EmitParts.cpp).
+  // A loop runs where its last op (the group's tail) stands. With
+  // micro-batches, ops with another micro-batch's ops between them stay
+  // apart: a sum of gradients is added as each micro-batch's part arrives
+  // (its operands are not kept alive to the last micro-batch), and each
+  // micro-batch's part of the step is its own code (EmitParts.cpp).
   bool microbatched = false;
   for (Operation &op : block)
     microbatched |= StepPhases::microbatchOf(&op) >= 0;
-  auto otherMicrobatchBetween = [&](ArrayRef<Operation *> chain,
-                                    Operation *user) {
-    int64_t microbatch = StepPhases::microbatchOf(user);
-    for (Operation *op : chain)
-      microbatch = std::max(microbatch, StepPhases::microbatchOf(op));
-    for (Operation *op = chain.back()->getNextNode(); op && op != user;
+  auto otherMicrobatchBetween = [&](Operation *producer, Operation *tail,
+                                    int64_t microbatch) {
+    for (Operation *op = producer->getNextNode(); op && op != tail;
          op = op->getNextNode())
       if (int64_t m = StepPhases::microbatchOf(op); m >= 0 && m != microbatch)
         return true;
     return false;
   };
-  for (Operation &first : block.without_terminator()) {
-    if (fusion.fusedAway.contains(&first) || fusion.groups.count(&first) ||
-        !isFusible(&first))
+  // Tails from the last op up, each taking in the fusible producers of its
+  // operands whose one use is in the group, and theirs in turn: a tree of
+  // ops (a chain is one) of the tail's shape. An op read twice (GELU's
+  // input, say) stays a buffer the loop reads.
+  llvm::DenseSet<Operation *> grouped;
+  for (Operation &tail : llvm::reverse(block.without_terminator())) {
+    if (grouped.contains(&tail) || !isFusible(&tail))
       continue;
-    SmallVector<Operation *> chain{&first};
-    while (true) {
-      Value value = chain.back()->getResult(0);
-      if (!value.hasOneUse())
-        break;
-      Operation *user = *value.user_begin();
-      // A chain is linear: an op joins at most one group.
-      if (!isFusible(user) || user->getBlock() != &block ||
-          fusion.fusedAway.contains(user) || fusion.groups.count(user) ||
-          tensorType(user->getResult(0)).getShape() !=
-              tensorType(value).getShape() ||
-          tensorType(value).getNumElements() == 1 ||
-          (microbatched && otherMicrobatchBetween(chain, user)))
-        break;
-      chain.push_back(user);
+    ArrayRef<int64_t> shape = tensorType(tail.getResult(0)).getShape();
+    int64_t microbatch = StepPhases::microbatchOf(&tail);
+    SmallVector<Operation *> group{&tail};
+    SmallVector<Operation *> worklist{&tail};
+    while (!worklist.empty()) {
+      Operation *member = worklist.pop_back_val();
+      for (Value operand : member->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if (!producer || producer->getBlock() != &block ||
+            !operand.hasOneUse() || grouped.contains(producer) ||
+            !isFusible(producer) ||
+            tensorType(operand).getShape() != shape ||
+            tensorType(operand).getNumElements() == 1)
+          continue;
+        if (microbatched) {
+          int64_t m =
+              std::max(microbatch, StepPhases::microbatchOf(producer));
+          if (otherMicrobatchBetween(producer, &tail, m))
+            continue;
+          microbatch = m;
+        }
+        group.push_back(producer);
+        worklist.push_back(producer);
+      }
     }
-    if (chain.size() < 2)
+    if (group.size() < 2)
       continue;
-    for (Operation *op : ArrayRef<Operation *>(chain).drop_back())
-      fusion.fusedAway.insert(op);
-    fusion.groups[chain.back()] = chain;
+    // In block order, so that each op's fused operands come before it.
+    llvm::sort(group, [](Operation *x, Operation *y) {
+      return x->isBeforeInBlock(y);
+    });
+    for (Operation *op : group) {
+      grouped.insert(op);
+      if (op != &tail)
+        fusion.fusedAway.insert(op);
+    }
+    fusion.groups[&tail] = std::move(group);
   }
   for (auto &[tail, chain] : fusion.groups)
     for (Operation *op : chain)

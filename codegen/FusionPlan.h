@@ -14,17 +14,18 @@
 
 namespace mlir::cleave {
 
-/// Where the ops of a function run when not where they stand: chains of
-/// fusible elementwise ops whose intermediate values have one use each (the
-/// next op of the chain) run as one loop at the chain's last op, and
-/// all-reduces run asynchronously up to the first use of a result.
+/// Where the ops of a function run when not where they stand: trees of
+/// fusible elementwise ops whose intermediate values have one use each (an
+/// op of the tree, up to its root, the last op) run as one loop at the
+/// last op, and all-reduces run asynchronously up to the first use of a
+/// result.
 struct FusionPlan {
-  /// Fused chains by their last op.
+  /// Fused groups by their last op, in block order.
   llvm::DenseMap<Operation *, SmallVector<Operation *>> groups;
   /// Ops folded into a later op's loop.
   llvm::DenseSet<Operation *> fusedAway;
   /// Ops whose operands stay live up to a later op (planMemory's
-  /// `executedAt`): a fused op up to its chain's last op, an all-reduce up
+  /// `executedAt`): a fused op up to its group's last op, an all-reduce up
   /// to its first reader.
   llvm::DenseMap<Operation *, Operation *> executedAt;
   /// A transpose of a batched matmul's result -> that matmul, which runs

@@ -216,9 +216,23 @@ template <typename A, typename B, typename C, typename Out, typename F>
     const B *pb = b + off[1];
     const C *pc = c + off[2];
     Out *po = out + r * inner;
-    CLEAVE_SIMD
-    for (int64_t i = 0; i < inner; ++i)
-      po[i] = f(pa[i * sa], pb[i * sb], pc[i * sc]);
+    // A mask's Where: condition and one value along the row, the other a
+    // scalar (contiguous loads, not gathers).
+    if (sa == 1 && sb == 1 && sc == 0) {
+      C cv = *pc;
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < inner; ++i)
+        po[i] = f(pa[i], pb[i], cv);
+    } else if (sa == 1 && sb == 0 && sc == 1) {
+      B bv = *pb;
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < inner; ++i)
+        po[i] = f(pa[i], bv, pc[i]);
+    } else {
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < inner; ++i)
+        po[i] = f(pa[i * sa], pb[i * sb], pc[i * sc]);
+    }
   }
 }
 

@@ -183,6 +183,30 @@ TEST(Elementwise, MapTernaryWhere) {
   EXPECT_EQ(d, (std::vector<float>{4, 2, 6}));
 }
 
+/// An attention mask: cond [T, T] broadcast over [B, T, T], one value
+/// along the rows and the other a scalar, on either side.
+TEST(Elementwise, MapTernaryMask) {
+  constexpr int64_t b = 3, t = 5;
+  bool cond[t * t];
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < t; ++j)
+      cond[i * t + j] = j <= i;
+  std::vector<float> x(b * t * t), fill = {-7.0f}, kept(x.size()),
+      dropped(x.size());
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = 0.5f * static_cast<float>(k);
+  rt::mapTernary(cond, Shape{t, t}, x.data(), Shape{b, t, t}, fill.data(),
+                 Shape{}, kept.data(), Shape{b, t, t}, body::Where());
+  rt::mapTernary(cond, Shape{t, t}, fill.data(), Shape{}, x.data(),
+                 Shape{b, t, t}, dropped.data(), Shape{b, t, t},
+                 body::Where());
+  for (size_t k = 0; k < x.size(); ++k) {
+    bool on = cond[k % (t * t)];
+    EXPECT_EQ(kept[k], on ? x[k] : -7.0f) << k;
+    EXPECT_EQ(dropped[k], on ? -7.0f : x[k]) << k;
+  }
+}
+
 TEST(Elementwise, EmptyTensors) {
   std::vector<float> a = {1}, out;
   rt::mapBinary(a.data(), Shape{1}, a.data(), Shape{0}, out.data(), Shape{0},
