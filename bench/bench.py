@@ -30,6 +30,9 @@ on both sides):
              (weight decay 0.01, eps 1e-8: PyTorch's defaults)
   mlp-512    its MLP at 784-512-512-10, static batch 64; SGD, lr 0.01,
              momentum 0.9
+  gpt-d768   its GPT shaped as GPT-2 small's layers: d_model 768, 12
+             heads, 2 layers, sequence 256, vocabulary 8192, static batch
+             4 (1024 tokens); AdamW as gpt-d128
 
 For each model the script exports the ONNX (opset 17, training mode, as
 export_models.py does), compiles it with `cleave compile --optimizer sgd
@@ -99,13 +102,16 @@ the step's GEMMs cost on OpenBLAS alone with its own T threads. Cleave's
 step can take less: it runs a linear layer's forward product at batch <= 64
 with a kernel of its own (runtime/SkinnyGemm.h), and every other GEMM on its
 OpenMP threads with OpenBLAS single-threaded inside them. For mlp-large
-the table also gives its model FLOP/s: forward 2*M*N*K per Linear, backward
-the weight gradient (2*M*N*K) for every Linear and the input gradient for all
-but the first (the input needs none), 4.56 GFLOP per step at batch 32, as a
-fraction of the peak sgemm rate. The peak is measured again after every
-round of mlp-large (these machines drift by 20% within minutes), and the
-percentage is the median over rounds of that round's rate over that round's
-peak.
+and the GPTs of issue 21 the table also gives the model FLOP/s, as a
+fraction of the peak sgemm rate. mlp-large: forward 2*M*N*K per Linear,
+backward the weight gradient (2*M*N*K) for every Linear and the input
+gradient for all but the first (the input needs none), 4.56 GFLOP per step
+at batch 32. A GPT: three times its forward products (each Linear, the
+output head, and attention's two batched products over the whole T x T
+score matrix, the masked half included, as PyTorch computes it), as
+model_flops() counts. The peak is measured again after every round of these
+models (these machines drift by 20% within minutes), and the percentage is
+the median over rounds of that round's rate over that round's peak.
 
 Output: a plain table (or --markdown), the environment line, and --json
 for the raw numbers. Work files go to a temporary directory (--keep DIR to
@@ -135,13 +141,14 @@ OPSET = 17
 LR = 0.01
 MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
 # Issue 21's sizes, not in the default run.
-SIZED_NAMES = ["gpt-d128", "mlp-512"]
+SIZED_NAMES = ["gpt-d128", "mlp-512", "gpt-d768"]
 # Stock models of the model zoo (test/models/zoo), not in the default run.
 ZOO_NAMES = ["mobilenet_v2", "resnet18"]
 BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32, "mobilenet_v2": 16,
-         "resnet18": 16, "gpt-d128": 8, "mlp-512": 64}
+         "resnet18": 16, "gpt-d128": 8, "mlp-512": 64, "gpt-d768": 4}
 # Optimizer per model (default: plain SGD at LR), the same for both sides.
 OPTIMIZER = {"gpt-d128": dict(kind="adamw", lr=1e-3),
+             "gpt-d768": dict(kind="adamw", lr=1e-3),
              "mlp-512": dict(kind="sgd", lr=LR, momentum=0.9)}
 
 
@@ -165,6 +172,9 @@ def torch_optimizer(name, params):
     return torch.optim.SGD(params, lr=opt["lr"],
                            momentum=opt.get("momentum", 0.0))
 LARGE_DIMS = [1024, 4096, 4096, 1024]   # mlp-large's Linear widths
+# The sized GPTs: (vocabulary, sequence, d_model, heads, layers).
+GPT_SIZES = {"gpt-d128": (512, 64, 128, 4, 2),
+             "gpt-d768": (8192, 256, 768, 12, 2)}
 
 
 # --------------------------------------------------------------------------
@@ -188,13 +198,10 @@ def build_model(name):
                             zoo_models.IMAGE_SIZE),
                 torch.randint(0, zoo_models.CLASSES, (b,)))
         return model, args, names, dynamic, ["--input-shape", f"batch={b}"]
-    if name == "gpt-d128":
+    if name in GPT_SIZES:
         class Config(export_models.GPTConfig):
-            vocab_size = 512
-            n_positions = 64
-            d_model = 128
-            n_head = 4
-            n_layer = 2
+            (vocab_size, n_positions, d_model, n_head,
+             n_layer) = GPT_SIZES[name]
         b = BATCH[name]
         idx = torch.randint(0, Config.vocab_size, (b, Config.n_positions))
         targets = torch.randint(0, Config.vocab_size, (b, Config.n_positions))
@@ -521,6 +528,20 @@ def gemm_calls(source):
     return calls
 
 
+def model_flops(name, batch):
+    """The useful FLOPs of one training step (see the docstring), or None
+    for a model the table gives no FLOP rate for."""
+    if name == "mlp-large":
+        return large_model_flops(batch)
+    if name in GPT_SIZES:
+        vocab, seq, d, _, layers = GPT_SIZES[name]
+        tokens = batch * seq
+        linear = layers * 12 * d * d + vocab * d
+        attention = layers * 2 * seq * d   # per token: scores and context
+        return 3 * 2 * tokens * (linear + attention)
+    return None
+
+
 def large_model_flops(batch):
     """mlp-large's useful FLOPs per step (see the docstring)."""
     flops = 0
@@ -687,7 +708,7 @@ def main():
                 cl.append(c["step_s"])
                 p = tw.ask(cmd="run", steps=t_steps, warmup=t_warm)
                 pt.append(p["seconds"] / p["steps"])
-                if name == "mlp-large":
+                if model_flops(name, batch):
                     # The machine's speed drifts (shared hosts): each round
                     # has its own peak, and each rate is a fraction of it.
                     pk = w.ask(cmd="gemms", calls=peak_calls, seconds=0.5)
@@ -701,8 +722,8 @@ def main():
                        gemm_flops=floor["flops"],
                        gemm_floor_s=floor["seconds"], cleave_blas=blas_path)
             res["ratio"] = res["torch_s"] / res["cleave_s"]
-            if name == "mlp-large":
-                res["model_flops"] = large_model_flops(batch)
+            if model_flops(name, batch):
+                res["model_flops"] = model_flops(name, batch)
                 res["model_gflops_cleave"] = (res["model_flops"] /
                                               res["cleave_s"] / 1e9)
                 res["model_gflops_torch"] = (res["model_flops"] /
