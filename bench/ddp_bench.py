@@ -34,7 +34,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench  # noqa: E402  (export and progress-line parsing)
 
-MODELS = {"mlp": 128, "mlp-large": 64, "gpt": 2}   # global batch
+MODELS = {"mlp": 128, "mlp-large": 64, "gpt": 2, "gpt-d128": 16}  # global batch
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
@@ -112,7 +112,7 @@ def run_cleave(name, batch, ranks, steps, work):
     import torch
     model, args, extra = global_inputs(name, batch)
     path = os.path.join(work, f"{name}.onnx")
-    names = ["idx", "targets"] if name == "gpt" else ["x", "y"]
+    names = ["idx", "targets"] if name.startswith("gpt") else ["x", "y"]
     dynamic = ({"x": {0: "batch"}, "y": {0: "batch"}}
                if name == "mlp" else None)
     model.train()
