@@ -2,8 +2,9 @@
 //
 // Part of the host emulation of the cuda target (see CudaHostEmulation.cpp):
 // the cuDNN functions the runtime calls, with cuDNN's documented semantics,
-// on host memory. The descriptors are this file's structs; the three
-// convolutions are computed from the geometry the descriptors hold (NCHW
+// on host memory. The descriptors are the structs of CudnnHostEmulation.h,
+// set by CudnnDescriptorsHostEmulation.cpp; the three convolutions, here,
+// are computed from the geometry the descriptors hold (NCHW
 // tensor extents, a KCRS filter, per-dim pads, strides and dilations, the
 // group count), as a cross-correlation with zero padding and
 // y = alpha * result + beta * y, by a plain loop over every product with
@@ -20,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include <cudnn.h>
+#include "runtime/cuda/CudnnHostEmulation.h"
 
 #include <cmath>
 #include <cstdint>
@@ -34,44 +35,9 @@
 #include <utility>
 #include <vector>
 
-/// An emulated tensor descriptor (cudnnSetTensorNdDescriptor).
-struct cudnnTensorStruct {
-  int rank = 0; ///< 0 until set
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  int dims[CUDNN_DIM_MAX] = {};
-  int strides[CUDNN_DIM_MAX] = {};
-};
-
-/// An emulated filter descriptor (cudnnSetFilterNdDescriptor).
-struct cudnnFilterStruct {
-  int rank = 0; ///< 0 until set
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
-  int dims[CUDNN_DIM_MAX] = {};
-};
-
-/// An emulated convolution descriptor, with cuDNN's defaults for what
-/// cudnnSetConvolutionNdDescriptor does not set.
-struct cudnnConvolutionStruct {
-  int spatial = 0; ///< 0 until set
-  int pad[CUDNN_DIM_MAX - 2] = {};
-  int stride[CUDNN_DIM_MAX - 2] = {};
-  int dilation[CUDNN_DIM_MAX - 2] = {};
-  cudnnConvolutionMode_t mode = CUDNN_CONVOLUTION;
-  cudnnDataType_t computeType = CUDNN_DATA_FLOAT;
-  int groups = 1;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-};
+using namespace cleave::rt::cuda::emulation;
 
 namespace {
-
-/// Why the last failing call failed, for cudnnGetErrorString.
-std::string lastFailure;
-
-cudnnStatus_t fail(cudnnStatus_t status, std::string why) {
-  lastFailure = std::move(why);
-  return status;
-}
 
 /// Prints `line` to stderr, the first time it comes only.
 void trace(const std::string &line) {
@@ -111,14 +77,6 @@ bool isPacked(const cudnnTensorStruct &t) {
     expected *= t.dims[d];
   }
   return true;
-}
-
-/// The number of elements of extents `dims`.
-int64_t count(const int *dims, int rank) {
-  int64_t n = 1;
-  for (int d = 0; d < rank; ++d)
-    n *= dims[d];
-  return n;
 }
 
 /// Reads the geometry of the convolution of x by w into y (for the
@@ -195,7 +153,7 @@ cudnnStatus_t readGeometry(cudnnHandle_t handle, const cudnnTensorStruct *x,
            " stride=" + list(conv->stride, spatial) +
            " dilation=" + list(conv->dilation, spatial) +
            " groups=" + std::to_string(conv->groups);
-  lastFailure.clear();
+  clearFailure();
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -349,164 +307,6 @@ constexpr Ranked<cudnnConvolutionBwdFilterAlgo_t> kBackwardFilterFree = {
 } // namespace
 
 extern "C" {
-
-//===----------------------------------------------------------------------===//
-// Handle and errors
-//===----------------------------------------------------------------------===//
-
-cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
-  static char emulated;
-  *handle = reinterpret_cast<cudnnHandle_t>(&emulated);
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroy(cudnnHandle_t) { return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnSetStream(cudnnHandle_t, cudaStream_t) {
-  return CUDNN_STATUS_SUCCESS;
-}
-const char *cudnnGetErrorString(cudnnStatus_t status) {
-  static std::string message;
-  switch (status) {
-  case CUDNN_STATUS_SUCCESS:
-    return "CUDNN_STATUS_SUCCESS";
-  case CUDNN_STATUS_BAD_PARAM:
-    message = "CUDNN_STATUS_BAD_PARAM";
-    break;
-  case CUDNN_STATUS_NOT_SUPPORTED:
-    message = "CUDNN_STATUS_NOT_SUPPORTED";
-    break;
-  default:
-    message = "cuDNN status " + std::to_string(status);
-    break;
-  }
-  message += " (host emulation" +
-             (lastFailure.empty() ? std::string() : ": " + lastFailure) + ")";
-  return message.c_str();
-}
-
-//===----------------------------------------------------------------------===//
-// Descriptors
-//===----------------------------------------------------------------------===//
-
-cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *desc) {
-  if (!desc)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a null descriptor pointer");
-  *desc = new cudnnTensorStruct;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t desc) {
-  delete desc;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t desc,
-                                         cudnnDataType_t type, int nbDims,
-                                         const int dims[],
-                                         const int strides[]) {
-  if (!desc || !dims || !strides)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a null descriptor or array");
-  if (nbDims < 3 || nbDims > CUDNN_DIM_MAX)
-    return fail(CUDNN_STATUS_NOT_SUPPORTED,
-                "a tensor of rank " + std::to_string(nbDims));
-  for (int d = 0; d < nbDims; ++d)
-    if (dims[d] <= 0 || strides[d] <= 0)
-      return fail(CUDNN_STATUS_BAD_PARAM,
-                  "a tensor extent or stride that is not positive");
-  // cuDNN's limit on a descriptor's size: 2 Giga-elements.
-  if (count(dims, nbDims) > std::numeric_limits<int32_t>::max())
-    return fail(CUDNN_STATUS_NOT_SUPPORTED,
-                "a tensor of 2^31 elements or more");
-  desc->rank = nbDims;
-  desc->type = type;
-  std::memcpy(desc->dims, dims, nbDims * sizeof(int));
-  std::memcpy(desc->strides, strides, nbDims * sizeof(int));
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *desc) {
-  if (!desc)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a null descriptor pointer");
-  *desc = new cudnnFilterStruct;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) {
-  delete desc;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t desc,
-                                         cudnnDataType_t type,
-                                         cudnnTensorFormat_t format, int nbDims,
-                                         const int dims[]) {
-  if (!desc || !dims)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a null descriptor or array");
-  if (nbDims < 3 || nbDims > CUDNN_DIM_MAX)
-    return fail(CUDNN_STATUS_NOT_SUPPORTED,
-                "a filter of rank " + std::to_string(nbDims));
-  for (int d = 0; d < nbDims; ++d)
-    if (dims[d] <= 0)
-      return fail(CUDNN_STATUS_BAD_PARAM,
-                  "a filter extent that is not positive");
-  desc->rank = nbDims;
-  desc->type = type;
-  desc->format = format;
-  std::memcpy(desc->dims, dims, nbDims * sizeof(int));
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t
-cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *desc) {
-  if (!desc)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a null descriptor pointer");
-  *desc = new cudnnConvolutionStruct;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t
-cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t desc) {
-  delete desc;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t desc,
-                                              int arrayLength, const int pads[],
-                                              const int strides[],
-                                              const int dilations[],
-                                              cudnnConvolutionMode_t mode,
-                                              cudnnDataType_t computeType) {
-  if (!desc || !pads || !strides || !dilations)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a null descriptor or array");
-  if (arrayLength < 1)
-    return fail(CUDNN_STATUS_BAD_PARAM,
-                "a convolution of " + std::to_string(arrayLength) + " dims");
-  if (arrayLength > CUDNN_DIM_MAX - 2)
-    return fail(CUDNN_STATUS_NOT_SUPPORTED,
-                "a convolution of " + std::to_string(arrayLength) + " dims");
-  if (mode != CUDNN_CONVOLUTION && mode != CUDNN_CROSS_CORRELATION)
-    return fail(CUDNN_STATUS_BAD_PARAM, "an unknown convolution mode");
-  for (int i = 0; i < arrayLength; ++i)
-    if (pads[i] < 0 || strides[i] <= 0 || dilations[i] <= 0)
-      return fail(CUDNN_STATUS_BAD_PARAM,
-                  "a negative pad, or a stride or dilation below 1");
-  desc->spatial = arrayLength;
-  std::memcpy(desc->pad, pads, arrayLength * sizeof(int));
-  std::memcpy(desc->stride, strides, arrayLength * sizeof(int));
-  std::memcpy(desc->dilation, dilations, arrayLength * sizeof(int));
-  desc->mode = mode;
-  desc->computeType = computeType;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc,
-                                            int groupCount) {
-  if (!desc || groupCount < 1)
-    return fail(CUDNN_STATUS_BAD_PARAM, "a group count below 1");
-  desc->groups = groupCount;
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc,
-                                          cudnnMathType_t math) {
-  if (!desc ||
-      (math != CUDNN_DEFAULT_MATH && math != CUDNN_TENSOR_OP_MATH &&
-       math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && math != CUDNN_FMA_MATH))
-    return fail(CUDNN_STATUS_BAD_PARAM, "an unknown math type");
-  desc->math = math;
-  return CUDNN_STATUS_SUCCESS;
-}
 
 //===----------------------------------------------------------------------===//
 // Forward: y = alpha * conv(x, w) + beta * y
