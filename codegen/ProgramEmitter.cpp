@@ -116,12 +116,14 @@ FailureOr<EmittedProgram> Emitter::run() {
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n\n"
      << "using namespace cleave::rt;\n"
      << traits.runtimeNamespaces << "namespace body = cleave::body;\n\n"
-     << "// The initial parameter values, then the ONNX model, embedded at "
-        "link time.\n"
+     << "// The initial parameter values, then the ONNX model (for "
+        "--export-onnx; it ends the blob), embedded at link time.\n"
      << "extern \"C\" const char cleave_initial_values[];\n"
+     << "extern \"C\" const char cleave_initial_values_end[];\n"
      << "asm(\".section .rodata\\n.balign 64\\n"
      << ".globl cleave_initial_values\\ncleave_initial_values:\\n"
      << ".incbin \\\"" << kInitialValuesFile << "\\\"\\n"
+     << ".globl cleave_initial_values_end\\ncleave_initial_values_end:\\n"
      << ".byte 0\\n.previous\\n\");\n\n"
      << globalsText << "\n"
      << "static const TensorSpec kTensors[] = {\n"
@@ -132,8 +134,9 @@ FailureOr<EmittedProgram> Emitter::run() {
      << ", kTensors, " << numTensors << ", " << arenaBytes
      << ", cleave_initial_values, " << program.embeddedBytes
      << ", trainStep, /*training=*/" << (haveLoss ? "true" : "false")
-     << ", /*model=*/cleave_initial_values + " << program.modelOffset << ", "
-     << options.modelBytes << "};\n"
+     << ", /*model=*/cleave_initial_values + " << program.modelOffset
+     << ", cleave_initial_values_end - cleave_initial_values - "
+     << program.modelOffset << "};\n"
      << meshText
      << (numChecks ? formatv("  program.indexChecks = kIndexChecks;\n"
                              "  program.numIndexChecks = {0};\n",

@@ -44,9 +44,6 @@ struct EmitOptions {
   Target target = Target::Cpu;
   /// The model file named in the program's messages.
   std::string modelName;
-  /// Size of the serialized ONNX model, which the blob holds after the
-  /// initial values (for --export-onnx).
-  int64_t modelBytes = 0;
 };
 
 /// Emits `func` (a complete training step: cleave-autodiff and

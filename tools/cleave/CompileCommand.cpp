@@ -16,6 +16,7 @@
 #include "tools/cleave/Toolchain.h"
 
 #include "codegen/ProgramEmitter.h"
+#include "frontend/ModelWithoutValues.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/CommunicationPlan.h"
 #include "passes/Passes.h"
@@ -26,6 +27,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -403,8 +405,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     return printModule(*module);
 
   mlir::cleave::EmitOptions emitOptions{
-      target_.target, llvm::sys::path::filename(import_.model).str(),
-      static_cast<int64_t>(artifacts.originalModel.size())};
+      target_.target, llvm::sys::path::filename(import_.model).str()};
   mlir::FailureOr<mlir::cleave::EmittedProgram> program =
       mlir::cleave::emitProgram(*step, emitOptions);
   if (failed(program))
@@ -412,9 +413,12 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   if (compileTo() == Phase::Emit)
     return writeFile(output_, program->source);
 
-  // The initial values, in the layout the program expects.
+  // The initial values, in the layout the program expects, then the model
+  // without them (--export-onnx writes the trained values in their place).
   std::string blob(program->embeddedBytes, '\0');
+  llvm::StringSet<> embeddedNames;
   for (const mlir::cleave::EmbeddedValue &value : program->embedded) {
+    embeddedNames.insert(value.name);
     auto it = artifacts.initialValues.find(value.name);
     if (it == artifacts.initialValues.end() ||
         static_cast<int64_t>(it->second.size()) != value.bytes) {
@@ -425,7 +429,15 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     }
     blob.replace(value.offset, value.bytes, it->second);
   }
-  blob += artifacts.originalModel;
+  std::optional<std::string> model =
+      mlir::cleave::modelWithoutValues(artifacts.originalModel, embeddedNames);
+  if (!model) {
+    llvm::errs() << "cleave compile: error: the model does not serialize "
+                    "again for --export-onnx (an ONNX model holds at most "
+                    "2 GiB)\n";
+    return 1;
+  }
+  blob += *model;
   ProgramBuild build;
   build.target = target_.target;
   build.cudaHostEmulation = target_.cudaHostEmulation;
