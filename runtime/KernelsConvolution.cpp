@@ -3,6 +3,8 @@
 // Part of the Cleave runtime. Convolutions lower to im2col + sgemm per
 // group and per image, or per few images side by side where an image's
 // output is small; 1-, 2- and 3-d ops share one 3-d loop nest (Window3).
+// Where oneDNN is the faster of the two for a shape and pass (preferOneDnn,
+// OneDnnConvolution.h), conv and its gradients call oneDNN instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,7 @@
 #include "runtime/Elementwise.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
+#include "runtime/OneDnnConvolution.h"
 
 #include <algorithm>
 #include <cmath>
@@ -202,10 +205,10 @@ void im2colChunk(const float *x, const ConvDims &cd, int64_t g,
 
 } // namespace
 
-void conv(const float *x, const Shape &xShape, const float *w,
-          const Shape &wShape, const float *bias, const int64_t *strides,
-          const int64_t *pads, const int64_t *dilations, int64_t group,
-          float *y, const Shape &yShape) {
+void im2colConv(const float *x, const Shape &xShape, const float *w,
+                const Shape &wShape, const float *bias, const int64_t *strides,
+                const int64_t *pads, const int64_t *dilations, int64_t group,
+                float *y, const Shape &yShape) {
   Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
   ConvDims cd(xShape, wShape, group, win);
   int64_t inSize = win.inSize(), oSize = win.outSize();
@@ -258,10 +261,10 @@ void conv(const float *x, const Shape &xShape, const float *w,
   }
 }
 
-void convGradInput(const float *dy, const Shape &yShape, const float *w,
-                   const Shape &wShape, const int64_t *strides,
-                   const int64_t *pads, const int64_t *dilations, int64_t group,
-                   float *dx, const Shape &xShape) {
+void im2colConvGradInput(const float *dy, const Shape &yShape, const float *w,
+                         const Shape &wShape, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t group, float *dx, const Shape &xShape) {
   Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
   ConvDims cd(xShape, wShape, group, win);
   int64_t inSize = win.inSize(), oSize = win.outSize();
@@ -303,10 +306,10 @@ void convGradInput(const float *dy, const Shape &yShape, const float *w,
       });
 }
 
-void convGradWeight(const float *dy, const Shape &yShape, const float *x,
-                    const Shape &xShape, const int64_t *strides,
-                    const int64_t *pads, const int64_t *dilations,
-                    int64_t group, float *dw, const Shape &wShape) {
+void im2colConvGradWeight(const float *dy, const Shape &yShape, const float *x,
+                          const Shape &xShape, const int64_t *strides,
+                          const int64_t *pads, const int64_t *dilations,
+                          int64_t group, float *dw, const Shape &wShape) {
   Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
   ConvDims cd(xShape, wShape, group, win);
   int64_t inSize = win.inSize(), oSize = win.outSize();
@@ -345,6 +348,72 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
                dwg);
         }
       });
+}
+
+//===----------------------------------------------------------------------===//
+// The dispatch: oneDNN where preferOneDnn says it is faster, else im2col
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Whether `pass` runs through oneDNN, and in which layout. The rule was
+/// measured on 2-d convs; 1- and 3-d ones, and empty tensors, stay with
+/// im2col. Inside an OpenMP region either path runs on the calling thread
+/// alone.
+bool viaOneDnn(ConvPass pass, const Shape &xShape, const Shape &wShape,
+               const Shape &yShape, const int64_t *strides, const int64_t *pads,
+               const int64_t *dilations, int64_t group, OneDnnLayout &layout) {
+  if (xShape.rank != 4 || xShape.numElements() == 0 ||
+      wShape.numElements() == 0 || yShape.numElements() == 0)
+    return false;
+  Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
+  ConvDims cd(xShape, wShape, group, win);
+  int threads = detail::inParallel() ? 1 : detail::maxThreads();
+  return preferOneDnn(pass, cd, win, threads, layout);
+}
+
+} // namespace
+
+void conv(const float *x, const Shape &xShape, const float *w,
+          const Shape &wShape, const float *bias, const int64_t *strides,
+          const int64_t *pads, const int64_t *dilations, int64_t group,
+          float *y, const Shape &yShape) {
+  OneDnnLayout layout;
+  if (viaOneDnn(ConvPass::Forward, xShape, wShape, yShape, strides, pads,
+                dilations, group, layout) &&
+      oneDnnConv(x, xShape, w, wShape, bias, strides, pads, dilations, group,
+                 y, yShape, layout))
+    return;
+  im2colConv(x, xShape, w, wShape, bias, strides, pads, dilations, group, y,
+             yShape);
+}
+
+void convGradInput(const float *dy, const Shape &yShape, const float *w,
+                   const Shape &wShape, const int64_t *strides,
+                   const int64_t *pads, const int64_t *dilations, int64_t group,
+                   float *dx, const Shape &xShape) {
+  OneDnnLayout layout;
+  if (viaOneDnn(ConvPass::GradInput, xShape, wShape, yShape, strides, pads,
+                dilations, group, layout) &&
+      oneDnnConvGradInput(dy, yShape, w, wShape, strides, pads, dilations,
+                          group, dx, xShape, layout))
+    return;
+  im2colConvGradInput(dy, yShape, w, wShape, strides, pads, dilations, group,
+                      dx, xShape);
+}
+
+void convGradWeight(const float *dy, const Shape &yShape, const float *x,
+                    const Shape &xShape, const int64_t *strides,
+                    const int64_t *pads, const int64_t *dilations,
+                    int64_t group, float *dw, const Shape &wShape) {
+  OneDnnLayout layout;
+  if (viaOneDnn(ConvPass::GradWeight, xShape, wShape, yShape, strides, pads,
+                dilations, group, layout) &&
+      oneDnnConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations,
+                           group, dw, wShape, layout))
+    return;
+  im2colConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations, group,
+                       dw, wShape);
 }
 
 //===----------------------------------------------------------------------===//

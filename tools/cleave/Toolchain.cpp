@@ -123,7 +123,7 @@ int compilerCommand(const ProgramBuild &build, llvm::StringRef sourcePath,
         args, std::vector<std::string>{"-O2", "-march=native", "-fopenmp",
                                        "-fno-math-errno",
                                        CLEAVE_RUNTIME_LIBRARY, "-lopenblas",
-                                       "-lmvec", "-pthread"});
+                                       "-ldnnl", "-lmvec", "-pthread"});
     if (llvm::StringRef sanitize = CLEAVE_PROGRAM_SANITIZE; !sanitize.empty())
       args.push_back(("-fsanitize=" + sanitize).str());
   }

@@ -1,11 +1,14 @@
 //===- ConvolutionTest.cpp - convolution and pooling ----------------------===//
 //
 // The convolution and max pool are checked against direct loops over the
-// ONNX definition (in double), the gradients against finite differences.
+// ONNX definition (in double), the gradients against finite differences;
+// the convolution's two paths (im2col + sgemm, oneDNN) each against the
+// definition of all three passes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Kernels.h"
+#include "runtime/OneDnnConvolution.h"
 
 #include "test/unit/runtime/RuntimeTestUtil.h"
 
@@ -13,6 +16,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 using namespace cleave::rt;
 using cleave::rt::test::distinctVector;
@@ -40,22 +44,20 @@ Shape spatialOf(const Shape &s) {
   return r;
 }
 
-/// y[n, m, o] = bias[m] + sum_{c, k} x[n, g * C/G + c, o * s - p + k * d] *
-/// w[m, c, k], padding contributing nothing.
-std::vector<float> directConv(const ConvCase &cc, const std::vector<float> &x,
-                              const std::vector<float> &w, const float *bias) {
+/// Calls f(yIndex, xIndex, wIndex) for every product x * w that the ONNX
+/// definition sums into y: y[n, m, o] = bias[m] + sum_{c, k} x[n, g * C/G +
+/// c, o * s - p + k * d] * w[m, c, k], padding contributing nothing.
+template <typename F> void forEachProduct(const ConvCase &cc, F f) {
   int sp = cc.x.rank - 2;
   int64_t n = cc.x[0], c = cc.x[1], m = cc.w[0];
   int64_t cg = c / cc.group, mg = m / cc.group;
   Shape xs = spatialOf(cc.x), ks = spatialOf(cc.w), ys = spatialOf(cc.y);
-  std::vector<float> y(cc.y.numElements());
   for (int64_t b = 0; b < n; ++b)
     for (int64_t oc = 0; oc < m; ++oc)
       for (int64_t of = 0; of < ys.numElements(); ++of) {
         int64_t o[3], k[3], in[3];
         unflatten(ys, of, o);
         int64_t g = oc / mg;
-        double s = bias ? bias[oc] : 0.0;
         for (int64_t ic = 0; ic < cg; ++ic)
           for (int64_t kf = 0; kf < ks.numElements(); ++kf) {
             unflatten(ks, kf, k);
@@ -67,14 +69,24 @@ std::vector<float> directConv(const ConvCase &cc, const std::vector<float> &x,
             }
             if (!inside)
               continue;
-            double xv = x[((b * c + g * cg + ic) * xs.numElements()) +
-                          flatIndex(xs, in)];
-            double wv = w[(oc * cg + ic) * ks.numElements() + kf];
-            s += xv * wv;
+            f((b * m + oc) * ys.numElements() + of,
+              (b * c + g * cg + ic) * xs.numElements() + flatIndex(xs, in),
+              (oc * cg + ic) * ks.numElements() + kf);
           }
-        y[(b * m + oc) * ys.numElements() + of] = static_cast<float>(s);
       }
-  return y;
+}
+
+/// The convolution by the definition, in double.
+std::vector<float> directConv(const ConvCase &cc, const std::vector<float> &x,
+                              const std::vector<float> &w, const float *bias) {
+  int64_t m = cc.w[0], planeSize = cc.y.numElements() / cc.y[0] / m;
+  std::vector<double> acc(cc.y.numElements());
+  for (size_t i = 0; i < acc.size(); ++i)
+    acc[i] = bias ? bias[i / planeSize % m] : 0.0;
+  forEachProduct(cc, [&](int64_t yi, int64_t xi, int64_t wi) {
+    acc[yi] += static_cast<double>(x[xi]) * w[wi];
+  });
+  return std::vector<float>(acc.begin(), acc.end());
 }
 
 void runConv(const ConvCase &cc, const std::vector<float> &x,
@@ -251,6 +263,178 @@ TEST(Convolution, SmallOutputChunksOnThreads) {
       {{1040, 8, 3, 3}, {16, 8, 3, 3}, {1040, 16, 1, 1}, {1, 1}, {0, 0, 0, 0},
        {1, 1}, 1},
       11);
+}
+
+//===----------------------------------------------------------------------===//
+// The two paths: im2col + sgemm and oneDNN (OneDnnConvolution.h)
+//===----------------------------------------------------------------------===//
+
+/// y, dx and dw of L = <conv(x, w), r> by the definition, in double.
+struct DirectResults {
+  std::vector<float> y, dx, dw;
+};
+
+DirectResults directAll(const ConvCase &cc, const std::vector<float> &x,
+                        const std::vector<float> &w,
+                        const std::vector<float> &r) {
+  std::vector<double> y(cc.y.numElements()), dx(x.size()), dw(w.size());
+  forEachProduct(cc, [&](int64_t yi, int64_t xi, int64_t wi) {
+    y[yi] += static_cast<double>(x[xi]) * w[wi];
+    dx[xi] += static_cast<double>(r[yi]) * w[wi];
+    dw[wi] += static_cast<double>(r[yi]) * x[xi];
+  });
+  auto toFloat = [](const std::vector<double> &v) {
+    return std::vector<float>(v.begin(), v.end());
+  };
+  return {toFloat(y), toFloat(dx), toFloat(dw)};
+}
+
+/// Sums of up to a few hundred products of values in [-1, 1]: float
+/// rounding stays far below 1e-4 of the magnitudes, while a wrong tap,
+/// layout or stride moves results by about their own size.
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 const char *what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4f + 1e-4f * std::fabs(want[i]))
+        << what << " at " << i;
+}
+
+/// Every way of computing the three passes of `cc` against the definition:
+/// the dispatching kernels (rt::conv and its gradients), im2col, and
+/// oneDNN in both layouts. Outputs start as garbage, as every path must
+/// overwrite them.
+void checkBothPaths(const ConvCase &cc) {
+  auto x = randomVector(cc.x.numElements(), 21);
+  auto w = randomVector(cc.w.numElements(), 22);
+  auto r = randomVector(cc.y.numElements(), 23);
+  DirectResults want = directAll(cc, x, w, r);
+  const int64_t *s = cc.strides.data(), *p = cc.pads.data(),
+                *d = cc.dilations.data();
+  std::vector<float> y, dx, dw;
+  auto reset = [&] {
+    y.assign(cc.y.numElements(), -99.0f);
+    dx.assign(x.size(), -99.0f);
+    dw.assign(w.size(), -99.0f);
+  };
+  auto expectAll = [&](const char *path) {
+    SCOPED_TRACE(path);
+    expectClose(y, want.y, "y");
+    expectClose(dx, want.dx, "dx");
+    expectClose(dw, want.dw, "dw");
+  };
+  reset();
+  conv(x.data(), cc.x, w.data(), cc.w, nullptr, s, p, d, cc.group, y.data(),
+       cc.y);
+  convGradInput(r.data(), cc.y, w.data(), cc.w, s, p, d, cc.group, dx.data(),
+                cc.x);
+  convGradWeight(r.data(), cc.y, x.data(), cc.x, s, p, d, cc.group, dw.data(),
+                 cc.w);
+  expectAll("dispatch");
+  reset();
+  im2colConv(x.data(), cc.x, w.data(), cc.w, nullptr, s, p, d, cc.group,
+             y.data(), cc.y);
+  im2colConvGradInput(r.data(), cc.y, w.data(), cc.w, s, p, d, cc.group,
+                      dx.data(), cc.x);
+  im2colConvGradWeight(r.data(), cc.y, x.data(), cc.x, s, p, d, cc.group,
+                       dw.data(), cc.w);
+  expectAll("im2col");
+  for (OneDnnLayout layout : {OneDnnLayout::Plain, OneDnnLayout::Blocked}) {
+    reset();
+    ASSERT_TRUE(oneDnnConv(x.data(), cc.x, w.data(), cc.w, nullptr, s, p, d,
+                           cc.group, y.data(), cc.y, layout));
+    ASSERT_TRUE(oneDnnConvGradInput(r.data(), cc.y, w.data(), cc.w, s, p, d,
+                                    cc.group, dx.data(), cc.x, layout));
+    ASSERT_TRUE(oneDnnConvGradWeight(r.data(), cc.y, x.data(), cc.x, s, p, d,
+                                     cc.group, dw.data(), cc.w, layout));
+    expectAll(layout == OneDnnLayout::Plain ? "oneDNN plain"
+                                            : "oneDNN blocked");
+  }
+  // The bias, on the forward pass that takes one.
+  auto bias = randomVector(cc.w[0], 24);
+  auto wantBiased = directConv(cc, x, w, bias.data());
+  for (OneDnnLayout layout : {OneDnnLayout::Plain, OneDnnLayout::Blocked}) {
+    reset();
+    ASSERT_TRUE(oneDnnConv(x.data(), cc.x, w.data(), cc.w, bias.data(), s, p,
+                           d, cc.group, y.data(), cc.y, layout));
+    expectClose(y, wantBiased, "biased y");
+  }
+}
+
+/// The path preferOneDnn picks for each pass of `cc` on `threads`
+/// threads, as "im2col", "plain" or "blocked" (fwd, dx, dw).
+std::vector<std::string> chosenPaths(const ConvCase &cc, int threads) {
+  cleave::body::Window3 win(cc.x, cc.y, cc.w.dims + 2, cc.strides.data(), cc.pads.data(),
+              cc.dilations.data());
+  ConvDims cd(cc.x, cc.w, cc.group, win);
+  std::vector<std::string> paths;
+  for (ConvPass pass :
+       {ConvPass::Forward, ConvPass::GradInput, ConvPass::GradWeight}) {
+    OneDnnLayout layout;
+    bool dnnl = preferOneDnn(pass, cd, win, threads, layout);
+    paths.push_back(!dnnl                          ? "im2col"
+                    : layout == OneDnnLayout::Plain ? "plain"
+                                                    : "blocked");
+  }
+  return paths;
+}
+
+using Paths = std::vector<std::string>;
+
+TEST(ConvolutionPaths, BlockedOneDnnStridedPaddedDilated) {
+  // 16 channels, 3x3: every pass goes to oneDNN's blocked layouts on one
+  // thread. H: (9 + 1 + 2 - 1*2 - 1) / 2 + 1 = 5; W: (9 + 0 + 1 - 2*2 - 1)
+  // / 1 + 1 = 6.
+  ScopedThreads threads(1);
+  ConvCase cc{{2, 16, 9, 9},  {24, 16, 3, 3}, {2, 24, 5, 6}, {2, 1},
+              {1, 0, 2, 1},   {1, 2},         1};
+  EXPECT_EQ(chosenPaths(cc, 1), (Paths{"blocked", "blocked", "blocked"}));
+  checkBothPaths(cc);
+}
+
+TEST(ConvolutionPaths, DepthwiseOnOneDnn) {
+  // One channel per group: oneDNN's depthwise kernels, on any thread count.
+  ScopedThreads threads(2);
+  ConvCase cc{{3, 32, 7, 7}, {32, 1, 3, 3}, {3, 32, 4, 4}, {2, 2},
+              {1, 1, 1, 1},  {1, 1},        32};
+  EXPECT_EQ(chosenPaths(cc, 2), (Paths{"blocked", "blocked", "blocked"}));
+  checkBothPaths(cc);
+}
+
+TEST(ConvolutionPaths, SmallPointwisePlainOnTwoThreads) {
+  // A pointwise conv of 48 channels and little work: oneDNN's plain layout
+  // on 2 threads, its blocked one on 1.
+  ScopedThreads threads(2);
+  ConvCase cc{{4, 48, 3, 3}, {16, 48, 1, 1}, {4, 16, 3, 3}, {1, 1},
+              {0, 0, 0, 0},  {1, 1},         1};
+  EXPECT_EQ(chosenPaths(cc, 2), (Paths{"plain", "plain", "plain"}));
+  EXPECT_EQ(chosenPaths(cc, 1), (Paths{"blocked", "blocked", "blocked"}));
+  checkBothPaths(cc);
+}
+
+TEST(ConvolutionPaths, Im2colWhereItIsFaster) {
+  // A first layer (3 channels, 5x5 taps): forward and weight gradient on
+  // oneDNN, the input gradient on im2col.
+  ScopedThreads threads(1);
+  ConvCase first{{2, 3, 11, 11}, {8, 3, 5, 5}, {2, 8, 6, 6}, {2, 2},
+                 {2, 2, 2, 2},   {1, 1},       1};
+  EXPECT_EQ(chosenPaths(first, 1), (Paths{"blocked", "im2col", "blocked"}));
+  checkBothPaths(first);
+  // A GEMM depth under 16 (8 channels, 1x1) and a grouped conv that is not
+  // depthwise: im2col throughout, though oneDNN computes them too.
+  ConvCase shallow{{2, 8, 6, 6}, {12, 8, 1, 1}, {2, 12, 6, 6}, {1, 1},
+                   {0, 0, 0, 0}, {1, 1},        1};
+  EXPECT_EQ(chosenPaths(shallow, 1), (Paths{"im2col", "im2col", "im2col"}));
+  checkBothPaths(shallow);
+  ConvCase grouped{{2, 8, 6, 6}, {12, 4, 3, 3}, {2, 12, 6, 6}, {1, 1},
+                   {1, 1, 1, 1}, {1, 1},        2};
+  EXPECT_EQ(chosenPaths(grouped, 1), (Paths{"im2col", "im2col", "im2col"}));
+  checkBothPaths(grouped);
+  // A 1x1 output of a 3x3 kernel: the weight gradient stays with im2col.
+  ConvCase late{{2, 32, 2, 2}, {16, 32, 3, 3}, {2, 16, 1, 1}, {2, 2},
+                {1, 1, 1, 1},  {1, 1},         1};
+  EXPECT_EQ(chosenPaths(late, 1), (Paths{"blocked", "blocked", "im2col"}));
+  checkBothPaths(late);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,400 @@
+//===- OneDnnConvolution.cpp - convolutions through oneDNN ----------------===//
+//
+// Part of the Cleave runtime. oneDNN's convolution primitives (forward,
+// backward data, backward weights) on the program's float32 tensors, one
+// primitive per geometry, pass and layout, created on first use. oneDNN is
+// Debian's build with the OpenMP runtime (libgomp, the runtime's own), so
+// its kernels run on the program's OpenMP threads (OMP_NUM_THREADS), and
+// inside an OpenMP region on the calling thread alone, as the sgemm path's
+// do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/OneDnnConvolution.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cleave::rt {
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+dnnl::engine &engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream &stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+/// 64-byte aligned bytes (oneDNN's vector kernels load whole cache lines)
+/// that grow on demand.
+class Workspace {
+public:
+  void *get(size_t bytes) {
+    if (bytes > size) {
+      size = (bytes + 63) / 64 * 64;
+      data.reset(std::aligned_alloc(64, size));
+    }
+    return data.get();
+  }
+
+private:
+  std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+  size_t size = 0;
+};
+
+/// Row-major strides of `dims`.
+memory::desc rowMajor(const Dims &dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i)
+    strides[i - 1] = strides[i] * dims[i];
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+Dims dimsOf(const Shape &s) { return Dims(s.dims, s.dims + s.rank); }
+
+/// The weight's dims as oneDNN takes them: [G, O/G, I/G, k...] when
+/// grouped, the same floats as ONNX's [O, I/G, k...].
+Dims weightDims(const Shape &w, int64_t group) {
+  Dims d = dimsOf(w);
+  if (group == 1)
+    return d;
+  d[0] /= group;
+  d.insert(d.begin(), group);
+  return d;
+}
+
+/// One operand of a primitive: the program's plain layout and the one the
+/// primitive takes; where they differ, a reorder through a workspace.
+struct Operand {
+  int arg;
+  bool output;
+  memory::desc plain, taken;
+  dnnl::primitive toTaken, toPlain;
+  Operand(int arg, bool output, const memory::desc &plain,
+          const memory::desc &taken)
+      : arg(arg), output(output), plain(plain), taken(taken) {}
+  bool reordered() const { return plain != taken; }
+};
+
+/// A created primitive with its operands, or `ok` false where oneDNN has
+/// no implementation for the geometry.
+struct Entry {
+  bool ok = false;
+  std::string impl;
+  dnnl::primitive prim;
+  std::vector<std::unique_ptr<Operand>> operands;
+  memory::desc scratchDesc;
+};
+
+struct Geometry {
+  Dims src, wei, dst, bias, strides, dilations, padL, padR;
+};
+
+Geometry geometryOf(const Shape &xShape, const Shape &wShape,
+                    const Shape &yShape, const int64_t *strides,
+                    const int64_t *pads, const int64_t *dilations,
+                    int64_t group) {
+  Geometry g;
+  int spatial = xShape.rank - 2;
+  g.src = dimsOf(xShape);
+  g.dst = dimsOf(yShape);
+  g.wei = weightDims(wShape, group);
+  g.bias = {wShape.dims[0]};
+  for (int i = 0; i < spatial; ++i) {
+    g.strides.push_back(strides ? strides[i] : 1);
+    // oneDNN counts dilation from 0 (no gap), ONNX from 1.
+    g.dilations.push_back((dilations ? dilations[i] : 1) - 1);
+    g.padL.push_back(pads ? pads[i] : 0);
+    g.padR.push_back(pads ? pads[spatial + i] : 0);
+  }
+  return g;
+}
+
+memory::desc taken(const Dims &dims, OneDnnLayout layout) {
+  return layout == OneDnnLayout::Plain
+             ? rowMajor(dims)
+             : memory::desc(dims, memory::data_type::f32,
+                            memory::format_tag::any);
+}
+
+/// A forward primitive descriptor (also the hint the backward ones need).
+dnnl::convolution_forward::primitive_desc
+forwardDesc(const Geometry &g, bool bias, OneDnnLayout layout,
+            const dnnl::primitive_attr &attr) {
+  using dnnl::convolution_forward;
+  auto src = taken(g.src, layout), wei = taken(g.wei, layout),
+       dst = taken(g.dst, layout);
+  auto d = bias ? convolution_forward::desc(
+                      dnnl::prop_kind::forward_training,
+                      dnnl::algorithm::convolution_direct, src, wei,
+                      rowMajor(g.bias), dst, g.strides, g.dilations, g.padL,
+                      g.padR)
+                : convolution_forward::desc(
+                      dnnl::prop_kind::forward_training,
+                      dnnl::algorithm::convolution_direct, src, wei, dst,
+                      g.strides, g.dilations, g.padL, g.padR);
+  return convolution_forward::primitive_desc(d, attr, engine());
+}
+
+/// Creates the primitive of `pass` and its operands' reorders.
+void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
+            OneDnnLayout layout) {
+  dnnl::primitive_attr attr;
+  // The scratchpad is the runtime's, allocated once, rather than one
+  // oneDNN allocates per call.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto fwd = forwardDesc(g, bias, layout, attr);
+  auto add = [&](int arg, bool output, const Dims &dims,
+                 const memory::desc &want) {
+    e.operands.push_back(
+        std::make_unique<Operand>(arg, output, rowMajor(dims), want));
+  };
+  memory::desc &scratch = e.scratchDesc;
+  switch (pass) {
+  case ConvPass::Forward:
+    e.prim = dnnl::convolution_forward(fwd);
+    e.impl = fwd.impl_info_str();
+    scratch = fwd.scratchpad_desc();
+    add(DNNL_ARG_SRC, false, g.src, fwd.src_desc());
+    add(DNNL_ARG_WEIGHTS, false, g.wei, fwd.weights_desc());
+    if (bias)
+      add(DNNL_ARG_BIAS, false, g.bias, fwd.bias_desc());
+    add(DNNL_ARG_DST, true, g.dst, fwd.dst_desc());
+    break;
+  case ConvPass::GradInput: {
+    using dnnl::convolution_backward_data;
+    convolution_backward_data::desc d(
+        dnnl::algorithm::convolution_direct, taken(g.src, layout),
+        taken(g.wei, layout), taken(g.dst, layout), g.strides, g.dilations,
+        g.padL, g.padR);
+    convolution_backward_data::primitive_desc pd(d, attr, engine(), fwd);
+    e.prim = convolution_backward_data(pd);
+    e.impl = pd.impl_info_str();
+    scratch = pd.scratchpad_desc();
+    add(DNNL_ARG_DIFF_DST, false, g.dst, pd.diff_dst_desc());
+    add(DNNL_ARG_WEIGHTS, false, g.wei, pd.weights_desc());
+    add(DNNL_ARG_DIFF_SRC, true, g.src, pd.diff_src_desc());
+    break;
+  }
+  case ConvPass::GradWeight: {
+    using dnnl::convolution_backward_weights;
+    convolution_backward_weights::desc d(
+        dnnl::algorithm::convolution_direct, taken(g.src, layout),
+        taken(g.wei, layout), taken(g.dst, layout), g.strides, g.dilations,
+        g.padL, g.padR);
+    convolution_backward_weights::primitive_desc pd(d, attr, engine(), fwd);
+    e.prim = convolution_backward_weights(pd);
+    e.impl = pd.impl_info_str();
+    scratch = pd.scratchpad_desc();
+    add(DNNL_ARG_DIFF_DST, false, g.dst, pd.diff_dst_desc());
+    add(DNNL_ARG_SRC, false, g.src, pd.src_desc());
+    add(DNNL_ARG_DIFF_WEIGHTS, true, g.wei, pd.diff_weights_desc());
+    break;
+  }
+  }
+  for (auto &op : e.operands) {
+    if (!op->reordered())
+      continue;
+    using Reorder = dnnl::reorder::primitive_desc;
+    if (op->output)
+      op->toPlain = dnnl::reorder(
+          Reorder(engine(), op->taken, engine(), op->plain));
+    else
+      op->toTaken = dnnl::reorder(
+          Reorder(engine(), op->plain, engine(), op->taken));
+  }
+  e.ok = true;
+}
+
+/// The primitives made so far, by pass, layout and geometry, and the
+/// buffers of their reordered operands and scratchpads, shared by all (so
+/// as large as the largest call's, not the sum). Calls hold the lock
+/// through execution.
+std::mutex cacheMutex;
+std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+Workspace workspaces[5]; // up to 4 operands, then the scratchpad
+
+/// The entry of a call (created on first use). Called with cacheMutex held.
+Entry &lookup(ConvPass pass, OneDnnLayout layout, const Shape &xShape,
+              const Shape &wShape, const Shape &yShape, const int64_t *strides,
+              const int64_t *pads, const int64_t *dilations, int64_t group,
+              bool bias) {
+  Geometry g = geometryOf(xShape, wShape, yShape, strides, pads, dilations,
+                          group);
+  std::vector<int64_t> key = {static_cast<int64_t>(pass),
+                              static_cast<int64_t>(layout), bias, group};
+  for (const Dims *d : {&g.src, &g.wei, &g.dst, &g.strides, &g.dilations,
+                        &g.padL, &g.padR}) {
+    key.push_back(static_cast<int64_t>(d->size()));
+    key.insert(key.end(), d->begin(), d->end());
+  }
+  std::unique_ptr<Entry> &slot = cache[key];
+  if (!slot) {
+    slot = std::make_unique<Entry>();
+    try {
+      create(*slot, pass, g, bias, layout);
+    } catch (const dnnl::error &) {
+      // No implementation (or a geometry oneDNN refuses): the caller
+      // computes this one with im2col, and so does every later call.
+      *slot = Entry();
+    }
+  }
+  return *slot;
+}
+
+/// Runs the entry on the program's tensors: inputs reordered into the
+/// primitive's layouts, outputs back into the program's.
+void execute(Entry &e, const std::map<int, const void *> &pointers) {
+  dnnl::engine &eng = engine();
+  dnnl::stream &s = stream();
+  std::unordered_map<int, memory> args;
+  std::vector<std::pair<Operand *, memory>> outputs;
+  for (size_t i = 0; i < e.operands.size(); ++i) {
+    Operand *op = e.operands[i].get();
+    memory user(op->plain, eng, const_cast<void *>(pointers.at(op->arg)));
+    if (!op->reordered()) {
+      args.emplace(op->arg, user);
+      continue;
+    }
+    memory mine(op->taken, eng, workspaces[i].get(op->taken.get_size()));
+    if (op->output)
+      outputs.emplace_back(op, user);
+    else
+      op->toTaken.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, mine}});
+    args.emplace(op->arg, mine);
+  }
+  if (size_t bytes = e.scratchDesc.get_size())
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 memory(e.scratchDesc, eng, workspaces[4].get(bytes)));
+  e.prim.execute(s, args);
+  for (auto &[op, user] : outputs)
+    op->toPlain.execute(
+        s, {{DNNL_ARG_FROM, args.at(op->arg)}, {DNNL_ARG_TO, user}});
+  s.wait();
+}
+
+} // namespace
+
+bool oneDnnConv(const float *x, const Shape &xShape, const float *w,
+                const Shape &wShape, const float *bias, const int64_t *strides,
+                const int64_t *pads, const int64_t *dilations, int64_t group,
+                float *y, const Shape &yShape, OneDnnLayout layout) {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  Entry &e = lookup(ConvPass::Forward, layout, xShape, wShape, yShape, strides,
+                    pads, dilations, group, bias != nullptr);
+  if (!e.ok)
+    return false;
+  std::map<int, const void *> p = {
+      {DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
+  if (bias)
+    p[DNNL_ARG_BIAS] = bias;
+  execute(e, p);
+  return true;
+}
+
+bool oneDnnConvGradInput(const float *dy, const Shape &yShape, const float *w,
+                         const Shape &wShape, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t group, float *dx, const Shape &xShape,
+                         OneDnnLayout layout) {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  Entry &e = lookup(ConvPass::GradInput, layout, xShape, wShape, yShape,
+                    strides, pads, dilations, group, false);
+  if (!e.ok)
+    return false;
+  execute(e, {{DNNL_ARG_DIFF_DST, dy},
+              {DNNL_ARG_WEIGHTS, w},
+              {DNNL_ARG_DIFF_SRC, dx}});
+  return true;
+}
+
+bool oneDnnConvGradWeight(const float *dy, const Shape &yShape, const float *x,
+                          const Shape &xShape, const int64_t *strides,
+                          const int64_t *pads, const int64_t *dilations,
+                          int64_t group, float *dw, const Shape &wShape,
+                          OneDnnLayout layout) {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  Entry &e = lookup(ConvPass::GradWeight, layout, xShape, wShape, yShape,
+                    strides, pads, dilations, group, false);
+  if (!e.ok)
+    return false;
+  execute(e, {{DNNL_ARG_DIFF_DST, dy},
+              {DNNL_ARG_SRC, x},
+              {DNNL_ARG_DIFF_WEIGHTS, dw}});
+  return true;
+}
+
+const char *oneDnnImplementation(ConvPass pass, const Shape &xShape,
+                                 const Shape &wShape, const Shape &yShape,
+                                 const int64_t *strides, const int64_t *pads,
+                                 const int64_t *dilations, int64_t group,
+                                 bool hasBias, OneDnnLayout layout) {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  Entry &e = lookup(pass, layout, xShape, wShape, yShape, strides, pads,
+                    dilations, group, hasBias);
+  return e.impl.c_str();
+}
+
+// The rule, from bench/conv_bench.cpp on every conv of ResNet-18 and
+// MobileNetV2 (32x32, batch 16) and the MNIST CNN (batch 8), 1 and 2
+// threads, AVX-512 (oneDNN picks jit:avx512_core, jit_1x1 and jit_dw);
+// bench/README.md has the tables. Microseconds are 1-thread times, im2col
+// vs oneDNN blocked unless said otherwise.
+// - Depthwise (one input and one output channel per group): oneDNN's
+//   jit_dw kernels, 10-60x faster in all three passes (48x8x8 forward 251
+//   vs 18); where its backward-weights kernel does not apply oneDNN falls
+//   back to its GEMM one, still faster (96x2x2: 322 vs 212). Other grouped
+//   convs were not measured and stay with im2col.
+// - Blocked layouts beat the plain ones almost everywhere: on NCHW oneDNN
+//   can only run im2col + its own GEMM (gemm:jit), no faster than ours
+//   (64x8x8 3x3: 528 plain, 317 blocked, 713 im2col), while the reorders
+//   cost far less than the direct kernels save.
+// - A GEMM depth (input channels x kernel taps) under 16 stays with
+//   im2col: blocked layouts pad channels to 16, and the reorders outweigh
+//   the product (8x16x16 1x1 -> 8: 5 vs 26; MNIST's 1-channel 3x3: 16 vs
+//   26).
+// - The input gradient of a conv with fewer than 8 input channels (a first
+//   layer) stays with im2col (ResNet's 7x7 on 3 channels: 616 vs 1729).
+// - The weight gradient of a conv whose output is 1x1 and whose kernel is
+//   not stays with im2col (256x2x2 3x3 stride 2 -> 512: 921 vs 1334).
+// - On 2 threads each of oneDNN's parallel regions (a conv and up to three
+//   reorders) wakes a sleeping thread (the benchmarks' OMP_WAIT_POLICY=
+//   PASSIVE), and its backward-weights kernels wait at barriers: below
+//   ~2 MFLOP per pass that costs more than it saves (24x2x2 1x1 -> 144:
+//   15 im2col, 37 blocked; MobileNetV2's first conv's weight gradient: 48
+//   vs 2400). There only pointwise convs of 48 or more input channels go to
+//   oneDNN, in the plain layout (one region: 240x1x1 -> 40: 81 im2col, 30
+//   plain, 33 blocked).
+bool preferOneDnn(ConvPass pass, const ConvDims &cd, const body::Window3 &w,
+                  int threads, OneDnnLayout &layout) {
+  layout = OneDnnLayout::Blocked;
+  if (cd.groupIn != cd.inChannels)
+    return cd.groupIn == 1 && cd.groupOut == 1;
+  if (cd.kRows < 16)
+    return false;
+  if (pass == ConvPass::GradInput && cd.groupIn < 8)
+    return false;
+  if (pass == ConvPass::GradWeight && w.outSize() == 1 && w.kernelSize() > 1)
+    return false;
+  double flops = 2.0 * cd.batch * cd.outChannels * w.outSize() * cd.kRows;
+  if (threads > 1 && flops < 2e6) {
+    layout = OneDnnLayout::Plain;
+    return isPointwise(w) && cd.groupIn >= 48;
+  }
+  return true;
+}
+
+} // namespace cleave::rt
