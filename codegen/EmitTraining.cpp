@@ -21,8 +21,10 @@ static std::string randomSeed(IntegerAttr seed) {
 }
 
 std::string Emitter::learningRate(APFloat lr, Value factor) {
+  // The factor is a tensor the schedule op wrote: in device memory on the
+  // cuda target, read through the target's scalar read.
   std::string text = floatLiteral(lr.convertToFloat()) + "f";
-  return factor ? text + " * " + ref(factor) + "[0]" : text;
+  return factor ? text + " * " + scalar(factor) : text;
 }
 
 LogicalResult Emitter::emitOperation(DropoutOp dropout) {

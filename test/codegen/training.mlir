@@ -19,6 +19,8 @@
 // CUDA-LABEL: static void stepPart(
 // CUDA: writeScalar(schedule, lrScheduleFactor(Schedule::Cosine, 2, 10, 0.000000000e+00f, ctx.step));  // schedule
 // CUDA: sgdUpdate(w, dw, w_momentum_buffer, 8, 5.000000075e-02f, 8.999999762e-01f, 0.000000000e+00f, true, 0.000000000e+00f, ctx.step);  // w.sgd
+// The factor lives in device memory: the host reads it through readScalar.
+// CUDA: adamwUpdate(u, du, u_exp_avg, u_exp_avg_sq, 8, 9.999999776e-03f * readScalar(schedule), 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 9.999999776e-03f, ctx.step);  // u.adamw
 module {
   func.func @step(%x: tensor<4x8xf32> {cleave.input = "x"},
                   %w: tensor<8xf32> {cleave.param = "w"},
