@@ -2,11 +2,12 @@
 //
 // Part of the Cleave runtime. glibc's libmvec has AVX2 and AVX-512 variants
 // of expf, erff, tanhf and logf (at most 4 ulp from libm's; the bound is
-// checked in test/runtime/vector-math.test), but <math.h> declares them as
-// such only under -ffast-math, which Cleave's programs are not built with
-// (it would drop NaN and infinity semantics everywhere). These declarations
-// alone let GCC call the vector variants from `#pragma omp simd` loops
-// (CLEAVE_SIMD) and nothing else; whatever links this code links -lmvec.
+// checked in test/unit/runtime/VectorMathTest.cpp), but <math.h> declares
+// them as such only under -ffast-math, which Cleave's programs are not
+// built with (it would drop NaN and infinity semantics everywhere). These
+// declarations alone let GCC call the vector variants from `#pragma omp
+// simd` loops (CLEAVE_SIMD) and nothing else; whatever links this code
+// links -lmvec.
 //
 //===----------------------------------------------------------------------===//
 
