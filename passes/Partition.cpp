@@ -118,6 +118,45 @@ void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
   values.replaceAllUsesExcept(masked, masked);
 }
 
+/// Makes `op`, a training-mode BatchNorm or its gradient whose batch is
+/// split over `axes` (the statistics factor's axes but the micro-batch
+/// one), normalize the rows of all ranks over `axes`: its batch-shaped
+/// operands are gathered, its batch-shaped result is this rank's block of
+/// what it computes. The gradient reuses the forward op's gather of the
+/// input (`gathered`), as a gathered input once served both.
+void gatherStatisticsBatch(Operation *op, ArrayRef<StringAttr> axes,
+                           MeshAttr mesh,
+                           llvm::DenseMap<Value, Value> &gathered) {
+  MLIRContext *context = op->getContext();
+  int64_t group = mesh.getGroupSize(axes);
+  auto grown = [&](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    SmallVector<int64_t> shape(tensor.getShape());
+    shape[0] *= group;
+    return RankedTensorType::get(shape, tensor.getElementType());
+  };
+  ArrayAttr axesAttr = ArrayAttr::get(
+      context, SmallVector<Attribute>(axes.begin(), axes.end()));
+  OpBuilder b(op);
+  unsigned batchOperands = isa<BatchNormOp>(op) ? 1 : 2;
+  for (unsigned i = 0; i < batchOperands; ++i) {
+    Value local = op->getOperand(i);
+    Value &whole = gathered[local];
+    if (!whole || whole.getDefiningOp<AllGatherOp>().getAxes() != axesAttr ||
+        !whole.getDefiningOp()->isBeforeInBlock(op))
+      whole = AllGatherOp::create(b, op->getLoc(), grown(local.getType()),
+                                  local, axesAttr, 0);
+    op->setOperand(i, whole);
+  }
+  Value result = op->getResult(0);
+  Type localType = result.getType();
+  result.setType(grown(localType));
+  b.setInsertionPointAfter(op);
+  auto mine = AllSliceOp::create(b, op->getLoc(), localType, result,
+                                 axesAttr, 0);
+  result.replaceAllUsesExcept(mine, mine);
+}
+
 /// Helpers for the per-rank arithmetic built after partitioning.
 struct LocalBuilder {
   OpBuilder &b;
@@ -405,7 +444,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   // Gathers from tables split along the gathered dim, and cross entropies
   // of scores split by class, with the axes.
   SmallVector<std::pair<Operation *, AxisList>> splitGathers, splitLosses,
-      splitDropouts;
+      splitDropouts, splitStatistics;
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       reshard.replaceAllUsesWith(
@@ -463,6 +502,11 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       if (!factorAxes[factor].empty())
         splitGathers.emplace_back(&op, factorAxes[factor]);
     }
+    if (rule) {
+      AxisList axes = getGatheredStatisticsAxes(*rule, factorAxes);
+      if (!axes.empty())
+        splitStatistics.emplace_back(&op, axes);
+    }
     // A dropout of a block of rows draws that block's part of the whole
     // tensor's mask.
     if (auto dropout = dyn_cast<DropoutOp>(op);
@@ -516,6 +560,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       offset = AddOp::create(b, op->getLoc(), offset.getType(), offset, given);
     dropout.getOffsetMutable().assign(offset);
   }
+  llvm::DenseMap<Value, Value> gatheredBatches;
+  for (auto &[op, axes] : splitStatistics)
+    gatherStatisticsBatch(op, axes, mesh, gatheredBatches);
   for (auto &[op, axes] : splitLosses) {
     if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
       localizeSplitCrossEntropy(loss, axesAttr(context, axes), mesh);

@@ -3,6 +3,7 @@
 #include "passes/ShardingRules.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "passes/Pipelines.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -552,36 +553,46 @@ std::optional<OpShardingRule> mlir::cleave::getShardingRule(Operation *op) {
         return sameShapeRule(op, spatial);
       })
       .Case([](BatchNormOp op) -> std::optional<OpShardingRule> {
-        // Training statistics are means over N and the spatial dims: only
-        // the channels split. (Inference normalizes per element.)
+        // Training statistics are means over N and the spatial dims: N is
+        // the statistics factor (see OpShardingRule); inference normalizes
+        // per element, so N splits freely.
         RuleBuilder builder(op);
         ArrayRef<int64_t> shape = op.getInput().getType().getShape();
         int64_t c = builder.factor(shape[1]);
-        SmallVector<int64_t> n;
-        if (!op.getTraining())
-          n.push_back(builder.factor(shape[0]));
+        int64_t n = builder.factor(shape[0]);
+        builder.operand(0, 0, n);
+        builder.result(0, 0, n);
         builder.operand(0, 1, c);
         builder.result(0, 1, c);
         for (unsigned i = 1; i < op->getNumOperands(); ++i)
           builder.operand(i, 0, c);
         for (unsigned i = 1; i < op->getNumResults(); ++i)
           builder.result(i, 0, c);
-        if (!n.empty()) {
-          builder.operand(0, 0, n[0]);
-          builder.result(0, 0, n[0]);
-        }
-        return builder.take();
+        OpShardingRule rule = builder.take();
+        if (op.getTraining())
+          rule.statisticsFactor = n;
+        return rule;
       })
       .Case([](BatchNormGradOp op) {
+        // The gradient recomputes the batch statistics from the input:
+        // the same statistics factor; its scale and bias gradients sum
+        // over the batch.
         RuleBuilder builder(op);
         int64_t c = builder.factor(op.getInput().getType().getDimSize(1));
+        int64_t n = builder.factor(op.getInput().getType().getDimSize(0));
+        builder.operand(0, 0, n);
+        builder.operand(1, 0, n);
+        builder.result(0, 0, n);
         builder.operand(0, 1, c);
         builder.operand(1, 1, c);
         builder.operand(2, 0, c);
         builder.result(0, 1, c);
         builder.result(1, 0, c);
         builder.result(2, 0, c);
-        return builder.take();
+        OpShardingRule rule = builder.take();
+        rule.statisticsFactor = n;
+        rule.statisticsSums = {1, 2};
+        return rule;
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -633,9 +644,29 @@ AxisList mlir::cleave::getResultPartialAxes(const OpShardingRule &rule,
                                             unsigned index,
                                             ArrayRef<AxisList> factorAxes) {
   AxisList partial;
-  for (auto [f, axes] : llvm::enumerate(factorAxes))
-    if (!axes.empty() && !llvm::is_contained(rule.resultFactors[index],
-                                             static_cast<int64_t>(f)))
-      llvm::append_range(partial, axes);
+  for (auto [f, axes] : llvm::enumerate(factorAxes)) {
+    if (axes.empty() || llvm::is_contained(rule.resultFactors[index],
+                                           static_cast<int64_t>(f)))
+      continue;
+    if (static_cast<int64_t>(f) == rule.statisticsFactor) {
+      // Gathered axes leave nothing to sum; micro-batches sum gradients.
+      if (llvm::is_contained(rule.statisticsSums, index))
+        for (StringAttr axis : axes)
+          if (axis.getValue() == kMicroBatchAxis)
+            partial.push_back(axis);
+      continue;
+    }
+    llvm::append_range(partial, axes);
+  }
   return partial;
+}
+
+AxisList mlir::cleave::getGatheredStatisticsAxes(
+    const OpShardingRule &rule, ArrayRef<AxisList> factorAxes) {
+  AxisList gathered;
+  if (rule.statisticsFactor >= 0)
+    for (StringAttr axis : factorAxes[rule.statisticsFactor])
+      if (axis.getValue() != kMicroBatchAxis)
+        gathered.push_back(axis);
+  return gathered;
 }

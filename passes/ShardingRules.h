@@ -32,6 +32,18 @@ struct OpShardingRule {
   /// Per result, per dimension: the factor, or -1.
   SmallVector<SmallVector<int64_t>> resultFactors;
 
+  /// The factor the op computes batch statistics over (training-mode
+  /// BatchNorm's batch), or -1. Split over the micro-batch axis, each
+  /// micro-batch is a batch of its own, as in PyTorch's accumulation loop;
+  /// split over other axes (data parallelism), the op sees its blocks
+  /// gathered (Partition), so the statistics are those of the rows every
+  /// rank runs as one micro-batch. A result without the factor is partial
+  /// over the micro-batch axis if `statisticsSums` lists it (a gradient)
+  /// and else whole (the running statistics, which
+  /// cleave-unroll-microbatches chains through the micro-batches).
+  int64_t statisticsFactor = -1;
+  SmallVector<unsigned> statisticsSums;
+
   int64_t addFactor(int64_t size) {
     factorSizes.push_back(size);
     return factorSizes.size() - 1;
@@ -54,13 +66,19 @@ ShardingAttr getRequiredOperandSharding(MLIRContext *context,
                                         ArrayRef<AxisList> factorAxes);
 
 /// The axes over which result `index` holds partial sums: those of the
-/// split factors it does not have.
+/// split factors it does not have (for the statistics factor, see
+/// OpShardingRule::statisticsFactor).
 AxisList getResultPartialAxes(const OpShardingRule &rule, unsigned index,
                               ArrayRef<AxisList> factorAxes);
 
 /// The rule of `op`, or nullopt when the op has none (it then runs
 /// replicated: every operand gathered, every result replicated).
 std::optional<OpShardingRule> getShardingRule(Operation *op);
+
+/// The axes of `rule`'s statistics factor over which the op must see every
+/// rank's block (all but the micro-batch axis); empty when it has none.
+AxisList getGatheredStatisticsAxes(const OpShardingRule &rule,
+                                   ArrayRef<AxisList> factorAxes);
 
 } // namespace mlir::cleave
 

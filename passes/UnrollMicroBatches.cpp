@@ -12,7 +12,10 @@
 // into phases; within a phase every micro-batch's forward ops run,
 // micro-batch after micro-batch, then their backward ops: in a program
 // split into pipeline stages a stage hands micro-batch m on and starts
-// m + 1 while the next stage works on m (GPipe's schedule).
+// m + 1 while the next stage works on m (GPipe's schedule). A training
+// BatchNorm's copies normalize their micro-batch and chain the running
+// statistics: micro-batch m + 1 updates what m left, as PyTorch's
+// accumulation loop does, and the step returns the last copy's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +99,8 @@ private:
   /// innermost, as for the inputs).
   Operation *indexForMicroBatch(OpBuilder &b, AxisIndexOp op, int64_t m);
   void emitSum(OpBuilder &b, AllReduceOp op);
+  /// Micro-batch `m`'s copy of `op`, which depends on the batch.
+  Operation *cloneForMicroBatch(OpBuilder &b, Operation *op, int64_t m);
 
   func::FuncOp func;
   Block &body;
@@ -105,6 +110,9 @@ private:
   SmallVector<IRMapping> perBatch;
   /// Values that differ between micro-batches (in the original step).
   llvm::DenseSet<Value> varies;
+  /// Training BatchNorms of a batch split into micro-batches, whose copies
+  /// chain the running statistics, with the copy made last.
+  llvm::DenseMap<Operation *, Operation *> chained;
 };
 
 bool Unroller::slicesOverAxis(Operation *op) const {
@@ -258,6 +266,25 @@ void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
     mapShared(from, to);
 }
 
+Operation *Unroller::cloneForMicroBatch(OpBuilder &b, Operation *op,
+                                        int64_t m) {
+  if (slicesOverAxis(op))
+    return sliceForMicroBatch(b, cast<AllSliceOp>(op), m);
+  if (indexesAxis(op))
+    return indexForMicroBatch(b, cast<AxisIndexOp>(op), m);
+  Operation *clone = b.clone(*op, perBatch[m]);
+  if (auto it = chained.find(op); it != chained.end()) {
+    // Micro-batch m starts from the running statistics m - 1 left.
+    if (auto previous = cast_or_null<BatchNormOp>(it->second)) {
+      auto norm = cast<BatchNormOp>(clone);
+      norm.getRunningMeanMutable().assign(previous.getNewRunningMean());
+      norm.getRunningVarMutable().assign(previous.getNewRunningVar());
+    }
+    it->second = clone;
+  }
+  return clone;
+}
+
 LogicalResult Unroller::run() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<Operation *> original;
@@ -286,6 +313,18 @@ LogicalResult Unroller::run() {
     if (sumsOverAxis(op)) {
       ++phase;
       numPhases = std::max(numPhases, phase + 1);
+    } else if (auto norm = dyn_cast<BatchNormOp>(op);
+               norm && norm.getTraining() && dependsOnBatch) {
+      // Only the normalized batch differs; the running statistics are the
+      // chain's end, read after every copy ran (in the next phase).
+      varies.insert(norm.getY());
+      chained[op] = nullptr;
+      opPhase[op] = phase;
+      phaseOf[norm.getY()] = phase;
+      for (Value stat : {norm.getNewRunningMean(), norm.getNewRunningVar()})
+        phaseOf[stat] = phase + 1;
+      numPhases = std::max(numPhases, phase + 2);
+      continue;
     } else if (dependsOnBatch || slicesOverAxis(op) || indexesAxis(op)) {
       for (Value result : op->getResults())
         varies.insert(result);
@@ -323,11 +362,17 @@ LogicalResult Unroller::run() {
                  << "' depends on the batch, which micro-batches would cut "
                     "into pieces; compile without --microbatches, or export "
                     "the model with the loss as its only output";
-      if (overAxis)
-        return op->emitOpError(
-            "needs data of every micro-batch at once (the whole batch), "
-            "which micro-batches run one after another cannot give it; "
-            "compile this model without --microbatches");
+      if (overAxis) {
+        // Name the op that mixes the batch's rows (the gather is only how
+        // partitioning feeds it).
+        Operation *reader =
+            op->use_empty() ? op : *op->getUsers().begin();
+        return op->emitError("'")
+               << reader->getName()
+               << "' needs data of every micro-batch at once (the whole "
+                  "batch), which micro-batches run one after another cannot "
+                  "give it; compile this model without --microbatches";
+      }
     }
     opPhase[op] = phase;
     for (Value result : op->getResults())
@@ -363,12 +408,17 @@ LogicalResult Unroller::run() {
           if (opPhase[op] == phase && forward.contains(op) == forwardOps &&
               llvm::any_of(op->getResults(),
                            [&](Value v) { return varies.contains(v); }))
-            (slicesOverAxis(op) ? sliceForMicroBatch(b, cast<AllSliceOp>(op), m)
-             : indexesAxis(op)  ? indexForMicroBatch(b, cast<AxisIndexOp>(op), m)
-                                : b.clone(*op, perBatch[m]))
+            cloneForMicroBatch(b, op, m)
                 ->setAttr(
                     CleaveDialect::kMicroBatchAttrName,
                     b.getDenseI64ArrayAttr({m, static_cast<int64_t>(number)}));
+    for (auto [op, last] : chained)
+      if (opPhase[op] == phase) {
+        auto norm = cast<BatchNormOp>(op);
+        auto copy = cast<BatchNormOp>(last);
+        mapShared(norm.getNewRunningMean(), copy.getNewRunningMean());
+        mapShared(norm.getNewRunningVar(), copy.getNewRunningVar());
+      }
     for (Operation *op : original)
       if (opPhase[op] == phase + 1 && sumsOverAxis(op))
         emitSum(b, cast<AllReduceOp>(op));

@@ -7,6 +7,8 @@ PyTorch state_dict names as initializers:
 
   mlp  784-128-64-10 MLP, cross-entropy; the batch dimension is symbolic
        (`batch`), to be bound with the importer's --input-shape flag
+  mlp-bn  the MLP with BatchNorm1d after its first layer and Dropout after
+       its second, exported in training mode with a static batch
   cnn  small MNIST CNN with BatchNorm and Dropout, exported in training mode
   resnet  one residual block, relu(bn(conv(h)) + h), in training mode
   gpt  tiny GPT-2-style decoder (pre-LayerNorm, Erf GELU, causal mask buffer)
@@ -46,6 +48,26 @@ class MLP(nn.Module):
     def forward(self, x, y):
         h = self.relu(self.fc1(x))
         h = self.relu(self.fc2(h))
+        return self.loss_fn(self.fc3(h), y)
+
+
+class MLPBatchNorm(nn.Module):
+    """784-128-64-10 with BatchNorm1d(128) and Dropout(0.25): the MLP's
+    layers, so that pipeline stages can cut it between its linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 128)
+        self.bn1 = nn.BatchNorm1d(128)
+        self.fc2 = nn.Linear(128, 64)
+        self.dropout = nn.Dropout(0.25)
+        self.fc3 = nn.Linear(64, 10)
+        self.relu = nn.ReLU()
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, x, y):
+        h = self.relu(self.bn1(self.fc1(x)))
+        h = self.dropout(self.relu(self.fc2(h)))
         return self.loss_fn(self.fc3(h), y)
 
 
@@ -212,6 +234,12 @@ def make_mlp_wide():
     return MLP((784, 5376, 800, 10)), (x, y), ["x", "y"], dynamic
 
 
+def make_mlp_bn():
+    x = torch.randn(8, 784)
+    y = torch.randint(0, 10, (8,))
+    return MLPBatchNorm(), (x, y), ["x", "y"], None
+
+
 def make_cnn():
     x = torch.randn(8, 1, 28, 28)
     y = torch.randint(0, 10, (8,))
@@ -238,7 +266,8 @@ def make_gpt_tied():
     return GPT(cfg, tied=True), (idx, targets), ["idx", "targets"], None
 
 
-MODELS = {"mlp": make_mlp, "mlp-wide": make_mlp_wide, "cnn": make_cnn, "resnet": make_resnet,
+MODELS = {"mlp": make_mlp, "mlp-wide": make_mlp_wide, "mlp-bn": make_mlp_bn,
+          "cnn": make_cnn, "resnet": make_resnet,
           "gpt": make_gpt, "gpt-tied": make_gpt_tied}
 
 

@@ -81,6 +81,22 @@ Dropout
       seed 1234, d 0, k 1:  1101110011110111
       seed 1234, d 1, k 0:  0111011111011011
 
+Micro-batches (--microbatches M [--dp D])
+  Each step runs PyTorch's gradient-accumulation loop: micro-batch m
+  (m = 0 .. M-1, in order) is the forward and backward pass of its rows,
+  its mean loss weighted by its share of the batch, so BatchNorm uses that
+  micro-batch's statistics and moves its running statistics once per
+  micro-batch. Micro-batch m holds the m-th block of B/(D*M) rows of each of
+  D equal blocks of the batch (with D = 1: rows m*B/M .. (m+1)*B/M - 1): the
+  rows D data-parallel ranks run together as their micro-batch m. A Dropout
+  in a micro-batch draws its rows of the whole batch's mask (element
+  indices i of the whole batch), as Cleave does.
+
+Running statistics (--running-stats)
+  reference/params and initial_params also hold <bn>.running_mean and
+  <bn>.running_var as the exported model defines them (ONNX
+  BatchNormalization: momentum 1 - torch's, the biased batch variance).
+
 Prints nothing unless --verbose; errors exit non-zero.
 """
 
@@ -195,13 +211,69 @@ class HashDropout(nn.Module):
         self.ratio = np.float32(ratio)
         self.dropout_seed = dropout_seed
         self.step = 0
+        # In a micro-batch (--microbatches): the whole batch's size and this
+        # micro-batch's rows of it, whose mask rows it draws.
+        self.batch = None
+        self.rows = None
 
     def forward(self, x):
-        keep = dropout_keep(self.dropout_seed, self.d, self.step, x.numel(),
-                            self.ratio)
-        keep = torch.from_numpy(keep).reshape(x.shape)
+        if self.rows is None:
+            keep = dropout_keep(self.dropout_seed, self.d, self.step,
+                                x.numel(), self.ratio)
+            keep = torch.from_numpy(keep).reshape(x.shape)
+        else:
+            whole = (self.batch,) + tuple(x.shape[1:])
+            keep = dropout_keep(self.dropout_seed, self.d, self.step,
+                                int(np.prod(whole)), self.ratio)
+            keep = torch.from_numpy(keep.reshape(whole)[self.rows])
         denom = torch.tensor(np.float32(1.0) - self.ratio, dtype=x.dtype)
         return torch.where(keep, x / denom, torch.zeros((), dtype=x.dtype))
+
+
+def microbatch_rows(batch, microbatches, dp):
+    """The rows of the batch each micro-batch holds, in order: micro-batch
+    m is the m-th block of each of the dp ranks' blocks of the batch."""
+    per_rank = batch // dp
+    size = per_rank // microbatches
+    return [np.concatenate([r * per_rank + m * size + np.arange(size)
+                            for r in range(dp)])
+            for m in range(microbatches)]
+
+
+class RunningStats:
+    """BatchNorm running statistics as the exported ONNX model updates
+    them: with the biased batch variance (torch's modules use the unbiased
+    one), once per forward pass in training mode."""
+
+    def __init__(self, model):
+        self.state = {}
+        for name, module in model.named_modules():
+            if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                self.state[name] = [module.running_mean.detach().clone(),
+                                    module.running_var.detach().clone(),
+                                    np.float32(1.0 - module.momentum)]
+                module.register_forward_pre_hook(self._hook(name))
+
+    def _hook(self, name):
+        def update(module, inputs):
+            if not module.training:
+                return
+            x = inputs[0].detach().double()
+            dims = [0] + list(range(2, x.dim()))
+            mean = x.mean(dims).float()
+            var = x.var(dims, unbiased=False).float()
+            mom = torch.tensor(self.state[name][2])
+            one = torch.tensor(np.float32(1.0) - self.state[name][2])
+            self.state[name][0] = mom * self.state[name][0] + one * mean
+            self.state[name][1] = mom * self.state[name][1] + one * var
+        return update
+
+    def values(self):
+        out = {}
+        for name, (mean, var, _) in self.state.items():
+            out[name + ".running_mean"] = mean.numpy()
+            out[name + ".running_var"] = var.numpy()
+        return out
 
 
 # --------------------------------------------------------------------------
@@ -212,7 +284,7 @@ def make_data(model_name, samples, seed):
     rng = np.random.default_rng(seed)
     if model_name in zoo_models.MODELS:
         return zoo_models.make_data(model_name, samples, rng)
-    if model_name in ("mlp", "mlp-wide", "cnn", "resnet"):
+    if model_name in ("mlp", "mlp-wide", "mlp-bn", "cnn", "resnet"):
         # Smooth class templates plus noise, and 30% random labels: learnable
         # (the losses decrease) without ever approaching 0, where a float32
         # cross-entropy loses its relative precision.
@@ -222,7 +294,7 @@ def make_data(model_name, samples, seed):
         x = templates[y] + rng.standard_normal((samples, 1, 28, 28))
         flip = rng.random(samples) < 0.3
         y = np.where(flip, rng.integers(0, 10, samples, dtype=np.int64), y)
-        if model_name in ("mlp", "mlp-wide"):
+        if model_name in ("mlp", "mlp-wide", "mlp-bn"):
             x = x.reshape(samples, 784)
         return {"x": x.astype(np.float32), "y": y.astype(np.int64)}
     cfg = export_models.GPTConfig()
@@ -375,6 +447,15 @@ def parse_args(argv):
     p.add_argument("--clip-grad-norm", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dropout-seed", type=int, default=1234)
+    p.add_argument("--microbatches", type=int, default=1,
+                   help="PyTorch's gradient-accumulation loop: each step "
+                        "runs M micro-batches in turn (see Micro-batches)")
+    p.add_argument("--dp", type=int, default=1,
+                   help="with --microbatches, the data-parallel ranks whose "
+                        "m-th blocks form micro-batch m")
+    p.add_argument("--running-stats", action="store_true",
+                   help="also record the BatchNorm running statistics, "
+                        "updated as ONNX defines it, with the parameters")
     p.add_argument("--verbose", action="store_true")
     opts = p.parse_args(argv)
     if opts.steps < 1 or opts.batch < 1:
@@ -397,6 +478,9 @@ def parse_args(argv):
     opts.betas = (b1, b2)
     if not 0 <= opts.dropout_seed <= MASK64:
         p.error("--dropout-seed must fit in 64 bits")
+    if opts.microbatches < 1 or opts.dp < 1 or \
+            opts.batch % (opts.microbatches * opts.dp) != 0:
+        p.error("--batch must be a multiple of --microbatches x --dp")
     return opts
 
 
@@ -473,18 +557,37 @@ def main(argv=None):
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(opts, step))
 
+    stats = RunningStats(model) if opts.running_stats else None
+    if stats:
+        save_params(stats.values(), os.path.join(ref_dir, "initial_params"))
+
     losses = []
     for step in range(opts.steps):
         for m in hash_dropouts:
             m.step = step
         optimizer.zero_grad(set_to_none=True)
-        loss = model(*batch(step))
-        value = float(loss.item())  # the float32 value, as a Python float
+        inputs = batch(step)
+        if opts.microbatches == 1:
+            loss = model(*inputs)
+            value = float(loss.item())  # the float32 value, as a Python float
+            loss.backward()
+        else:
+            # The accumulation loop: each micro-batch's mean loss, weighted
+            # by its share of the batch, adds its gradients.
+            total = torch.zeros(())
+            for rows in microbatch_rows(opts.batch, opts.microbatches,
+                                        opts.dp):
+                for m in hash_dropouts:
+                    m.batch, m.rows = opts.batch, rows
+                loss = model(*(t[rows] for t in inputs)) * \
+                    (len(rows) / opts.batch)
+                loss.backward()
+                total += loss.detach()
+            value = float(total.item())
         if not np.isfinite(value):
             raise RuntimeError(f"step {step}: loss is {value}")
         losses.append(value)
         log(f"step {step}: loss {value:.7g}")
-        loss.backward()
         if opts.clip_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, opts.clip_grad_norm)
         optimizer.step()
@@ -495,6 +598,8 @@ def main(argv=None):
         f.write("\n")
     save_params({n: p.detach().numpy() for n, p in model.named_parameters()},
                 os.path.join(ref_dir, "params"))
+    if stats:
+        save_params(stats.values(), os.path.join(ref_dir, "params"))
 
     # 6. Everything that determined the run.
     config = {
@@ -517,6 +622,9 @@ def main(argv=None):
         "batch_rule": "step k uses samples (k*batch + j) % samples, "
                       "j = 0..batch-1",
         "dropout": dropouts,
+        "microbatches": opts.microbatches,
+        "microbatch_dp": opts.dp,
+        "running_stats": opts.running_stats,
         "dropout_hash": "splitmix64; key = splitmix64(dropout_seed ^ "
                         "splitmix64(d*0x100000001B3 + k)); u = "
                         "splitmix64(key + i); keep = (u>>40)*2^-24 >= ratio; "
