@@ -73,7 +73,7 @@ FailureOr<OperandGrads> differentiate(Operation *op, ArrayRef<Value> resultGrads
   auto unsupported = [&]() -> FailureOr<OperandGrads> {
     return op->emitOpError()
            << "has no gradient rule; cleave cannot train through it (freeze "
-              "the parameters before it with --freeze, or rewrite the model)";
+              "the parameters before it, or rewrite the model)";
   };
   auto binaryRule = [&](auto rule) -> FailureOr<OperandGrads> {
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
@@ -504,7 +504,7 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
   for (const std::string &text : freeze) {
     auto pattern = llvm::GlobPattern::create(text);
     if (!pattern)
-      return func.emitError() << "--freeze '" << text
+      return func.emitError() << "freeze pattern '" << text
                               << "' is not a valid glob: "
                               << llvm::toString(pattern.takeError());
     frozen.push_back(std::move(*pattern));
@@ -539,12 +539,12 @@ LogicalResult AutodiffPass::differentiateFunction(func::FuncOp func,
     InFlightDiagnostic diag = func.emitError();
     if (params.empty())
       diag << "the model has no trainable parameter"
-           << (frozen.empty() ? "" : " (--freeze froze them all)");
+           << (frozen.empty() ? "" : " (the freeze patterns match them all)");
     else
       diag << "the loss depends on none of the " << params.size()
            << " trainable parameters";
-    return diag << "; training would change nothing: compile it with "
-                   "--inference to run it forward";
+    return diag << "; training would change nothing: build a forward-only "
+                   "program instead";
   }
 
   // Results: the original ones, then one gradient per parameter, then the

@@ -273,6 +273,78 @@ def ScheduleUpdatesPass : Pass<"cleave-schedule-updates", "::mlir::func::FuncOp"
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def NumberDropoutsPass : Pass<"cleave-number-dropouts", "::mlir::func::FuncOp"> {
+  let summary = "stamps each dropout with its random stream's number";
+  let description = [{
+    Gives every `cleave.dropout` a `cleave.dropout_number`: its position in
+    program order. The emitted program draws dropout masks from one random
+    stream per number, so the passes that copy or reorder ops afterwards
+    (recomputation, micro-batches, pipeline schedules) keep each dropout's
+    mask the single-rank program would draw. Runs first when a step is
+    partitioned; without it the emitter numbers dropouts in the order it
+    meets them, which is the same for an unpartitioned step.
+
+    Input: two `cleave.dropout` ops. Output: the first with
+    `cleave.dropout_number = 0 : i64`, the second with `1 : i64`.
+  }];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
+def ApplyShardingHintsPass
+    : Pass<"cleave-apply-sharding-hints", "::mlir::ModuleOp"> {
+  let summary = "sets the argument shardings a layout asks for";
+  let description = [{
+    Turns a layout into the argument shardings that
+    `cleave-propagate-sharding` starts from, on the training step (the
+    function with a `cleave.loss` result, or the module's only function):
+
+    1. the mesh: `mesh` (`dp=2,tp=2`) becomes the module's `cleave.mesh`;
+       empty keeps the module's own;
+    2. with `microbatches` above 1, an axis `microbatch` of that size is
+       appended to the mesh (see `cleave-unroll-microbatches`);
+    3. a `strategy` preset's hints (`dp`, `zero1`, `zero2`, `zero3`:
+       the batch over the axis `dp`, optimizer states, gradients and
+       parameters split over it by stage; `megatron`: the transformer's
+       linear layers column- then row-parallel over `tp`), weaker than any
+       hint given;
+    4. the `hints` (`GLOB=[d0,d1,...]@PRIORITY`, each dim `_`, an axis or
+       `{a,b}`): per argument the strongest matching hint sets
+       `cleave.sharding` and `cleave.priority`;
+    5. with micro-batches, the batch (dimension 0) of every data input is
+       split over `microbatch` as well, innermost;
+    6. for `zero3`, every compute use of a split parameter reads it through
+       a `cleave.reshard` to whole (gathered per use).
+
+    Errors (at the step): a hint that names no tensor, names an axis the
+    mesh lacks, does not match the tensor's rank or does not divide its
+    dimension; two hints of equal priority that disagree; a preset whose
+    axis the mesh lacks; a batch that does not divide. Each names the hint
+    and where it came from.
+
+    Input (`mesh=dp=2 strategy=dp`):
+
+    ```mlir
+    func.func @step(%x: tensor<8x4xf32> {cleave.input = "x"},
+                    %w: tensor<3x4xf32> {cleave.param = "w"}) -> ...
+    ```
+
+    Output: `cleave.mesh = #cleave.mesh<[dp = 2]>` on the module, `%x`
+    with `cleave.sharding = #cleave.sharding<[[dp], []]>`, `%w` replicated,
+    each with its `cleave.priority`.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "the device mesh, NAME=SIZE,... (empty: the module's)">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"none\"",
+           "a preset: none, dp, zero1, zero2, zero3 or megatron">,
+    ListOption<"hints", "hints", "std::string",
+               "sharding hints GLOB=[d0,...]@PRIORITY (quote each one)">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "micro-batches per step: a mesh axis 'microbatch' of this size">,
+  ];
+  let dependentDialects = ["::mlir::cleave::CleaveDialect"];
+}
+
 def PropagateShardingPass
     : Pass<"cleave-propagate-sharding", "::mlir::ModuleOp"> {
   let summary = "gives every value a sharding and makes resharding explicit";

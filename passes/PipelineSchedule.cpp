@@ -228,8 +228,8 @@ LogicalResult mlir::cleave::orderForSchedule(
                    << " schedule cannot order this step: on stage " << s
                    << ", " << describe(u) << " needs values of "
                    << describe(d)
-                   << ", which that schedule runs later; use "
-                      "--pipeline-schedule gpipe";
+                   << ", which that schedule runs later; use the gpipe "
+                      "schedule";
       }
       return emitError(loc) << "internal error: the "
                             << pipelineScheduleName(shape.schedule)

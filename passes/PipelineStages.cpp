@@ -316,7 +316,7 @@ LogicalResult StageAssigner::assignForward() {
              << " chunks of similar work (" << numRanks << " stages x "
              << schedule.virtualStages << " virtual stages): chunk " << s
              << " would get no op (" << forward.size()
-             << " forward ops in all); use fewer --virtual-stages or fewer "
+             << " forward ops in all); use fewer virtual stages or fewer "
                 "stages along '"
              << axis.getValue() << "'";
     }

@@ -4,6 +4,7 @@
 
 #include "dialects/cleave/CleaveOps.h"
 
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -26,56 +27,213 @@ llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
 
-/// Runs `build`'s passes on `module`; a DiagnosedError when one fails.
+/// Records the argument of the pass that failed (for the tool's note
+/// naming the flags behind it).
+class FailedPassRecorder : public PassInstrumentation {
+public:
+  explicit FailedPassRecorder(std::string &failed) : failed(failed) {}
+  void runAfterPassFailed(Pass *pass, Operation *) override {
+    if (failed.empty())
+      failed = pass->getArgument().str();
+  }
+
+private:
+  std::string &failed;
+};
+
+/// Runs `build`'s passes on `module`; a DiagnosedError naming the pass
+/// that failed.
 llvm::Error runPasses(ModuleOp module,
                       llvm::function_ref<void(OpPassManager &)> build) {
   PassManager pm(module.getContext());
   build(pm);
-  return failed(pm.run(module)) ? diagnosed() : llvm::Error::success();
+  std::string failed;
+  pm.addInstrumentation(std::make_unique<FailedPassRecorder>(failed));
+  if (succeeded(pm.run(module)))
+    return llvm::Error::success();
+  return llvm::make_error<DiagnosedError>(failed);
 }
 
-/// `mesh` (null: none) with `axis` of `size` appended.
-MeshAttr withAxis(MLIRContext *context, MeshAttr mesh, StringRef axis,
-                  int64_t size) {
-  SmallVector<StringAttr> names;
-  SmallVector<int64_t> sizes;
-  if (mesh) {
-    names.append(mesh.getAxisNames().begin(), mesh.getAxisNames().end());
-    sizes.append(mesh.getAxisSizes().begin(), mesh.getAxisSizes().end());
-  }
-  names.push_back(StringAttr::get(context, axis));
-  sizes.push_back(size);
-  return MeshAttr::get(context, names, sizes);
-}
+/// The passes of a layout, with their options: what a parsed LayoutOptions
+/// and cleave-opt's text options both give.
+struct LayoutPasses {
+  /// Builds cleave-apply-sharding-hints; null when there is nothing to
+  /// partition (no mesh and one micro-batch).
+  std::function<std::unique_ptr<Pass>()> applyHints;
+  bool reportReshards = false;
+  std::string recompute = "none";
+  double bucketMb = 25.0;
+  /// False for ZeRO-1 (gradients all-reduced, then sliced).
+  bool reduceScatterGradients = true;
+  int64_t microbatches = 1;
+  std::string pipelineAxis;
+  std::string schedule = "gpipe";
+  int64_t virtualStages = 1;
+};
 
-/// Applies the preset's and the user's hints and propagates them.
-llvm::Error distribute(ModuleOp module, func::FuncOp step, MeshAttr mesh,
-                       const LayoutOptions &layout) {
-  // A preset's hints are weaker (higher priority numbers) than any the
-  // user writes, so that a user's hint refines the preset.
-  constexpr int64_t kPresetPriority = 1000;
-  auto preset = strategyHints(layout.strategy, step, mesh);
-  if (!preset)
-    return preset.takeError();
-  std::vector<ShardingHint> hints = std::move(*preset);
-  for (ShardingHint &hint : hints)
-    hint.priority += kPresetPriority;
-  hints.insert(hints.end(), layout.hints.begin(), layout.hints.end());
-  if (llvm::Error error = applyShardingHints(step, mesh, hints))
-    return error;
-  if (layout.microbatches > 1)
-    if (llvm::Error error = splitBatchesOver(step, mesh, kMicroBatchAxis))
-      return error;
-  if (layout.strategy == Strategy::Zero3)
-    gatherParametersForCompute(step);
-  return runPasses(module, [&](OpPassManager &pm) {
+/// Adds the layout's passes of the phases after `after` up to `last`
+/// (Distribute, Partition or Stages).
+void addLayoutPasses(OpPassManager &pm, const LayoutPasses &passes,
+                     CompilePhase after, CompilePhase last) {
+  if (after < CompilePhase::Distribute) {
+    // Dropouts keep their random streams (their numbers in this program
+    // order) whatever copies and orders partitioning makes.
+    pm.addNestedPass<func::FuncOp>(createNumberDropoutsPass());
+    if (passes.recompute != "none") {
+      RecomputePassOptions options;
+      options.mode = passes.recompute;
+      pm.addNestedPass<func::FuncOp>(createRecomputePass(options));
+    }
+    if (!passes.applyHints)
+      return;
+    pm.addPass(passes.applyHints());
     PropagateShardingPassOptions options;
-    options.report = layout.reportReshards;
+    options.report = passes.reportReshards;
     pm.addPass(createPropagateShardingPass(options));
-  });
+  }
+  if (!passes.applyHints || last == CompilePhase::Distribute)
+    return;
+  if (after < CompilePhase::Partition) {
+    PartitionPassOptions options;
+    options.bucketMb = passes.bucketMb;
+    options.reduceScatterGradients = passes.reduceScatterGradients;
+    pm.addPass(createPartitionPass(options));
+    // Partitioning builds per-rank index arithmetic (vocabulary-split
+    // gathers) once per op; identical pieces merge. Collectives are never
+    // merged (they have side effects).
+    pm.addNestedPass<func::FuncOp>(createCSEPass());
+  }
+  if (last == CompilePhase::Partition)
+    return;
+  if (passes.microbatches > 1) {
+    UnrollMicroBatchesPassOptions options;
+    options.axis = kMicroBatchAxis;
+    pm.addPass(createUnrollMicroBatchesPass(options));
+  }
+  if (!passes.pipelineAxis.empty()) {
+    PipelineStagesPassOptions options;
+    options.axis = passes.pipelineAxis;
+    options.schedule = passes.schedule;
+    options.virtualStages = passes.virtualStages;
+    pm.addPass(createPipelineStagesPass(options));
+  }
 }
+
+/// The passes of a parsed layout.
+LayoutPasses layoutPasses(const LayoutOptions &layout) {
+  LayoutPasses passes;
+  if (layout.mesh || layout.microbatches > 1) {
+    ShardingLayout sharding;
+    sharding.mesh = layout.mesh;
+    sharding.strategy = layout.strategy;
+    sharding.hints = layout.hints;
+    sharding.microbatches = layout.microbatches;
+    passes.applyHints = [sharding] {
+      return createApplyShardingHintsPass(sharding);
+    };
+  }
+  passes.reportReshards = layout.reportReshards;
+  passes.recompute = layout.recompute;
+  passes.bucketMb = layout.bucketMb;
+  passes.reduceScatterGradients = layout.strategy != Strategy::Zero1;
+  passes.microbatches = layout.microbatches;
+  passes.pipelineAxis = layout.pipelineAxis;
+  passes.schedule = pipelineScheduleName(layout.schedule).str();
+  passes.virtualStages = layout.virtualStages;
+  return passes;
+}
+
+/// cleave-opt's text options of a layout (`cleave-layout`, and
+/// `cleave-compile` after the training options).
+template <typename Derived>
+struct LayoutPipelineFields : PassPipelineOptions<Derived> {
+  template <typename T> using Opt = mlir::detail::PassOptions::Option<T>;
+  template <typename T> using List = mlir::detail::PassOptions::ListOption<T>;
+  Opt<CompilePhase> compileTo{
+      *this, "compile-to", llvm::cl::desc("the last phase to run"),
+      llvm::cl::init(CompilePhase::Stages),
+      llvm::cl::values(
+          clEnumValN(CompilePhase::Train, "train",
+                     "the training step only (no layout passes)"),
+          clEnumValN(CompilePhase::Distribute, "distribute",
+                     "a sharding on every value"),
+          clEnumValN(CompilePhase::Partition, "partition",
+                     "the per-rank program with its collectives"),
+          clEnumValN(CompilePhase::Stages, "stages",
+                     "micro-batches unrolled, pipeline stages assigned"))};
+  Opt<std::string> mesh{*this, "mesh",
+                        llvm::cl::desc("the device mesh, NAME=SIZE,... "
+                                       "(empty: none, unless micro-batches)")};
+  Opt<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("none, dp, zero1, zero2, zero3 or megatron"),
+      llvm::cl::init("none")};
+  List<std::string> hints{*this, "hints",
+                          llvm::cl::desc("sharding hints GLOB=[d0,...]@P")};
+  Opt<int64_t> microbatches{*this, "microbatches",
+                            llvm::cl::desc("micro-batches per step"),
+                            llvm::cl::init(1)};
+  Opt<std::string> pipeline{
+      *this, "pipeline",
+      llvm::cl::desc("the mesh axis whose coordinates are stages")};
+  Opt<std::string> schedule{*this, "schedule",
+                            llvm::cl::desc("gpipe, 1f1b or interleaved"),
+                            llvm::cl::init("gpipe")};
+  Opt<int64_t> virtualStages{*this, "virtual-stages",
+                             llvm::cl::desc("chunks of layers per stage"),
+                             llvm::cl::init(1)};
+  Opt<std::string> recompute{*this, "recompute",
+                             llvm::cl::desc("none, full or selective"),
+                             llvm::cl::init("none")};
+  Opt<double> bucketMb{*this, "bucket-mb",
+                       llvm::cl::desc("the largest gradient bucket, MiB"),
+                       llvm::cl::init(25.0)};
+
+  /// The passes these options ask for.
+  LayoutPasses passes() const {
+    LayoutPasses passes;
+    if (!mesh.empty() || microbatches > 1) {
+      ApplyShardingHintsPassOptions options;
+      options.mesh = mesh;
+      options.strategy = strategy;
+      options.hints.assign(hints.begin(), hints.end());
+      options.microbatches = microbatches;
+      passes.applyHints = [options] {
+        return createApplyShardingHintsPass(options);
+      };
+    }
+    passes.recompute = recompute;
+    passes.bucketMb = bucketMb;
+    passes.reduceScatterGradients = strategy != "zero1";
+    passes.microbatches = microbatches;
+    passes.pipelineAxis = pipeline;
+    passes.schedule = schedule;
+    passes.virtualStages = virtualStages;
+    return passes;
+  }
+  /// Adds the layout's passes up to `compile-to`.
+  void addPasses(OpPassManager &pm) const {
+    if (compileTo != CompilePhase::Train)
+      addLayoutPasses(pm, passes(), CompilePhase::Train, compileTo);
+  }
+};
+
+struct LayoutPipelineOptions
+    : LayoutPipelineFields<LayoutPipelineOptions> {};
+
+struct CompilePipelineOptions
+    : LayoutPipelineFields<CompilePipelineOptions> {
+  Opt<bool> inference{*this, "inference",
+                      llvm::cl::desc("a forward-only program")};
+  Opt<std::string> optimizer{*this, "optimizer",
+                             llvm::cl::desc("sgd or adamw"),
+                             llvm::cl::init("sgd")};
+  Opt<double> lr{*this, "lr", llvm::cl::desc("learning rate"),
+                 llvm::cl::init(0.01)};
+  List<std::string> freeze{*this, "freeze",
+                           llvm::cl::desc("globs of parameters kept fixed")};
+};
 
 } // namespace
 
@@ -198,71 +356,30 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
   return llvm::Error::success();
 }
 
+void buildLayoutPipeline(OpPassManager &pm, const LayoutOptions &layout,
+                         CompilePhase last) {
+  addLayoutPasses(pm, layoutPasses(layout), CompilePhase::Train, last);
+}
+
 llvm::Error
 partitionForLayout(ModuleOp module, func::FuncOp step,
                    const LayoutOptions &layout, CompilePhase last,
                    llvm::function_ref<void(func::FuncOp)> onPropagated) {
-  // Dropouts keep their random streams (their numbers in this program
-  // order) whatever copies and orders partitioning makes.
-  int64_t dropouts = 0;
-  step.walk([&](DropoutOp op) {
-    op->setAttr(CleaveDialect::kDropoutNumberAttrName,
-                IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                 dropouts++));
-  });
-  if (layout.recompute != "none")
-    if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
-          RecomputePassOptions options;
-          options.mode = layout.recompute;
-          pm.addNestedPass<func::FuncOp>(createRecomputePass(options));
-        }))
-      return error;
-  // Micro-batches are a mesh axis while the step is partitioned; the
-  // partitioned step then runs them in turn (cleave-unroll-microbatches).
-  MeshAttr mesh = layout.mesh;
-  if (layout.microbatches > 1) {
-    mesh = withAxis(module.getContext(), layout.mesh, kMicroBatchAxis,
-                    layout.microbatches);
-    module->setAttr(CleaveDialect::kMeshAttrName, mesh);
-  }
-  if (!mesh)
-    return llvm::Error::success();
-  if (llvm::Error error = distribute(module, step, mesh, layout))
+  LayoutPasses passes = layoutPasses(layout);
+  if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
+        addLayoutPasses(pm, passes, CompilePhase::Train,
+                        CompilePhase::Distribute);
+      }))
     return error;
+  if (!passes.applyHints)
+    return llvm::Error::success();
   if (onPropagated)
     onPropagated(step);
   if (last == CompilePhase::Distribute)
     return llvm::Error::success();
-  if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
-        PartitionPassOptions options;
-        options.bucketMb = layout.bucketMb;
-        options.reduceScatterGradients = layout.strategy != Strategy::Zero1;
-        pm.addPass(createPartitionPass(options));
-        // Partitioning builds per-rank index arithmetic (vocabulary-split
-        // gathers) once per op; identical pieces merge. Collectives are
-        // never merged (they have side effects).
-        pm.addNestedPass<func::FuncOp>(createCSEPass());
-      }))
-    return error;
-  if (last == CompilePhase::Partition)
-    return llvm::Error::success();
-  if (layout.microbatches > 1)
-    if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
-          UnrollMicroBatchesPassOptions options;
-          options.axis = kMicroBatchAxis;
-          pm.addPass(createUnrollMicroBatchesPass(options));
-        }))
-      return error;
-  if (!layout.pipelineAxis.empty())
-    if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
-          PipelineStagesPassOptions options;
-          options.axis = layout.pipelineAxis;
-          options.schedule = pipelineScheduleName(layout.schedule).str();
-          options.virtualStages = layout.virtualStages;
-          pm.addPass(createPipelineStagesPass(options));
-        }))
-      return error;
-  return llvm::Error::success();
+  return runPasses(module, [&](OpPassManager &pm) {
+    addLayoutPasses(pm, passes, CompilePhase::Distribute, last);
+  });
 }
 
 void registerCleavePipelines() {
@@ -272,6 +389,33 @@ void registerCleavePipelines() {
       "(lr 0.01), clean-up; `cleave compile --compile-to=train` with its "
       "default flags",
       [](OpPassManager &pm) { buildTrainingPipeline(pm, TrainingOptions()); });
+  PassPipelineRegistration<LayoutPipelineOptions>(
+      "cleave-layout",
+      "Partitions a training step for a layout: recomputation, the hints "
+      "and preset, propagation, SPMD partitioning, micro-batches and "
+      "pipeline stages, up to `compile-to` (`cleave compile` after "
+      "--compile-to=train)",
+      [](OpPassManager &pm, const LayoutPipelineOptions &options) {
+        options.addPasses(pm);
+      });
+  PassPipelineRegistration<CompilePipelineOptions>(
+      "cleave-compile",
+      "The whole compile pipeline from an imported model to the program "
+      "the emitter reads, up to `compile-to` (train, distribute, partition "
+      "or stages): `cleave compile --compile-to=...` with the same flags",
+      [](OpPassManager &pm, const CompilePipelineOptions &options) {
+        TrainingOptions training;
+        training.inference = options.inference;
+        training.distributed = !options.mesh.empty() ||
+                               options.microbatches > 1;
+        training.freeze.assign(options.freeze.begin(), options.freeze.end());
+        training.optimizer.optimizer = options.optimizer;
+        training.optimizer.lr = options.lr;
+        // PyTorch's default: AdamW decays weights by 0.01, SGD not at all.
+        training.optimizer.weightDecay = options.optimizer == "adamw" ? 0.01 : 0;
+        buildTrainingPipeline(pm, training);
+        options.addPasses(pm);
+      });
 }
 
 } // namespace mlir::cleave

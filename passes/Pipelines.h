@@ -51,12 +51,17 @@ enum class CompilePhase {
 StringRef compilePhaseName(CompilePhase phase);
 
 /// Errors already reported as MLIR diagnostics (at the op they concern):
-/// a caller prints nothing more for them.
+/// a caller prints nothing more for them, but may say which of its inputs
+/// configured the pass that failed.
 class DiagnosedError : public llvm::ErrorInfo<DiagnosedError> {
 public:
   static char ID;
+  explicit DiagnosedError(std::string pass = "") : pass(std::move(pass)) {}
   void log(llvm::raw_ostream &os) const override;
   std::error_code convertToErrorCode() const override;
+  /// The argument of the pass that failed ("cleave-pipeline-stages"), or
+  /// empty when the error came from elsewhere.
+  std::string pass;
 };
 
 /// What the training step computes.
@@ -113,24 +118,32 @@ struct LayoutOptions {
 /// message says what to change.
 llvm::Error validateLayout(const LayoutOptions &layout, bool inference);
 
-/// The module's mesh while micro-batches are split: the user's axes and
-/// the reserved micro-batch axis.
-inline constexpr const char *kMicroBatchAxis = "microbatch";
+/// Adds the passes that partition a training step for `layout`, up to
+/// `last` (Distribute, Partition or Stages): cleave-number-dropouts,
+/// cleave-recompute (unless "none"), then, where there is a mesh or more
+/// than one micro-batch, cleave-apply-sharding-hints (the preset's hints,
+/// then the user's), cleave-propagate-sharding, cleave-partition and CSE,
+/// cleave-unroll-microbatches and cleave-pipeline-stages.
+void buildLayoutPipeline(OpPassManager &pm, const LayoutOptions &layout,
+                         CompilePhase last = CompilePhase::Stages);
 
-/// Partitions the training step `step` of `module` for `layout`: the
-/// preset's hints, then the user's, propagation, SPMD partitioning,
-/// micro-batches and pipeline stages, stopping after `last` (Distribute,
-/// Partition or Stages). `onPropagated` runs once every value has its
-/// sharding (for --print-sharding). Recomputation (cleave-recompute) runs
-/// first. A layout with one rank, one micro-batch and no recomputation
-/// leaves the step as it is.
+/// Runs that pipeline on the training step `step` of `module`.
+/// `onPropagated` runs once every value has its sharding (for
+/// --print-sharding). A layout with one rank, one micro-batch and no
+/// recomputation leaves the step as it is. Fails with a DiagnosedError
+/// naming the failed pass.
 llvm::Error partitionForLayout(
     ModuleOp module, func::FuncOp step, const LayoutOptions &layout,
     CompilePhase last = CompilePhase::Stages,
     llvm::function_ref<void(func::FuncOp)> onPropagated = {});
 
 /// Registers the pipelines with cleave-opt: `cleave-training` (the
-/// training step with the default optimizer).
+/// training step with the default optimizer), `cleave-layout{mesh=...
+/// strategy=... hints=... microbatches=... pipeline=... schedule=...
+/// virtual-stages=... recompute=... bucket-mb=... compile-to=...}` (a
+/// trained step partitioned) and `cleave-compile{...}` (both, with
+/// `optimizer`, `lr`, `freeze` and `inference` as well): the phases of
+/// `cleave compile --compile-to=...`.
 void registerCleavePipelines();
 
 } // namespace mlir::cleave

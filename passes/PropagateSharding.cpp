@@ -434,7 +434,7 @@ struct PropagateShardingPass
     MeshAttr mesh = getModuleMesh(module);
     if (!mesh) {
       module.emitError("sharding propagation needs a 'cleave.mesh' module "
-                       "attribute (cleave compile --mesh)");
+                       "attribute");
       return signalPassFailure();
     }
     for (auto func : module.getOps<func::FuncOp>()) {

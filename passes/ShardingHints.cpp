@@ -9,10 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/GlobPattern.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/YAMLTraits.h"
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -23,37 +20,14 @@ llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// One entry of a hints file.
-struct HintEntry {
-  std::string tensor;
-  std::string sharding;
-  int64_t priority = 0;
-};
-struct HintsFile {
-  std::vector<HintEntry> hints;
-};
-
 } // namespace
 
-LLVM_YAML_IS_SEQUENCE_VECTOR(HintEntry)
-
-namespace llvm::yaml {
-template <> struct MappingTraits<HintEntry> {
-  static void mapping(IO &io, HintEntry &entry) {
-    io.mapRequired("tensor", entry.tensor);
-    io.mapRequired("sharding", entry.sharding);
-    io.mapOptional("priority", entry.priority, int64_t(0));
-  }
-};
-template <> struct MappingTraits<HintsFile> {
-  static void mapping(IO &io, HintsFile &file) {
-    io.mapRequired("hints", file.hints);
-  }
-};
-} // namespace llvm::yaml
-
 llvm::Expected<MeshAttr> mlir::cleave::parseMesh(MLIRContext *context,
-                                                 StringRef text) {
+                                                 StringRef text,
+                                                 StringRef name) {
+  // The example in the message is written as the mesh was given.
+  std::string example =
+      (name + (name.starts_with("--") ? " " : "=") + "dp=2,tp=2").str();
   SmallVector<StringAttr> names;
   SmallVector<int64_t> sizes;
   SmallVector<StringRef> axes;
@@ -61,29 +35,30 @@ llvm::Expected<MeshAttr> mlir::cleave::parseMesh(MLIRContext *context,
   constexpr int64_t kMaxRanks = int64_t(1) << 20;
   int64_t ranks = 1;
   for (StringRef axis : axes) {
-    auto [name, sizeText] = axis.trim().split('=');
+    auto [axisName, sizeText] = axis.trim().split('=');
     int64_t size;
-    if (name.trim().empty() || sizeText.trim().getAsInteger(10, size) ||
+    if (axisName.trim().empty() || sizeText.trim().getAsInteger(10, size) ||
         size < 1)
-      return fail("--mesh '" + text +
+      return fail(name + " '" + text +
                   "' is not a list of NAME=SIZE axes with sizes >= 1 (for "
-                  "example --mesh dp=2,tp=2)");
-    name = name.trim();
+                  "example " + example + ")");
+    axisName = axisName.trim();
     // Names appear in hints ([dp,_]) and in the generated program.
-    if ((!llvm::isAlpha(name.front()) && name.front() != '_') ||
-        !llvm::all_of(name,
+    if ((!llvm::isAlpha(axisName.front()) && axisName.front() != '_') ||
+        !llvm::all_of(axisName,
                       [](char c) { return llvm::isAlnum(c) || c == '_'; }))
-      return fail("--mesh axis '" + name +
+      return fail(name + " axis '" + axisName +
                   "' is not a name of letters, digits and '_' (for example "
                   "dp, tp, pp)");
     for (StringAttr seen : names)
-      if (seen.getValue() == name)
-        return fail("--mesh '" + text + "' names axis '" + name + "' twice");
-    names.push_back(StringAttr::get(context, name));
+      if (seen.getValue() == axisName)
+        return fail(name + " '" + text + "' names axis '" + axisName +
+                    "' twice");
+    names.push_back(StringAttr::get(context, axisName));
     sizes.push_back(size);
     ranks *= size;
     if (ranks > kMaxRanks)
-      return fail("--mesh '" + text + "' has more than " +
+      return fail(name + " '" + text + "' has more than " +
                   llvm::Twine(kMaxRanks) + " ranks");
   }
   return MeshAttr::get(context, names, sizes);
@@ -169,103 +144,6 @@ std::string mlir::cleave::formatShardingHint(const ShardingHint &hint) {
   return text;
 }
 
-/// An upper bound on the nesting of the YAML (or JSON) text's nodes: block
-/// levels (a line's indentation plus its compact "- " entries) plus flow
-/// levels ([...] and {...} outside quoted strings and comments).
-static int64_t nestingBound(StringRef text) {
-  int64_t flow = 0, deepestFlow = 0, deepestBlock = 0;
-  SmallVector<StringRef> lines;
-  text.split(lines, '\n');
-  for (StringRef line : lines) {
-    StringRef rest = line.ltrim(' ');
-    int64_t block = line.size() - rest.size();
-    while (rest.consume_front("- ") || rest.consume_front("? "))
-      ++block, rest = rest.ltrim(' ');
-    deepestBlock = std::max(deepestBlock, block);
-    char quote = 0;
-    for (char c : rest) {
-      if (quote) {
-        quote = c == quote ? 0 : quote;
-      } else if (c == '"' || c == '\'') {
-        quote = c;
-      } else if (c == '#') {
-        break;
-      } else if (c == '[' || c == '{') {
-        deepestFlow = std::max(deepestFlow, ++flow);
-      } else if (c == ']' || c == '}') {
-        flow = std::max<int64_t>(0, flow - 1);
-      }
-    }
-  }
-  return deepestBlock + deepestFlow;
-}
-
-llvm::Expected<std::vector<ShardingHint>>
-mlir::cleave::readHintsFile(StringRef path) {
-  if (auto type = llvm::sys::fs::get_file_type(path);
-      type == llvm::sys::fs::file_type::character_file ||
-      type == llvm::sys::fs::file_type::block_file)
-    return fail("the hints file '" + path +
-                "' is a device, not a file; give a YAML or JSON file");
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return fail("cannot read the hints file '" + path +
-                "': " + buffer.getError().message());
-  // LLVM's YAML parser recurses once per level: a hostile file would
-  // overflow the stack. A hints file needs a few levels.
-  constexpr int64_t kMaxNesting = 64;
-  if (int64_t depth = nestingBound((*buffer)->getBuffer()); depth > kMaxNesting)
-    return fail("the hints file '" + path + "' nests up to " +
-                llvm::Twine(depth) +
-                " levels deep (indentation, \"- \" entries and brackets); a "
-                "hints file {hints: [{tensor: ..., sharding: ...}]} needs a "
-                "few, at most " +
-                llvm::Twine(kMaxNesting));
-  HintsFile file;
-  std::string diagnostics;
-  // The buffer's name (the path) locates errors in messages.
-  llvm::yaml::Input input((*buffer)->getMemBufferRef(), nullptr,
-                          [](const llvm::SMDiagnostic &diag, void *context) {
-                            llvm::raw_string_ostream os(
-                                *static_cast<std::string *>(context));
-                            diag.print(nullptr, os, false);
-                          },
-                          &diagnostics);
-  input >> file;
-  if (input.error())
-    return fail("the hints file '" + path +
-                "' is not a mapping {hints: [{tensor: GLOB, sharding: "
-                "\"[...]\", priority: N}, ...]}: " +
-                ((*buffer)->getBufferSize() == 0
-                     ? StringRef("the file is empty")
-                     : StringRef(diagnostics).trim()));
-  std::vector<ShardingHint> hints;
-  for (const HintEntry &entry : file.hints) {
-    auto hint = parseShardingHint(entry.tensor + "=" + entry.sharding, path);
-    if (!hint)
-      return hint.takeError();
-    hint->priority = entry.priority;
-    hints.push_back(std::move(*hint));
-  }
-  return hints;
-}
-
-llvm::Expected<std::vector<ShardingHint>>
-mlir::cleave::parseHintLines(StringRef text, StringRef origin) {
-  std::vector<ShardingHint> hints;
-  SmallVector<StringRef> lines;
-  text.split(lines, '\n', -1, false);
-  for (StringRef line : lines) {
-    if (line.trim().empty())
-      continue;
-    auto hint = parseShardingHint(line.trim(), origin);
-    if (!hint)
-      return hint.takeError();
-    hints.push_back(std::move(*hint));
-  }
-  return hints;
-}
-
 namespace {
 
 /// The names of a function's tensors, by argument.
@@ -300,6 +178,33 @@ bool isOptimizerState(StringRef name) {
 
 } // namespace
 
+StringRef mlir::cleave::strategyName(Strategy strategy) {
+  switch (strategy) {
+  case Strategy::None:
+    return "none";
+  case Strategy::DataParallel:
+    return "dp";
+  case Strategy::Zero1:
+    return "zero1";
+  case Strategy::Zero2:
+    return "zero2";
+  case Strategy::Zero3:
+    return "zero3";
+  case Strategy::Megatron:
+    return "megatron";
+  }
+  return "auto";
+}
+
+std::optional<Strategy> mlir::cleave::parseStrategy(StringRef name) {
+  for (Strategy strategy :
+       {Strategy::None, Strategy::DataParallel, Strategy::Zero1,
+        Strategy::Zero2, Strategy::Zero3, Strategy::Megatron})
+    if (strategyName(strategy) == name)
+      return strategy;
+  return std::nullopt;
+}
+
 llvm::Expected<std::vector<ShardingHint>>
 mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
                             MeshAttr mesh) {
@@ -307,15 +212,16 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
   if (strategy == Strategy::None)
     return hints;
   bool megatron = strategy == Strategy::Megatron;
+  std::string preset = ("the '" + strategyName(strategy) + "' preset").str();
   int64_t dpIndex = mesh.getAxisIndex("dp");
   if (dpIndex < 0 && !megatron)
-    return fail("--strategy needs a mesh axis named 'dp' (for example --mesh "
-                "dp=4)");
+    return fail(preset + " needs a mesh axis named 'dp' (for example "
+                         "dp=4)");
   if (megatron && mesh.getAxisIndex("tp") < 0)
-    return fail("--strategy megatron needs a mesh axis named 'tp' (for "
-                "example --mesh dp=2,tp=2)");
+    return fail(preset + " needs a mesh axis named 'tp' (for example "
+                         "dp=2,tp=2)");
   int64_t dp = dpIndex >= 0 ? mesh.getAxisSizes()[dpIndex] : 1;
-  std::string origin = "--strategy";
+  std::string origin = "strategy " + strategyName(strategy).str();
   auto hintFor = [&](StringRef name, int64_t rank, int64_t splitDim,
                      StringRef axis = "dp") {
     ShardingHint hint;
@@ -330,9 +236,10 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
   if (megatron) {
     TensorParallelPlan plan = findTensorParallelLayers(func);
     if (plan.rowParallel.empty())
-      return fail("--strategy megatron found no transformer MLP or attention "
-                  "block (a linear layer feeding another through elementwise "
-                  "ops or attention heads); give --shard hints instead");
+      return fail(preset + " found no transformer MLP or attention block (a "
+                           "linear layer feeding another through "
+                           "elementwise ops or attention heads); give "
+                           "sharding hints instead");
     for (const LinearLayer &layer : plan.columnParallel) {
       tensorParallel[layer.weight] = {layer.outputDim, "tp"};
       if (layer.bias)
@@ -377,7 +284,7 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
       // States follow their parameter through the optimizer op.
     } else if (isInput) {
       if (rank == 0 || cast<ShapedType>(arg.getType()).getDimSize(0) % dp)
-        return fail("--strategy splits the batch over dp=" + Twine(dp) +
+        return fail(preset + " splits the batch over dp=" + Twine(dp) +
                     ", but input '" + name + "' has " +
                     (rank == 0 ? Twine("no batch dimension")
                                : "a batch of " +

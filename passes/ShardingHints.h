@@ -3,10 +3,12 @@
 // Hints say how named tensors (parameters, data inputs, optimizer states)
 // are split over the mesh. They come four ways with one meaning: the
 // `--shard` flag, a hints file (YAML or JSON), the ONNX model's metadata
-// (written by `cleave annotate`), and the `--strategy` presets. Every hint
-// is text `GLOB=[dim0,dim1,...]` with an optional `@PRIORITY` (lower is
+// (written by `cleave annotate`; the tool reads these, see
+// tools/cleave/HintSources.h), and the strategy presets. Every hint is
+// text `GLOB=[dim0,dim1,...]` with an optional `@PRIORITY` (lower is
 // stronger, default 0), where each dim is `_` (replicated), an axis name,
-// or `{a,b}` (split over a then b).
+// or `{a,b}` (split over a then b). cleave-apply-sharding-hints applies
+// them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +19,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,12 +38,10 @@ struct ShardingHint {
   std::string origin;
 };
 
-/// The metadata key under which `cleave annotate` stores hints (one per
-/// line).
-inline constexpr const char *kHintsMetadataKey = "cleave.sharding_hints";
-
-/// Parses `dp=2,tp=2`.
-llvm::Expected<MeshAttr> parseMesh(MLIRContext *context, StringRef text);
+/// Parses `dp=2,tp=2`; messages call the text `name` (the flag or option
+/// it came from).
+llvm::Expected<MeshAttr> parseMesh(MLIRContext *context, StringRef text,
+                                   StringRef name = "--mesh");
 
 /// Parses one hint `GLOB=[...]@P`.
 llvm::Expected<ShardingHint> parseShardingHint(StringRef text,
@@ -49,16 +51,13 @@ std::string formatShardingHint(const ShardingHint &hint);
 /// The hint's sharding alone, "[dp,_]" (as hints files write it).
 std::string formatShardingDims(const ShardingHint &hint);
 
-/// Reads a hints file: YAML or JSON (which LLVM's YAML parser also reads),
-/// `{hints: [{tensor: GLOB, sharding: "[...]", priority: P}, ...]}`.
-llvm::Expected<std::vector<ShardingHint>> readHintsFile(StringRef path);
-
-/// Parses the hints stored in model metadata (one hint per line).
-llvm::Expected<std::vector<ShardingHint>> parseHintLines(StringRef text,
-                                                         StringRef origin);
-
 /// The distribution strategies `--strategy` offers.
 enum class Strategy { None, DataParallel, Zero1, Zero2, Zero3, Megatron };
+
+/// The preset's name as `--strategy` spells it ("dp", "zero1", ...).
+StringRef strategyName(Strategy strategy);
+/// The preset of that name; none for an unknown name.
+std::optional<Strategy> parseStrategy(StringRef name);
 
 /// Hints a strategy implies for `func` on `mesh`: the batch split over the
 /// axis `dp` (required, except for Megatron where it is optional), and for
@@ -81,6 +80,25 @@ llvm::Error applyShardingHints(func::FuncOp func, MeshAttr mesh,
 /// over `axis` as well, innermost (after any axes a hint gave it). Fails,
 /// naming the input, when the batch does not divide.
 llvm::Error splitBatchesOver(func::FuncOp func, MeshAttr mesh, StringRef axis);
+
+/// The name of the mesh axis whose coordinates are micro-batches while a
+/// step is partitioned (cleave-unroll-microbatches then runs them in turn).
+inline constexpr const char *kMicroBatchAxis = "microbatch";
+
+/// What cleave-apply-sharding-hints applies, parsed.
+struct ShardingLayout {
+  /// The devices (null: the module's `cleave.mesh`).
+  MeshAttr mesh;
+  Strategy strategy = Strategy::None;
+  /// In order of increasing strength at equal priority.
+  std::vector<ShardingHint> hints;
+  /// Above 1: the axis kMicroBatchAxis of this size joins the mesh.
+  int64_t microbatches = 1;
+};
+
+/// cleave-apply-sharding-hints for a parsed layout (hints keep their
+/// origins for messages).
+std::unique_ptr<Pass> createApplyShardingHintsPass(ShardingLayout layout);
 
 /// For ZeRO-3: feeds every use of a split parameter other than its
 /// optimizer update through a reshard to whole, one per use, so each

@@ -335,16 +335,14 @@ LogicalResult Unroller::run() {
       return op->emitOpError("slices a value over the axes ")
              << slice.getAxes()
              << " with the micro-batch axis not innermost, which "
-                "micro-batches cannot cut; compile this model without "
-                "--microbatches";
+                "micro-batches cannot cut; run this step as one batch";
     if (auto index = dyn_cast<AxisIndexOp>(op);
         index && indexesAxis(op) &&
         index.getAxes()[index.getAxes().size() - 1] != axis)
       return op->emitOpError("indexes ranks over the axes ")
              << index.getAxes()
              << " with the micro-batch axis not innermost, which "
-                "micro-batches cannot cut; compile this model without "
-                "--microbatches";
+                "micro-batches cannot cut; run this step as one batch";
     if (isa<AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp>(op)) {
       auto axes = op->getAttrOfType<ArrayAttr>("axes");
       bool overAxis =
@@ -360,8 +358,8 @@ LogicalResult Unroller::run() {
           return func.emitError("output '")
                  << output.getValue()
                  << "' depends on the batch, which micro-batches would cut "
-                    "into pieces; compile without --microbatches, or export "
-                    "the model with the loss as its only output";
+                    "into pieces; run this step as one batch, or export the "
+                    "model with the loss as its only output";
       if (overAxis) {
         // Name the op that mixes the batch's rows (the gather is only how
         // partitioning feeds it).
@@ -371,7 +369,7 @@ LogicalResult Unroller::run() {
                << reader->getName()
                << "' needs data of every micro-batch at once (the whole "
                   "batch), which micro-batches run one after another cannot "
-                  "give it; compile this model without --microbatches";
+                  "give it; run this step as one batch";
       }
     }
     opPhase[op] = phase;

@@ -19,24 +19,6 @@ namespace cleave::planner {
 using namespace mlir;
 using namespace mlir::cleave;
 
-llvm::StringRef strategyName(Strategy strategy) {
-  switch (strategy) {
-  case Strategy::None:
-    return "none";
-  case Strategy::DataParallel:
-    return "dp";
-  case Strategy::Zero1:
-    return "zero1";
-  case Strategy::Zero2:
-    return "zero2";
-  case Strategy::Zero3:
-    return "zero3";
-  case Strategy::Megatron:
-    return "megatron";
-  }
-  return "none";
-}
-
 std::string formatBytes(int64_t bytes) {
   double value = static_cast<double>(bytes);
   if (value >= 1024.0 * 1024 * 1024)

@@ -58,9 +58,6 @@ struct PlanLayout {
 /// Bytes for people: "1.50 GiB", "12.0 KiB", "100 B".
 std::string formatBytes(int64_t bytes);
 
-/// Spells the --strategy value ("zero2").
-llvm::StringRef strategyName(mlir::cleave::Strategy strategy);
-
 struct Candidate {
   PlanLayout layout;
   std::optional<Prediction> prediction;

@@ -10,7 +10,7 @@ func.func @no_rule(%w: tensor<3xf32> {cleave.param = "w"}) -> (tensor<f32> {clea
 // -----
 
 // A loss that reaches no parameter: training would change nothing.
-// expected-error @+1 {{the loss depends on none of the 1 trainable parameters; training would change nothing: compile it with --inference to run it forward}}
+// expected-error @+1 {{the loss depends on none of the 1 trainable parameters; training would change nothing: build a forward-only program instead}}
 func.func @unused(%x: tensor<2xf32> {cleave.input = "x"}, %u: tensor<2xf32> {cleave.param = "u"})
     -> (tensor<f32> {cleave.loss, cleave.output = "loss"}) {
   %0 = cleave.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<2xf32> -> tensor<f32>
@@ -19,7 +19,7 @@ func.func @unused(%x: tensor<2xf32> {cleave.input = "x"}, %u: tensor<2xf32> {cle
 
 // -----
 
-// expected-error @+1 {{the model has no trainable parameter; training would change nothing: compile it with --inference to run it forward}}
+// expected-error @+1 {{the model has no trainable parameter; training would change nothing: build a forward-only program instead}}
 func.func @no_params(%x: tensor<2xf32> {cleave.input = "x"})
     -> (tensor<f32> {cleave.loss, cleave.output = "loss"}) {
   %0 = cleave.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<2xf32> -> tensor<f32>

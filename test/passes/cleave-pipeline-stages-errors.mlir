@@ -14,7 +14,7 @@
 // (a data flow across micro-batches): 1F1B would run it before micro-batch
 // 1's forward pass.
 // RUN: not cleave-opt %s --cleave-pipeline-stages="axis=pp schedule=1f1b" --split-input-file 2>&1 | FileCheck %s --check-prefix=ORDER
-// ORDER: error: the 1f1b schedule cannot order this step: on stage 0, the backward pass of micro-batch 0 (chunk 0) needs values of the forward pass of micro-batch 1 (chunk 0), which that schedule runs later; use --pipeline-schedule gpipe
+// ORDER: error: the 1f1b schedule cannot order this step: on stage 0, the backward pass of micro-batch 0 (chunk 0) needs values of the forward pass of micro-batch 1 (chunk 0), which that schedule runs later; use the gpipe schedule
 
 module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
   func.func @two(%arg0: tensor<4x3xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], []]>}, %arg1: tensor<4xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<[[]]>}, %arg2: tensor<3x4xf32> {cleave.param = "w1", cleave.sharding = #cleave.sharding<[[], []]>}, %arg3: tensor<4x2xf32> {cleave.param = "w2", cleave.sharding = #cleave.sharding<[[], []]>}, %arg4: tensor<i64> {cleave.sharding = #cleave.sharding<[]>, cleave.step}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}, tensor<3x4xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "w1"}, tensor<4x2xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "w2"}) {

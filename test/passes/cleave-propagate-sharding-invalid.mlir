@@ -1,6 +1,6 @@
 // RUN: cleave-opt %s --cleave-propagate-sharding -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{sharding propagation needs a 'cleave.mesh' module attribute (cleave compile --mesh)}}
+// expected-error @+1 {{sharding propagation needs a 'cleave.mesh' module attribute}}
 module {
   func.func @no_mesh(%x: tensor<8x4xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[dp], []]>})
       -> tensor<8x4xf32> {

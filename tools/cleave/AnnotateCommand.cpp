@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/cleave/Commands.h"
+#include "tools/cleave/HintSources.h"
 #include "tools/cleave/OutputFile.h"
 
 #include "passes/ShardingHints.h"
@@ -87,7 +88,7 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
 
   std::vector<ShardingHint> hints;
   if (!shardFile_.empty()) {
-    auto fromFile = mlir::cleave::readHintsFile(shardFile_);
+    auto fromFile = readHintsFile(shardFile_);
     if (!fromFile)
       return fail(llvm::toString(fromFile.takeError()));
     hints = std::move(*fromFile);
@@ -140,7 +141,7 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
   std::string lines;
   auto *props = model.mutable_metadata_props();
   for (int i = 0; i < props->size(); ++i)
-    if (props->Get(i).key() == mlir::cleave::kHintsMetadataKey) {
+    if (props->Get(i).key() == kHintsMetadataKey) {
       if (!replace_)
         lines = props->Get(i).value();
       props->DeleteSubrange(i, 1);
@@ -150,7 +151,7 @@ int AnnotateCommand::run(mlir::MLIRContext &) {
     lines += (lines.empty() || lines.back() == '\n' ? "" : "\n") +
              mlir::cleave::formatShardingHint(hint) + "\n";
   auto *prop = model.add_metadata_props();
-  prop->set_key(mlir::cleave::kHintsMetadataKey);
+  prop->set_key(kHintsMetadataKey);
   prop->set_value(lines);
 
   std::string bytes;

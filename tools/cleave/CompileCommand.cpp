@@ -8,6 +8,7 @@
 #include "tools/cleave/AutoLayout.h"
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/DistributionFlags.h"
+#include "tools/cleave/HintSources.h"
 #include "tools/cleave/ImportFlags.h"
 #include "tools/cleave/InitializationGraph.h"
 #include "tools/cleave/OutputFile.h"
@@ -162,15 +163,72 @@ bool refuseUnlessGenerated(llvm::StringRef path) {
   return true;
 }
 
-/// Reports `error` as `cleave compile: error: ...` (nothing more for errors
-/// already reported as diagnostics) and returns the exit code 1.
-int report(llvm::Error error) {
+/// Reports `error` as `cleave compile: error: ...` and returns the exit
+/// code 1. Errors already reported as diagnostics get a note naming the
+/// flags behind the pass that failed, where `flagsBehind` knows them.
+int report(llvm::Error error,
+           llvm::function_ref<std::string(llvm::StringRef)> flagsBehind = {}) {
   llvm::handleAllErrors(
-      std::move(error), [](const mlir::cleave::DiagnosedError &) {},
+      std::move(error),
+      [&](const mlir::cleave::DiagnosedError &diagnosed) {
+        if (!flagsBehind || diagnosed.pass.empty())
+          return;
+        if (std::string flags = flagsBehind(diagnosed.pass); !flags.empty())
+          llvm::errs() << "cleave compile: note: " << diagnosed.pass
+                       << " failed " << flags << "\n";
+      },
       [](const llvm::ErrorInfoBase &info) {
         llvm::errs() << "cleave compile: error: " << info.message() << "\n";
       });
   return 1;
+}
+
+/// What the note after a pass's error says: the flags that asked for the
+/// pass (empty: none did).
+std::string flagsBehind(llvm::StringRef pass,
+                        const mlir::cleave::LayoutOptions &layout,
+                        llvm::StringRef meshText, bool planned,
+                        llvm::ArrayRef<std::string> freeze) {
+  std::string flags;
+  llvm::raw_string_ostream os(flags);
+  auto micro = [&] {
+    if (layout.microbatches > 1)
+      os << " --microbatches " << layout.microbatches;
+  };
+  if (pass == "cleave-autodiff") {
+    if (freeze.empty())
+      return "(--freeze GLOB keeps parameters fixed; --inference compiles a "
+             "forward-only program)";
+    os << "for";
+    for (const std::string &glob : freeze)
+      os << " --freeze '" << glob << "'";
+  } else if (pass == "cleave-recompute") {
+    os << "for --recompute " << layout.recompute;
+  } else if (pass == "cleave-unroll-microbatches") {
+    os << "for";
+    micro();
+  } else if (pass == "cleave-pipeline-stages") {
+    os << "for --pipeline " << layout.pipelineAxis << " --pipeline-schedule "
+       << mlir::cleave::pipelineScheduleName(layout.schedule);
+    if (layout.virtualStages > 1)
+      os << " --virtual-stages " << layout.virtualStages;
+    micro();
+  } else if (llvm::is_contained({"cleave-apply-sharding-hints",
+                                 "cleave-propagate-sharding",
+                                 "cleave-partition"},
+                                pass)) {
+    os << "for";
+    if (!meshText.empty())
+      os << " --mesh " << meshText;
+    if (layout.strategy != mlir::cleave::Strategy::None)
+      os << " --strategy " << mlir::cleave::strategyName(layout.strategy);
+    micro();
+  } else {
+    return "";
+  }
+  if (planned)
+    os << " (the layout --strategy auto chose)";
+  return flags;
 }
 
 int writeFile(llvm::StringRef path, llvm::StringRef contents) {
@@ -319,7 +377,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
 
   mlir::cleave::MeshAttr mesh;
   if (meshText.empty() &&
-      artifacts.metadata.count(mlir::cleave::kHintsMetadataKey))
+      artifacts.metadata.count(kHintsMetadataKey))
     llvm::errs() << "cleave compile: note: the model holds sharding hints; "
                     "they apply with --mesh\n";
   if (!meshText.empty()) {
@@ -330,7 +388,6 @@ int CompileCommand::run(mlir::MLIRContext &context) {
       return 1;
     }
     mesh = *parsed;
-    (*module)->setAttr(mlir::cleave::CleaveDialect::kMeshAttrName, mesh);
   } else if (!distribution_.shard.empty() || !distribution_.shardFile.empty() ||
              strategy != mlir::cleave::Strategy::None ||
              !pipelineAxis.empty()) {
@@ -378,10 +435,14 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   training.distributed = mesh || layout.microbatches > 1;
   training.freeze.assign(training_.freeze.begin(), training_.freeze.end());
   training.optimizer = *optimizer;
+  auto noteFlags = [&](llvm::StringRef pass) {
+    return flagsBehind(pass, layout, meshText, strategy != distribution_.strategy,
+                       training_.freeze);
+  };
   llvm::Expected<mlir::func::FuncOp> step =
       mlir::cleave::buildTrainingStep(*module, training);
   if (!step)
-    return report(step.takeError());
+    return report(step.takeError(), noteFlags);
   if (compileTo() == Phase::Train)
     return printModule(*module);
 
@@ -393,7 +454,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
             if (distribution_.printSharding)
               printShardings(step, llvm::outs());
           }))
-    return report(std::move(error));
+    return report(std::move(error), noteFlags);
   if (compileTo() < Phase::Stages)
     return printModule(*module);
   if (mesh && distribution_.printComm)
@@ -450,29 +511,11 @@ int CompileCommand::run(mlir::MLIRContext &context) {
 
 int CompileCommand::userHints(const mlir::cleave::ImportArtifacts &artifacts,
                               std::vector<mlir::cleave::ShardingHint> &hints) {
-  using namespace mlir::cleave;
-  // Weakest first: the model's own hints, a file, flags.
-  auto append =
-      [&](llvm::Expected<std::vector<ShardingHint>> more) -> llvm::Error {
-    if (!more)
-      return more.takeError();
-    llvm::append_range(hints, std::move(*more));
-    return llvm::Error::success();
-  };
-  if (auto it = artifacts.metadata.find(kHintsMetadataKey);
-      it != artifacts.metadata.end())
-    if (llvm::Error error =
-            append(parseHintLines(it->second, "the model's metadata")))
-      return report(std::move(error));
-  if (!distribution_.shardFile.empty())
-    if (llvm::Error error = append(readHintsFile(distribution_.shardFile)))
-      return report(std::move(error));
-  for (const std::string &text : distribution_.shard) {
-    auto hint = parseShardingHint(text, "--shard");
-    if (!hint)
-      return report(hint.takeError());
-    hints.push_back(std::move(*hint));
-  }
+  auto given = driver::userHints(artifacts.metadata, distribution_.shardFile,
+                                 distribution_.shard);
+  if (!given)
+    return report(given.takeError());
+  llvm::append_range(hints, std::move(*given));
   return 0;
 }
 
@@ -494,6 +537,7 @@ int CompileCommand::printModule(mlir::ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os);
+  os << "\n";
   return writeFile(output_, text);
 }
 

@@ -10,6 +10,7 @@
 
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/DistributionFlags.h"
+#include "tools/cleave/HintSources.h"
 #include "tools/cleave/ImportFlags.h"
 #include "tools/cleave/OutputFile.h"
 #include "tools/cleave/PlanCommandModel.h"
@@ -149,26 +150,11 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
 
 int PlanCommand::userHints(const mlir::cleave::ImportArtifacts &artifacts,
                            std::vector<mlir::cleave::ShardingHint> &hints) {
-  using namespace mlir::cleave;
-  auto append = [&](llvm::Expected<std::vector<ShardingHint>> more) {
-    if (!more)
-      return fail(llvm::toString(more.takeError()));
-    llvm::append_range(hints, std::move(*more));
-    return 0;
-  };
-  if (auto it = artifacts.metadata.find(kHintsMetadataKey);
-      it != artifacts.metadata.end())
-    if (int rc = append(parseHintLines(it->second, "the model's metadata")))
-      return rc;
-  if (!distribution_.shardFile.empty())
-    if (int rc = append(readHintsFile(distribution_.shardFile)))
-      return rc;
-  for (const std::string &text : distribution_.shard) {
-    auto hint = parseShardingHint(text, "--shard");
-    if (!hint)
-      return fail(llvm::toString(hint.takeError()));
-    hints.push_back(std::move(*hint));
-  }
+  auto given = driver::userHints(artifacts.metadata, distribution_.shardFile,
+                                 distribution_.shard);
+  if (!given)
+    return fail(llvm::toString(given.takeError()));
+  llvm::append_range(hints, std::move(*given));
   return 0;
 }
 
@@ -356,7 +342,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
           "{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11} "
           "{9,11}\n",
           i + 1, c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText(),
-          planner::strategyName(c.layout.strategy), c.layout.microbatches,
+          mlir::cleave::strategyName(c.layout.strategy), c.layout.microbatches,
           ms(p.stepMs), ms(p.computeMs), ms(p.exposedCommMs), ms(p.bubbleMs),
           planner::formatBytes(p.peakBytesPerRank),
           planner::formatBytes(p.commBytesPerRank));
@@ -465,7 +451,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     hos << " --shard-file " << emitHints_ << " -o train\n";
     if (best.layout.strategy == Strategy::Zero3 ||
         best.layout.strategy == Strategy::Zero1)
-      hos << "# (--strategy " << planner::strategyName(best.layout.strategy)
+      hos << "# (--strategy " << mlir::cleave::strategyName(best.layout.strategy)
           << " also changes how gradients and parameters move, which hints "
              "do not say: use the flags above for the plan itself.)\n";
     hos << "hints:\n";

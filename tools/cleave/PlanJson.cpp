@@ -59,7 +59,7 @@ llvm::json::Object planJson(const planner::Candidate &c,
       {"mesh", std::move(mesh)},
       {"mesh_flag", c.layout.meshText()},
       {"axes", std::move(axes)},
-      {"strategy", planner::strategyName(c.layout.strategy)},
+      {"strategy", mlir::cleave::strategyName(c.layout.strategy)},
       {"pipeline_axis", c.layout.pipelineAxis},
       {"microbatches", c.layout.microbatches},
       {"flags", llvm::json::Array(flags)}};
