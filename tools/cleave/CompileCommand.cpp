@@ -95,6 +95,10 @@ private:
   /// --shard-file, --shard. Returns an exit code (0: parsed).
   int userHints(const mlir::cleave::ImportArtifacts &artifacts,
                 std::vector<mlir::cleave::ShardingHint> &hints);
+  /// Checks that there is a model and an output file name.
+  llvm::Error validateOutput() const;
+  /// Checks the flags against each other (each flag struct's validate()).
+  llvm::Error validateFlags() const;
   /// Writes the IR to -o (--compile-to before emit). Returns the exit code.
   int printModule(mlir::ModuleOp module);
   /// The phase to stop after (--compile-to, or --emit's equivalent).
@@ -231,26 +235,49 @@ std::string flagsBehind(llvm::StringRef pass,
   return flags;
 }
 
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 int writeFile(llvm::StringRef path, llvm::StringRef contents) {
   return writeOutputFile(path, contents, "compile") ? 0 : 1;
 }
 
+llvm::Error CompileCommand::validateOutput() const {
+  if (import_.model.empty())
+    return fail("no model given; usage: cleave compile MODEL.onnx [options] "
+                "-o train");
+  if (llvm::sys::fs::is_directory(output_))
+    return fail("the output '" + output_ +
+                "' is a directory; give a file name with -o");
+  if (output_.empty())
+    return fail("-o needs a file name (for example -o train)");
+  return llvm::Error::success();
+}
+
+llvm::Error CompileCommand::validateFlags() const {
+  if (llvm::Error error = training_.validate(import_.inference))
+    return error;
+  if (compileTo_.getNumOccurrences() && emit_.getNumOccurrences())
+    return fail("--emit and --compile-to say the same thing; give one");
+  if (output_ == "-" && compileTo() == Phase::Binary)
+    return fail("-o - (standard output) is for --emit=mlir or "
+                "--emit=source; name the program's file");
+  // Checked now: the linker's own message would come after minutes of work.
+  if (llvm::StringRef parent = llvm::sys::path::parent_path(output_);
+      output_ != "-" && !parent.empty() &&
+      (!llvm::sys::fs::is_directory(parent) ||
+       llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write)))
+    return fail("cannot write the output '" + output_ + "': '" + parent +
+                "' is not a writable directory; create it first");
+  if (llvm::Error error = target_.validate())
+    return error;
+  return distribution_.validate(import_.inference, auto_.given());
+}
+
 int CompileCommand::run(mlir::MLIRContext &context) {
-  if (import_.model.empty()) {
-    llvm::errs() << "cleave compile: error: no model given; usage: cleave "
-                    "compile MODEL.onnx [options] -o train\n";
-    return 1;
-  }
-  if (llvm::sys::fs::is_directory(output_)) {
-    llvm::errs() << "cleave compile: error: the output '" << output_
-                 << "' is a directory; give a file name with -o\n";
-    return 1;
-  }
-  if (output_.empty()) {
-    llvm::errs() << "cleave compile: error: -o needs a file name (for "
-                    "example -o train)\n";
-    return 1;
-  }
+  if (llvm::Error error = validateOutput())
+    return report(std::move(error));
   if (import_.outputIsModel(output_, "compile") ||
       refuseOutputOverInput(output_, distribution_.shardFile,
                             "the hints file", "compile"))
@@ -266,53 +293,10 @@ int CompileCommand::run(mlir::MLIRContext &context) {
         refuseUnlessGenerated(kept))
       return 1;
   }
-  if (std::string flag = training_.firstGiven();
-      import_.inference && !flag.empty()) {
-    llvm::errs() << "cleave compile: error: " << flag
-                 << " sets up training, but --inference compiles a "
-                    "forward-only program; drop one of them\n";
-    return 1;
-  }
-  if (compileTo_.getNumOccurrences() && emit_.getNumOccurrences()) {
-    llvm::errs() << "cleave compile: error: --emit and --compile-to say the "
-                    "same thing; give one\n";
-    return 1;
-  }
-  if (output_ == "-" && compileTo() == Phase::Binary) {
-    llvm::errs() << "cleave compile: error: -o - (standard output) is for "
-                    "--emit=mlir or --emit=source; name the program's file\n";
-    return 1;
-  }
-  // Checked now: the linker's own message would come after minutes of work.
-  if (llvm::StringRef parent = llvm::sys::path::parent_path(output_);
-      output_ != "-" && !parent.empty() &&
-      (!llvm::sys::fs::is_directory(parent) ||
-       llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))) {
-    llvm::errs() << "cleave compile: error: cannot write the output '"
-                 << output_ << "': '" << parent
-                 << "' is not a writable directory; create it first\n";
-    return 1;
-  }
-  llvm::Expected<mlir::cleave::ApplyOptimizerPassOptions> optimizer =
-      training_.optimizerOptions();
-  if (!optimizer) {
-    llvm::errs() << "cleave compile: error: "
-                 << llvm::toString(optimizer.takeError()) << "\n";
-    return 1;
-  }
-  if (target_.target != mlir::cleave::Target::Cuda &&
-      (target_.cudaArch.getNumOccurrences() ||
-       target_.cudaHostEmulation.getNumOccurrences())) {
-    llvm::errs() << "cleave compile: error: --cuda-arch and "
-                    "--cuda-host-emulation apply to --target cuda\n";
-    return 1;
-  }
-  if (target_.target == mlir::cleave::Target::Cuda)
-    if (auto archs = target_.cudaArchitectures(); !archs) {
-      llvm::errs() << "cleave compile: error: "
-                   << llvm::toString(archs.takeError()) << "\n";
-      return 1;
-    }
+  if (llvm::Error error = validateFlags())
+    return report(std::move(error));
+  mlir::cleave::ApplyOptimizerPassOptions optimizer =
+      llvm::cantFail(training_.optimizerOptions());
   mlir::cleave::ImportOptions options;
   if (!import_.toOptions(options))
     return 1;
@@ -334,29 +318,12 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   int64_t virtualStages = distribution_.virtualStages;
   std::string recompute = distribution_.recompute;
   if (strategy == kAutoStrategy) {
-    if (!distribution_.mesh.empty() || !distribution_.pipeline.empty() ||
-        distribution_.microbatches.getNumOccurrences() ||
-        distribution_.pipelineSchedule.getNumOccurrences() ||
-        distribution_.virtualStages.getNumOccurrences() ||
-        distribution_.recompute.getNumOccurrences()) {
-      llvm::errs() << "cleave compile: error: --strategy auto chooses the "
-                      "mesh, stages, schedule, micro-batches and "
-                      "recomputation; drop --mesh, --pipeline, "
-                      "--pipeline-schedule, --virtual-stages, --microbatches "
-                      "and --recompute (or give a preset)\n";
-      return 1;
-    }
-    if (options.inference) {
-      llvm::errs() << "cleave compile: error: --strategy auto plans "
-                      "training steps; it does not apply with --inference\n";
-      return 1;
-    }
     std::vector<mlir::cleave::ShardingHint> hints;
     if (int rc = userHints(artifacts, hints))
       return rc;
     mlir::cleave::TrainingOptions planned;
     planned.freeze.assign(training_.freeze.begin(), training_.freeze.end());
-    planned.optimizer = *optimizer;
+    planned.optimizer = optimizer;
     llvm::Expected<planner::PlanLayout> chosen =
         chooseLayout(context, *module, planned, hints, auto_, target_.target,
                      distribution_.bucketMb, llvm::outs());
@@ -369,10 +336,6 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     schedule = chosen->schedule;
     virtualStages = chosen->virtualStages;
     recompute = chosen->recompute;
-  } else if (auto_.given()) {
-    llvm::errs() << "cleave compile: error: --cluster, --nodes and --ranks "
-                    "apply to --strategy auto\n";
-    return 1;
   }
 
   mlir::cleave::MeshAttr mesh;
@@ -382,19 +345,9 @@ int CompileCommand::run(mlir::MLIRContext &context) {
                     "they apply with --mesh\n";
   if (!meshText.empty()) {
     auto parsed = mlir::cleave::parseMesh(&context, meshText);
-    if (!parsed) {
-      llvm::errs() << "cleave compile: error: "
-                   << llvm::toString(parsed.takeError()) << "\n";
-      return 1;
-    }
+    if (!parsed)
+      return report(parsed.takeError());
     mesh = *parsed;
-  } else if (!distribution_.shard.empty() || !distribution_.shardFile.empty() ||
-             strategy != mlir::cleave::Strategy::None ||
-             !pipelineAxis.empty()) {
-    llvm::errs() << "cleave compile: error: sharding hints, --strategy and "
-                    "--pipeline need a device mesh; add --mesh (for example "
-                    "--mesh dp=4, or --mesh pp=2 --pipeline pp)\n";
-    return 1;
   }
   mlir::cleave::LayoutOptions layout;
   layout.mesh = mesh;
@@ -422,11 +375,10 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     if (pattern && llvm::none_of(parameters, [&](llvm::StringRef name) {
           return pattern->match(name);
         })) {
-      llvm::errs() << "cleave compile: error: --freeze '" << text
-                   << "' matches no parameter; the parameters are: "
-                   << llvm::join(llvm::ArrayRef(parameters).take_front(8), ", ")
-                   << (parameters.size() > 8 ? ", ..." : "") << "\n";
-      return 1;
+      return report(fail(
+          "--freeze '" + text + "' matches no parameter; the parameters are: " +
+          llvm::join(llvm::ArrayRef(parameters).take_front(8), ", ") +
+          (parameters.size() > 8 ? ", ..." : "")));
     }
   }
 
@@ -434,7 +386,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   training.inference = options.inference;
   training.distributed = mesh || layout.microbatches > 1;
   training.freeze.assign(training_.freeze.begin(), training_.freeze.end());
-  training.optimizer = *optimizer;
+  training.optimizer = optimizer;
   auto noteFlags = [&](llvm::StringRef pass) {
     return flagsBehind(pass, layout, meshText, strategy != distribution_.strategy,
                        training_.freeze);
@@ -483,20 +435,16 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     auto it = artifacts.initialValues.find(value.name);
     if (it == artifacts.initialValues.end() ||
         static_cast<int64_t>(it->second.size()) != value.bytes) {
-      llvm::errs() << "cleave compile: error: no initial value of the right "
-                      "size for '"
-                   << value.name << "'\n";
-      return 1;
+      return report(
+          fail("no initial value of the right size for '" + value.name + "'"));
     }
     blob.replace(value.offset, value.bytes, it->second);
   }
   std::optional<std::string> model =
       mlir::cleave::modelWithoutValues(artifacts.originalModel, embeddedNames);
   if (!model) {
-    llvm::errs() << "cleave compile: error: the model does not serialize "
-                    "again for --export-onnx (an ONNX model holds at most "
-                    "2 GiB)\n";
-    return 1;
+    return report(fail("the model does not serialize again for --export-onnx "
+                       "(an ONNX model holds at most 2 GiB)"));
   }
   blob += *model;
   ProgramBuild build;

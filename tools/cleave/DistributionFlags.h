@@ -104,6 +104,38 @@ struct DistributionFlags {
                   cl::value_desc("none|full|selective"),
                   cl::init("none"), cl::sub(sub)) {}
 
+  /// Checks the flags against each other and the program (`inference`;
+  /// `planning`: --cluster, --nodes or --ranks given): --strategy auto
+  /// chooses the layout flags itself; hints, presets and stages need a mesh.
+  llvm::Error validate(bool inference, bool planning) const {
+    auto fail = [](const llvm::Twine &message) {
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+    };
+    if (strategy == kAutoStrategy) {
+      if (!mesh.empty() || !pipeline.empty() ||
+          microbatches.getNumOccurrences() ||
+          pipelineSchedule.getNumOccurrences() ||
+          virtualStages.getNumOccurrences() || recompute.getNumOccurrences())
+        return fail("--strategy auto chooses the mesh, stages, schedule, "
+                    "micro-batches and recomputation; drop --mesh, "
+                    "--pipeline, --pipeline-schedule, --virtual-stages, "
+                    "--microbatches and --recompute (or give a preset)");
+      if (inference)
+        return fail("--strategy auto plans training steps; it does not "
+                    "apply with --inference");
+      return llvm::Error::success();
+    }
+    if (planning)
+      return fail("--cluster, --nodes and --ranks apply to --strategy auto");
+    if (mesh.empty() &&
+        (!shard.empty() || !shardFile.empty() ||
+         strategy != mlir::cleave::Strategy::None || !pipeline.empty()))
+      return fail("sharding hints, --strategy and --pipeline need a device "
+                  "mesh; add --mesh (for example --mesh dp=4, or --mesh pp=2 "
+                  "--pipeline pp)");
+    return llvm::Error::success();
+  }
+
   cl::opt<std::string> mesh;
   cl::list<std::string> shard;
   cl::opt<std::string> shardFile;

@@ -66,6 +66,19 @@ struct TargetFlags {
     return archs;
   }
 
+  /// Checks the flags against each other: the cuda-only flags need
+  /// --target cuda, whose --cuda-arch must parse.
+  llvm::Error validate() const {
+    if (target != mlir::cleave::Target::Cuda) {
+      if (cudaArch.getNumOccurrences() || cudaHostEmulation.getNumOccurrences())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "--cuda-arch and --cuda-host-emulation apply to --target cuda");
+      return llvm::Error::success();
+    }
+    return cudaArchitectures().takeError();
+  }
+
   cl::opt<mlir::cleave::Target> target;
   cl::opt<std::string> cudaArch;
   cl::opt<bool> cudaHostEmulation;

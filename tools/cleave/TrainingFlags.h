@@ -152,6 +152,17 @@ struct TrainingFlags {
     return options;
   }
 
+  /// Checks the flags: the optimizer's values (optimizerOptions), and no
+  /// training flag with `inference` (a forward-only program).
+  llvm::Error validate(bool inference) const {
+    if (std::string flag = firstGiven(); inference && !flag.empty())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          flag + " sets up training, but --inference compiles a "
+                 "forward-only program; drop one of them");
+    return optimizerOptions().takeError();
+  }
+
   /// The first training flag given ("--lr", ...), or "" when none was.
   std::string firstGiven() const {
     const cl::Option *flags[] = {
