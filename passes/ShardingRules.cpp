@@ -618,10 +618,18 @@ SmallVector<AxisList> mlir::cleave::getFactorAxes(
   // Contracting factors claim first: a value split along a dimension the
   // op sums over makes a partial result (reduced later, possibly by a
   // reduce_scatter) rather than a gathered operand.
+  // The statistics factor claims before all: a micro-batch must stay one
+  // (an axis it lost would gather micro-batches), and the axes it gathers
+  // itself would be gathered anyway.
   llvm::SmallDenseSet<StringAttr> claimed;
+  if (rule.statisticsFactor >= 0) {
+    AxisList &list = axes[rule.statisticsFactor];
+    claimed.insert(list.begin(), list.end());
+  }
   for (bool results : {false, true})
     for (auto [f, list] : llvm::enumerate(axes)) {
-      if (onResult[f] != results)
+      if (onResult[f] != results ||
+          static_cast<int64_t>(f) == rule.statisticsFactor)
         continue;
       if (llvm::any_of(list, [&](StringAttr a) { return claimed.count(a); }))
         list.clear();
