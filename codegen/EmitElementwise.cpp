@@ -87,9 +87,14 @@ void Emitter::emitFusedGroup(Operation *tail) {
         args += ", ";
       if (auto it = local.find(operand); it != local.end())
         args += it->second;
+      else if (tensorType(operand).getNumElements() == 1)
+        args += ref(operand) + "[0]";
+      else if (tensorType(operand).getElementType().isInteger(1))
+        // As a byte: g++ vectorizes no select on a loaded bool
+        // (loadElement, runtime/HostDevice.h).
+        args += "cleave::loadElement(" + ref(operand) + ", i)";
       else
-        args += ref(operand) +
-                (tensorType(operand).getNumElements() == 1 ? "[0]" : "[i]");
+        args += ref(operand) + "[i]";
     }
     std::string call = elementwiseBody(op) + "(" + args + ")";
     if (op == tail) {

@@ -110,7 +110,8 @@ template <int N> struct StridedLoop {
 
 } // namespace detail
 
-// The maps are not inlined: a step calls each instantiation (an element
+// Operands are read through loadElement (HostDevice.h), which vectorizes
+// loops over bool operands. The maps are not inlined: a step calls each instantiation (an element
 // type and a body) from many places, and g++ would otherwise compile its
 // loops once per call (the step's compile time, not its speed: the loops
 // take their sizes at run time either way).
@@ -120,7 +121,7 @@ template <typename In, typename Out, typename F>
 [[gnu::noinline]] void mapUnary(const In *x, Out *y, int64_t n, F f) {
 #pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
-    y[i] = f(x[i]);
+    y[i] = f(loadElement(x, i));
 }
 
 /// out = f(a, b) with a and b numpy-broadcast to outShape.
@@ -136,21 +137,21 @@ template <typename A, typename B, typename Out, typename F>
   if (na == n && nb == n) {
 #pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
-      out[i] = f(a[i], b[i]);
+      out[i] = f(loadElement(a, i), loadElement(b, i));
     return;
   }
   if (na == n && nb == 1) {
     B bv = b[0];
 #pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
-      out[i] = f(a[i], bv);
+      out[i] = f(loadElement(a, i), bv);
     return;
   }
   if (na == 1 && nb == n) {
     A av = a[0];
 #pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
-      out[i] = f(av, b[i]);
+      out[i] = f(av, loadElement(b, i));
     return;
   }
 
@@ -168,21 +169,21 @@ template <typename A, typename B, typename Out, typename F>
     if (sa == 1 && sb == 1) {
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(pa[i], pb[i]);
+        po[i] = f(loadElement(pa, i), loadElement(pb, i));
     } else if (sa == 1 && sb == 0) {
       B bv = *pb;
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(pa[i], bv);
+        po[i] = f(loadElement(pa, i), bv);
     } else if (sa == 0 && sb == 1) {
       A av = *pa;
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(av, pb[i]);
+        po[i] = f(av, loadElement(pb, i));
     } else {
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(pa[i * sa], pb[i * sb]);
+        po[i] = f(loadElement(pa, i * sa), loadElement(pb, i * sb));
     }
   }
 }
@@ -199,7 +200,7 @@ template <typename A, typename B, typename C, typename Out, typename F>
       cShape.numElements() == n) {
 #pragma omp parallel for simd schedule(static) if (parallel : n > detail::kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
-      out[i] = f(a[i], b[i], c[i]);
+      out[i] = f(loadElement(a, i), loadElement(b, i), loadElement(c, i));
     return;
   }
 
@@ -222,16 +223,17 @@ template <typename A, typename B, typename C, typename Out, typename F>
       C cv = *pc;
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(pa[i], pb[i], cv);
+        po[i] = f(loadElement(pa, i), loadElement(pb, i), cv);
     } else if (sa == 1 && sb == 0 && sc == 1) {
       B bv = *pb;
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(pa[i], bv, pc[i]);
+        po[i] = f(loadElement(pa, i), bv, loadElement(pc, i));
     } else {
       CLEAVE_SIMD
       for (int64_t i = 0; i < inner; ++i)
-        po[i] = f(pa[i * sa], pb[i * sb], pc[i * sc]);
+        po[i] = f(loadElement(pa, i * sa), loadElement(pb, i * sb),
+                    loadElement(pc, i * sc));
     }
   }
 }

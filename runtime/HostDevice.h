@@ -11,6 +11,8 @@
 
 #include "runtime/VectorMath.h"
 
+#include <cstdint>
+
 #if defined(__CUDACC__)
 #define CLEAVE_HD __host__ __device__
 #else
@@ -35,5 +37,20 @@
 #define CLEAVE_SIMD_SUM(...)
 #define CLEAVE_SIMD_MAX(x)
 #endif
+
+namespace cleave {
+
+/// p[i], for the elementwise loops: a bool is read as its byte (0 or 1).
+/// g++ 12 vectorizes no loop that selects with a loaded bool (Where: no
+/// vector type for the select's other load, so MobileNetV2's Clip ran a
+/// scalar loop with a branch), and does vectorize the same loop on bytes.
+template <typename T> CLEAVE_HD inline T loadElement(const T *p, int64_t i) {
+  return p[i];
+}
+CLEAVE_HD inline bool loadElement(const bool *p, int64_t i) {
+  return *reinterpret_cast<const unsigned char *>(p + i) != 0;
+}
+
+} // namespace cleave
 
 #endif // CLEAVE_RUNTIME_HOSTDEVICE_H

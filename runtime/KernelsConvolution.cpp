@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ConvolutionCrop.h"
 #include "runtime/ConvolutionShapes.h"
 #include "runtime/Elementwise.h"
 #include "runtime/KernelSupport.h"
@@ -372,12 +373,12 @@ bool viaOneDnn(ConvPass pass, const Shape &xShape, const Shape &wShape,
   return preferOneDnn(pass, cd, win, threads, layout);
 }
 
-} // namespace
-
-void conv(const float *x, const Shape &xShape, const float *w,
-          const Shape &wShape, const float *bias, const int64_t *strides,
-          const int64_t *pads, const int64_t *dilations, int64_t group,
-          float *y, const Shape &yShape) {
+/// The two paths, for the geometry as given.
+void dispatchConv(const float *x, const Shape &xShape, const float *w,
+                  const Shape &wShape, const float *bias,
+                  const int64_t *strides, const int64_t *pads,
+                  const int64_t *dilations, int64_t group, float *y,
+                  const Shape &yShape) {
   OneDnnLayout layout;
   if (viaOneDnn(ConvPass::Forward, xShape, wShape, yShape, strides, pads,
                 dilations, group, layout) &&
@@ -388,10 +389,11 @@ void conv(const float *x, const Shape &xShape, const float *w,
              yShape);
 }
 
-void convGradInput(const float *dy, const Shape &yShape, const float *w,
-                   const Shape &wShape, const int64_t *strides,
-                   const int64_t *pads, const int64_t *dilations, int64_t group,
-                   float *dx, const Shape &xShape) {
+void dispatchConvGradInput(const float *dy, const Shape &yShape,
+                           const float *w, const Shape &wShape,
+                           const int64_t *strides, const int64_t *pads,
+                           const int64_t *dilations, int64_t group, float *dx,
+                           const Shape &xShape) {
   OneDnnLayout layout;
   if (viaOneDnn(ConvPass::GradInput, xShape, wShape, yShape, strides, pads,
                 dilations, group, layout) &&
@@ -402,10 +404,11 @@ void convGradInput(const float *dy, const Shape &yShape, const float *w,
                       dx, xShape);
 }
 
-void convGradWeight(const float *dy, const Shape &yShape, const float *x,
-                    const Shape &xShape, const int64_t *strides,
-                    const int64_t *pads, const int64_t *dilations,
-                    int64_t group, float *dw, const Shape &wShape) {
+void dispatchConvGradWeight(const float *dy, const Shape &yShape,
+                            const float *x, const Shape &xShape,
+                            const int64_t *strides, const int64_t *pads,
+                            const int64_t *dilations, int64_t group,
+                            float *dw, const Shape &wShape) {
   OneDnnLayout layout;
   if (viaOneDnn(ConvPass::GradWeight, xShape, wShape, yShape, strides, pads,
                 dilations, group, layout) &&
@@ -414,6 +417,68 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
     return;
   im2colConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations, group,
                        dw, wShape);
+}
+
+/// A buffer for the cropped weight or its gradient (ConvolutionCrop.h),
+/// one per thread, kept between calls.
+float *cropBuffer(int64_t elements) {
+  thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < elements)
+    buffer.resize(elements);
+  return buffer.data();
+}
+
+} // namespace
+
+// Each pass first crops away kernel taps that only ever read padding
+// (ConvolutionCrop.h), then takes the faster path for what is left.
+
+void conv(const float *x, const Shape &xShape, const float *w,
+          const Shape &wShape, const float *bias, const int64_t *strides,
+          const int64_t *pads, const int64_t *dilations, int64_t group,
+          float *y, const Shape &yShape) {
+  ConvCrop crop;
+  if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
+    float *wc = cropBuffer(crop.wShape.numElements());
+    cropWeight(w, wShape, crop, wc);
+    dispatchConv(x, xShape, wc, crop.wShape, bias, strides, crop.pads,
+                 dilations, group, y, yShape);
+    return;
+  }
+  dispatchConv(x, xShape, w, wShape, bias, strides, pads, dilations, group, y,
+               yShape);
+}
+
+void convGradInput(const float *dy, const Shape &yShape, const float *w,
+                   const Shape &wShape, const int64_t *strides,
+                   const int64_t *pads, const int64_t *dilations, int64_t group,
+                   float *dx, const Shape &xShape) {
+  ConvCrop crop;
+  if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
+    float *wc = cropBuffer(crop.wShape.numElements());
+    cropWeight(w, wShape, crop, wc);
+    dispatchConvGradInput(dy, yShape, wc, crop.wShape, strides, crop.pads,
+                          dilations, group, dx, xShape);
+    return;
+  }
+  dispatchConvGradInput(dy, yShape, w, wShape, strides, pads, dilations, group,
+                        dx, xShape);
+}
+
+void convGradWeight(const float *dy, const Shape &yShape, const float *x,
+                    const Shape &xShape, const int64_t *strides,
+                    const int64_t *pads, const int64_t *dilations,
+                    int64_t group, float *dw, const Shape &wShape) {
+  ConvCrop crop;
+  if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
+    float *dwc = cropBuffer(crop.wShape.numElements());
+    dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads,
+                           dilations, group, dwc, crop.wShape);
+    uncropWeight(dwc, crop, dw, wShape);
+    return;
+  }
+  dispatchConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations,
+                         group, dw, wShape);
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ConvolutionCrop.h"
 #include "runtime/Kernels.h"
 #include "runtime/OneDnnConvolution.h"
 
@@ -435,6 +436,70 @@ TEST(ConvolutionPaths, Im2colWhereItIsFaster) {
                 {1, 1, 1, 1},  {1, 1},         1};
   EXPECT_EQ(chosenPaths(late, 1), (Paths{"blocked", "blocked", "im2col"}));
   checkBothPaths(late);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel taps that only read padding (ConvolutionCrop.h)
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> dimsOf(const Shape &s) {
+  return std::vector<int64_t>(s.dims, s.dims + s.rank);
+}
+
+TEST(ConvolutionCrop, DeadTapsFound) {
+  ConvCrop crop;
+  // ResNet-18's last stage at 32x32: a 1x1 image, 3x3 kernel, padding 1:
+  // only the centre tap meets the image.
+  ASSERT_TRUE(cropDeadTaps({2, 8, 1, 1}, {4, 8, 3, 3}, {2, 4, 1, 1},
+                           std::vector<int64_t>{1, 1}.data(),
+                           std::vector<int64_t>{1, 1, 1, 1}.data(),
+                           std::vector<int64_t>{1, 1}.data(), crop));
+  EXPECT_EQ(dimsOf(crop.wShape), (std::vector<int64_t>{4, 8, 1, 1}));
+  EXPECT_EQ(std::vector<int64_t>(crop.pads, crop.pads + 4),
+            (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(crop.lo[0], 1);
+  EXPECT_EQ(crop.hi[1], 2);
+  // 2x2 -> 1x1 at stride 2: taps 1 and 2 of each dim read the image.
+  ASSERT_TRUE(cropDeadTaps({2, 8, 2, 2}, {4, 8, 3, 3}, {2, 4, 1, 1},
+                           std::vector<int64_t>{2, 2}.data(),
+                           std::vector<int64_t>{1, 1, 1, 1}.data(), nullptr,
+                           crop));
+  EXPECT_EQ(dimsOf(crop.wShape), (std::vector<int64_t>{4, 8, 2, 2}));
+  EXPECT_EQ(std::vector<int64_t>(crop.pads, crop.pads + 4),
+            (std::vector<int64_t>{0, 0, 0, 0}));
+  // Every tap live (a 2x2 image at stride 1): nothing to crop.
+  EXPECT_FALSE(cropDeadTaps({2, 8, 2, 2}, {4, 8, 3, 3}, {2, 4, 2, 2},
+                            nullptr, std::vector<int64_t>{1, 1, 1, 1}.data(),
+                            nullptr, crop));
+  // A 1x1 image at stride 3, kernel 4, padding 3: output 0 meets it with
+  // tap 3, output 1 with tap 0, and taps 1 and 2 never: not one run, left
+  // alone.
+  EXPECT_FALSE(cropDeadTaps({1, 1, 1, 1}, {1, 1, 4, 1}, {1, 1, 2, 1},
+                            std::vector<int64_t>{3, 1}.data(),
+                            std::vector<int64_t>{3, 0, 3, 0}.data(), nullptr,
+                            crop));
+}
+
+TEST(ConvolutionCrop, CroppedPassesMatchTheDefinition) {
+  // The dispatching kernels crop; im2col and oneDNN (in checkBothPaths)
+  // compute the uncropped geometry: all against the definition.
+  ScopedThreads threads(1);
+  // 1x1 image, 3x3 kernel: a pointwise conv once cropped.
+  checkBothPaths({{3, 32, 1, 1}, {24, 32, 3, 3}, {3, 24, 1, 1}, {1, 1},
+                  {1, 1, 1, 1}, {1, 1}, 1});
+  // 2x2 -> 1x1 at stride 2, and a 1x3 image padded 2 above and 0 below
+  // (only the bottom row of taps meets it).
+  checkBothPaths({{2, 32, 2, 2}, {16, 32, 3, 3}, {2, 16, 1, 1}, {2, 2},
+                  {1, 1, 1, 1}, {1, 1}, 1});
+  checkBothPaths({{2, 16, 1, 3}, {16, 16, 3, 3}, {2, 16, 1, 2}, {1, 2},
+                  {2, 1, 0, 1}, {1, 1}, 1});
+  // Depthwise on a 1x1 image (MobileNetV2's last stages).
+  checkBothPaths({{4, 32, 1, 1}, {32, 1, 3, 3}, {4, 32, 1, 1}, {1, 1},
+                  {1, 1, 1, 1}, {1, 1}, 32});
+  // With a bias, and the gradients by finite differences.
+  checkConv({{2, 4, 1, 1}, {3, 4, 3, 3}, {2, 3, 1, 1}, {1, 1}, {1, 1, 1, 1},
+             {1, 1}, 1},
+            true);
 }
 
 //===----------------------------------------------------------------------===//

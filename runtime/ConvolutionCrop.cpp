@@ -1,0 +1,89 @@
+//===- ConvolutionCrop.cpp - kernel taps that only ever see padding -------===//
+
+#include "runtime/ConvolutionCrop.h"
+
+namespace cleave::rt {
+
+bool cropDeadTaps(const Shape &xShape, const Shape &wShape,
+                  const Shape &yShape, const int64_t *strides,
+                  const int64_t *pads, const int64_t *dilations,
+                  ConvCrop &crop) {
+  if (xShape.rank != 4 || wShape.rank != 4 || yShape.rank != 4)
+    return false;
+  bool dead = false;
+  crop.wShape = wShape;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = xShape.dims[2 + d], out = yShape.dims[2 + d],
+            kernel = wShape.dims[2 + d];
+    int64_t stride = strides ? strides[d] : 1;
+    int64_t dilation = dilations ? dilations[d] : 1;
+    int64_t padBegin = pads ? pads[d] : 0, padEnd = pads ? pads[2 + d] : 0;
+    // Tap k is live when some output position puts it on the input.
+    int64_t lo = -1, hi = -1;
+    for (int64_t k = 0; k < kernel; ++k) {
+      bool live = false;
+      for (int64_t o = 0; o < out && !live; ++o) {
+        int64_t i = o * stride + k * dilation - padBegin;
+        live = i >= 0 && i < in;
+      }
+      if (!live)
+        continue;
+      if (lo < 0)
+        lo = k;
+      else if (hi != k)
+        return false; // a dead tap between live ones
+      hi = k + 1;
+    }
+    if (lo < 0)
+      return false; // nothing live: leave the degenerate case alone
+    int64_t newBegin = padBegin - lo * dilation;
+    // The end pad that keeps `out` positions: the last window's extent.
+    int64_t newEnd = (out - 1) * stride + (hi - lo - 1) * dilation + 1 - in -
+                     newBegin;
+    if (newBegin < 0 || newEnd < 0 || newEnd > padEnd)
+      return false;
+    dead |= lo > 0 || hi < kernel;
+    crop.lo[d] = lo;
+    crop.hi[d] = hi;
+    crop.pads[d] = newBegin;
+    crop.pads[2 + d] = newEnd;
+    crop.wShape.dims[2 + d] = hi - lo;
+  }
+  return dead;
+}
+
+// Both copies are plain loops: rows of a cropped kernel are a float or two,
+// for which std::copy's memmove call costs more than the copy.
+
+void cropWeight(const float *w, const Shape &wShape, const ConvCrop &crop,
+                float *wc) {
+  int64_t planes = wShape.dims[0] * wShape.dims[1];
+  int64_t kh = wShape.dims[2], kw = wShape.dims[3];
+  int64_t ch = crop.wShape.dims[2], cw = crop.wShape.dims[3];
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t r = 0; r < ch; ++r) {
+      const float *src = w + (p * kh + crop.lo[0] + r) * kw + crop.lo[1];
+      float *dst = wc + (p * ch + r) * cw;
+      for (int64_t c = 0; c < cw; ++c)
+        dst[c] = src[c];
+    }
+}
+
+void uncropWeight(const float *dwc, const ConvCrop &crop, float *dw,
+                  const Shape &wShape) {
+  int64_t planes = wShape.dims[0] * wShape.dims[1];
+  int64_t kh = wShape.dims[2], kw = wShape.dims[3];
+  int64_t ch = crop.wShape.dims[2], cw = crop.wShape.dims[3];
+  // One pass over dw, each element written once.
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t r = 0; r < kh; ++r) {
+      float *dst = dw + (p * kh + r) * kw;
+      int64_t cr = r - crop.lo[0];
+      const float *src =
+          cr >= 0 && cr < ch ? dwc + (p * ch + cr) * cw - crop.lo[1] : nullptr;
+      for (int64_t c = 0; c < kw; ++c)
+        dst[c] = src && c >= crop.lo[1] && c < crop.hi[1] ? src[c] : 0.0f;
+    }
+}
+
+} // namespace cleave::rt

@@ -1,0 +1,51 @@
+//===- ConvolutionCrop.h - kernel taps that only ever see padding -*- C++ -*-===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR). Where a convolution's
+// output is small against its kernel (a 3x3 kernel with padding 1 on a 1x1
+// image: the late layers of a CNN on small images), some kernel taps read
+// padding at every output position. They add nothing to y or dx and their
+// part of dw is zero, yet im2col and oneDNN compute them all (8 of 9 taps
+// for ResNet-18's last stage at 32x32). The same convolution with its
+// kernel cropped to the live taps, and its pads shifted to match, computes
+// the same sums without them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_CONVOLUTIONCROP_H
+#define CLEAVE_RUNTIME_CONVOLUTIONCROP_H
+
+#include "runtime/Shape.h"
+
+#include <cstdint>
+
+namespace cleave::rt {
+
+/// A 2-d convolution's kernel cropped to the taps that meet the input: the
+/// cropped weight shape, the pads that keep every live tap on the input
+/// positions it read before, and the taps kept per spatial dim, [lo, hi).
+struct ConvCrop {
+  Shape wShape;
+  int64_t pads[4] = {0, 0, 0, 0};
+  int64_t lo[2] = {0, 0};
+  int64_t hi[2] = {0, 0};
+};
+
+/// Whether the 2-d convolution (NCHW x, OIHW w) has dead taps to crop, and
+/// then its crop. No crop where no tap is dead, where the live taps of a
+/// dim are not one run, or where the shifted pads would be negative.
+bool cropDeadTaps(const Shape &xShape, const Shape &wShape,
+                  const Shape &yShape, const int64_t *strides,
+                  const int64_t *pads, const int64_t *dilations,
+                  ConvCrop &crop);
+
+/// wc = w's live taps ([O, I, kh, kw] -> the crop's [O, I, kh', kw']).
+void cropWeight(const float *w, const Shape &wShape, const ConvCrop &crop,
+                float *wc);
+
+/// dw = the cropped gradient dwc at the live taps, 0 at the dead ones.
+void uncropWeight(const float *dwc, const ConvCrop &crop, float *dw,
+                  const Shape &wShape);
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_CONVOLUTIONCROP_H
