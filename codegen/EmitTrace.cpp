@@ -66,9 +66,9 @@ std::string Emitter::traceBytes(Operation *op) {
     for (Value input : allReduce.getInputs())
       count += tensorType(input).getNumElements();
     std::string g = group(op);
-    return formatv("allReduceBytesSent({0}, {1}, groupSize({2}), "
-                   "groupRank({2}))",
-                   count, elementBytes(allReduce.getInputs()[0]), g);
+    return formatv("{3}({0}, {1}, groupSize({2}), groupRank({2}))", count,
+                   elementBytes(allReduce.getInputs()[0]), g,
+                   traits.allReduceBytesSent);
   }
   if (auto gather = dyn_cast<AllGatherOp>(op)) {
     std::string g = group(op);

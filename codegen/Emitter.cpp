@@ -208,10 +208,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
     (part ? part->local : names)[op->getResult(0)] = view;
     return success();
   }
-  // --trace: a slice around the op's calls (the cpu target's); a view
-  // makes no call.
+  // --trace: a slice around the op's calls; a view makes no call.
   auto reshape = dyn_cast<ReshapeOp>(op);
-  if (!traits.tracePoints || reluInGemm.contains(op) ||
+  if (reluInGemm.contains(op) ||
       (reshape && plan.root(reshape.getResult()) != reshape.getResult()))
     return emitOpCalls(op);
   std::string row =

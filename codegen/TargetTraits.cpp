@@ -19,9 +19,9 @@ static const TargetTraits kCpu = {
     /*readScalar=*/"{0}[0]",
     /*writeScalar=*/"{0}[0] = {1}",
     /*deviceMemory=*/false,
+    /*allReduceBytesSent=*/"allReduceBytesSent",
     /*stridedMatmuls=*/true,
     /*fusedBackwardSgd=*/true,
-    /*tracePoints=*/true,
     /*asyncHandOvers=*/true,
     /*gemmBiasEpilogue=*/false,
 };
@@ -32,16 +32,18 @@ static const TargetTraits kCuda = {
     "#include \"runtime/cuda/CudaCollectives.h\"\n"
     "#include \"runtime/cuda/CudaElementwise.cuh\"\n"
     "#include \"runtime/cuda/CudaKernels.h\"\n"
-    "#include \"runtime/cuda/CudaSupport.h\"\n",
+    "#include \"runtime/cuda/CudaSupport.h\"\n"
+    "#include \"runtime/CommVolume.h\"\n"
+    "#include \"runtime/Trace.h\"\n",
     /*runtimeNamespaces=*/"using namespace cleave::rt::cuda;\n",
     /*copyFunction=*/"copyN",
     /*fillFunction=*/"fillN",
     /*readScalar=*/"readScalar({0})",
     /*writeScalar=*/"writeScalar({0}, {1})",
     /*deviceMemory=*/true,
+    /*allReduceBytesSent=*/"ringAllReduceBytesSent",
     /*stridedMatmuls=*/false,
     /*fusedBackwardSgd=*/false,
-    /*tracePoints=*/false,
     /*asyncHandOvers=*/false,
     /*gemmBiasEpilogue=*/true,
 };

@@ -37,15 +37,18 @@ struct TargetTraits {
   /// driver reads its results, and main gives the driver the device's
   /// hooks.
   bool deviceMemory;
+  /// The runtime/CommVolume.h function that counts the bytes one rank
+  /// sends in an all-reduce (--trace): NCCL's is always a ring, the cpu
+  /// runtime's may be recursive doubling.
+  const char *allReduceBytesSent;
   /// The cpu runtime's own calls: matmulStrided, which reads transposed
   /// views in place (FusionPlan's planStridedMatmuls); linearBackwardSgd,
-  /// which cuBLAS has no counterpart of; the --trace points around each
-  /// call; hand-overs between pipeline stages that overlap compute
-  /// (sendAsync, startReceive; the cuda target's NCCL calls are
-  /// asynchronous on the communication stream already).
+  /// which cuBLAS has no counterpart of; hand-overs between pipeline
+  /// stages that overlap compute (sendAsync, startReceive; the cuda
+  /// target's NCCL calls are asynchronous on the communication stream
+  /// already).
   bool stridedMatmuls;
   bool fusedBackwardSgd;
-  bool tracePoints;
   bool asyncHandOvers;
   /// cuBLASLt's bias and bias-ReLU GEMM epilogues.
   bool gemmBiasEpilogue;

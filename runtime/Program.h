@@ -146,6 +146,12 @@ struct DeviceHooks {
   void (*download)(void *host, const void *device, int64_t bytes);
   /// Releases the device before the mesh shuts down.
   void (*stop)();
+  /// --trace's clock (runtime/Trace.h): records a mark on the compute
+  /// stream and returns its number; `traceMicroseconds` gives a mark's time
+  /// after the first one, waiting until the device has reached it. Null:
+  /// the host's clock.
+  int64_t (*traceMark)() = nullptr;
+  double (*traceMicroseconds)(int64_t mark) = nullptr;
 };
 
 struct Program {
@@ -175,7 +181,7 @@ struct Program {
   const IndexInputCheck *indexChecks = nullptr;
   int numIndexChecks = 0;
   /// The ops the step's trace points name (runtime/Trace.h); none: the
-  /// program cannot trace (the cuda target's).
+  /// step calls nothing to trace.
   const TraceOp *traceOps = nullptr;
   int numTraceOps = 0;
 };

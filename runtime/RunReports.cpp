@@ -93,8 +93,7 @@ std::string RunReports::logError() const {
 void RunReports::startSteps() {
   if (!options.trace.empty()) {
     if (!program.traceOps)
-      failRun("--trace: this program has no trace points (the cuda target "
-              "does not trace yet); trace the cpu target's program");
+      failRun("--trace: this program's step calls nothing to trace");
     if (options.traceFirst >= options.steps || options.traceLast <= firstStep)
       failRun("--trace-steps " + std::to_string(options.traceFirst) + ":" +
               std::to_string(options.traceLast) +

@@ -24,7 +24,8 @@ struct Slice {
   /// The op's row in the program's table; -1: the step itself.
   int op, microbatch;
   int64_t step, bytes;
-  double startUs, endUs;
+  /// Marks of the trace clock (mark()); end -1: not closed.
+  int64_t start, end;
 };
 
 struct Tracer {
@@ -37,15 +38,41 @@ struct Tracer {
   /// The communication thread's slices (it appends, under the mutex).
   std::vector<Slice> communication;
   std::mutex communicationMutex;
-
-  double now() const {
-    return std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now() - origin)
-        .count();
-  }
+  /// The host clock's marks: microseconds since `origin`.
+  std::vector<double> hostTimes;
+  std::mutex clockMutex;
 };
 
 Tracer tracer;
+
+/// The device's clock (events on its compute stream: the cuda target), or
+/// none (the host's).
+const DeviceHooks *deviceClock() {
+  const DeviceHooks *device = tracer.program ? tracer.program->device : nullptr;
+  return device && device->traceMark ? device : nullptr;
+}
+
+/// Now, as a mark whose time microseconds() gives. On the device the mark
+/// is when the compute stream reaches this point of its work.
+int64_t mark() {
+  if (const DeviceHooks *device = deviceClock())
+    return device->traceMark();
+  double us = std::chrono::duration<double, std::micro>(
+                  std::chrono::steady_clock::now() - tracer.origin)
+                  .count();
+  std::lock_guard<std::mutex> lock(tracer.clockMutex);
+  tracer.hostTimes.push_back(us);
+  return static_cast<int64_t>(tracer.hostTimes.size()) - 1;
+}
+
+/// A mark's time in microseconds since tracing started (a device mark's
+/// once the device has reached it: this waits for it).
+double microseconds(int64_t mark) {
+  if (const DeviceHooks *device = deviceClock())
+    return device->traceMicroseconds(mark);
+  std::lock_guard<std::mutex> lock(tracer.clockMutex);
+  return tracer.hostTimes[mark];
+}
 
 bool distributed() {
   return tracer.program && tracer.program->mesh.numAxes > 0;
@@ -64,10 +91,11 @@ int64_t peerRank(int64_t rank, int axis, int stage) {
 /// One slice as a trace event on thread `tid` (followed by a comma).
 std::string eventOf(const Slice &s, int64_t rank, int tid) {
   char number[160];
+  double start = microseconds(s.start);
   std::snprintf(number, sizeof(number),
                 ",\"pid\":%lld,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
-                static_cast<long long>(rank), tid, s.startUs,
-                s.endUs - s.startUs);
+                static_cast<long long>(rank), tid, start,
+                microseconds(s.end) - start);
   std::string args = "\"step\":" + std::to_string(s.step);
   std::string name, category;
   if (s.op < 0) {
@@ -99,7 +127,7 @@ std::string eventOf(const Slice &s, int64_t rank, int tid) {
 std::string eventsOf(int64_t rank) {
   std::string out;
   for (const Slice &s : tracer.slices)
-    if (s.endUs >= s.startUs)
+    if (s.end >= 0)
       out += eventOf(s, rank, 0);
   std::lock_guard<std::mutex> lock(tracer.communicationMutex);
   for (const Slice &s : tracer.communication)
@@ -115,9 +143,9 @@ std::function<void()> traceCommunication(std::function<void()> task) {
   const Slice &in = tracer.slices[tracer.open.back()];
   Slice slice{in.op, in.microbatch, tracer.step, -1, 0, 0};
   return [task = std::move(task), slice]() mutable {
-    slice.startUs = tracer.now();
+    slice.start = mark();
     task();
-    slice.endUs = tracer.now();
+    slice.end = mark();
     std::lock_guard<std::mutex> lock(tracer.communicationMutex);
     tracer.communication.push_back(slice);
   };
@@ -125,8 +153,7 @@ std::function<void()> traceCommunication(std::function<void()> task) {
 
 void traceBegin(int op, int microbatch) {
   tracer.open.push_back(tracer.slices.size());
-  double t = tracer.now();
-  tracer.slices.push_back({op, microbatch, tracer.step, -1, t, -1});
+  tracer.slices.push_back({op, microbatch, tracer.step, -1, mark(), -1});
 }
 
 void traceEnd(int op, int64_t bytes) {
@@ -136,7 +163,7 @@ void traceEnd(int op, int64_t bytes) {
     Slice &slice = tracer.slices[tracer.open[i]];
     if (slice.op != op)
       continue;
-    slice.endUs = tracer.now();
+    slice.end = mark();
     slice.bytes = bytes;
     tracer.open.erase(tracer.open.begin() + i);
     return;
@@ -153,6 +180,8 @@ void startTracing(const Program &program, int64_t first, int64_t last) {
     allReduceSum(&token, 1, DType::I64, allAxes(program.mesh));
   }
   tracer.origin = std::chrono::steady_clock::now();
+  // The device clock's times count from its first mark.
+  mark();
 }
 
 void traceStepBegin(int64_t step) {
@@ -198,6 +227,10 @@ bool writeTrace(const std::string &path, std::string &error) {
       return true;
   }
   std::string text = "{\"traceEvents\":[\n";
+  const char *stepTrack =
+      deviceClock() ? "compute stream (kernels, and the collectives it waits "
+                      "for)"
+                    : "step (compute and blocking communication)";
   for (int64_t r = 0; r < ranks; ++r) {
     std::string label = "rank " + std::to_string(r);
     text +=
@@ -205,8 +238,7 @@ bool writeTrace(const std::string &path, std::string &error) {
         ",\"tid\":0,\"args\":{\"name\":" + jsonString(label.c_str()) + "}},\n";
     text +=
         "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(r) +
-        ",\"tid\":0,\"args\":{\"name\":\"step (compute and blocking "
-        "communication)\"}},\n";
+        ",\"tid\":0,\"args\":{\"name\":" + jsonString(stepTrack) + "}},\n";
     text += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" +
             std::to_string(r) +
             ",\"tid\":1,\"args\":{\"name\":\"communication thread "

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cleave::rt::cuda {
 
@@ -46,6 +47,8 @@ struct DeviceState {
   char *kernelScratch = nullptr;
   int64_t kernelScratchBytes = 0;
   int64_t kernelScratchTop = 0;
+  /// --trace's marks: events on the compute stream, the first the origin.
+  std::vector<cudaEvent_t> traceEvents;
 };
 DeviceState state;
 
@@ -163,9 +166,32 @@ void download(void *host, const void *device, int64_t bytes) {
   CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
 }
 
+/// A trace mark: an event recorded where the compute stream now is (its
+/// time is when the GPU gets there, not when the host queues it).
+int64_t traceMark() {
+  cudaEvent_t event;
+  CLEAVE_CUDA_CHECK(cudaEventCreate(&event));
+  CLEAVE_CUDA_CHECK(cudaEventRecord(event, state.compute));
+  state.traceEvents.push_back(event);
+  return static_cast<int64_t>(state.traceEvents.size()) - 1;
+}
+
+/// A mark's time after the first mark, in microseconds (CUDA gives
+/// milliseconds at about half a microsecond's resolution).
+double traceMicroseconds(int64_t mark) {
+  cudaEvent_t event = state.traceEvents[mark];
+  CLEAVE_CUDA_CHECK(cudaEventSynchronize(event));
+  float ms = 0;
+  CLEAVE_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, state.traceEvents.front(), event));
+  return ms * 1000.0;
+}
+
 void stop() {
   CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.compute));
   CLEAVE_CUDA_CHECK(cudaStreamSynchronize(state.comm));
+  for (cudaEvent_t event : state.traceEvents)
+    CLEAVE_CUDA_CHECK(cudaEventDestroy(event));
   destroyCommunicators();
   CLEAVE_CUBLAS_CHECK(cublasDestroy(state.cublas));
   CLEAVE_CUBLAS_CHECK(cublasLtDestroy(state.cublasLt));
@@ -224,8 +250,9 @@ DeviceScratch::DeviceScratch(int64_t bytes) {
 DeviceScratch::~DeviceScratch() { state.kernelScratchTop = previousTop_; }
 
 const DeviceHooks &cudaDeviceHooks() {
-  static const DeviceHooks hooks{start,  reserve,  allocateHost, freeHost,
-                                 upload, download, stop};
+  static const DeviceHooks hooks{start,    reserve,  allocateHost,
+                                 freeHost, upload,   download,
+                                 stop,     traceMark, traceMicroseconds};
   return hooks;
 }
 

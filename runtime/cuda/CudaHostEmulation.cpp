@@ -22,6 +22,7 @@
 #include <nccl.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,14 +99,36 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
   return cudaSuccess;
 }
+// Work runs when it is enqueued: an event happens when it is recorded, and
+// holds the host's time then (what --trace reads).
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
-  *event = newHandle<cudaEvent_t>();
+  *event = reinterpret_cast<cudaEvent_t>(
+      new std::chrono::steady_clock::time_point());
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-// Work runs when it is enqueued: every event has happened.
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, 0);
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  *reinterpret_cast<std::chrono::steady_clock::time_point *>(event) =
+      std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
 cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                 cudaEvent_t end) {
+  using TimePoint = std::chrono::steady_clock::time_point;
+  *ms = std::chrono::duration<float, std::milli>(
+            *reinterpret_cast<TimePoint *>(end) -
+            *reinterpret_cast<TimePoint *>(start))
+            .count();
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete reinterpret_cast<std::chrono::steady_clock::time_point *>(event);
+  return cudaSuccess;
+}
 
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
   *pointer = hostAllocate(bytes);

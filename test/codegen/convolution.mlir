@@ -20,7 +20,7 @@
 // CPU: avgPoolGrad([[AP]], Shape{2, 4, 3, 3}, pool2_grad_kernel, pool2_grad_strides, pool2_grad_pads, false, pool2_grad, Shape{2, 4, 6, 6});  // pool2_grad
 
 // CUDA-LABEL: static void stepPart(
-// CUDA-NOT: CLEAVE_TRACE_BEGIN
+// CUDA: CLEAVE_TRACE_BEGIN(rows[0], microbatch);
 // CUDA: conv(x, Shape{2, 1, 6, 6}, w, Shape{4, 1, 3, 3}, b, conv1_strides, conv1_pads, conv1_dilations, 1, conv1, Shape{2, 4, 6, 6});  // conv1
 // CUDA: convGradWeight(dy, Shape{2, 4, 6, 6}, x, Shape{2, 1, 6, 6}, conv1_dw_strides, conv1_dw_pads, conv1_dw_dilations, 1, conv1_dw, Shape{4, 1, 3, 3});  // conv1_dw
 module {

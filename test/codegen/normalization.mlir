@@ -12,12 +12,14 @@
 // CPU: layerNormGrad(dy, x, Shape{4, 8}, 1, g, [[MEAN]], [[INV]], ln_grad_0, ln_grad_1, ln_grad_2);  // ln_grad
 // CPU: softmaxGrad([[P]], dy, Shape{4, 8}, 1, false, sm_grad);  // sm_grad
 
+// The cuda target's trace points are the cpu target's (CUDA events).
 // CUDA-LABEL: static void stepPart(
-// CUDA-NOT: CLEAVE_TRACE_BEGIN
-// CUDA: layerNorm(x, Shape{4, 8}, 1, g, b, 9.999999747e-06f, ln_0, ln_1, ln_2);  // ln
-// CUDA-NEXT: softmax(ln_0, Shape{4, 8}, 1, false, sm);  // sm
-// CUDA-NEXT: layerNormGrad(dy, x, Shape{4, 8}, 1, g, ln_1, ln_2, ln_grad_0, ln_grad_1, ln_grad_2);  // ln_grad
-// CUDA-NEXT: softmaxGrad(sm, dy, Shape{4, 8}, 1, false, sm_grad);  // sm_grad
+// CUDA: CLEAVE_TRACE_BEGIN(rows[0], microbatch);
+// CUDA-NEXT: layerNorm(x, Shape{4, 8}, 1, g, b, 9.999999747e-06f, ln_0, ln_1, ln_2);  // ln
+// CUDA-NEXT: CLEAVE_TRACE_END(rows[0], -1);
+// CUDA: softmax(ln_0, Shape{4, 8}, 1, false, sm);  // sm
+// CUDA: layerNormGrad(dy, x, Shape{4, 8}, 1, g, ln_1, ln_2, ln_grad_0, ln_grad_1, ln_grad_2);  // ln_grad
+// CUDA: softmaxGrad(sm, dy, Shape{4, 8}, 1, false, sm_grad);  // sm_grad
 module {
   func.func @step(%x: tensor<4x8xf32> {cleave.input = "x"},
                   %g: tensor<8xf32> {cleave.param = "g"},

@@ -14,7 +14,8 @@
 # against PyTorch (compare.py) and against the single-rank cpu run
 # (compare_runs.py), gathered parameters and optimizer state included, every
 # replicated tensor bitwise identical on all ranks. Given 2 GPUs, a rank
-# frozen mid-run must make the other abort the job (the NCCL watchdog).
+# frozen mid-run must make the other abort the job (the NCCL watchdog), and
+# a --trace of the pipelined GPT (CUDA events) must nest and match its plan.
 #
 # Prints one PASS or FAIL line per run and exits 1 if any failed. Keep the
 # work directory it prints when reporting a failure.
@@ -131,6 +132,26 @@ run_model gpt "--optimizer adamw --lr 0.01 --eps 1e-6 --batch 4" \
 run_pipeline mlp "--input-shape batch=8 --optimizer sgd --lr 0.05 --momentum 0.9" 2
 run_pipeline cnn "--optimizer sgd --lr 0.05 --momentum 0.9" 1 --param-atol 1e-7
 run_pipeline gpt "--optimizer adamw --lr 0.01 --eps 1e-6" 2
+
+# --trace on the GPU: slices timed by CUDA events on the compute stream
+# (test/cuda/trace-emulation.test checks the same in the host emulation):
+# nested in their steps, the pipeline's collectives as planned, with the
+# bytes the program counts.
+if [[ "$gpus" -ge 2 ]]; then
+  check gpt-cuda-trace-plan "$cleave" plan "$work/gpt/model.onnx" \
+    --cluster dgx-a100-80g --ranks 2 --global-batch 4 --mesh pp=2 \
+    --pipeline pp --microbatches 2 --optimizer adamw --lr 0.01 --eps 1e-6 \
+    --json "$work/gpt/plan.json"
+  check gpt-cuda-trace-run "${mpirun[@]}" -np 2 "$work/gpt/pipeline" \
+    --data "$work/gpt/data" --steps 4 --quiet --trace "$work/gpt/trace.json" \
+    --trace-steps 1:3 --print-comm
+  check gpt-cuda-trace-check bash -c "$python '$root/test/report/Inputs/check_trace.py' \
+    '$work/gpt/trace.json' '$work/gpt/plan.json' '$work/gpt-cuda-trace-run.log' \
+    | tee /dev/stderr | grep -q 'partly overlapping: 0, outside their step: 0' && \
+    $python '$root/test/report/Inputs/check_trace.py' '$work/gpt/trace.json' \
+    '$work/gpt/plan.json' '$work/gpt-cuda-trace-run.log' \
+    | grep -q 'match the plan: True; bytes match --print-comm: True'"
+fi
 
 # The NCCL watchdog: a rank frozen mid-run (SIGSTOP) leaves its peer's step
 # waiting in NCCL; after --collective-timeout the peer aborts the job,
