@@ -21,9 +21,11 @@ The bubble: one rank running the same micro-batches (gradient
 accumulation) does twice a stage's work; the share of a pipelined step
 beyond half of that is the bubble (with the transfers), next to the
 schedule's ideal (p - 1) / (m V + p - 1). Each pipelined run is also
-traced for one step (`--trace`), and each stage's idle share of that step
+traced (`--trace`), and each stage's idle share of that step
 (no compute slice running: the bubble and the waits for hand-overs, as
-its timeline shows them) is listed per stage.
+its timeline shows them) is listed per stage (steps 2-4 traced), and that idle time over the
+stage's compute time next to (p - 1) / (m V), the bubble fraction of
+Narayanan et al. (2021) (V = 1 for GPipe and 1F1B).
 
 All train with SGD (lr 0.01) on synthetic data, the same global batch,
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 and the same OpenBLAS; seconds
@@ -87,8 +89,8 @@ def export_deep_mlp(layers, width, batch, path):
 
 
 def compile_and_time(model, flags, ranks, steps, batch, work, name):
-    """Seconds per step, and with stages each stage's idle share of a
-    traced step (None without)."""
+    """Seconds per step, and with stages each stage's idle share of three
+    traced steps and its idle over compute time (None without)."""
     binary = os.path.join(work, name)
     subprocess.run([os.path.join(ROOT, "build", "bin", "cleave"), "compile",
                     model, "--optimizer", "sgd", "--lr", str(bench.LR),
@@ -104,28 +106,33 @@ def compile_and_time(model, flags, ranks, steps, batch, work, name):
     if "--pipeline" not in flags:
         return seconds, None
     trace = os.path.join(work, name + ".trace.json")
-    subprocess.run([binary, "--synthetic", "--steps", "3", "--quiet",
-                    "--trace", trace, "--trace-steps", "2:3"],
+    subprocess.run([binary, "--synthetic", "--steps", "5", "--quiet",
+                    "--trace", trace, "--trace-steps", "2:5"],
                    env=environment(), check=True)
     return seconds, idle_by_rank(trace)
 
 
 def idle_by_rank(trace):
-    """Each rank's share of its traced step spent in no compute slice
-    (forward, backward, update, other): the bubble and the waits for
-    hand-overs, as the timeline shows them."""
+    """Per rank, from its traced step: the share of the step spent in no
+    compute slice (forward, backward, update, other: the bubble and the
+    waits for hand-overs, as the timeline shows them), and that idle time
+    over the rank's compute time, Megatron's bubble fraction, whose ideal
+    is (p - 1) / (m V)."""
     with open(trace) as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    idle = {}
+    # Summed over the traced steps: (step time, compute time) per rank.
+    totals = {}
     for step in (e for e in events if e.get("cat") == "step"):
         busy = sum(e["dur"] for e in events
                    if e.get("ph") == "X" and e["pid"] == step["pid"]
                    and e.get("cat") in ("forward", "backward", "update",
                                         "other")
                    and step["ts"] <= e["ts"] <= step["ts"] + step["dur"])
-        idle[step["pid"]] = 1 - busy / step["dur"]
-    return [idle[rank] for rank in sorted(idle)]
+        span, work = totals.get(step["pid"], (0, 0))
+        totals[step["pid"]] = (span + step["dur"], work + busy)
+    return [(1 - work / span, (span - work) / work)
+            for span, work in (totals[rank] for rank in sorted(totals))]
 
 
 def main():
@@ -145,24 +152,20 @@ def main():
         export_deep_mlp(opts.layers, opts.width, opts.batch, model)
         stages = ["--mesh", "pp=2", "--pipeline", "pp"]
         micro = ["--microbatches", str(m)]
-        # (label, flags, ranks, ideal bubble: the share of a stage's step
-        # it waits, (p - 1) / (m V + p - 1); None: not a pipeline)
+        # (label, flags, ranks, chunks per stage V; None: not a pipeline)
         runs = [("single", [], 1, None),
                 (f"single, {m} micro-batches", micro, 1, None),
                 ("pp=2", stages, 2, None),
-                (f"pp=2, {m} micro-batches, GPipe", stages + micro, 2,
-                 (p - 1) / (m + p - 1)),
+                (f"pp=2, {m} micro-batches, GPipe", stages + micro, 2, 1),
                 (f"pp=2, {m} micro-batches, 1F1B",
-                 stages + micro + ["--pipeline-schedule", "1f1b"], 2,
-                 (p - 1) / (m + p - 1)),
+                 stages + micro + ["--pipeline-schedule", "1f1b"], 2, 1),
                 (f"pp=2, {m} micro-batches, interleaved V={v}",
                  stages + micro + ["--pipeline-schedule", "interleaved",
-                                   "--virtual-stages", str(v)], 2,
-                 (p - 1) / (m * v + p - 1))]
-        for i, (label, flags, ranks, ideal) in enumerate(runs):
+                                   "--virtual-stages", str(v)], 2, v)]
+        for i, (label, flags, ranks, chunks) in enumerate(runs):
             seconds, idle = compile_and_time(model, flags, ranks, opts.steps,
                                              opts.batch, work, f"run{i}")
-            rows.append((label, ranks, seconds, ideal, idle))
+            rows.append((label, ranks, seconds, chunks, idle))
             print(f"{label}: {seconds * 1e3:.1f} ms/step", file=sys.stderr)
     single = rows[0][2]
     # A stage's work is half of one rank running the same micro-batches;
@@ -170,15 +173,20 @@ def main():
     work_per_stage = rows[1][2] / p
     if opts.markdown:
         print("| configuration | ranks | ms/step | speed vs single | "
-              "bubble measured | bubble ideal | idle per stage (trace) |")
-        print("|---|---:|---:|---:|---:|---:|---|")
-    for label, ranks, seconds, ideal, idle in rows:
-        bubble = ["", "", ""]
-        if ideal is not None:
+              "bubble measured | bubble ideal | idle per stage (trace) | "
+              "idle / compute per stage (trace) | (p-1)/(mV) |")
+        print("|---|---:|---:|---:|---:|---:|---|---|---:|")
+    for label, ranks, seconds, chunks, idle in rows:
+        bubble = ["", "", "", "", ""]
+        if chunks is not None:
+            # The share of the step (p - 1) / (m V + p - 1), and over the
+            # compute time (p - 1) / (m V) (Megatron's bubble fraction).
             bubble = [f"{100 * (1 - work_per_stage / seconds):.0f}%",
-                      f"{100 * ideal:.0f}%", ""]
+                      f"{100 * (p - 1) / (m * chunks + p - 1):.0f}%", "", "",
+                      f"{100 * (p - 1) / (m * chunks):.1f}%"]
         if idle is not None:
-            bubble[2] = " / ".join(f"{100 * share:.0f}%" for share in idle)
+            bubble[2] = " / ".join(f"{100 * share:.0f}%" for share, _ in idle)
+            bubble[3] = " / ".join(f"{100 * ratio:.1f}%" for _, ratio in idle)
         cells = [label, str(ranks), f"{seconds * 1e3:.1f}",
                  f"{single / seconds:.2f}x", *bubble]
         print(("| " + " | ".join(cells) + " |") if opts.markdown
@@ -188,7 +196,9 @@ def main():
           f"{opts.batch}, one thread per rank, OpenBLAS from "
           f"{bench.OPENBLAS_DIR}. Bubble measured: 1 - (one rank with the "
           f"same micro-batches / 2) / the step. Idle per stage: the share of a "
-          f"traced step (--trace) each stage spends in no compute slice.")
+          f"traced step (--trace) each stage spends in no compute slice; "
+          f"idle / compute: that time over the stage's compute time, against "
+          f"(p-1)/(mV) (V = 1 but for interleaved).")
     return 0
 
 
