@@ -581,9 +581,15 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     m + 1 while the next stage works on m (GPipe's schedule, unrolled).
     A sum of GEMM results that nothing else reads (a weight gradient)
     becomes a chain instead: each micro-batch's GEMM adds the previous
-    one's result (`c`, beta 1), in its buffer. Every micro-batch's
-    activations are kept for its backward pass. The axis then leaves the
-    module's mesh (which loses the attribute when no axis remains).
+    one's result (`c`, beta 1), in its buffer. A training-mode
+    `cleave.batch_norm` of a batch split over the axis normalizes each
+    micro-batch with its own statistics and chains the running
+    statistics: micro-batch m + 1's copy reads the `new_running_mean` and
+    `new_running_var` of m's, and the step returns the last copy's (PyTorch's
+    gradient-accumulation loop; `OpShardingRule::statisticsFactor`). Every
+    micro-batch's activations are kept for its backward pass. The axis
+    then leaves the module's mesh (which loses the attribute when no axis
+    remains).
 
     Errors: another collective over the axis (data moving between
     micro-batches), an `all_slice` with the axis not innermost, and a step
