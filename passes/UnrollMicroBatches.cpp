@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FunctionAttributes.h"
 #include "passes/Passes.h"
 #include "passes/TrainingStep.h"
 
@@ -173,9 +174,10 @@ Operation *Unroller::indexForMicroBatch(OpBuilder &b, AxisIndexOp op,
 }
 
 LogicalResult Unroller::splitInputs(OpBuilder &b) {
+  FunctionAttributes argAttrs(func, FunctionAttributes::Arguments);
   for (BlockArgument arg : body.getArguments()) {
-    auto sharding = func.getArgAttrOfType<ShardingAttr>(
-        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    auto sharding = dyn_cast_or_null<ShardingAttr>(
+        argAttrs.get(arg.getArgNumber(), CleaveDialect::kShardingAttrName));
     if (!sharding)
       continue;
     std::optional<int64_t> dim;
@@ -192,8 +194,8 @@ LogicalResult Unroller::splitInputs(OpBuilder &b) {
                << arg.getArgNumber() << " innermost";
       dim = d;
     }
-    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
-                    withoutAxis(sharding, axis));
+    argAttrs.set(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                 withoutAxis(sharding, axis));
     if (!dim)
       continue;
     // The argument becomes this rank's whole batch; each micro-batch reads
@@ -315,6 +317,15 @@ LogicalResult Unroller::run() {
       numPhases = std::max(numPhases, phase + 1);
     } else if (auto norm = dyn_cast<BatchNormOp>(op);
                norm && norm.getTraining() && dependsOnBatch) {
+      // One value per channel has no variance to normalize by (PyTorch
+      // refuses it in training too).
+      auto input = norm.getInput().getType();
+      if (input.getNumElements() == input.getDimSize(1))
+        return op->emitOpError("normalizes ")
+               << input.getDimSize(0)
+               << " row per micro-batch, one value per channel, which has "
+                  "no batch statistics to train with; use fewer "
+                  "--microbatches (a micro-batch of at least 2 rows)";
       // Only the normalized batch differs; the running statistics are the
       // chain's end, read after every copy ran (in the next phase).
       varies.insert(norm.getY());
@@ -429,11 +440,12 @@ LogicalResult Unroller::run() {
   // Arguments may have grown (whole batches); results keep their types.
   func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                  func.getResultTypes()));
+  FunctionAttributes resultAttrs(func, FunctionAttributes::Results);
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (auto sharding = func.getResultAttrOfType<ShardingAttr>(
-            i, CleaveDialect::kShardingAttrName))
-      func.setResultAttr(i, CleaveDialect::kShardingAttrName,
-                         withoutAxis(sharding, axis));
+    if (auto sharding = dyn_cast_or_null<ShardingAttr>(
+            resultAttrs.get(i, CleaveDialect::kShardingAttrName)))
+      resultAttrs.set(i, CleaveDialect::kShardingAttrName,
+                      withoutAxis(sharding, axis));
   return success();
 }
 
