@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
+
 namespace mlir::cleave {
 
 // The kernels of runtime/KernelApi.inc, read from it at build time
@@ -65,8 +67,14 @@ CppNames::CppNames() {
 std::string CppNames::unique(llvm::StringRef base) {
   std::string name = cppIdentifier(base);
   std::string candidate = name;
-  for (int i = 1; !used.insert(candidate).second; ++i)
+  // Names are never released, so the suffixes below the last one this
+  // base got are still taken: start after it (linear, not quadratic, in
+  // the uses of one base such as "add").
+  int &next = nextSuffix[name];
+  for (int i = std::max(next, 1); !used.insert(candidate).second; ++i) {
     candidate = name + "_" + std::to_string(i);
+    next = i + 1;
+  }
   return candidate;
 }
 

@@ -4,6 +4,7 @@
 #define CLEAVE_CODEGEN_CPPNAMES_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <string>
@@ -21,6 +22,8 @@ public:
 
 private:
   llvm::StringSet<> used;
+  /// Per base, the suffix to try first.
+  llvm::StringMap<int> nextSuffix;
 };
 
 } // namespace mlir::cleave

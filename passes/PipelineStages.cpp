@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FunctionAttributes.h"
 #include "passes/Passes.h"
 #include "passes/PipelineSchedule.h"
 #include "passes/TrainingStep.h"
@@ -656,14 +657,16 @@ LogicalResult StageAssigner::run() {
   // Where the runtime finds each tensor: parameters and state in their
   // stage (the first one when nothing reads them), results where computed.
   Builder builder(func.getContext());
+  FunctionAttributes argAttrs(func, FunctionAttributes::Arguments);
   for (BlockArgument arg : body.getArguments())
     if (isParamOrState(arg))
-      func.setArgAttr(arg.getArgNumber(), CleaveDialect::kStageAttrName,
-                      builder.getI64IntegerAttr(rankOf(home.lookup(arg))));
+      argAttrs.set(arg.getArgNumber(), CleaveDialect::kStageAttrName,
+                   builder.getI64IntegerAttr(rankOf(home.lookup(arg))));
+  FunctionAttributes resultAttrs(func, FunctionAttributes::Results);
   for (auto [i, value] : llvm::enumerate(ret.getOperands()))
     if (std::optional<int64_t> at = producedAt(value))
-      func.setResultAttr(i, CleaveDialect::kStageAttrName,
-                         builder.getI64IntegerAttr(rankOf(*at)));
+      resultAttrs.set(i, CleaveDialect::kStageAttrName,
+                      builder.getI64IntegerAttr(rankOf(*at)));
   return success();
 }
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FunctionAttributes.h"
 #include "passes/Passes.h"
 #include "passes/ShardingRules.h"
 
@@ -332,6 +333,8 @@ ShardingAttr Propagator::shardingOf(Value value) {
 
 void Propagator::materialize(func::FuncOp func, bool report) {
   MLIRContext *context = func.getContext();
+  std::optional<FunctionAttributes> argAttrs(std::in_place, func,
+                                             FunctionAttributes::Arguments);
   for (BlockArgument arg : func.getArguments()) {
     ShardingAttr sharding = shardingOf(arg);
     if (auto it = forbidden.find(arg); it != forbidden.end())
@@ -339,10 +342,11 @@ void Propagator::materialize(func::FuncOp func, bool report) {
                                    ArrayAttr::get(context, SmallVector<Attribute>(
                                        it->second.begin(), it->second.end())),
                                    sharding.getPartial());
-    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
-                    sharding);
-    func.removeArgAttr(arg.getArgNumber(), kPriorityAttrName);
+    argAttrs->set(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                  sharding);
+    argAttrs->remove(arg.getArgNumber(), kPriorityAttrName);
   }
+  argAttrs.reset();
   // What each value really is: an op produces the sharding its rule
   // gives (a dimension its rule maps to no factor comes out whole), which
   // may differ from what propagation wished for the value.
@@ -412,16 +416,17 @@ void Propagator::materialize(func::FuncOp func, bool report) {
   llvm::DenseMap<Value, Value> updateTarget;
   for (const Tie &tie : updateTies)
     updateTarget[tie.values[0]] = tie.values[1];
+  FunctionAttributes resultAttrs(func, FunctionAttributes::Results);
   for (unsigned i = 0; i < terminator->getNumOperands(); ++i) {
     Value value = terminator->getOperand(i);
-    auto update = func.getResultAttrOfType<StringAttr>(
-        i, CleaveDialect::kUpdateAttrName);
+    auto update = dyn_cast_or_null<StringAttr>(
+        resultAttrs.get(i, CleaveDialect::kUpdateAttrName));
     ShardingAttr required = ShardingAttr::getReplicated(
         context, cast<ShapedType>(value.getType()).getRank());
     if (update && updateTarget.count(value))
       required = shardingOf(updateTarget[value]);
     reshardOperand(terminator, i, required);
-    func.setResultAttr(i, CleaveDialect::kShardingAttrName, required);
+    resultAttrs.set(i, CleaveDialect::kShardingAttrName, required);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "passes/ShardingHints.h"
 
 #include "dialects/cleave/CleaveOps.h"
+#include "passes/FunctionAttributes.h"
 #include "passes/TransformerBlocks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -171,6 +172,23 @@ std::string escapeGlob(StringRef name) {
   return escaped;
 }
 
+/// The one name `pattern` matches when it has no wildcard (a literal, or
+/// one escaped by escapeGlob); none for a real glob.
+std::optional<std::string> literalGlob(StringRef pattern) {
+  std::string literal;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      literal += pattern[++i];
+      continue;
+    }
+    if (StringRef("*?[]{}\\").contains(c))
+      return std::nullopt;
+    literal += c;
+  }
+  return literal;
+}
+
 bool isOptimizerState(StringRef name) {
   return name.ends_with(".momentum_buffer") || name.ends_with(".exp_avg") ||
          name.ends_with(".exp_avg_sq");
@@ -307,32 +325,29 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
                                              ArrayRef<ShardingHint> hints) {
   MLIRContext *context = func.getContext();
   auto named = namedArguments(func);
-  // The strongest hint per argument.
-  llvm::DenseMap<BlockArgument, const ShardingHint *> chosen;
+  // A preset gives one literal hint per tensor: found by name, not by
+  // matching every hint against every tensor (quadratic in the model).
+  llvm::StringMap<SmallVector<unsigned, 1>> byName;
+  for (auto [index, entry] : llvm::enumerate(named))
+    byName[entry.second].push_back(index);
+  // The strongest hint per named argument.
+  SmallVector<const ShardingHint *> chosen(named.size(), nullptr);
   for (const ShardingHint &hint : hints) {
-    auto glob = llvm::GlobPattern::create(hint.pattern);
-    if (!glob)
-      return fail("sharding hint '" + formatShardingHint(hint) + "' (" +
-                  hint.origin + "): bad glob: " +
-                  llvm::toString(glob.takeError()));
-    bool matched = false;
-    for (auto [arg, name] : named) {
-      if (!glob->match(name))
-        continue;
-      matched = true;
-      const ShardingHint *&current = chosen[arg];
-      if (current && current->priority == hint.priority &&
-          current->dims != hint.dims)
-        return fail("conflicting sharding hints of equal priority " +
-                    Twine(hint.priority) + " for '" + name + "': '" +
-                    formatShardingHint(*current) + "' (" + current->origin +
-                    ") and '" + formatShardingHint(hint) + "' (" +
-                    hint.origin +
-                    "); give one a lower priority with @N or remove one");
-      if (!current || hint.priority < current->priority)
-        current = &hint;
+    SmallVector<unsigned, 1> matches;
+    if (std::optional<std::string> literal = literalGlob(hint.pattern)) {
+      if (auto it = byName.find(*literal); it != byName.end())
+        matches = it->second;
+    } else {
+      auto glob = llvm::GlobPattern::create(hint.pattern);
+      if (!glob)
+        return fail("sharding hint '" + formatShardingHint(hint) + "' (" +
+                    hint.origin + "): bad glob: " +
+                    llvm::toString(glob.takeError()));
+      for (auto [index, entry] : llvm::enumerate(named))
+        if (glob->match(entry.second))
+          matches.push_back(index);
     }
-    if (!matched) {
+    if (matches.empty()) {
       std::string known;
       for (auto [arg, name] : named)
         known += (known.empty() ? "" : ", ") + name.str();
@@ -340,12 +355,26 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
                   hint.origin + ") names no tensor of the model (tensors: " +
                   known + ")");
     }
+    for (unsigned index : matches) {
+      const ShardingHint *&current = chosen[index];
+      if (current && current->priority == hint.priority &&
+          current->dims != hint.dims)
+        return fail("conflicting sharding hints of equal priority " +
+                    Twine(hint.priority) + " for '" + named[index].second +
+                    "': '" + formatShardingHint(*current) + "' (" +
+                    current->origin + ") and '" + formatShardingHint(hint) +
+                    "' (" + hint.origin +
+                    "); give one a lower priority with @N or remove one");
+      if (!current || hint.priority < current->priority)
+        current = &hint;
+    }
   }
-  for (auto [arg, hint] : chosen) {
-    StringRef name;
-    for (auto [a, n] : named)
-      if (a == arg)
-        name = n;
+  FunctionAttributes attributes(func, FunctionAttributes::Arguments);
+  for (auto [index, entry] : llvm::enumerate(named)) {
+    const ShardingHint *hint = chosen[index];
+    if (!hint)
+      continue;
+    auto [arg, name] = entry;
     SmallVector<Attribute> dims;
     for (const std::vector<std::string> &axes : hint->dims) {
       SmallVector<Attribute> dim;
@@ -366,11 +395,11 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
                                  [](int64_t d) { return std::to_string(d); }),
                              "x") +
                   ": " + *problem);
-    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
-                    sharding);
-    func.setArgAttr(arg.getArgNumber(), "cleave.priority",
-                    IntegerAttr::get(IntegerType::get(context, 64),
-                                     hint->priority));
+    attributes.set(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                   sharding);
+    attributes.set(arg.getArgNumber(), "cleave.priority",
+                   IntegerAttr::get(IntegerType::get(context, 64),
+                                    hint->priority));
   }
   return llvm::Error::success();
 }
@@ -379,13 +408,14 @@ llvm::Error mlir::cleave::splitBatchesOver(func::FuncOp func, MeshAttr mesh,
                                            StringRef axis) {
   MLIRContext *context = func.getContext();
   auto axisAttr = StringAttr::get(context, axis);
+  FunctionAttributes attributes(func, FunctionAttributes::Arguments);
   for (auto [arg, name] : namedArguments(func)) {
     auto type = cast<ShapedType>(arg.getType());
-    if (!func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName) ||
+    if (!attributes.get(arg.getArgNumber(), CleaveDialect::kInputAttrName) ||
         type.getRank() == 0)
       continue;
-    auto current = func.getArgAttrOfType<ShardingAttr>(
-        arg.getArgNumber(), CleaveDialect::kShardingAttrName);
+    auto current = dyn_cast_or_null<ShardingAttr>(
+        attributes.get(arg.getArgNumber(), CleaveDialect::kShardingAttrName));
     SmallVector<SmallVector<StringAttr>> dims;
     for (int64_t d = 0; d < type.getRank(); ++d)
       dims.push_back(current ? current.getDimAxes(d)
@@ -400,14 +430,14 @@ llvm::Error mlir::cleave::splitBatchesOver(func::FuncOp func, MeshAttr mesh,
                                   : Twine(parts / micro) + " ranks x " +
                                         Twine(micro) + " micro-batches") +
                   "; use a batch size divisible by " + Twine(parts));
-    func.setArgAttr(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
-                    ShardingAttr::get(context, dims,
-                                      current ? current.getReplicatedAxes()
-                                              : SmallVector<StringAttr>(),
-                                      {}));
+    attributes.set(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
+                   ShardingAttr::get(context, dims,
+                                     current ? current.getReplicatedAxes()
+                                             : SmallVector<StringAttr>(),
+                                     {}));
     if (!current)
-      func.setArgAttr(arg.getArgNumber(), "cleave.priority",
-                      IntegerAttr::get(IntegerType::get(context, 64), 0));
+      attributes.set(arg.getArgNumber(), "cleave.priority",
+                     IntegerAttr::get(IntegerType::get(context, 64), 0));
   }
   return llvm::Error::success();
 }
