@@ -8,6 +8,7 @@
 #include "codegen/FusionPlan.h"
 #include "codegen/MemoryPlan.h"
 #include "codegen/StepPhases.h"
+#include "codegen/TargetTraits.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/Pipelines.h"
 #include "runtime/CommVolume.h"
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace cleave::planner {
@@ -38,6 +40,29 @@ struct CacheState {
   llvm::DenseMap<Value, double> touched;
 };
 
+/// Calls `fn` with each stage `op` runs on (runsOnStage's answer for every
+/// stage, found once): a send_recv's two, an op's own stage, or every
+/// stage for an op without one. Without stages (`pipelineAxis` -1), 0.
+template <typename Fn>
+void forEachStage(Operation *op, int64_t stages, int64_t pipelineAxis, Fn fn) {
+  if (pipelineAxis < 0)
+    return fn(int64_t(0));
+  if (auto transfer = dyn_cast<SendRecvOp>(op)) {
+    int64_t from = transfer.getSource(), to = transfer.getDest();
+    for (int64_t s : {from, to})
+      if (s >= 0 && s < stages && (s == from || to != from))
+        fn(s);
+    return;
+  }
+  if (auto attr = op->getAttrOfType<IntegerAttr>(CleaveDialect::kStageAttrName)) {
+    if (attr.getInt() >= 0 && attr.getInt() < stages)
+      fn(attr.getInt());
+    return;
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    fn(s);
+}
+
 /// The bytes each stage's ops read and write (one entry when `pipelineAxis`
 /// is -1), for CacheState::stepTraffic: one pass over the step.
 std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
@@ -47,9 +72,8 @@ std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
     if (isCollective(&op))
       continue;
     double opBytes = costOf(&op).bytes;
-    for (int64_t s = 0; s < stages; ++s)
-      if (runsOnStage(&op, pipelineAxis >= 0 ? s : -1))
-        bytes[s] += opBytes;
+    forEachStage(&op, stages, pipelineAxis,
+                 [&](int64_t s) { bytes[s] += opBytes; });
   }
   return bytes;
 }
@@ -189,47 +213,67 @@ struct StageTime {
   double total = 0, compute = 0, flops = 0;
 };
 
-/// One rank's step at `coords` on pipeline stage `stage` (-1: none): a
-/// compute stream and a communication stream in program order.
-StageTime timeStage(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
-                    ArrayRef<int64_t> coords, int64_t stage, bool ringOnly,
-                    double stepTraffic) {
-  StageTime time;
-  double now = 0, commFree = 0, lastWait = 0;
-  llvm::DenseMap<Operation *, double> waitAt;
-  CacheState cache;
-  cache.stepTraffic = stepTraffic;
-  for (Operation &op : step.getBody().front()) {
-    if (!runsOnStage(&op, stage))
-      continue;
-    if (auto it = waitAt.find(&op); it != waitAt.end())
-      now = std::max(now, it->second);
-    if (isCollective(&op)) {
-      int kind = -1;
-      int64_t bytes = bytesSentBy(&op, mesh, coords, stage, ringOnly, kind);
-      double seconds = timer.collectiveSeconds(&op, bytes, coords);
-      double start = std::max(now, commFree);
-      commFree = start + seconds;
-      // The emitter starts every all-reduce and finishes it before the
-      // first op that reads a result; the others complete in place.
-      if (isa<AllReduceOp>(op)) {
-        if (Operation *user = firstUser(&op))
-          waitAt[user] = std::max(waitAt.lookup(user), commFree);
-        else
-          lastWait = std::max(lastWait, commFree);
-      } else {
-        now = commFree;
-      }
-      continue;
-    }
-    OpCost cost = costOf(&op);
-    double seconds = timer.opSeconds(cost, &op, cache);
-    now += seconds;
-    time.compute += seconds;
-    time.flops += cost.flops;
+/// The step of the rank at the mesh origin of every pipeline stage (one
+/// entry without stages): per stage a compute stream and a communication
+/// stream in program order, all stages in one pass over the ops.
+std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
+                                  MeshAttr mesh, int64_t stages,
+                                  int64_t pipelineAxis, bool ringOnly,
+                                  ArrayRef<double> stepTraffic) {
+  struct Clock {
+    double now = 0, commFree = 0, lastWait = 0;
+    llvm::DenseMap<Operation *, double> waitAt;
+    CacheState cache;
+    SmallVector<int64_t> coords;
+  };
+  std::vector<Clock> clocks(stages);
+  for (int64_t s = 0; s < stages; ++s) {
+    clocks[s].cache.stepTraffic = stepTraffic[s];
+    clocks[s].coords.assign(mesh ? mesh.getAxisSizes().size() : 0, 0);
+    if (pipelineAxis >= 0)
+      clocks[s].coords[pipelineAxis] = s;
   }
-  time.total = std::max({now, commFree, lastWait});
-  return time;
+  std::vector<StageTime> times(stages);
+  for (Operation &op : step.getBody().front()) {
+    bool collective = isCollective(&op);
+    std::optional<OpCost> cost;
+    forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
+      Clock &clock = clocks[s];
+      int64_t stage = pipelineAxis >= 0 ? s : -1;
+      if (auto it = clock.waitAt.find(&op); it != clock.waitAt.end())
+        clock.now = std::max(clock.now, it->second);
+      if (collective) {
+        int kind = -1;
+        int64_t bytes =
+            bytesSentBy(&op, mesh, clock.coords, stage, ringOnly, kind);
+        double seconds = timer.collectiveSeconds(&op, bytes, clock.coords);
+        double start = std::max(clock.now, clock.commFree);
+        clock.commFree = start + seconds;
+        // The emitter starts every all-reduce and finishes it before the
+        // first op that reads a result; the others complete in place.
+        if (isa<AllReduceOp>(op)) {
+          if (Operation *user = firstUser(&op))
+            clock.waitAt[user] =
+                std::max(clock.waitAt.lookup(user), clock.commFree);
+          else
+            clock.lastWait = std::max(clock.lastWait, clock.commFree);
+        } else {
+          clock.now = clock.commFree;
+        }
+        return;
+      }
+      if (!cost)
+        cost = costOf(&op);
+      double seconds = timer.opSeconds(*cost, &op, clock.cache);
+      clock.now += seconds;
+      times[s].compute += seconds;
+      times[s].flops += cost->flops;
+    });
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    times[s].total =
+        std::max({clocks[s].now, clocks[s].commFree, clocks[s].lastWait});
+  return times;
 }
 
 /// The predicted timeline and collectives of every stage (at the mesh
@@ -298,10 +342,8 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
       record(to, &op, 0, start, seconds);
       continue;
     }
-    for (int64_t s = 0; s < stages; ++s) {
+    forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
       Clock &clock = clocks[s];
-      if (!runsOnStage(&op, stageArg(s)))
-        continue;
       if (auto it = clock.waitAt.find(&op); it != clock.waitAt.end())
         clock.now = std::max(clock.now, it->second);
       if (isCollective(&op)) {
@@ -320,7 +362,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
           clock.now = clock.commFree;
         }
         record(s, &op, bytes, start, seconds);
-        continue;
+        return;
       }
       double seconds = timer.opSeconds(costOf(&op), &op, clock.cache);
       int64_t microbatch = StepPhases::microbatchOf(&op);
@@ -334,7 +376,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
       }
       clock.now += seconds;
       p.schedule[clock.open].endMs = clock.now * 1e3;
-    }
+    });
   }
   // Empty spans (free ops only) say nothing.
   llvm::erase_if(p.schedule, [](const ScheduleSlice &slice) {
@@ -391,14 +433,24 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   }
 
   // Memory: what the program's --print-memory reports, for the rank that
-  // holds the most.
-  EmitOptions emitOptions;
-  emitOptions.target = target;
-  emitOptions.modelName = "model";
-  FailureOr<EmittedProgram> program = emitProgram(step, emitOptions);
-  if (failed(program))
-    return llvm::make_error<DiagnosedError>();
-  p.scratchBytes = program->arenaBytes;
+  // holds the most: the emitter's memory plan of each stage (planned here
+  // as the emitter plans it, without writing the program's source).
+  FusionPlan fusion = planFusion(step, [](Operation *op) {
+    return !codegen::elementwiseBody(op).empty();
+  });
+  std::vector<int64_t> stageArenaBytes, stageGradientBytes;
+  {
+    FusionPlan memoryFusion = fusion;
+    if (codegen::TargetTraits::of(target).stridedMatmuls)
+      planStridedMatmuls(step, memoryFusion);
+    for (int64_t s = 0; s < stages; ++s) {
+      MemoryPlan plan =
+          planMemory(step, memoryFusion.executedAt, stages > 1 ? s : -1);
+      stageArenaBytes.push_back(plan.arenaBytes);
+      stageGradientBytes.push_back(plan.gradientBytesAtPeak);
+      p.scratchBytes = std::max(p.scratchBytes, plan.arenaBytes);
+    }
+  }
 
   // Parameters and state by stage and kind, and the tensors behind them.
   p.stageMemory.assign(stages, StageMemory{});
@@ -435,10 +487,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     p.persistentBytes = std::max(p.persistentBytes,
                                  memory.parameters + memory.optimizerState);
   for (int64_t s = 0; s < stages; ++s) {
-    size_t at = std::min<size_t>(s, program->stageArenaBytes.size() - 1);
-    p.stageMemory[s].gradients = program->stageGradientBytes[at];
-    p.stageMemory[s].activations =
-        program->stageArenaBytes[at] - program->stageGradientBytes[at];
+    p.stageMemory[s].gradients = stageGradientBytes[s];
+    p.stageMemory[s].activations = stageArenaBytes[s] - stageGradientBytes[s];
   }
   p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
   if (target == Target::Cuda)
@@ -459,17 +509,11 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   // Time: the slowest stage of the rank at the mesh's origin (the other
   // coordinates run the same ops on blocks of the same size).
   StepTimer timer(cluster, mesh, ringOnly);
-  timer.fusedAway = planFusion(step, [](Operation *op) {
-                      return !codegen::elementwiseBody(op).empty();
-                    }).fusedAway;
+  timer.fusedAway = std::move(fusion.fusedAway);
   std::vector<double> traffic = stagesTraffic(step, stages, pipelineAxis);
   StageTime slowest;
-  for (int64_t s = 0; s < stages; ++s) {
-    SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
-    if (pipelineAxis >= 0)
-      coords[pipelineAxis] = s;
-    StageTime time = timeStage(step, timer, mesh, coords,
-                               pipelineAxis >= 0 ? s : -1, ringOnly, traffic[s]);
+  for (const StageTime &time : timeStages(step, timer, mesh, stages,
+                                          pipelineAxis, ringOnly, traffic)) {
     if (time.total > slowest.total)
       slowest = time;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
@@ -484,6 +528,15 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, traffic,
                    p);
   return p;
+}
+
+llvm::Error checkEmits(func::FuncOp step, Target target) {
+  EmitOptions options;
+  options.target = target;
+  options.modelName = "model";
+  if (failed(emitProgram(step, options)))
+    return llvm::make_error<DiagnosedError>();
+  return llvm::Error::success();
 }
 
 double pipelineBubble(int64_t stages, int64_t microbatches,

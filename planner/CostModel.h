@@ -112,13 +112,18 @@ struct Prediction {
 
 /// Predicts `step`, partitioned for its module's mesh (none: one rank),
 /// split into `microbatches` (run through `virtualStages` chunks of layers
-/// per pipeline stage), compiled for `target`. Fails when the emitter
-/// cannot build the program (its diagnostics are reported).
+/// per pipeline stage), compiled for `target`. The memory is the emitter's
+/// plan, planned without writing the program (checkEmits does that).
 llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
                                        const Cluster &cluster,
                                        int64_t microbatches,
                                        int64_t virtualStages,
                                        mlir::cleave::Target target);
+
+/// Whether the emitter builds `step` for `target`: writes the program's
+/// source and drops it. Fails with a DiagnosedError (the emitter's
+/// diagnostics are reported) when it cannot.
+llvm::Error checkEmits(mlir::func::FuncOp step, mlir::cleave::Target target);
 
 /// The share of a pipelined step its stages wait: (p - 1) / (m V + p - 1)
 /// for p stages, m micro-batches and V chunks per stage (GPipe and 1F1B:

@@ -131,19 +131,20 @@ std::vector<int64_t> divisors(int64_t n) {
   return result;
 }
 
-/// Partitions a copy of the step for `candidate.layout` and predicts it.
-void evaluateOnce(MLIRContext &context, const StepSource &steps,
-                  const SearchOptions &options, Candidate &candidate) {
-  const PlanLayout &layout = candidate.layout;
-  std::string reason;
-  // Diagnostics of a layout that does not partition are its reason, not
-  // the user's error.
-  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && reason.empty())
-      reason = diag.str();
-    return success();
-  });
-  auto rejectWith = [&](llvm::Error error) {
+/// Records why the compiler cannot build a candidate: the first error
+/// diagnostic while it lives (a layout's diagnostics are its reason, not
+/// the user's error), else the error's message.
+class Refusal {
+public:
+  Refusal(MLIRContext &context, Candidate &candidate)
+      : candidate(candidate),
+        capture(&context, [this](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error &&
+              reason.empty())
+            reason = diag.str();
+          return success();
+        }) {}
+  void operator()(llvm::Error error) {
     llvm::handleAllErrors(
         std::move(error), [](const DiagnosedError &) {},
         [&](const llvm::ErrorInfoBase &info) {
@@ -153,7 +154,22 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
     candidate.rejected = reason.empty()
                              ? "the compiler cannot build it"
                              : "the compiler cannot build it: " + reason;
-  };
+  }
+
+private:
+  Candidate &candidate;
+  std::string reason;
+  ScopedDiagnosticHandler capture;
+};
+
+/// Partitions a copy of the step for `candidate.layout` and predicts it.
+/// With `emit`, also has the emitter write the program (checkEmits). The
+/// partitioned module of a plan that fits moves to `kept` when given.
+void evaluateOnce(MLIRContext &context, const StepSource &steps,
+                  const SearchOptions &options, Candidate &candidate,
+                  bool emit = false, OwningOpRef<ModuleOp> *kept = nullptr) {
+  const PlanLayout &layout = candidate.layout;
+  Refusal rejectWith(context, candidate);
   std::string stepName;
   bool distributed = layout.ranks() > 1 || layout.microbatches > 1;
   llvm::Expected<ModuleOp> base = steps(distributed, stepName);
@@ -186,6 +202,9 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
                   layout.virtualStages, options.target);
   if (!prediction)
     return rejectWith(prediction.takeError());
+  if (emit)
+    if (llvm::Error error = checkEmits(step, options.target))
+      return rejectWith(std::move(error));
   candidate.prediction = *prediction;
   int64_t needed = prediction->peakBytesPerRank + prediction->workspaceBytes;
   if (needed > options.cluster.memoryBytes())
@@ -198,22 +217,27 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
             ? ", kernel workspace " + formatBytes(prediction->workspaceBytes)
             : std::string(),
         formatBytes(options.cluster.memoryBytes()));
+  if (kept && candidate.rejected.empty())
+    *kept = std::move(module);
 }
 
 /// evaluateOnce; a searched layout whose activations do not fit is tried
 /// again recomputing them (selective, then full): recomputation costs
-/// time, so it is chosen only where memory demands it.
+/// time, so it is chosen only where memory demands it, and not where the
+/// parameters and state alone do not fit (it shrinks only activations).
 void evaluate(MLIRContext &context, const StepSource &steps,
-              const SearchOptions &options, Candidate &candidate) {
-  evaluateOnce(context, steps, options, candidate);
+              const SearchOptions &options, Candidate &candidate,
+              OwningOpRef<ModuleOp> *kept = nullptr) {
+  evaluateOnce(context, steps, options, candidate, /*emit=*/false, kept);
   if (options.given || candidate.layout.recompute != "none" ||
-      !llvm::StringRef(candidate.rejected).starts_with("does not fit"))
+      !llvm::StringRef(candidate.rejected).starts_with("does not fit") ||
+      candidate.prediction->persistentBytes > options.cluster.memoryBytes())
     return;
   for (const char *mode : {"selective", "full"}) {
     Candidate retry;
     retry.layout = candidate.layout;
     retry.layout.recompute = mode;
-    evaluateOnce(context, steps, options, retry);
+    evaluateOnce(context, steps, options, retry, /*emit=*/false, kept);
     bool fits = retry.rejected.empty();
     if (fits || llvm::StringRef(retry.rejected).starts_with("does not fit"))
       candidate = std::move(retry);
@@ -310,6 +334,47 @@ PlanLayout oneMicrobatch(PlanLayout layout) {
   return layout;
 }
 
+/// The partitioned modules of the fastest plans found so far (as many as
+/// are shown), so that the emitter can check the plans shown without
+/// partitioning them again.
+class KeptModules {
+public:
+  explicit KeptModules(int64_t limit) : limit(limit) {}
+
+  void offer(const Candidate &candidate, OwningOpRef<ModuleOp> module) {
+    if (!module)
+      return;
+    Entry entry{candidate.prediction->stepMs,
+                candidate.prediction->peakBytesPerRank, candidate.layout.key(),
+                std::move(module)};
+    auto at = llvm::upper_bound(entries, entry, [](const Entry &a,
+                                                   const Entry &b) {
+      return std::tie(a.stepMs, a.peak, a.key) <
+             std::tie(b.stepMs, b.peak, b.key);
+    });
+    entries.insert(at, std::move(entry));
+    if (static_cast<int64_t>(entries.size()) > limit)
+      entries.pop_back();
+  }
+
+  OwningOpRef<ModuleOp> take(const std::string &key) {
+    for (Entry &entry : entries)
+      if (entry.key == key)
+        return std::move(entry.module);
+    return nullptr;
+  }
+
+private:
+  struct Entry {
+    double stepMs;
+    int64_t peak;
+    std::string key;
+    OwningOpRef<ModuleOp> module;
+  };
+  std::vector<Entry> entries;
+  int64_t limit;
+};
+
 } // namespace
 
 SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
@@ -330,15 +395,22 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
   std::map<std::string, const Candidate *> single;
   std::vector<Candidate *> later;
   std::vector<double> fitting;
+  KeptModules kept(options.keep);
+  auto evaluateAndKeep = [&](Candidate &candidate) {
+    OwningOpRef<ModuleOp> module;
+    evaluate(context, steps, options, candidate, &module);
+    if (candidate.rejected.empty()) {
+      fitting.push_back(candidate.prediction->stepMs);
+      kept.offer(candidate, std::move(module));
+    }
+  };
   for (Candidate &candidate : candidates) {
     if (candidate.layout.microbatches > 1 && !options.given) {
       later.push_back(&candidate);
       continue;
     }
     if (candidate.rejected.empty())
-      evaluate(context, steps, options, candidate);
-    if (candidate.rejected.empty())
-      fitting.push_back(candidate.prediction->stepMs);
+      evaluateAndKeep(candidate);
     single[oneMicrobatch(candidate.layout).key()] = &candidate;
   }
   auto siblingOf = [&](const Candidate *c) -> const Candidate * {
@@ -374,9 +446,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
       continue;
     }
     if (candidate->rejected.empty())
-      evaluate(context, steps, options, *candidate);
-    if (candidate->rejected.empty())
-      fitting.push_back(candidate->prediction->stepMs);
+      evaluateAndKeep(*candidate);
   }
   for (Candidate &candidate : candidates) {
     if (llvm::is_contained(pruned, &candidate))
@@ -402,6 +472,34 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     return a.layout.key() < b.layout.key();
   };
   std::stable_sort(result.plans.begin(), result.plans.end(), faster);
+  // The plans shown must compile: the emitter writes each (the search
+  // predicts from the memory plan alone), from the module the search kept
+  // or partitioned again; one it cannot write is rejected with its reason.
+  for (size_t i = 0, shown = 0;
+       i < result.plans.size() && static_cast<int64_t>(shown) < options.keep;) {
+    Candidate &plan = result.plans[i];
+    if (OwningOpRef<ModuleOp> module = kept.take(plan.layout.key())) {
+      std::string stepName;
+      bool distributed =
+          plan.layout.ranks() > 1 || plan.layout.microbatches > 1;
+      if (llvm::Expected<ModuleOp> base = steps(distributed, stepName)) {
+        Refusal rejectWith(context, plan);
+        if (llvm::Error error = checkEmits(
+                module->lookupSymbol<func::FuncOp>(stepName), options.target))
+          rejectWith(std::move(error));
+      } else {
+        llvm::consumeError(base.takeError());
+      }
+    } else {
+      evaluateOnce(context, steps, options, plan, /*emit=*/true);
+    }
+    if (plan.rejected.empty()) {
+      ++i, ++shown;
+      continue;
+    }
+    result.rejected.push_back(std::move(plan));
+    result.plans.erase(result.plans.begin() + i);
+  }
   std::stable_sort(result.rejected.begin(), result.rejected.end(), faster);
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
