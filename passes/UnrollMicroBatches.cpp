@@ -325,7 +325,7 @@ LogicalResult Unroller::run() {
                << input.getDimSize(0)
                << " row per micro-batch, one value per channel, which has "
                   "no batch statistics to train with; use fewer "
-                  "--microbatches (a micro-batch of at least 2 rows)";
+                  "micro-batches (at least 2 rows each)";
       // Only the normalized batch differs; the running statistics are the
       // chain's end, read after every copy ran (in the next phase).
       varies.insert(norm.getY());

@@ -50,7 +50,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2, mb = 2>} {
 // micro-batch has no batch statistics: refused.
 module attributes {cleave.mesh = #cleave.mesh<mb = 2>} {
   func.func @one_row(%x: tensor<1x4xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[mb], []]>}, %scale: tensor<4xf32> {cleave.param = "s", cleave.sharding = #cleave.sharding<[[]]>}, %bias: tensor<4xf32> {cleave.param = "b", cleave.sharding = #cleave.sharding<[[]]>}, %mean: tensor<4xf32> {cleave.state = "m", cleave.sharding = #cleave.sharding<[[]]>}, %var: tensor<4xf32> {cleave.state = "v", cleave.sharding = #cleave.sharding<[[]]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
-    // expected-error @+1 {{normalizes 1 row per micro-batch, one value per channel, which has no batch statistics to train with; use fewer --microbatches}}
+    // expected-error @+1 {{normalizes 1 row per micro-batch, one value per channel, which has no batch statistics to train with; use fewer micro-batches (at least 2 rows each)}}
     %y, %rm, %rv = cleave.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32, training = true} : (tensor<1x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4xf32>, tensor<4xf32>, tensor<4xf32>)
     %r = cleave.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : tensor<1x4xf32> -> tensor<f32>
     %l = cleave.all_reduce %r over ["mb"] : tensor<f32>
