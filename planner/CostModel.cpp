@@ -81,8 +81,10 @@ std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
 /// Times ops and collectives of one rank on `cluster`.
 class StepTimer {
 public:
-  StepTimer(const Cluster &cluster, MeshAttr mesh, bool ringOnly)
-      : cluster(cluster), mesh(mesh), ringOnly(ringOnly) {}
+  StepTimer(const Cluster &cluster, MeshAttr mesh, bool ringOnly,
+            Precision precision)
+      : cluster(cluster), mesh(mesh), ringOnly(ringOnly),
+        bf16(precision == Precision::Bf16), byteScale(bf16 ? 0.5 : 1.0) {}
 
   /// Ops the program runs inside a later op's fused loop: no call of
   /// their own.
@@ -97,15 +99,18 @@ public:
     double overhead =
         fusedAway.contains(op) ? 0 : cluster.opOverheadUs * 1e-6;
     double peak = cluster.peakTflopsFp32;
-    if (cost.matrix && op->getNumResults())
+    if (cost.matrix && bf16)
+      peak = cluster.peakTflopsBf16;
+    else if (cost.matrix && op->getNumResults())
       if (auto type = dyn_cast<ShapedType>(op->getResult(0).getType());
           type &&
           (type.getElementType().isBF16() || type.getElementType().isF16()))
         peak = cluster.peakTflopsBf16;
     double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
     double cacheBytes = cluster.cacheMiB * 1024 * 1024;
-    double fromMemory = cost.bytes;
-    if (cacheBytes > 0 && cost.bytes <= cacheBytes) {
+    double bytes = cost.bytes * byteScale;
+    double fromMemory = bytes;
+    if (cacheBytes > 0 && bytes <= cacheBytes) {
       // Operands last touched too long ago come from memory; the rest of
       // the op's bytes (its results, recent operands) stay in the cache.
       fromMemory = 0;
@@ -118,28 +123,30 @@ public:
                        ? cache.stepTraffic <= cacheBytes
                        : cache.traffic - it->second <= cacheBytes;
         if (!hot)
-          fromMemory += tensorBytes(type);
+          fromMemory += tensorBytes(type) * byteScale;
       }
-      fromMemory = std::min(fromMemory, cost.bytes);
+      fromMemory = std::min(fromMemory, bytes);
     }
     for (Value operand : op->getOperands())
       cache.touched[operand] = cache.traffic;
-    cache.traffic += cost.bytes;
+    cache.traffic += bytes;
     for (Value result : op->getResults())
       cache.touched[result] = cache.traffic;
     double efficiency = 1e9 * cluster.memoryEfficiency;
     double memory =
         fromMemory / (cluster.memoryBandwidthGBs * efficiency) +
-        (cost.bytes - fromMemory) /
+        (bytes - fromMemory) /
             ((cacheBytes > 0 ? cluster.cacheBandwidthGBs
                              : cluster.memoryBandwidthGBs) *
              efficiency);
     return overhead + std::max(compute, memory);
   }
 
-  /// Seconds of a collective sending `bytes` from the rank at `coords`.
-  double collectiveSeconds(Operation *op, int64_t bytes,
+  /// Seconds of a collective sending `bytes` (of the fp32 program) from
+  /// the rank at `coords`.
+  double collectiveSeconds(Operation *op, int64_t fp32Bytes,
                            ArrayRef<int64_t> coords) {
+    double bytes = fp32Bytes * byteScale;
     SmallVector<StringRef> axes;
     if (auto transfer = dyn_cast<SendRecvOp>(op))
       axes.push_back(transfer.getAxis());
@@ -161,8 +168,9 @@ public:
       int64_t total = 0;
       for (Value input : allReduce.getInputs())
         total += tensorBytes(input.getType());
-      if (!ringOnly &&
-          ::cleave::rt::usesRecursiveDoubling(total, static_cast<int>(group))) {
+      if (!ringOnly && ::cleave::rt::usesRecursiveDoubling(
+                           static_cast<int64_t>(total * byteScale),
+                           static_cast<int>(group))) {
         steps = 0;
         for (int64_t mask = 1; mask < group; mask <<= 1)
           ++steps;
@@ -207,6 +215,12 @@ private:
   const Cluster &cluster;
   MeshAttr mesh;
   bool ringOnly;
+  /// Predicting bf16: matrix products at its peak, 2-byte elements.
+  bool bf16;
+
+public:
+  /// Bytes of the bf16 program per byte of the fp32 one.
+  const double byteScale;
 };
 
 struct StageTime {
@@ -414,12 +428,52 @@ std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
   return bytes;
 }
 
+/// The fp32 program's memory and traffic in Megatron-LM's mixed
+/// precision (predictStep): scratch, gradients, workspace and bytes sent
+/// halve; each parameter element's 4 bytes become a 2-byte copy and a
+/// 4-byte fp32 master, held with the optimizer state.
+void toMixedPrecision(Prediction &p) {
+  p.persistentBytes = 0;
+  for (StageMemory &memory : p.stageMemory) {
+    memory.optimizerState += memory.parameters;
+    memory.parameters /= 2;
+    memory.gradients /= 2;
+    memory.activations /= 2;
+    memory.workspace /= 2;
+    p.persistentBytes = std::max(p.persistentBytes,
+                                 memory.parameters + memory.optimizerState);
+  }
+  p.scratchBytes /= 2;
+  p.workspaceBytes /= 2;
+  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+  for (HeldTensor &tensor : p.tensors)
+    if (tensor.role == "parameter")
+      tensor.bytes /= 2;
+  for (BytesByKind &kinds : p.bytesSent)
+    for (int64_t &bytes : kinds)
+      bytes /= 2;
+  p.commBytesPerRank /= 2;
+}
+
 } // namespace
+
+llvm::StringRef precisionName(Precision precision) {
+  return precision == Precision::Bf16 ? "bf16" : "fp32";
+}
+
+std::optional<Precision> parsePrecision(llvm::StringRef name) {
+  if (name == "fp32")
+    return Precision::Fp32;
+  if (name == "bf16")
+    return Precision::Bf16;
+  return std::nullopt;
+}
 
 llvm::Expected<Prediction> predictStep(func::FuncOp step,
                                        const Cluster &cluster,
                                        int64_t microbatches,
-                                       int64_t virtualStages, Target target) {
+                                       int64_t virtualStages, Target target,
+                                       Precision precision) {
   Prediction p;
   bool ringOnly = target == Target::Cuda;
   MeshAttr mesh = getModuleMesh(step);
@@ -506,11 +560,16 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     }
   }
 
+  if (precision == Precision::Bf16)
+    toMixedPrecision(p);
+
   // Time: the slowest stage of the rank at the mesh's origin (the other
   // coordinates run the same ops on blocks of the same size).
-  StepTimer timer(cluster, mesh, ringOnly);
+  StepTimer timer(cluster, mesh, ringOnly, precision);
   timer.fusedAway = std::move(fusion.fusedAway);
   std::vector<double> traffic = stagesTraffic(step, stages, pipelineAxis);
+  for (double &bytes : traffic)
+    bytes *= timer.byteScale;
   StageTime slowest;
   for (const StageTime &time : timeStages(step, timer, mesh, stages,
                                           pipelineAxis, ringOnly, traffic)) {
@@ -527,6 +586,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.flopsPerRank = slowest.flops;
   simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, traffic,
                    p);
+  if (precision == Precision::Bf16)
+    for (CollectiveGroup &group : p.collectives)
+      group.bytes /= 2;
   return p;
 }
 

@@ -33,6 +33,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 namespace cleave::planner {
 
 /// One pipeline stage's memory on each of its ranks (all ranks of a stage
@@ -110,15 +112,34 @@ struct Prediction {
   std::vector<HeldTensor> tensors;
 };
 
+/// The precision a step is predicted in. The compiler builds fp32
+/// programs; Bf16 predicts the same program run in Megatron-LM's mixed
+/// precision (16-bit activations, gradients and parameter copies, fp32
+/// master weights and optimizer state): see predictStep.
+enum class Precision { Fp32, Bf16 };
+
+/// "fp32" or "bf16"; parsePrecision is its inverse.
+llvm::StringRef precisionName(Precision precision);
+std::optional<Precision> parsePrecision(llvm::StringRef name);
+
 /// Predicts `step`, partitioned for its module's mesh (none: one rank),
 /// split into `microbatches` (run through `virtualStages` chunks of layers
 /// per pipeline stage), compiled for `target`. The memory is the emitter's
 /// plan, planned without writing the program (checkEmits does that).
+/// In bf16 (`precision`), matrix products run at the bf16 peak, every
+/// tensor the program reads, writes, holds in scratch or sends takes 2
+/// bytes an element instead of 4, and each parameter element is held
+/// twice: a 16-bit copy (2 bytes, `parameters`) and an fp32 master (4
+/// bytes, counted with the optimizer state). With AdamW that is 2 + 4 +
+/// 8 (two fp32 moments) bytes held and 2 of gradient per parameter: the
+/// 16 bytes of mixed-precision Adam in the ZeRO paper (Rajbhandari et al.
+/// 2020, section 3.1).
 llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
                                        const Cluster &cluster,
                                        int64_t microbatches,
                                        int64_t virtualStages,
-                                       mlir::cleave::Target target);
+                                       mlir::cleave::Target target,
+                                       Precision precision = Precision::Fp32);
 
 /// Whether the emitter builds `step` for `target`: writes the program's
 /// source and drops it. Fails with a DiagnosedError (the emitter's

@@ -199,7 +199,7 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
     return rejectWith(std::move(error));
   llvm::Expected<Prediction> prediction =
       predictStep(step, options.cluster, layout.microbatches,
-                  layout.virtualStages, options.target);
+                  layout.virtualStages, options.target, options.precision);
   if (!prediction)
     return rejectWith(prediction.takeError());
   if (emit)

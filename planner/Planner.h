@@ -85,6 +85,8 @@ struct SearchOptions {
   std::vector<mlir::cleave::ShardingHint> hints;
   /// The largest gradient all-reduce bucket, in MiB (--bucket-mb).
   double bucketMb = 25.0;
+  /// The precision predicted (the compiler builds fp32 programs).
+  Precision precision = Precision::Fp32;
   /// Evaluate this layout only (the user's --mesh/--strategy), not search.
   std::optional<PlanLayout> given;
 };

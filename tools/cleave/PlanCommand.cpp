@@ -68,6 +68,15 @@ public:
                 cl::desc("Write the plans as a self-contained HTML report "
                          "(what `cleave report` draws from --json's file)"),
                 cl::value_desc("FILE"), cl::sub(sub_)),
+        precision_("precision",
+                   cl::desc("Predict in this precision: fp32 (what the "
+                            "compiler builds) or bf16 (Megatron-LM's mixed "
+                            "precision: bf16 matrix peak, 2-byte "
+                            "activations, gradients and parameter copies, "
+                            "fp32 master weights and optimizer state; "
+                            "predicted only, plans compile in fp32)"),
+                   cl::value_desc("fp32|bf16"), cl::init("fp32"),
+                   cl::sub(sub_)),
         emitHints_("emit-hints",
                    cl::desc("Write the best plan's sharding hints as a "
                             "hints file (for --shard-file)"),
@@ -100,7 +109,7 @@ private:
   DistributionFlags distribution_;
   cl::opt<std::string> cluster_;
   cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_;
-  cl::opt<std::string> json_, report_, emitHints_;
+  cl::opt<std::string> json_, report_, precision_, emitHints_;
 };
 
 llvm::Error failure(const llvm::Twine &message) {
@@ -178,6 +187,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     return fail("--top must be at least 1");
   if (maxMicrobatches_ < 1)
     return fail("--max-microbatches must be at least 1");
+  std::optional<planner::Precision> precision =
+      planner::parsePrecision(precision_);
+  if (!precision)
+    return fail("--precision must be fp32 or bf16, got '" + precision_ + "'");
   llvm::Expected<planner::Cluster> cluster = planner::loadCluster(cluster_);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
@@ -277,6 +290,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.maxMicrobatches = maxMicrobatches_;
   search.keep = top_;
   search.given = *given;
+  search.precision = *precision;
   search.hints = hints;
   search.bucketMb = distribution_.bucketMb;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
@@ -320,6 +334,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
      << cluster->name << "' (" << cluster->devicesPerNode
      << " per node; numbers from " << cluster->source << "), global batch "
      << globalBatch_ << "\n";
+  if (*precision == planner::Precision::Bf16)
+    os << "predicted in bf16 mixed precision (--precision bf16), which the "
+          "compiler does not build yet: the flags below compile the same "
+          "layouts in fp32\n";
   os << llvm::formatv(
       "{0} {1} in {2:f2} s: {3} fit, {4} rejected", result.candidates,
       search.given ? "layout evaluated" : "layouts searched", result.seconds,
@@ -387,6 +405,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                             {"memory_bytes", cluster->memoryBytes()},
                             {"target", cluster->target}}},
         {"global_batch", globalBatch_.getValue()},
+        {"precision", planner::precisionName(*precision)},
         {"plans", std::move(plans)},
         {"rejected", std::move(rejected)},
         {"search",
