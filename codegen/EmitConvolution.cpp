@@ -46,6 +46,18 @@ LogicalResult Emitter::emitOperation(ConvGradWeightOp grad) {
   std::string strides = window(grad, grad.getStrides(), "strides"),
               pads = window(grad, grad.getPads(), "pads"),
               dilations = window(grad, grad.getDilations(), "dilations");
+  if (SgdOp sgd = backward.convWithUpdate.lookup(grad)) {
+    // w += -lr * dw, the gradient never stored (FusionPlan.h).
+    call(grad,
+         formatv("convGradWeightSgd({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                 "{7}, {8}, {9}, {10})",
+                 ref(grad.getOutputGrad()), shapeLiteral(grad.getOutputGrad()),
+                 ref(grad.getInput()), shapeLiteral(grad.getInput()), strides,
+                 pads, dilations, grad.getGroup(),
+                 learningRate(sgd.getLr(), sgd.getLrFactor()),
+                 ref(sgd.getParam()), shapeLiteral(grad.getWeightGrad())));
+    return success();
+  }
   call(grad,
        formatv("convGradWeight({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
                "{7}, {8}, {9})",

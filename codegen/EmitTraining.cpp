@@ -89,6 +89,12 @@ LogicalResult Emitter::emitOperation(LrScheduleOp schedule) {
 }
 
 LogicalResult Emitter::emitOperation(SgdOp sgd) {
+  if (auto conv = sgd.getGrad().getDefiningOp<ConvGradWeightOp>();
+      conv && backward.convWithUpdate.count(conv)) {
+    body << "  // " << baseName(sgd)
+         << ": in the weight gradient's convGradWeightSgd\n";
+    return success();
+  }
   if (backward.fusedUpdates.contains(sgd)) {
     body << "  // " << baseName(sgd)
          << ": in the input gradient's linearBackwardSgd\n";

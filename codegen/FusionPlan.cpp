@@ -305,6 +305,40 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
       }
     }
   }
+  // A plain SGD step (no momentum, no weight decay) on a gradient that one
+  // convolution weight gradient computes for it alone: the update runs in
+  // that op, early, so nothing run between the two may read the weight
+  // (the conv's input gradient reads it), and a scheduled learning rate
+  // must be known by then.
+  for (Operation &op : block.without_terminator()) {
+    auto sgd = dyn_cast<SgdOp>(op);
+    if (!sgd || sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero() ||
+        !runsOnStage(sgd, stage) || backward.fusedUpdates.contains(sgd))
+      continue;
+    auto conv = sgd.getGrad().getDefiningOp<ConvGradWeightOp>();
+    if (!conv || !sgd.getGrad().hasOneUse() || conv->getBlock() != &block ||
+        !runsOnStage(conv, stage) || !conv->isBeforeInBlock(sgd) ||
+        conv.getType() != sgd.getParam().getType() ||
+        !conv.getType().getElementType().isF32())
+      continue;
+    if (Value factor = sgd.getLrFactor())
+      if (Operation *def = factor.getDefiningOp();
+          def && (def->getBlock() != &block ||
+                  !runsAt(def)->isBeforeInBlock(conv)))
+        continue;
+    Value w = plan.root(sgd.getParam());
+    bool readsW = false;
+    for (Operation &other : block.without_terminator()) {
+      Operation *at = runsAt(&other);
+      if (&other == sgd.getOperation() || !runsOnStage(&other, stage) ||
+          !conv->isBeforeInBlock(at) || !at->isBeforeInBlock(sgd))
+        continue;
+      for (Value operand : other.getOperands())
+        readsW |= plan.root(operand) == w;
+    }
+    if (!readsW)
+      backward.convWithUpdate[conv] = sgd;
+  }
   return backward;
 }
 

@@ -67,9 +67,16 @@ struct BackwardFusion {
   llvm::DenseMap<Operation *, SgdOp> updateWithInputGradient;
   /// Those updates, which emit nothing where they stand.
   llvm::DenseSet<Operation *> fusedUpdates;
+  /// Convolution weight gradients that apply the plain-SGD update reading
+  /// them (runtime convGradWeightSgd: the gradient is never stored, and
+  /// the taps a cropped convolution never reaches are not touched), where
+  /// no op between them reads the weight. The conv -> the update; the
+  /// update emits nothing where it stands.
+  llvm::DenseMap<Operation *, SgdOp> convWithUpdate;
 };
 
-/// Pairs the GEMMs of `block` run on `stage` (-1: all) by `plan`.
+/// Pairs the GEMMs, and the convolution weight gradients, of `block` run on
+/// `stage` (-1: all) by `plan` with their updates.
 BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
                                   const FusionPlan &fusion, int64_t stage);
 

@@ -2,6 +2,8 @@
 
 #include "runtime/ConvolutionCrop.h"
 
+#include <algorithm>
+
 namespace cleave::rt {
 
 bool cropDeadTaps(const Shape &xShape, const Shape &wShape,
@@ -74,15 +76,15 @@ void uncropWeight(const float *dwc, const ConvCrop &crop, float *dw,
   int64_t planes = wShape.dims[0] * wShape.dims[1];
   int64_t kh = wShape.dims[2], kw = wShape.dims[3];
   int64_t ch = crop.wShape.dims[2], cw = crop.wShape.dims[3];
-  // One pass over dw, each element written once.
+  // Zeros by memset (streaming stores for a large dw), then the live taps:
+  // a per-element choice between the two ran 3x slower.
+  std::fill(dw, dw + wShape.numElements(), 0.0f);
   for (int64_t p = 0; p < planes; ++p)
-    for (int64_t r = 0; r < kh; ++r) {
-      float *dst = dw + (p * kh + r) * kw;
-      int64_t cr = r - crop.lo[0];
-      const float *src =
-          cr >= 0 && cr < ch ? dwc + (p * ch + cr) * cw - crop.lo[1] : nullptr;
-      for (int64_t c = 0; c < kw; ++c)
-        dst[c] = src && c >= crop.lo[1] && c < crop.hi[1] ? src[c] : 0.0f;
+    for (int64_t r = 0; r < ch; ++r) {
+      const float *src = dwc + (p * ch + r) * cw;
+      float *dst = dw + (p * kh + crop.lo[0] + r) * kw + crop.lo[1];
+      for (int64_t c = 0; c < cw; ++c)
+        dst[c] = src[c];
     }
 }
 

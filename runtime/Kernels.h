@@ -29,6 +29,15 @@ namespace cleave::rt {
 void linearBackwardSgd(int64_t rows, int64_t n, int64_t k, const float *dy,
                        float *w, const float *x, float alpha, float *dx);
 
+/// The cpu target only: a convolution's weight gradient and its plain-SGD
+/// update, w += -lr * convGradWeight(dy, x), without storing the gradient;
+/// the taps that only ever read padding (ConvolutionCrop.h), whose gradient
+/// is zero, are not touched.
+void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
+                       const Shape &xShape, const int64_t *strides,
+                       const int64_t *pads, const int64_t *dilations,
+                       int64_t group, float lr, float *w, const Shape &wShape);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_KERNELS_H

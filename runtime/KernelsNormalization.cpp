@@ -1,4 +1,4 @@
-//===- KernelsNormalization.cpp - softmax, layer and batch norm -----------===//
+//===- KernelsNormalization.cpp - softmax and layer norm ------------------===//
 //
 // Part of the Cleave runtime. The work items of NormalizationBodies.h, the
 // same ones the cuda target launches, run on the OpenMP threads.
@@ -50,31 +50,6 @@ void layerNormGrad(const float *dy, const float *x, const Shape &shape,
            [&](int64_t block) { columns.columns(block); });
 }
 
-void batchNorm(const float *x, const Shape &shape, const float *scale,
-               const float *bias, const float *runningMean,
-               const float *runningVar, float epsilon, float momentum,
-               bool training, float *y, float *newRunningMean,
-               float *newRunningVar) {
-  ChannelView view(shape);
-  std::vector<float> coef(2 * view.channels);
-  runItems(view.channels, view.elements(),
-           BatchNormChannel{x, scale, bias, runningMean, runningVar,
-                            newRunningMean, newRunningVar, coef.data(), view,
-                            epsilon, momentum, training});
-  BatchNormApply apply{x, coef.data(), y, view};
-  runItems(view.planes(), view.elements(), [&](int64_t p) { apply.plane(p); });
-}
-
-void batchNormGrad(const float *dy, const float *x, const Shape &shape,
-                   const float *scale, float epsilon, float *dx, float *dScale,
-                   float *dBias) {
-  ChannelView view(shape);
-  std::vector<float> coef(kBatchNormGradCoefs * view.channels);
-  runItems(view.channels, view.elements(),
-           BatchNormGradChannel{dy, x, scale, dScale, dBias, coef.data(), view,
-                                epsilon});
-  BatchNormGradApply apply{dy, x, coef.data(), dx, view};
-  runItems(view.planes(), view.elements(), [&](int64_t p) { apply.plane(p); });
-}
+// batchNorm and batchNormGrad: KernelsBatchNorm.cpp.
 
 } // namespace cleave::rt

@@ -402,6 +402,19 @@ TEST(ConvolutionPaths, DepthwiseOnOneDnn) {
   checkBothPaths(cc);
 }
 
+TEST(ConvolutionPaths, DepthwiseOnImagesSmallerThanTheKernel) {
+  // A 2x2 image under a 3x3 kernel: oneDNN has no depthwise kernel for the
+  // weight gradient there (on AVX-512 it falls back to a GEMM), and the
+  // dispatch computes it by direct loops. Stride 1 and 2, 1 and 2 threads.
+  for (int t : {1, 2}) {
+    ScopedThreads threads(t);
+    checkBothPaths({{4, 24, 2, 2}, {24, 1, 3, 3}, {4, 24, 2, 2}, {1, 1},
+                    {1, 1, 1, 1}, {1, 1}, 24});
+    checkBothPaths({{3, 40, 2, 3}, {40, 1, 3, 3}, {3, 40, 1, 2}, {2, 2},
+                    {1, 1, 1, 1}, {1, 1}, 40});
+  }
+}
+
 TEST(ConvolutionPaths, SmallPointwisePlainOnTwoThreads) {
   // A pointwise conv of 48 channels and little work: oneDNN's plain layout
   // on 2 threads, its blocked one on 1.
@@ -500,6 +513,36 @@ TEST(ConvolutionCrop, CroppedPassesMatchTheDefinition) {
   checkConv({{2, 4, 1, 1}, {3, 4, 3, 3}, {2, 3, 1, 1}, {1, 1}, {1, 1, 1, 1},
              {1, 1}, 1},
             true);
+}
+
+TEST(ConvolutionCrop, GradWeightSgdUpdatesInPlace) {
+  // w + -lr * dw, dw by the definition: a cropped geometry (the dead taps
+  // keep their values exactly), a plain one and a depthwise one.
+  ScopedThreads threads(1);
+  const float lr = 0.25f;
+  for (const ConvCase &cc :
+       {ConvCase{{3, 32, 1, 1}, {24, 32, 3, 3}, {3, 24, 1, 1}, {1, 1},
+                 {1, 1, 1, 1}, {1, 1}, 1},
+        ConvCase{{2, 16, 5, 5}, {8, 16, 3, 3}, {2, 8, 3, 3}, {2, 2},
+                 {1, 1, 1, 1}, {1, 1}, 1},
+        ConvCase{{4, 24, 2, 2}, {24, 1, 3, 3}, {4, 24, 2, 2}, {1, 1},
+                 {1, 1, 1, 1}, {1, 1}, 24}}) {
+    auto x = randomVector(cc.x.numElements(), 31);
+    auto w = randomVector(cc.w.numElements(), 32);
+    auto r = randomVector(cc.y.numElements(), 33);
+    DirectResults want = directAll(cc, x, w, r);
+    std::vector<float> updated = w;
+    convGradWeightSgd(r.data(), cc.y, x.data(), cc.x, cc.strides.data(),
+                      cc.pads.data(), cc.dilations.data(), cc.group, lr,
+                      updated.data(), cc.w);
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (want.dw[i] == 0.0f)
+        ASSERT_EQ(updated[i], w[i]) << "at " << i;
+      ASSERT_NEAR(updated[i], w[i] - lr * want.dw[i],
+                  1e-4f + 1e-4f * std::fabs(want.dw[i]))
+          << "at " << i;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

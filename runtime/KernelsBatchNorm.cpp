@@ -1,0 +1,208 @@
+//===- KernelsBatchNorm.cpp - batch normalization on the cpu --------------===//
+//
+// Part of the Cleave runtime. BatchNormalization over dim 1 of [N, C, ...],
+// forward and backward, in vector loops. A sample is a row of C * S floats
+// (S the spatial size); every pass runs along whole rows, the samples one
+// after another, so the vector loop is as long as a row whatever the
+// channel's plane size (a per-channel loop over planes of 1 to 4 floats,
+// MobileNetV2's late layers, is all loop overhead). Per-channel values are
+// first spread over a row (a[j] = a[c of j]) for the loops to read.
+//
+// Statistics as before: batch mean, then the biased variance around it
+// (two passes), summed in double, the positions of a row in parallel and
+// the samples in order; the cuda target keeps NormalizationBodies.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/KernelSupport.h"
+#include "runtime/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace cleave::rt {
+namespace {
+
+using detail::kParallelGrain;
+
+/// Buffers of this thread, kept between calls (a row of doubles can pass
+/// glibc's mmap threshold, which would map and fault fresh pages per call).
+template <int Slot, typename T> T *scratch(int64_t elements) {
+  thread_local std::vector<T> buffer;
+  if (static_cast<int64_t>(buffer.size()) < elements)
+    buffer.resize(elements);
+  return buffer.data();
+}
+
+/// Positions of a row each thread takes at a time: a few vectors' worth,
+/// so that a thread's accumulators stay in registers or L1.
+constexpr int64_t kBlock = 512;
+
+struct Rows {
+  int64_t n, channels, s, row;
+  explicit Rows(const Shape &shape)
+      : n(shape.dims[0]), channels(shape.dims[1]),
+        s(shape.product(2, shape.rank)), row(channels * s) {}
+  int64_t elements() const { return n * row; }
+};
+
+/// acc[j] = sum over samples b of f(b * row + j, j), for every position j
+/// of a row, in double; blocks of positions on the OpenMP threads.
+template <typename F>
+void sumOverSamples(const Rows &r, double *acc, F f) {
+  int64_t blocks = (r.row + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    int64_t lo = blk * kBlock, hi = std::min(r.row, lo + kBlock);
+    CLEAVE_SIMD
+    for (int64_t j = lo; j < hi; ++j)
+      acc[j] = 0.0;
+    for (int64_t b = 0; b < r.n; ++b) {
+      int64_t base = b * r.row;
+      CLEAVE_SIMD
+      for (int64_t j = lo; j < hi; ++j)
+        acc[j] += f(base + j, j);
+    }
+  }
+}
+
+/// The sum of acc over channel c's positions.
+double channelSum(const Rows &r, const double *acc, int64_t c) {
+  double sum = 0.0;
+  const double *p = acc + c * r.s;
+  CLEAVE_SIMD_SUM(sum)
+  for (int64_t i = 0; i < r.s; ++i)
+    sum += p[i];
+  return sum;
+}
+
+/// row[j] = perChannel[c of j].
+template <typename T, typename U>
+void spread(const Rows &r, const U *perChannel, T *row) {
+  for (int64_t c = 0; c < r.channels; ++c) {
+    T v = static_cast<T>(perChannel[c]);
+    T *p = row + c * r.s;
+    for (int64_t i = 0; i < r.s; ++i)
+      p[i] = v;
+  }
+}
+
+/// Each channel's batch mean and biased variance (two passes, in double)
+/// into mean and var; meanRow holds the means spread over a row.
+void batchStats(const float *x, const Rows &r, double *mean, double *var,
+                double *meanRow, double *acc) {
+  double count = static_cast<double>(r.n * r.s);
+  sumOverSamples(r, acc, [&](int64_t e, int64_t) { return double(x[e]); });
+  for (int64_t c = 0; c < r.channels; ++c)
+    mean[c] = channelSum(r, acc, c) / count;
+  spread(r, mean, meanRow);
+  sumOverSamples(r, acc, [&](int64_t e, int64_t j) {
+    double d = x[e] - meanRow[j];
+    return d * d;
+  });
+  for (int64_t c = 0; c < r.channels; ++c)
+    var[c] = channelSum(r, acc, c) / count;
+}
+
+} // namespace
+
+void batchNorm(const float *x, const Shape &shape, const float *scale,
+               const float *bias, const float *runningMean,
+               const float *runningVar, float epsilon, float momentum,
+               bool training, float *y, float *newRunningMean,
+               float *newRunningVar) {
+  Rows r(shape);
+  double *mean = scratch<0, double>(2 * r.channels), *var = mean + r.channels;
+  float *coef = scratch<1, float>(2 * r.channels);
+  bool batch = training && r.n * r.s > 0;
+  if (batch)
+    batchStats(x, r, mean, var, scratch<2, double>(r.row),
+               scratch<3, double>(r.row));
+  for (int64_t c = 0; c < r.channels; ++c) {
+    // As BatchNormChannel (NormalizationBodies.h) computes them.
+    float m = batch ? static_cast<float>(mean[c]) : runningMean[c];
+    float v = batch ? static_cast<float>(var[c]) : runningVar[c];
+    if (newRunningMean)
+      newRunningMean[c] =
+          batch ? momentum * runningMean[c] + (1.0f - momentum) * m : m;
+    if (newRunningVar)
+      newRunningVar[c] =
+          batch ? momentum * runningVar[c] + (1.0f - momentum) * v : v;
+    float a = scale[c] * (1.0f / std::sqrt(v + epsilon));
+    coef[c] = a;
+    coef[r.channels + c] = bias[c] - m * a;
+  }
+  float *aRow = scratch<4, float>(2 * r.row), *bRow = aRow + r.row;
+  spread(r, coef, aRow);
+  spread(r, coef + r.channels, bRow);
+  // y = x * a + b along each sample's row.
+#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+  for (int64_t b = 0; b < r.n; ++b) {
+    const float *xb = x + b * r.row;
+    float *yb = y + b * r.row;
+    CLEAVE_SIMD
+    for (int64_t j = 0; j < r.row; ++j)
+      yb[j] = xb[j] * aRow[j] + bRow[j];
+  }
+}
+
+void batchNormGrad(const float *dy, const float *x, const Shape &shape,
+                   const float *scale, float epsilon, float *dx, float *dScale,
+                   float *dBias) {
+  Rows r(shape);
+  if (r.n * r.s == 0) {
+    // No elements, so no dx: only the sums are due.
+    for (int64_t c = 0; c < r.channels; ++c) {
+      dScale[c] = 0.0f;
+      if (dBias)
+        dBias[c] = 0.0f;
+    }
+    return;
+  }
+  double *mean = scratch<0, double>(2 * r.channels), *var = mean + r.channels;
+  double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row);
+  batchStats(x, r, mean, var, meanRow, acc);
+  // sum(dy) and sum(dy * (x - mean)) per channel; xhat = (x - mean) * rstd.
+  double *sums = scratch<5, double>(2 * r.channels);
+  sumOverSamples(r, acc, [&](int64_t e, int64_t) { return double(dy[e]); });
+  for (int64_t c = 0; c < r.channels; ++c)
+    sums[c] = channelSum(r, acc, c);
+  sumOverSamples(r, acc, [&](int64_t e, int64_t j) {
+    return double(dy[e]) * (x[e] - meanRow[j]);
+  });
+  double count = static_cast<double>(r.n * r.s);
+  // Per channel, as BatchNormGradChannel's coefficients: mean, rstd,
+  // scale * rstd, mean(dy), mean(dy * xhat).
+  float *k = scratch<1, float>(5 * r.channels);
+  for (int64_t c = 0; c < r.channels; ++c) {
+    float rstd = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon));
+    double sumDyXhat = channelSum(r, acc, c) * rstd;
+    dScale[c] = static_cast<float>(sumDyXhat);
+    if (dBias)
+      dBias[c] = static_cast<float>(sums[c]);
+    k[c] = static_cast<float>(mean[c]);
+    k[r.channels + c] = rstd;
+    k[2 * r.channels + c] = scale[c] * rstd;
+    k[3 * r.channels + c] = static_cast<float>(sums[c] / count);
+    k[4 * r.channels + c] = static_cast<float>(sumDyXhat / count);
+  }
+  float *rows = scratch<4, float>(5 * r.row);
+  for (int i = 0; i < 5; ++i)
+    spread(r, k + i * r.channels, rows + i * r.row);
+  const float *m = rows, *rstd = rows + r.row, *g = rows + 2 * r.row,
+              *mDy = rows + 3 * r.row, *mDyXhat = rows + 4 * r.row;
+  // dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+  for (int64_t b = 0; b < r.n; ++b) {
+    const float *xb = x + b * r.row, *dyb = dy + b * r.row;
+    float *dxb = dx + b * r.row;
+    CLEAVE_SIMD
+    for (int64_t j = 0; j < r.row; ++j) {
+      float xhat = (xb[j] - m[j]) * rstd[j];
+      dxb[j] = g[j] * (dyb[j] - mDy[j] - xhat * mDyXhat[j]);
+    }
+  }
+}
+
+} // namespace cleave::rt
