@@ -47,16 +47,109 @@ static std::optional<std::pair<Value, int64_t>> inputRows(func::FuncOp func,
   return std::make_pair(Value(input), offsets[0] * rowElements);
 }
 
-MemoryPlan
-planMemory(func::FuncOp func,
-           const llvm::DenseMap<Operation *, Operation *> &executedAt,
-           int64_t stage) {
-  MemoryPlan plan;
-  Block &body = func.getBody().front();
+namespace {
+
+/// planMemory's work: what does not depend on the stage (op positions,
+/// the storage every stage's plan shares, the ops each stage runs) is
+/// found once, so that planning every stage of a pipelined step walks each
+/// stage's ops rather than the whole step per stage.
+class MemoryPlanner {
+public:
+  MemoryPlanner(func::FuncOp func,
+                const llvm::DenseMap<Operation *, Operation *> &executedAt,
+                int64_t numStages);
+  MemoryPlan plan(int64_t stage) const;
+
+private:
+  func::FuncOp func;
+  const llvm::DenseMap<Operation *, Operation *> &executedAt;
   llvm::DenseMap<Operation *, int64_t> position;
+  int64_t end = 0;
+  /// Reshapes, optimizer updates and rows of inputs (planMemory's first
+  /// sharing rules, which hold on every stage) and the buffers the
+  /// updates write in place.
+  MemoryPlan shared;
+  llvm::DenseSet<Value> updatedInPlace;
+  /// The ops the later rules look at, in block order.
+  SmallVector<Operation *> sgds, gemms, allReduces, relus, updates;
+  /// Per stage (index 0 holding every op when `numStages` is 0: no
+  /// stages), the ops that run on it, in block order.
+  std::vector<SmallVector<Operation *>> stageOps;
+};
+
+MemoryPlanner::MemoryPlanner(
+    func::FuncOp func,
+    const llvm::DenseMap<Operation *, Operation *> &executedAt,
+    int64_t numStages)
+    : func(func), executedAt(executedAt) {
+  Block &body = func.getBody().front();
   int64_t index = 0;
   for (Operation &op : body)
     position[&op] = index++;
+  end = index;
+
+  // Storage sharing: reshapes view their input, slices of an input's
+  // leading rows view those rows; optimizer updates write into the
+  // parameter and state buffers they read.
+  for (Operation &op : body) {
+    if (auto rows = inputRows(func, op))
+      shared.rowsOfInput[op.getResult(0)] = *rows;
+    else if (auto reshape = dyn_cast<ReshapeOp>(op))
+      shared.storageOf[reshape.getResult()] = reshape.getInput();
+    else if (auto sgd = dyn_cast<SgdOp>(op)) {
+      shared.storageOf[sgd.getUpdated()[0]] = sgd.getParam();
+      if (sgd.getMomentumBuffer())
+        shared.storageOf[sgd.getUpdated()[1]] = sgd.getMomentumBuffer();
+    } else if (auto adamw = dyn_cast<AdamwOp>(op)) {
+      shared.storageOf[adamw.getNewParam()] = adamw.getParam();
+      shared.storageOf[adamw.getNewExpAvg()] = adamw.getExpAvg();
+      shared.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
+    }
+  }
+  // Buffers the optimizer updates write in place.
+  for (Operation &op : body)
+    if (isa<SgdOp, AdamwOp>(op))
+      for (Value result : op.getResults())
+        updatedInPlace.insert(shared.root(result));
+
+  for (Operation &op : body) {
+    if (isa<SgdOp>(op))
+      sgds.push_back(&op);
+    else if (isa<GemmOp>(op))
+      gemms.push_back(&op);
+    else if (isa<AllReduceOp>(op))
+      allReduces.push_back(&op);
+    else if (isa<ReluOp>(op))
+      relus.push_back(&op);
+    if (isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op))
+      updates.push_back(&op);
+  }
+  // The ops of each stage: runsOnStage's answer, found once per op (with
+  // no stages, index 0 holds every op).
+  stageOps.resize(std::max<int64_t>(numStages, 1));
+  for (Operation &op : body) {
+    if (numStages <= 0) {
+      stageOps[0].push_back(&op);
+      continue;
+    }
+    if (auto transfer = dyn_cast<SendRecvOp>(op)) {
+      int64_t from = transfer.getSourceAttr().getInt(),
+              to = transfer.getDestAttr().getInt();
+      for (int64_t s = 0; s < numStages; ++s)
+        if (s == from || s == to)
+          stageOps[s].push_back(&op);
+      continue;
+    }
+    auto attr = op.getAttrOfType<IntegerAttr>(CleaveDialect::kStageAttrName);
+    for (int64_t s = 0; s < numStages; ++s)
+      if (!attr || attr.getInt() == s)
+        stageOps[s].push_back(&op);
+  }
+}
+
+MemoryPlan MemoryPlanner::plan(int64_t stage) const {
+  MemoryPlan plan = shared;
+  ArrayRef<Operation *> ops = stageOps[stage < 0 ? 0 : stage];
   // A send_recv reads its input on the sending stage and defines its result
   // on the receiving one.
   auto reads = [&](Operation &op) {
@@ -64,40 +157,15 @@ planMemory(func::FuncOp func,
     return transfer ? stage < 0 || transfer.getSourceAttr().getInt() == stage
                     : runsOnStage(&op, stage);
   };
-  const int64_t end = index;
 
-  // Storage sharing: reshapes view their input, slices of an input's
-  // leading rows view those rows; optimizer updates write into the
-  // parameter and state buffers they read.
-  for (Operation &op : body) {
-    if (auto rows = inputRows(func, op))
-      plan.rowsOfInput[op.getResult(0)] = *rows;
-    else if (auto reshape = dyn_cast<ReshapeOp>(op))
-      plan.storageOf[reshape.getResult()] = reshape.getInput();
-    else if (auto sgd = dyn_cast<SgdOp>(op)) {
-      plan.storageOf[sgd.getUpdated()[0]] = sgd.getParam();
-      if (sgd.getMomentumBuffer())
-        plan.storageOf[sgd.getUpdated()[1]] = sgd.getMomentumBuffer();
-    } else if (auto adamw = dyn_cast<AdamwOp>(op)) {
-      plan.storageOf[adamw.getNewParam()] = adamw.getParam();
-      plan.storageOf[adamw.getNewExpAvg()] = adamw.getExpAvg();
-      plan.storageOf[adamw.getNewExpAvgSq()] = adamw.getExpAvgSq();
-    }
-  }
-  // Buffers the optimizer updates write in place.
-  llvm::DenseSet<Value> updatedInPlace;
-  for (Operation &op : body)
-    if (isa<SgdOp, AdamwOp>(op))
-      for (Value result : op.getResults())
-        updatedInPlace.insert(plan.root(result));
   // A plain SGD step (no momentum, no weight decay, a constant learning
   // rate) on a gradient that one GEMM computes for it alone: the GEMM adds
   // its scaled product to the parameter itself, where the update is. Not
   // when the GEMM reads a buffer that an update writes (a parameter fed
   // straight into a layer): run at the update, it could read the new value.
-  for (Operation &op : body) {
-    auto sgd = dyn_cast<SgdOp>(op);
-    if (!sgd || sgd.getMomentumBuffer() || sgd.getLrFactor() ||
+  for (Operation *op : sgds) {
+    auto sgd = cast<SgdOp>(op);
+    if (sgd.getMomentumBuffer() || sgd.getLrFactor() ||
         !sgd.getWeightDecay().isZero() || !runsOnStage(sgd, stage))
       continue;
     auto gemm = sgd.getGrad().getDefiningOp<GemmOp>();
@@ -120,20 +188,22 @@ planMemory(func::FuncOp func,
         return false;
     return true;
   };
-  for (Operation &op : body)
-    if (auto gemm = dyn_cast<GemmOp>(op))
-      if (Value c = gemm.getC(); c && c.getType() == gemm.getType() &&
-                                 readOnceInScratch(c))
-        plan.storageOf[gemm.getResult()] = c;
+  for (Operation *op : gemms) {
+    auto gemm = cast<GemmOp>(op);
+    if (Value c = gemm.getC();
+        c && c.getType() == gemm.getType() && readOnceInScratch(c))
+      plan.storageOf[gemm.getResult()] = c;
+  }
   // A sum over ranks of a value nothing else reads (a gradient, typically)
   // is taken in that value's buffer: no copy, no second buffer.
-  for (Operation &op : body)
-    if (auto allReduce = dyn_cast<AllReduceOp>(op))
-      for (auto [in, out] :
-           llvm::zip(allReduce.getInputs(), allReduce.getResults()))
-        if (in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
-            !isa<ConstantOp>(in.getDefiningOp()))
-          plan.storageOf[out] = in;
+  for (Operation *op : allReduces) {
+    auto allReduce = cast<AllReduceOp>(op);
+    for (auto [in, out] :
+         llvm::zip(allReduce.getInputs(), allReduce.getResults()))
+      if (in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
+          !isa<ConstantOp>(in.getDefiningOp()))
+        plan.storageOf[out] = in;
+  }
   // A ReLU of a value nothing else reads (a layer's pre-activation, as the
   // ReLU's gradient reads the output) runs in place, which also lets the
   // cuda target fold it into the GEMM that computes that value. Not when
@@ -142,22 +212,23 @@ planMemory(func::FuncOp func,
     Operation *at = executedAt.lookup(op);
     return at && at != op;
   };
-  for (Operation &op : body)
-    if (auto relu = dyn_cast<ReluOp>(op))
-      if (Value in = relu.getInput();
-          in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
-          !isa<ConstantOp>(in.getDefiningOp()) &&
-          !executesLater(in.getDefiningOp()))
-        plan.storageOf[relu.getResult()] = in;
+  for (Operation *op : relus) {
+    auto relu = cast<ReluOp>(op);
+    if (Value in = relu.getInput();
+        in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
+        !isa<ConstantOp>(in.getDefiningOp()) &&
+        !executesLater(in.getDefiningOp()))
+      plan.storageOf[relu.getResult()] = in;
+  }
 
   // Live range of every arena buffer: from its definition to the last read
   // of any value stored in it (returned values live to the end).
   llvm::DenseMap<Value, std::pair<int64_t, int64_t>> range;
   SmallVector<Value> roots;
-  for (Operation &op : body) {
-    if (isa<ConstantOp>(op) || !runsOnStage(&op, stage))
+  for (Operation *op : ops) {
+    if (isa<ConstantOp>(op))
       continue;
-    for (Value result : op.getResults()) {
+    for (Value result : op->getResults()) {
       if (!isHeldOnStage(result, stage))
         continue;
       Value root = plan.root(result);
@@ -165,24 +236,25 @@ planMemory(func::FuncOp func,
           plan.rowsOfInput.count(root))
         continue;
       if (!range.count(root)) {
-        range[root] = {position[root.getDefiningOp()],
-                       position[root.getDefiningOp()]};
+        range[root] = {position.lookup(root.getDefiningOp()),
+                       position.lookup(root.getDefiningOp())};
         roots.push_back(root);
       }
     }
   }
-  for (Operation &op : body) {
-    if (!reads(op))
+  for (Operation *op : ops) {
+    if (!reads(*op))
       continue;
-    for (Value operand : op.getOperands()) {
+    for (Value operand : op->getOperands()) {
       Value root = plan.root(operand);
       auto it = range.find(root);
       if (it == range.end())
         continue;
-      Operation *at = executedAt.lookup(&op);
+      Operation *at = executedAt.lookup(op);
       if (!at)
-        at = plan.gemmInUpdate.lookup(&op);
-      int64_t use = isa<func::ReturnOp>(op) ? end : position[at ? at : &op];
+        at = plan.gemmInUpdate.lookup(op);
+      int64_t use =
+          isa<func::ReturnOp>(op) ? end : position.lookup(at ? at : op);
       it->second.second = std::max(it->second.second, use);
     }
   }
@@ -197,7 +269,7 @@ planMemory(func::FuncOp func,
       for (Value input : def->getOperands())
         gradients.insert(plan.root(input));
   };
-  for (Operation &op : body) {
+  for (Operation *op : updates) {
     if (auto sgd = dyn_cast<SgdOp>(op))
       addGradient(sgd.getGrad());
     else if (auto adamw = dyn_cast<AdamwOp>(op))
@@ -210,7 +282,6 @@ planMemory(func::FuncOp func,
       llvm::for_each(adagrad.getGrads(), addGradient);
   }
   int64_t gradientsLive = 0;
-
   // First fit, in definition order, among the buffers still live. The free
   // space below the high-water mark is a list of gaps (offset -> size,
   // merged with their neighbours); buffers expire through a heap ordered by
@@ -272,6 +343,28 @@ planMemory(func::FuncOp func,
     }
   }
   return plan;
+}
+
+
+} // namespace
+
+MemoryPlan
+planMemory(func::FuncOp func,
+           const llvm::DenseMap<Operation *, Operation *> &executedAt,
+           int64_t stage) {
+  return MemoryPlanner(func, executedAt, stage < 0 ? 0 : stage + 1)
+      .plan(stage);
+}
+
+std::vector<MemoryPlan>
+planMemoryOfStages(func::FuncOp func,
+                   const llvm::DenseMap<Operation *, Operation *> &executedAt,
+                   int64_t numStages) {
+  MemoryPlanner planner(func, executedAt, numStages > 1 ? numStages : 0);
+  std::vector<MemoryPlan> plans;
+  for (int64_t s = 0; s < std::max<int64_t>(numStages, 1); ++s)
+    plans.push_back(planner.plan(numStages > 1 ? s : -1));
+  return plans;
 }
 
 int64_t kernelScratchBytes(func::FuncOp func) {

@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <vector>
+
 namespace mlir::cleave {
 
 /// Where every value of a function lives. Values that share storage with
@@ -52,6 +54,14 @@ MemoryPlan
 planMemory(func::FuncOp func,
            const llvm::DenseMap<Operation *, Operation *> &executedAt,
            int64_t stage = -1);
+
+/// planMemory of every stage of a step split into `numStages` pipeline
+/// stages (one plan, of all ops, when `numStages` is 1): the same plans,
+/// with what every stage shares planned once.
+std::vector<MemoryPlan>
+planMemoryOfStages(func::FuncOp func,
+                   const llvm::DenseMap<Operation *, Operation *> &executedAt,
+                   int64_t numStages);
 
 /// Bytes of a statically shaped tensor.
 int64_t tensorBytes(Type type);

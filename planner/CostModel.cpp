@@ -497,9 +497,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).stridedMatmuls)
       planStridedMatmuls(step, memoryFusion);
-    for (int64_t s = 0; s < stages; ++s) {
-      MemoryPlan plan =
-          planMemory(step, memoryFusion.executedAt, stages > 1 ? s : -1);
+    for (const MemoryPlan &plan :
+         planMemoryOfStages(step, memoryFusion.executedAt, stages)) {
       stageArenaBytes.push_back(plan.arenaBytes);
       stageGradientBytes.push_back(plan.gradientBytesAtPeak);
       p.scratchBytes = std::max(p.scratchBytes, plan.arenaBytes);
