@@ -404,12 +404,15 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
 /// over the collectives (bytesSentBy) of its stage.
 std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
                                           int64_t pipelineAxis, bool ringOnly) {
-  SmallVector<Operation *> collectives;
-  step.walk([&](Operation *op) {
-    if (isCollective(op))
-      collectives.push_back(op);
-  });
+  // Each stage's collectives (every collective without stages): a rank
+  // sends in its stage's only.
   ArrayRef<int64_t> sizes = mesh.getAxisSizes();
+  int64_t stages = pipelineAxis >= 0 ? sizes[pipelineAxis] : 1;
+  std::vector<SmallVector<Operation *>> collectives(stages);
+  for (Operation &op : step.getBody().front())
+    if (isCollective(&op))
+      forEachStage(&op, stages, pipelineAxis,
+                   [&](int64_t s) { collectives[s].push_back(&op); });
   std::vector<BytesByKind> bytes(mesh.getNumRanks(), BytesByKind{});
   SmallVector<int64_t> coords(sizes.size());
   for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
@@ -418,7 +421,7 @@ std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
       rest /= sizes[a];
     }
     int64_t stage = pipelineAxis >= 0 ? coords[pipelineAxis] : -1;
-    for (Operation *op : collectives) {
+    for (Operation *op : collectives[std::max<int64_t>(stage, 0)]) {
       int kind = -1;
       int64_t sent = bytesSentBy(op, mesh, coords, stage, ringOnly, kind);
       if (kind >= 0)
