@@ -48,9 +48,11 @@ struct Rows {
 };
 
 /// acc[j] = sum over samples b of f(b * row + j, j), for every position j
-/// of a row, in double; blocks of positions on the OpenMP threads.
-template <typename F>
-void sumOverSamples(const Rows &r, double *acc, F f) {
+/// of a row, in double, and acc2[j] likewise of g where acc2 is given: one
+/// pass (and one OpenMP region, each of which wakes sleeping threads) for
+/// both. Blocks of positions on the OpenMP threads.
+template <typename F, typename G>
+void sumOverSamples(const Rows &r, double *acc, F f, double *acc2, G g) {
   int64_t blocks = (r.row + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
   for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -58,13 +60,30 @@ void sumOverSamples(const Rows &r, double *acc, F f) {
     CLEAVE_SIMD
     for (int64_t j = lo; j < hi; ++j)
       acc[j] = 0.0;
-    for (int64_t b = 0; b < r.n; ++b) {
-      int64_t base = b * r.row;
+    if (acc2) {
       CLEAVE_SIMD
       for (int64_t j = lo; j < hi; ++j)
-        acc[j] += f(base + j, j);
+        acc2[j] = 0.0;
+    }
+    for (int64_t b = 0; b < r.n; ++b) {
+      int64_t base = b * r.row;
+      if (acc2) {
+        CLEAVE_SIMD
+        for (int64_t j = lo; j < hi; ++j) {
+          acc[j] += f(base + j, j);
+          acc2[j] += g(base + j, j);
+        }
+      } else {
+        CLEAVE_SIMD
+        for (int64_t j = lo; j < hi; ++j)
+          acc[j] += f(base + j, j);
+      }
     }
   }
+}
+
+template <typename F> void sumOverSamples(const Rows &r, double *acc, F f) {
+  sumOverSamples(r, acc, f, nullptr, f);
 }
 
 /// The sum of acc over channel c's positions.
@@ -89,20 +108,35 @@ void spread(const Rows &r, const U *perChannel, T *row) {
 }
 
 /// Each channel's batch mean and biased variance (two passes, in double)
-/// into mean and var; meanRow holds the means spread over a row.
+/// into mean and var; meanRow holds the means spread over a row. With dy
+/// (the backward pass), the same two passes also leave sum(dy) in
+/// sums[c] and sum(dy * (x - mean)) in sums[channels + c].
 void batchStats(const float *x, const Rows &r, double *mean, double *var,
-                double *meanRow, double *acc) {
+                double *meanRow, double *acc, const float *dy = nullptr,
+                double *acc2 = nullptr, double *sums = nullptr) {
   double count = static_cast<double>(r.n * r.s);
-  sumOverSamples(r, acc, [&](int64_t e, int64_t) { return double(x[e]); });
-  for (int64_t c = 0; c < r.channels; ++c)
+  sumOverSamples(
+      r, acc, [&](int64_t e, int64_t) { return double(x[e]); }, dy ? acc2 : nullptr,
+      [&](int64_t e, int64_t) { return double(dy[e]); });
+  for (int64_t c = 0; c < r.channels; ++c) {
     mean[c] = channelSum(r, acc, c) / count;
+    if (dy)
+      sums[c] = channelSum(r, acc2, c);
+  }
   spread(r, mean, meanRow);
-  sumOverSamples(r, acc, [&](int64_t e, int64_t j) {
-    double d = x[e] - meanRow[j];
-    return d * d;
-  });
-  for (int64_t c = 0; c < r.channels; ++c)
+  sumOverSamples(
+      r, acc,
+      [&](int64_t e, int64_t j) {
+        double d = x[e] - meanRow[j];
+        return d * d;
+      },
+      dy ? acc2 : nullptr,
+      [&](int64_t e, int64_t j) { return double(dy[e]) * (x[e] - meanRow[j]); });
+  for (int64_t c = 0; c < r.channels; ++c) {
     var[c] = channelSum(r, acc, c) / count;
+    if (dy)
+      sums[r.channels + c] = channelSum(r, acc2, c);
+  }
 }
 
 } // namespace
@@ -162,22 +196,18 @@ void batchNormGrad(const float *dy, const float *x, const Shape &shape,
   }
   double *mean = scratch<0, double>(2 * r.channels), *var = mean + r.channels;
   double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row);
-  batchStats(x, r, mean, var, meanRow, acc);
-  // sum(dy) and sum(dy * (x - mean)) per channel; xhat = (x - mean) * rstd.
+  // sum(dy) and sum(dy * (x - mean)) per channel, in the statistics' two
+  // passes; xhat = (x - mean) * rstd.
   double *sums = scratch<5, double>(2 * r.channels);
-  sumOverSamples(r, acc, [&](int64_t e, int64_t) { return double(dy[e]); });
-  for (int64_t c = 0; c < r.channels; ++c)
-    sums[c] = channelSum(r, acc, c);
-  sumOverSamples(r, acc, [&](int64_t e, int64_t j) {
-    return double(dy[e]) * (x[e] - meanRow[j]);
-  });
+  batchStats(x, r, mean, var, meanRow, acc, dy, scratch<6, double>(r.row),
+             sums);
   double count = static_cast<double>(r.n * r.s);
   // Per channel, as BatchNormGradChannel's coefficients: mean, rstd,
   // scale * rstd, mean(dy), mean(dy * xhat).
   float *k = scratch<1, float>(5 * r.channels);
   for (int64_t c = 0; c < r.channels; ++c) {
     float rstd = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon));
-    double sumDyXhat = channelSum(r, acc, c) * rstd;
+    double sumDyXhat = sums[r.channels + c] * rstd;
     dScale[c] = static_cast<float>(sumDyXhat);
     if (dBias)
       dBias[c] = static_cast<float>(sums[c]);
