@@ -2,6 +2,7 @@
 
 #include "planner/Planner.h"
 
+#include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/Pipelines.h"
 
@@ -375,6 +376,66 @@ private:
   int64_t limit;
 };
 
+/// Rejects, without partitioning them, the layouts whose parameters and
+/// optimizer state cannot fit however the compiler splits them: each rank
+/// holds at least a (pipeline stages x tensor degree x, for what ZeRO
+/// splits, data-parallel degree)-th of them (each parameter lives on one
+/// stage; Megatron splits over the tensor axis, ZeRO-3 parameters and
+/// ZeRO-1 to 3 optimizer state over the data axis, nothing splits more).
+/// Not with the user's hints, which may split anything over any axis.
+void rejectByHeldBytes(const StepSource &steps, const SearchOptions &options,
+                       std::vector<Candidate> &candidates) {
+  if (options.given || !options.hints.empty())
+    return;
+  std::string stepName;
+  llvm::Expected<ModuleOp> module = steps(/*distributed=*/true, stepName);
+  if (!module) {
+    llvm::consumeError(module.takeError());
+    return;
+  }
+  auto step = module->lookupSymbol<func::FuncOp>(stepName);
+  double params = 0, state = 0;
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (step.getArgAttr(i, CleaveDialect::kParamAttrName))
+      params += tensorBytes(arg.getType());
+    else if (step.getArgAttr(i, CleaveDialect::kStateAttrName))
+      state += tensorBytes(arg.getType());
+  }
+  // In bf16 a parameter is a 2-byte copy and a 4-byte master (predictStep).
+  if (options.precision == Precision::Bf16)
+    params *= 1.5;
+  auto heldBytes = [&](const PlanLayout &layout) {
+    int64_t dp = layout.axisSize("dp");
+    double model = double(layout.ranks()) / dp;
+    bool zero = layout.strategy == Strategy::Zero1 ||
+                layout.strategy == Strategy::Zero2 ||
+                layout.strategy == Strategy::Zero3;
+    return params / (model * (layout.strategy == Strategy::Zero3 ? dp : 1)) +
+           state / (model * (zero ? dp : 1));
+  };
+  // The layout holding the least is partitioned whatever its bound, so
+  // that a search where nothing fits still says what the smallest needs.
+  const Candidate *least = nullptr;
+  for (const Candidate &candidate : candidates)
+    if (candidate.rejected.empty() &&
+        (!least || heldBytes(candidate.layout) < heldBytes(least->layout)))
+      least = &candidate;
+  double memory = options.cluster.memoryBytes();
+  for (Candidate &candidate : candidates) {
+    if (!candidate.rejected.empty() || &candidate == least)
+      continue;
+    double held = heldBytes(candidate.layout);
+    if (held > memory)
+      candidate.rejected = llvm::formatv(
+          "does not fit: its parameters and optimizer state alone need at "
+          "least {0} per rank however they are split, the device has {1} "
+          "(not partitioned)",
+          formatBytes(static_cast<int64_t>(held)),
+          formatBytes(options.cluster.memoryBytes()));
+  }
+}
+
 } // namespace
 
 SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
@@ -390,6 +451,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     candidates = enumerateLayouts(options);
   }
   result.candidates = candidates.size();
+  rejectByHeldBytes(steps, options, candidates);
   // First every layout of one micro-batch, then those of more, most
   // promising first, skipping what cannot reach the plans kept.
   std::map<std::string, const Candidate *> single;
