@@ -15,6 +15,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
 #include <map>
@@ -434,11 +435,27 @@ std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
 /// The fp32 program's memory and traffic in Megatron-LM's mixed
 /// precision (predictStep): scratch, gradients, workspace and bytes sent
 /// halve; each parameter element's 4 bytes become a 2-byte copy and a
-/// 4-byte fp32 master, held with the optimizer state.
+/// 4-byte fp32 master, held with the optimizer state and split as it is
+/// (a parameter's state tensors are named after it, "w.exp_avg": ZeRO-1
+/// and 2 split the master with them, as in the ZeRO paper), or as the
+/// parameter when it has no state.
 void toMixedPrecision(Prediction &p) {
+  llvm::StringMap<const HeldTensor *> firstState;
+  for (const HeldTensor &tensor : p.tensors)
+    if (tensor.role == "state")
+      firstState.try_emplace(
+          llvm::StringRef(tensor.name).rsplit('.').first, &tensor);
+  for (const HeldTensor &tensor : p.tensors) {
+    if (tensor.role != "parameter")
+      continue;
+    const HeldTensor *state = firstState.lookup(tensor.name);
+    int64_t master = state ? state->bytes : tensor.bytes;
+    for (auto [s, memory] : llvm::enumerate(p.stageMemory))
+      if (tensor.stage < 0 || tensor.stage == static_cast<int64_t>(s))
+        memory.optimizerState += master;
+  }
   p.persistentBytes = 0;
   for (StageMemory &memory : p.stageMemory) {
-    memory.optimizerState += memory.parameters;
     memory.parameters /= 2;
     memory.gradients /= 2;
     memory.activations /= 2;

@@ -130,10 +130,10 @@ std::optional<Precision> parsePrecision(llvm::StringRef name);
 /// tensor the program reads, writes, holds in scratch or sends takes 2
 /// bytes an element instead of 4, and each parameter element is held
 /// twice: a 16-bit copy (2 bytes, `parameters`) and an fp32 master (4
-/// bytes, counted with the optimizer state). With AdamW that is 2 + 4 +
-/// 8 (two fp32 moments) bytes held and 2 of gradient per parameter: the
-/// 16 bytes of mixed-precision Adam in the ZeRO paper (Rajbhandari et al.
-/// 2020, section 3.1).
+/// bytes, counted with the optimizer state and split as it is). With
+/// AdamW that is 2 + 4 + 8 (two fp32 moments) bytes held and 2 of
+/// gradient per parameter: the 16 bytes of mixed-precision Adam in the
+/// ZeRO paper (Rajbhandari et al. 2020, section 3.1).
 llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
                                        const Cluster &cluster,
                                        int64_t microbatches,
