@@ -436,6 +436,34 @@ void rejectByHeldBytes(const StepSource &steps, const SearchOptions &options,
   }
 }
 
+/// Micro-batches change what a training BatchNorm computes (each
+/// micro-batch is normalized with its own statistics, as in PyTorch's
+/// accumulation loop), so the search does not offer them for such a step:
+/// a plan must train the model the user wrote. The user can still ask for
+/// micro-batches (cleave plan --microbatches, cleave compile).
+void rejectMicrobatchesThatChangeBatchNorm(const StepSource &steps,
+                                           const SearchOptions &options,
+                                           std::vector<Candidate> &candidates) {
+  if (options.given)
+    return;
+  std::string stepName;
+  llvm::Expected<ModuleOp> module = steps(/*distributed=*/true, stepName);
+  if (!module) {
+    llvm::consumeError(module.takeError());
+    return;
+  }
+  bool batchNorm = false;
+  module->walk([&](BatchNormOp op) { batchNorm |= op.getTraining(); });
+  if (!batchNorm)
+    return;
+  for (Candidate &candidate : candidates)
+    if (candidate.rejected.empty() && candidate.layout.microbatches > 1)
+      candidate.rejected =
+          "micro-batches would change what the model's BatchNorm computes "
+          "(statistics per micro-batch, not per batch); not chosen unless "
+          "asked for with --microbatches (not partitioned)";
+}
+
 } // namespace
 
 SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
@@ -451,6 +479,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     candidates = enumerateLayouts(options);
   }
   result.candidates = candidates.size();
+  rejectMicrobatchesThatChangeBatchNorm(steps, options, candidates);
   rejectByHeldBytes(steps, options, candidates);
   // First every layout of one micro-batch, then those of more, most
   // promising first, skipping what cannot reach the plans kept.
