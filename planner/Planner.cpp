@@ -376,6 +376,18 @@ private:
   int64_t limit;
 };
 
+/// The distributed training step, or null when it does not build (each
+/// layout's evaluation then reports why).
+func::FuncOp distributedStep(const StepSource &steps) {
+  std::string stepName;
+  llvm::Expected<ModuleOp> module = steps(/*distributed=*/true, stepName);
+  if (!module) {
+    llvm::consumeError(module.takeError());
+    return {};
+  }
+  return module->lookupSymbol<func::FuncOp>(stepName);
+}
+
 /// Rejects, without partitioning them, the layouts whose parameters and
 /// optimizer state cannot fit however the compiler splits them: each rank
 /// holds at least a (pipeline stages x tensor degree x, for what ZeRO
@@ -387,13 +399,9 @@ void rejectByHeldBytes(const StepSource &steps, const SearchOptions &options,
                        std::vector<Candidate> &candidates) {
   if (options.given || !options.hints.empty())
     return;
-  std::string stepName;
-  llvm::Expected<ModuleOp> module = steps(/*distributed=*/true, stepName);
-  if (!module) {
-    llvm::consumeError(module.takeError());
+  func::FuncOp step = distributedStep(steps);
+  if (!step)
     return;
-  }
-  auto step = module->lookupSymbol<func::FuncOp>(stepName);
   double params = 0, state = 0;
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -444,16 +452,11 @@ void rejectByHeldBytes(const StepSource &steps, const SearchOptions &options,
 void rejectMicrobatchesThatChangeBatchNorm(const StepSource &steps,
                                            const SearchOptions &options,
                                            std::vector<Candidate> &candidates) {
-  if (options.given)
+  func::FuncOp step = options.given ? func::FuncOp() : distributedStep(steps);
+  if (!step)
     return;
-  std::string stepName;
-  llvm::Expected<ModuleOp> module = steps(/*distributed=*/true, stepName);
-  if (!module) {
-    llvm::consumeError(module.takeError());
-    return;
-  }
   bool batchNorm = false;
-  module->walk([&](BatchNormOp op) { batchNorm |= op.getTraining(); });
+  step.walk([&](BatchNormOp op) { batchNorm |= op.getTraining(); });
   if (!batchNorm)
     return;
   for (Candidate &candidate : candidates)
