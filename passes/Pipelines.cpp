@@ -9,6 +9,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <mutex>
+
 namespace mlir::cleave {
 
 char DiagnosedError::ID = 0;
@@ -27,19 +29,21 @@ llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-
-/// Records the argument of the pass that failed (for the tool's note
-/// naming the flags behind it).
+/// Records the argument of the pass that failed first, the innermost (for
+/// the tool's note naming the flags behind it). Function passes may fail
+/// on several threads at once.
 class FailedPassRecorder : public PassInstrumentation {
 public:
   explicit FailedPassRecorder(std::string &failed) : failed(failed) {}
   void runAfterPassFailed(Pass *pass, Operation *) override {
+    std::lock_guard<std::mutex> lock(mutex);
     if (failed.empty())
       failed = pass->getArgument().str();
   }
 
 private:
   std::string &failed;
+  std::mutex mutex;
 };
 
 /// Runs `build`'s passes on `module`; a DiagnosedError naming the pass
