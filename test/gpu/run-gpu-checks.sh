@@ -127,8 +127,10 @@ run_model cnn "--optimizer sgd --lr 0.05 --momentum 0.9 --batch 8" \
   "--optimizer sgd --lr 0.05 --momentum 0.9" dp --param-atol 1e-7
 run_model gpt "--optimizer adamw --lr 0.01 --eps 1e-6 --batch 4" \
   "--optimizer adamw --lr 0.01 --eps 1e-6" megatron
-# Pipeline stages (NCCL send/recv between the stages' GPUs); the CNN's
-# BatchNorm needs whole batches, so it runs without micro-batches.
+# Pipeline stages (NCCL send/recv between the stages' GPUs); with
+# micro-batches the CNN's BatchNorm would normalize each micro-batch by its
+# own statistics, another trajectory than the whole-batch cpu run it is
+# compared with, so it runs without them.
 run_pipeline mlp "--input-shape batch=8 --optimizer sgd --lr 0.05 --momentum 0.9" 2
 run_pipeline cnn "--optimizer sgd --lr 0.05 --momentum 0.9" 1 --param-atol 1e-7
 run_pipeline gpt "--optimizer adamw --lr 0.01 --eps 1e-6" 2
