@@ -212,6 +212,15 @@ int buildProgram(const ProgramBuild &build, llvm::StringRef source,
     return rc;
   std::string error;
   int rc = runIn(directory, compiler, args, error);
+  // The linker cannot write its output when the directory went away (or
+  // became read-only) during the compile: not a bug of cleave's.
+  if (llvm::StringRef parent = llvm::sys::path::parent_path(linked);
+      rc != 0 && !inPlace &&
+      (!llvm::sys::fs::is_directory(parent) ||
+       llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write)))
+    return fail("cannot write the program: the output directory '" + parent +
+                "' was removed or made read-only while cleave compiled; "
+                "recreate it and compile again");
   if (rc != 0)
     return fail("compiling the generated program failed" +
                 (error.empty() ? "" : ": " + error) +
