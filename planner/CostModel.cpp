@@ -228,6 +228,33 @@ struct StageTime {
   double total = 0, compute = 0, flops = 0;
 };
 
+/// One stage's clocks as the emitted program runs its step: compute in
+/// program order, collectives on a communication stream. The emitter
+/// starts every all-reduce and waits for it before the first op that
+/// reads a result; the other collectives complete in place.
+struct StreamClock {
+  double now = 0, commFree = 0, lastWait = 0;
+  llvm::DenseMap<Operation *, double> waitAt;
+
+  /// Before `op` runs: the wait for the all-reduces it reads.
+  void reach(Operation *op) {
+    if (auto it = waitAt.find(op); it != waitAt.end())
+      now = std::max(now, it->second);
+  }
+  /// Runs the collective `op` for `seconds`; returns when it starts.
+  double runCollective(Operation *op, double seconds) {
+    double start = std::max(now, commFree);
+    commFree = start + seconds;
+    if (!isa<AllReduceOp>(op))
+      now = commFree;
+    else if (Operation *user = firstUser(op))
+      waitAt[user] = std::max(waitAt.lookup(user), commFree);
+    else
+      lastWait = std::max(lastWait, commFree);
+    return start;
+  }
+};
+
 /// The step of the rank at the mesh origin of every pipeline stage (one
 /// entry without stages): per stage a compute stream and a communication
 /// stream in program order, all stages in one pass over the ops.
@@ -235,9 +262,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
                                   MeshAttr mesh, int64_t stages,
                                   int64_t pipelineAxis, bool ringOnly,
                                   ArrayRef<double> stepTraffic) {
-  struct Clock {
-    double now = 0, commFree = 0, lastWait = 0;
-    llvm::DenseMap<Operation *, double> waitAt;
+  struct Clock : StreamClock {
     CacheState cache;
     SmallVector<int64_t> coords;
   };
@@ -255,26 +280,13 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
     forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
       Clock &clock = clocks[s];
       int64_t stage = pipelineAxis >= 0 ? s : -1;
-      if (auto it = clock.waitAt.find(&op); it != clock.waitAt.end())
-        clock.now = std::max(clock.now, it->second);
+      clock.reach(&op);
       if (collective) {
         int kind = -1;
         int64_t bytes =
             bytesSentBy(&op, mesh, clock.coords, stage, ringOnly, kind);
-        double seconds = timer.collectiveSeconds(&op, bytes, clock.coords);
-        double start = std::max(clock.now, clock.commFree);
-        clock.commFree = start + seconds;
-        // The emitter starts every all-reduce and finishes it before the
-        // first op that reads a result; the others complete in place.
-        if (isa<AllReduceOp>(op)) {
-          if (Operation *user = firstUser(&op))
-            clock.waitAt[user] =
-                std::max(clock.waitAt.lookup(user), clock.commFree);
-          else
-            clock.lastWait = std::max(clock.lastWait, clock.commFree);
-        } else {
-          clock.now = clock.commFree;
-        }
+        clock.runCollective(
+            &op, timer.collectiveSeconds(&op, bytes, clock.coords));
         return;
       }
       if (!cost)
@@ -298,9 +310,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
 void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
                       int64_t stages, int64_t pipelineAxis, bool ringOnly,
                       ArrayRef<double> traffic, Prediction &p) {
-  struct Clock {
-    double now = 0, commFree = 0;
-    llvm::DenseMap<Operation *, double> waitAt;
+  struct Clock : StreamClock {
     /// The open compute slice (index in p.schedule, -1: none) and its key.
     int64_t open = -1;
     CacheState cache;
@@ -359,24 +369,14 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
     }
     forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
       Clock &clock = clocks[s];
-      if (auto it = clock.waitAt.find(&op); it != clock.waitAt.end())
-        clock.now = std::max(clock.now, it->second);
+      clock.reach(&op);
       if (isCollective(&op)) {
         SmallVector<int64_t> coords = coordsOf(s);
         int kind = -1;
         int64_t bytes =
             bytesSentBy(&op, mesh, coords, stageArg(s), ringOnly, kind);
         double seconds = timer.collectiveSeconds(&op, bytes, coords);
-        double start = std::max(clock.now, clock.commFree);
-        clock.commFree = start + seconds;
-        if (isa<AllReduceOp>(op)) {
-          if (Operation *user = firstUser(&op))
-            clock.waitAt[user] =
-                std::max(clock.waitAt.lookup(user), clock.commFree);
-        } else {
-          clock.now = clock.commFree;
-        }
-        record(s, &op, bytes, start, seconds);
+        record(s, &op, bytes, clock.runCollective(&op, seconds), seconds);
         return;
       }
       double seconds = timer.opSeconds(costOf(&op), &op, clock.cache);
