@@ -60,16 +60,22 @@ LogicalResult Emitter::emitOperation(LayerNormGradOp grad) {
 }
 
 LogicalResult Emitter::emitOperation(BatchNormOp norm) {
+  // The batch's statistics when they come from the whole batch of several
+  // ranks; the kernel computes them from the input otherwise.
+  std::string given;
+  for (Value stat : norm.getBatchStatistics())
+    given += ", " + ref(stat);
   call(norm,
        formatv("batchNorm({0}, {1}, {2}, {3}, {4}, {5}, {6}f, {7}f, "
-               "{8}, {9}, {10}, {11})",
+               "{8}, {9}, {10}, {11}{12})",
                ref(norm.getInput()), shapeLiteral(norm.getInput()),
                ref(norm.getScale()), ref(norm.getBias()),
                ref(norm.getRunningMean()), ref(norm.getRunningVar()),
                floatLiteral(norm.getEpsilon().convertToFloat()),
                floatLiteral(norm.getMomentum().convertToFloat()),
                norm.getTraining(), ref(norm.getY()),
-               ref(norm.getNewRunningMean()), ref(norm.getNewRunningVar())));
+               ref(norm.getNewRunningMean()), ref(norm.getNewRunningVar()),
+               given));
   return success();
 }
 

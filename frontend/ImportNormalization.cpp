@@ -58,7 +58,8 @@ LogicalResult importBatchNormalization(NodeImporter &node) {
       node.input(3), node.input(4),
       b.getF32FloatAttr(node.floatAttr("epsilon", 1e-5f)),
       b.getF32FloatAttr(node.floatAttr("momentum", 0.9f)),
-      b.getBoolAttr(node.intAttr("training_mode", 0) != 0));
+      b.getBoolAttr(node.intAttr("training_mode", 0) != 0),
+      /*batch_statistics=*/ValueRange{});
   node.setOutputs(op->getResults());
   return success();
 }

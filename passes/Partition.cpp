@@ -9,6 +9,7 @@
 
 #include "passes/Passes.h"
 #include "passes/ShardingRules.h"
+#include "passes/SplitBatchStatistics.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -116,45 +117,6 @@ void localizeSplitGather(Operation *op, ArrayRef<StringAttr> axes,
   b.setInsertionPointAfter(op);
   auto masked = WhereOp::create(b, loc, valuesType, mask, values, zero);
   values.replaceAllUsesExcept(masked, masked);
-}
-
-/// Makes `op`, a training-mode BatchNorm or its gradient whose batch is
-/// split over `axes` (the statistics factor's axes but the micro-batch
-/// one), normalize the rows of all ranks over `axes`: its batch-shaped
-/// operands are gathered, its batch-shaped result is this rank's block of
-/// what it computes. The gradient reuses the forward op's gather of the
-/// input (`gathered`), as a gathered input once served both.
-void gatherStatisticsBatch(Operation *op, ArrayRef<StringAttr> axes,
-                           MeshAttr mesh,
-                           llvm::DenseMap<Value, Value> &gathered) {
-  MLIRContext *context = op->getContext();
-  int64_t group = mesh.getGroupSize(axes);
-  auto grown = [&](Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    SmallVector<int64_t> shape(tensor.getShape());
-    shape[0] *= group;
-    return RankedTensorType::get(shape, tensor.getElementType());
-  };
-  ArrayAttr axesAttr = ArrayAttr::get(
-      context, SmallVector<Attribute>(axes.begin(), axes.end()));
-  OpBuilder b(op);
-  unsigned batchOperands = isa<BatchNormOp>(op) ? 1 : 2;
-  for (unsigned i = 0; i < batchOperands; ++i) {
-    Value local = op->getOperand(i);
-    Value &whole = gathered[local];
-    if (!whole || whole.getDefiningOp<AllGatherOp>().getAxes() != axesAttr ||
-        !whole.getDefiningOp()->isBeforeInBlock(op))
-      whole = AllGatherOp::create(b, op->getLoc(), grown(local.getType()),
-                                  local, axesAttr, 0);
-    op->setOperand(i, whole);
-  }
-  Value result = op->getResult(0);
-  Type localType = result.getType();
-  result.setType(grown(localType));
-  b.setInsertionPointAfter(op);
-  auto mine = AllSliceOp::create(b, op->getLoc(), localType, result,
-                                 axesAttr, 0);
-  result.replaceAllUsesExcept(mine, mine);
 }
 
 /// Helpers for the per-rank arithmetic built after partitioning.
@@ -560,9 +522,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       offset = AddOp::create(b, op->getLoc(), offset.getType(), offset, given);
     dropout.getOffsetMutable().assign(offset);
   }
-  llvm::DenseMap<Value, Value> gatheredBatches;
+  SplitBatchStatistics batchStatistics(mesh);
   for (auto &[op, axes] : splitStatistics)
-    gatherStatisticsBatch(op, axes, mesh, gatheredBatches);
+    batchStatistics.rewrite(op, axes);
   for (auto &[op, axes] : splitLosses) {
     if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
       localizeSplitCrossEntropy(loss, axesAttr(context, axes), mesh);

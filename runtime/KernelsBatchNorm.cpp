@@ -145,14 +145,21 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
                const float *bias, const float *runningMean,
                const float *runningVar, float epsilon, float momentum,
                bool training, float *y, float *newRunningMean,
-               float *newRunningVar) {
+               float *newRunningVar, const float *batchMean,
+               const float *batchVar) {
   Rows r(shape);
   double *mean = scratch<0, double>(2 * r.channels), *var = mean + r.channels;
   float *coef = scratch<1, float>(2 * r.channels);
-  bool batch = training && r.n * r.s > 0;
-  if (batch)
+  bool batch = training && (batchMean || r.n * r.s > 0);
+  if (batch && batchMean) {
+    for (int64_t c = 0; c < r.channels; ++c) {
+      mean[c] = batchMean[c];
+      var[c] = batchVar[c];
+    }
+  } else if (batch) {
     batchStats(x, r, mean, var, scratch<2, double>(r.row),
                scratch<3, double>(r.row));
+  }
   for (int64_t c = 0; c < r.channels; ++c) {
     // As BatchNormChannel (NormalizationBodies.h) computes them.
     float m = batch ? static_cast<float>(mean[c]) : runningMean[c];

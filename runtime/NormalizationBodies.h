@@ -389,9 +389,10 @@ struct ChannelView {
 };
 
 /// Phase 1 of batchNorm, one item per channel: the channel's statistics
-/// (the batch's in training mode with a non-empty batch, else the running
-/// ones), the new running statistics (either output may be null), and the
-/// affine map y = x * a + b of phase 2 in coef[2c], coef[2c + 1].
+/// (in training mode the given batchMean/batchVar, else the batch's when it
+/// is not empty; the running ones otherwise), the new running statistics
+/// (either output may be null), and the affine map y = x * a + b of phase
+/// 2 in coef[2c], coef[2c + 1].
 struct BatchNormChannel {
   const float *x;
   const float *scale;
@@ -405,14 +406,22 @@ struct BatchNormChannel {
   float epsilon;
   float momentum;
   bool training;
+  /// The whole batch's statistics, or null (see batchNorm).
+  const float *batchMean = nullptr;
+  const float *batchVar = nullptr;
 
   CLEAVE_HD void operator()(int64_t c) const {
     float m, var;
-    if (training && view.n * view.s > 0) {
-      double dm, dv;
-      view.stats(x, c, dm, dv);
-      m = static_cast<float>(dm);
-      var = static_cast<float>(dv);
+    if (training && (batchMean || view.n * view.s > 0)) {
+      if (batchMean) {
+        m = batchMean[c];
+        var = batchVar[c];
+      } else {
+        double dm, dv;
+        view.stats(x, c, dm, dv);
+        m = static_cast<float>(dm);
+        var = static_cast<float>(dv);
+      }
       if (newRunningMean)
         newRunningMean[c] = momentum * runningMean[c] + (1.0f - momentum) * m;
       if (newRunningVar)

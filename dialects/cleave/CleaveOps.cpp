@@ -336,6 +336,15 @@ LogicalResult BatchNormOp::verify() {
         {"new_running_var", getNewRunningVar()}})
     if (failed(expectShape(*this, name, shapeOf(value), {channels})))
       return failure();
+  if (!getBatchStatistics().empty()) {
+    if (!getTraining() || getBatchStatistics().size() != 2)
+      return emitOpError("batch_statistics must be empty or, in training "
+                         "mode, a mean and a variance");
+    for (Value stat : getBatchStatistics())
+      if (failed(expectShape(*this, "batch statistic", shapeOf(stat),
+                             {channels})))
+        return failure();
+  }
   if (getY().getType() != getInput().getType())
     return emitOpError("y must have the input's type");
   return success();

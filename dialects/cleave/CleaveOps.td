@@ -441,6 +441,13 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm", [Pure]> {
     ONNX opset 15 specifies). In inference mode the running statistics pass
     through unchanged.
 
+    `batch_statistics`, when given (training mode only), is the batch's
+    mean and biased variance per channel, used instead of this input's:
+    partitioning gives them where the batch is split over ranks, so that
+    each rank normalizes its rows with the statistics of the whole batch
+    (computed from per-rank sums and an all-reduce of `C` values each,
+    not by gathering the rows).
+
     Example:
 
     ```mlir
@@ -455,6 +462,8 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm", [Pure]> {
     - `input` has rank at least 2;
     - `scale`, `bias`, `running_mean`, `running_var` and the new statistics
       are 1-d of size `C = input.shape[1]`;
+    - `batch_statistics` is empty or, in training mode, two 1-d tensors of
+      size `C` (mean, then variance);
     - `epsilon` is finite and >= 0, `momentum` in [0, 1];
     - `y` has the input's type.
   }];
@@ -462,7 +471,8 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm", [Pure]> {
                        Cleave_FloatTensor:$bias,
                        Cleave_FloatTensor:$running_mean,
                        Cleave_FloatTensor:$running_var, F32Attr:$epsilon,
-                       F32Attr:$momentum, BoolAttr:$training);
+                       F32Attr:$momentum, BoolAttr:$training,
+                       Variadic<Cleave_FloatTensor>:$batch_statistics);
   let results = (outs Cleave_FloatTensor:$y,
                       Cleave_FloatTensor:$new_running_mean,
                       Cleave_FloatTensor:$new_running_var);

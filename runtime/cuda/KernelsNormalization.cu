@@ -48,13 +48,14 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
                const float *bias, const float *runningMean,
                const float *runningVar, float epsilon, float momentum,
                bool training, float *y, float *newRunningMean,
-               float *newRunningVar) {
+               float *newRunningVar, const float *batchMean,
+               const float *batchVar) {
   ChannelView view(shape);
   DeviceScratch coef(2 * view.channels * sizeof(float));
   launch(view.channels,
          BatchNormChannel{x, scale, bias, runningMean, runningVar,
                           newRunningMean, newRunningVar, coef.as<float>(), view,
-                          epsilon, momentum, training});
+                          epsilon, momentum, training, batchMean, batchVar});
   launch(view.elements(), BatchNormApply{x, coef.as<float>(), y, view});
 }
 
