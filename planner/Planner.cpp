@@ -2,6 +2,8 @@
 
 #include "planner/Planner.h"
 
+#include "planner/IntraOpLayouts.h"
+
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/Pipelines.h"
@@ -70,7 +72,14 @@ std::vector<std::string> PlanLayout::flags() const {
     flags.insert(flags.end(), {"--microbatches", std::to_string(microbatches)});
   if (recompute != "none")
     flags.insert(flags.end(), {"--recompute", recompute});
+  if (intraOp)
+    for (const ShardingHint &hint : intraOp->hints)
+      flags.insert(flags.end(), {"--shard", formatShardingHint(hint)});
   return flags;
+}
+
+std::string PlanLayout::strategyLabel() const {
+  return intraOp ? "ilp" : strategyName(strategy).str();
 }
 
 std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
@@ -86,6 +95,10 @@ std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
     }
   if (axis == "tp" && strategy == Strategy::Megatron)
     return "tensor parallel (Megatron)";
+  if (axis == "tp" && intraOp)
+    return llvm::formatv("tensor parallel (intra-op ILP: {0} of {1} "
+                         "parameters and states split)",
+                         intraOp->splitTensors, intraOp->hints.size());
   if (axis == "dp")
     switch (strategy) {
     case Strategy::Zero1:
@@ -102,8 +115,8 @@ std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
 
 std::string PlanLayout::summary() const {
   std::string text = mesh.empty() ? "(one rank)" : meshText();
-  if (strategy != Strategy::None)
-    text += " " + strategyName(strategy).str();
+  if (strategy != Strategy::None || intraOp)
+    text += " " + strategyLabel();
   if (schedule != PipelineSchedule::GPipe)
     text += " " + pipelineScheduleName(schedule).str();
   if (virtualStages > 1)
@@ -119,7 +132,7 @@ std::string PlanLayout::key() const {
   return meshText() + "|" + strategyName(strategy).str() + "|" + pipelineAxis +
          "|" + pipelineScheduleName(schedule).str() + "|" +
          std::to_string(virtualStages) + "|" + std::to_string(microbatches) +
-         "|" + recompute;
+         "|" + recompute + (intraOp ? "|ilp" : "");
 }
 
 namespace {
@@ -187,6 +200,8 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
     (*module)->setAttr(CleaveDialect::kMeshAttrName, lo.mesh);
   }
   lo.hints = options.hints;
+  if (layout.intraOp)
+    llvm::append_range(lo.hints, layout.intraOp->hints);
   lo.bucketMb = options.bucketMb;
   lo.strategy = layout.strategy;
   lo.microbatches = layout.microbatches;
@@ -480,6 +495,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     candidates.push_back(given);
   } else {
     candidates = enumerateLayouts(options);
+    addIntraOpLayouts(steps, options, candidates);
   }
   result.candidates = candidates.size();
   rejectMicrobatchesThatChangeBatchNorm(steps, options, candidates);

@@ -15,6 +15,7 @@
 
 #include "planner/Cluster.h"
 #include "planner/CostModel.h"
+#include "planner/IntraOpIlp.h"
 
 #include "passes/Pipelines.h"
 #include "passes/ShardingHints.h"
@@ -41,12 +42,17 @@ struct PlanLayout {
   int64_t microbatches = 1;
   /// Activation recomputation: "none", "selective" or "full".
   std::string recompute = "none";
+  /// The tensor axis' shardings from the intra-op ILP (IntraOpIlp.h), when
+  /// no preset splits it: its hints join the flags as --shard.
+  std::optional<IntraOpPlan> intraOp;
 
   std::string meshText() const;
   int64_t ranks() const;
   int64_t axisSize(llvm::StringRef name) const;
   /// `cleave compile` flags that build this layout (without the model's).
   std::vector<std::string> flags() const;
+  /// The strategy column: the preset's name, or "ilp".
+  std::string strategyLabel() const;
   /// What each axis does, for people ("dp=4: data parallel, ZeRO-2").
   std::string describeAxis(llvm::StringRef axis) const;
   /// The layout in a few words: "pp=2,dp=4 dp mb=4", "(one rank)".

@@ -19,6 +19,8 @@ packages=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   # oneDNN: the cpu target's convolutions where it beats im2col + sgemm
   libdnnl-dev
+  # COIN-OR CBC: the planner's intra-op ILP (found with pkg-config)
+  coinor-libcbc-dev pkg-config
   # build speed
   cmake ninja-build ccache mold g++ libgtest-dev
   # references for tests: Debian's Python with onnx, numpy and torch

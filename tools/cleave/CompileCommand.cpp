@@ -317,6 +317,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::PipelineSchedule schedule = distribution_.pipelineSchedule;
   int64_t virtualStages = distribution_.virtualStages;
   std::string recompute = distribution_.recompute;
+  // The intra-op ILP's hints of the layout --strategy auto chose.
+  std::vector<mlir::cleave::ShardingHint> plannedHints;
   if (strategy == kAutoStrategy) {
     std::vector<mlir::cleave::ShardingHint> hints;
     if (int rc = userHints(artifacts, hints))
@@ -336,6 +338,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     schedule = chosen->schedule;
     virtualStages = chosen->virtualStages;
     recompute = chosen->recompute;
+    if (chosen->intraOp)
+      plannedHints = chosen->intraOp->hints;
   }
 
   mlir::cleave::MeshAttr mesh;
@@ -400,6 +404,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
 
   if (int rc = userHints(artifacts, layout.hints))
     return rc;
+  llvm::append_range(layout.hints, plannedHints);
   if (llvm::Error error = mlir::cleave::partitionForLayout(
           *module, *step, layout, std::min(compileTo(), Phase::Stages),
           [&](mlir::func::FuncOp step) {

@@ -322,10 +322,16 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     llvm::append_range(flags, c.layout.flags());
     return flags;
   };
+  // Quoted where the shell would read a hint's brackets as a glob.
+  auto quoted = [](const std::string &flag) {
+    return flag.find_first_of("[]{}*?") == std::string::npos
+               ? flag
+               : "'" + flag + "'";
+  };
   auto shellLine = [&](const Candidate &c) {
     std::string line = "cleave compile " + import_.model;
     for (const std::string &flag : flagsOf(c))
-      line += " " + flag;
+      line += " " + quoted(flag);
     return line + " -o train";
   };
 
@@ -360,7 +366,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
           "{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} {7,11} {8,11} "
           "{9,11}\n",
           i + 1, c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText(),
-          mlir::cleave::strategyName(c.layout.strategy), c.layout.microbatches,
+          c.layout.strategyLabel(), c.layout.microbatches,
           ms(p.stepMs), ms(p.computeMs), ms(p.exposedCommMs), ms(p.bubbleMs),
           planner::formatBytes(p.peakBytesPerRank),
           planner::formatBytes(p.commBytesPerRank));
@@ -453,6 +459,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       written = std::move(*presetHints);
     }
     llvm::append_range(written, hints);
+    if (best.layout.intraOp)
+      llvm::append_range(written, best.layout.intraOp->hints);
     std::string text;
     llvm::raw_string_ostream hos(text);
     hos << "# cleave plan: the best plan for " << import_.model << " on "
@@ -465,7 +473,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     // The plan's flags with the file for the preset.
     std::vector<std::string> flags = best.layout.flags();
     for (size_t i = 0; i < flags.size(); i += 2)
-      if (flags[i] != "--strategy")
+      if (flags[i] != "--strategy" && flags[i] != "--shard")
         hos << " " << flags[i] << " " << flags[i + 1];
     hos << " --shard-file " << emitHints_ << " -o train\n";
     if (best.layout.strategy == Strategy::Zero3 ||

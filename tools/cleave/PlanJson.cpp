@@ -59,7 +59,7 @@ llvm::json::Object planJson(const planner::Candidate &c,
       {"mesh", std::move(mesh)},
       {"mesh_flag", c.layout.meshText()},
       {"axes", std::move(axes)},
-      {"strategy", mlir::cleave::strategyName(c.layout.strategy)},
+      {"strategy", c.layout.strategyLabel()},
       {"pipeline_axis", c.layout.pipelineAxis},
       {"microbatches", c.layout.microbatches},
       {"flags", llvm::json::Array(flags)}};
@@ -67,6 +67,23 @@ llvm::json::Object planJson(const planner::Candidate &c,
     plan["rank"] = rank;
   if (!c.rejected.empty())
     plan["reason"] = c.rejected;
+  if (const auto &ilp = c.layout.intraOp) {
+    // The ILP's own estimate, beside the cost model's prediction below.
+    llvm::json::Array hints;
+    for (const mlir::cleave::ShardingHint &hint : ilp->hints)
+      hints.push_back(mlir::cleave::formatShardingHint(hint));
+    plan["ilp"] = llvm::json::Object{{"objective_ms", ilp->objectiveMs},
+                                     {"compute_ms", ilp->computeMs},
+                                     {"comm_ms", ilp->commMs},
+                                     {"whole_ms", ilp->wholeMs},
+                                     {"best_split_ms", ilp->bestSplitMs},
+                                     {"split_tensors", ilp->splitTensors},
+                                     {"hints", std::move(hints)},
+                                     {"variables", ilp->variables},
+                                     {"constraints", ilp->constraints},
+                                     {"optimal", ilp->optimal},
+                                     {"seconds", ilp->seconds}};
+  }
   if (c.prediction) {
     const planner::Prediction &p = *c.prediction;
     llvm::json::Object bytesByKind;

@@ -1,0 +1,58 @@
+//===- IlpSolver.h - a mixed-integer linear program, solved by CBC -*- C++ -*-===//
+//
+// The small slice of COIN-OR CBC (Debian's coinor-libcbc-dev, through its
+// C interface) the planner's intra-op ILP needs: binary and bounded
+// continuous columns with objective coefficients, linear rows, a
+// minimisation with a time limit. Nothing here knows about shardings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PLANNER_ILPSOLVER_H
+#define CLEAVE_PLANNER_ILPSOLVER_H
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <utility>
+#include <vector>
+
+namespace cleave::planner {
+
+/// A column and its coefficient in a row.
+using IlpTerm = std::pair<int, double>;
+
+class IlpProgram {
+public:
+  /// A 0/1 column costing `cost` when 1; returns its index.
+  int addBinary(double cost);
+  /// A continuous column in [lower, upper] costing `cost` per unit.
+  int addContinuous(double lower, double upper, double cost);
+  /// Adds `cost` to a column's objective coefficient.
+  void addCost(int column, double cost) { costs[column] += cost; }
+  /// sum(terms) <= rhs ('L'), >= rhs ('G') or == rhs ('E').
+  void addRow(llvm::ArrayRef<IlpTerm> terms, char sense, double rhs);
+
+  int64_t columns() const { return static_cast<int64_t>(costs.size()); }
+  int64_t rows() const { return static_cast<int64_t>(rowSenses.size()); }
+
+  struct Solution {
+    /// A solution satisfying every row was found (`optimal`: and proven
+    /// the cheapest; false when the time limit stopped the search).
+    bool feasible = false, optimal = false;
+    double objective = 0;
+    std::vector<double> values;
+    double seconds = 0;
+  };
+  /// Minimises the objective; CBC prints nothing.
+  Solution solve(double timeLimitSeconds) const;
+
+private:
+  std::vector<double> costs, lowers, uppers;
+  std::vector<bool> integer;
+  std::vector<std::vector<IlpTerm>> rowTerms;
+  std::vector<char> rowSenses;
+  std::vector<double> rowRhs;
+};
+
+} // namespace cleave::planner
+
+#endif // CLEAVE_PLANNER_ILPSOLVER_H
