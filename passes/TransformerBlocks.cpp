@@ -67,6 +67,25 @@ std::optional<FoundLinear> matchLinear(func::FuncOp func, Operation *op) {
   return found;
 }
 
+/// Whether `split` cuts each head's block of a fused projection: its input
+/// is the projection's [..., F] reshaped to [..., H, F / H] and it splits
+/// the last dim. A contiguous block of the F outputs is then whole heads
+/// with all of their pieces (Megatron-LM's q/k/v layout), so the
+/// projection splits by columns like an unfused one; a split of F itself
+/// (GPT-2's c_attn: all of q, then k, then v) would need every piece's
+/// block, which no column split gives.
+bool splitsWithinHeads(SplitOp split) {
+  auto reshape = split.getInput().getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return false;
+  ArrayRef<int64_t> in = reshape.getInput().getType().getShape();
+  ArrayRef<int64_t> out = reshape.getResult().getType().getShape();
+  int64_t rank = static_cast<int64_t>(out.size());
+  return rank >= 2 && split.getAxis() == rank - 1 && !in.empty() &&
+         out.drop_back(2) == in.drop_back() &&
+         out[rank - 2] * out[rank - 1] == in.back();
+}
+
 } // namespace
 
 TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
@@ -130,8 +149,8 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
         continue;
       if (isa<MatmulOp>(def)) {
         crossesHeads = true;
-      } else if (isa<SplitOp>(def)) {
-        splitsFused = true;
+      } else if (auto split = dyn_cast<SplitOp>(def)) {
+        splitsFused |= !splitsWithinHeads(split);
       } else if (!def->hasTrait<cleave::OpTrait::Broadcasting>() &&
                  !def->hasTrait<mlir::OpTrait::Elementwise>() &&
                  !isa<ReshapeOp, TransposeOp, SoftmaxOp, SliceOp>(def)) {

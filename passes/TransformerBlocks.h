@@ -7,8 +7,11 @@
 // attention block, where the path also crosses matmuls between activations
 // (the heads), makes its output projection row-parallel; its input
 // projection is column-parallel too unless a split of fused q/k/v lies on
-// the path (a block split of fused q/k/v would not keep heads together), in
-// which case it stays whole and the heads split after it.
+// the path (a block split of GPT-2's fused q/k/v, all of q then k then v,
+// would not keep heads together), in which case it stays whole and the
+// heads split after it. A split within each head (Megatron-LM's layout:
+// the projection's outputs reshaped to heads first) keeps heads together,
+// and the fused projection is column-parallel.
 //
 // It also finds what Megatron splits over the vocabulary: the embedding
 // tables that token ids index, and the output head, the linear layer whose

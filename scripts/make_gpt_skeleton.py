@@ -14,6 +14,13 @@ inputs is the symbolic `batch`.
 
   /usr/bin/python3 scripts/make_gpt_skeleton.py -o gpt175b.onnx \\
       --layers 96 --hidden 12288 --heads 96 --seq 2048 --vocab 51200 --data none
+
+--qkv-layout chooses how the fused q/k/v projection's 3 * hidden outputs
+are ordered: gpt2 (the default) as GPT-2's c_attn, all of q, then k, then
+v, split before the heads; megatron as Megatron-LM's GPT, per head (its q,
+k and v side by side), the heads exposed before the split, so that a
+contiguous block of the outputs is whole heads and `--strategy megatron`
+splits the projection over the tensor axis (it keeps GPT-2's whole).
 """
 
 import argparse
@@ -37,6 +44,9 @@ def main():
     parser.add_argument("--data", choices=["random", "sparse", "none"], default="random",
                         help="the external data file: random values, a sparse "
                              "placeholder, or none written")
+    parser.add_argument("--qkv-layout", choices=["gpt2", "megatron"], default="gpt2",
+                        help="order of the fused q/k/v outputs: GPT-2's (q, k, v) "
+                             "or Megatron-LM's (per head)")
     parser.add_argument("--seed", type=int, default=0)
     opts = parser.parse_args()
     if opts.hidden % opts.heads:
@@ -98,19 +108,26 @@ def main():
     x = node("Add", [tok, pos], "/Add")
 
     heads_shape = const([-1, t, heads, hd])
+    qkv_heads_shape = const([-1, t, heads, 3 * hd])
     merged_shape = const([-1, t, d])
     for i in range(opts.layers):
         p = f"h.{i}"
         # Attention.
         h = layer_norm(x, f"{p}.ln_1")
         qkv = linear(h, f"{p}.attn.c_attn", d, 3 * d)
-        q, k, vv = node("Split", [qkv, const([d, d, d])], f"/{p}/attn/Split", n_out=3, axis=2)
-        q = node("Transpose", [node("Reshape", [q, heads_shape], f"/{p}/attn/Reshape")],
-                 f"/{p}/attn/Transpose", perm=[0, 2, 1, 3])
-        k = node("Transpose", [node("Reshape", [k, heads_shape], f"/{p}/attn/Reshape_1")],
-                 f"/{p}/attn/Transpose_2", perm=[0, 2, 3, 1])
-        vv = node("Transpose", [node("Reshape", [vv, heads_shape], f"/{p}/attn/Reshape_2")],
-                  f"/{p}/attn/Transpose_1", perm=[0, 2, 1, 3])
+        if opts.qkv_layout == "gpt2":
+            q, k, vv = node("Split", [qkv, const([d, d, d])], f"/{p}/attn/Split", n_out=3,
+                            axis=2)
+            q = node("Reshape", [q, heads_shape], f"/{p}/attn/Reshape")
+            k = node("Reshape", [k, heads_shape], f"/{p}/attn/Reshape_1")
+            vv = node("Reshape", [vv, heads_shape], f"/{p}/attn/Reshape_2")
+        else:
+            per_head = node("Reshape", [qkv, qkv_heads_shape], f"/{p}/attn/Reshape")
+            q, k, vv = node("Split", [per_head, const([hd, hd, hd])], f"/{p}/attn/Split",
+                            n_out=3, axis=3)
+        q = node("Transpose", [q], f"/{p}/attn/Transpose", perm=[0, 2, 1, 3])
+        k = node("Transpose", [k], f"/{p}/attn/Transpose_2", perm=[0, 2, 3, 1])
+        vv = node("Transpose", [vv], f"/{p}/attn/Transpose_1", perm=[0, 2, 1, 3])
         att = node("MatMul", [q, k], f"/{p}/attn/MatMul")
         att = node("Mul", [att, const(1.0 / math.sqrt(hd), np.float32)], f"/{p}/attn/Mul")
         att = node("Where", ["attn.mask", att, const(float("-inf"), np.float32)],
