@@ -482,11 +482,18 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     Gives every op of the training step (the function with a `cleave.loss`
     result) a `cleave.stage`: the coordinate along the mesh axis `axis` of
     the ranks that run it. The forward ops (those the loss depends on) are
-    cut, in program order, into stages of about equal work (multiply-adds
-    of GEMMs, matmuls and convolutions; result elements otherwise); a
-    unary elementwise op right after a cut (a layer's ReLU) that is the
-    only forward reader of its operand stays in its operand's stage, since
-    its gradient reads its result. A parameter
+    cut, in program order, into contiguous stages balanced by estimated
+    work (passes/StageCut.h): each op weighs max(flops, `machine-balance`
+    x bytes it reads and writes) -- 2 M N K for GEMMs, matmuls and
+    convolutions, one per result element otherwise -- and each forward op
+    carries the backward and update ops that will run in its stage, so a
+    first stage whose input needs no gradient and a last stage that also
+    computes the loss are weighed as they run. The cut minimises the most
+    expensive stage (the linear-partition problem, solved exactly), then
+    places each cut as near an even share of the rest as that allows. No
+    cut falls between a unary elementwise op (a layer's ReLU) and its
+    operand when it is the only forward reader of it, since its gradient
+    reads its result. `cuts` sets the cut by hand instead. A parameter
     lives in the stage of its forward uses, and the ops that read
     or update it run there; every other op runs in the earliest stage that
     still holds what it reads (forward values are held up to the last stage
@@ -556,6 +563,22 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
            "chunks of layers per stage (the interleaved schedule: 2 or "
            "more)">,
+    Option<"machineBalance", "machine-balance", "double",
+           /*default=*/"10.0",
+           "floating-point operations per byte moved at which the machine's "
+           "compute and memory take equal time (peak FLOP/s over memory "
+           "bandwidth): the weight of a byte against an operation in the "
+           "work the cut balances. The default is of the order of an x86 "
+           "core's single-precision GEMM rate over its share of memory "
+           "bandwidth and of a GPU's FP32 rate over its HBM's (H100: 67 "
+           "TFLOP/s / 3.35 TB/s = 20)">,
+    ListOption<"cuts", "cuts", "std::string",
+               "ONNX node names, one per cut and in program order, that the "
+               "later chunks start with (p x V - 1 of them), instead of the "
+               "cut by estimated work">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per chunk: where it starts and ends and its "
+           "estimated work, forward and backward">,
   ];
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }

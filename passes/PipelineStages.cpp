@@ -4,9 +4,10 @@
 // inserts cleave.send_recv where a value crosses stages. See Passes.td for
 // the contract.
 //
-// Forward ops (those the loss depends on) are cut into contiguous stages of
-// about equal cost (a unary elementwise op right after a cut that alone
-// reads its operand stays with it). A parameter lives in the stage of its
+// Forward ops (those the loss depends on) are cut into contiguous stages
+// balanced by estimated work, their backward and update ops included
+// (StageCut.h; a unary elementwise op that alone reads its operand stays
+// with it). A parameter lives in the stage of its
 // forward uses, and every op that reads or updates it (its gradient's last
 // steps, the optimizer) runs there too. Any other backward op runs in the
 // earliest stage among those that still hold what it reads: a forward value is
@@ -31,6 +32,7 @@
 #include "passes/FunctionAttributes.h"
 #include "passes/Passes.h"
 #include "passes/PipelineSchedule.h"
+#include "passes/StageCut.h"
 #include "passes/TrainingStep.h"
 
 #include "dialects/cleave/CleaveOps.h"
@@ -41,6 +43,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <map>
 
@@ -54,12 +57,20 @@ using namespace mlir::cleave;
 
 namespace {
 
+/// The ONNX node an op comes from, quoted, or its op name.
+std::string nodeNameOf(Operation *op) {
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return ("'" + name.getName().getValue() + "'").str();
+  return op->getName().getStringRef().str();
+}
+
 int64_t numElements(Value value) {
   return cast<ShapedType>(value.getType()).getNumElements();
 }
 
-/// Rough work of a forward op, for balancing stages: multiply-adds of the
-/// contractions, one unit per result element otherwise.
+/// Rough work of an op for the simulated timeline that merges the stages'
+/// orders: multiply-adds of the contractions, one unit per result element
+/// otherwise.
 int64_t costOf(Operation *op) {
   int64_t elements = 1;
   for (Value result : op->getResults())
@@ -84,10 +95,12 @@ int64_t costOf(Operation *op) {
 class StageAssigner {
 public:
   StageAssigner(func::FuncOp func, StringAttr axis, int64_t numRanks,
-                const ScheduleShape &schedule)
+                const ScheduleShape &schedule, ArrayRef<std::string> cuts,
+                double machineBalance, bool report)
       : func(func), body(func.getBody().front()), axis(axis),
         numStages(numRanks * schedule.virtualStages), numRanks(numRanks),
-        schedule(schedule) {}
+        schedule(schedule), explicitCuts(cuts), machineBalance(machineBalance),
+        report(report) {}
 
   LogicalResult run();
 
@@ -113,7 +126,18 @@ private:
   /// a schedule that starts backward passes before the last forward pass
   /// has the count without waiting for the loss.
   void separateDataReductions();
+  /// Cuts the forward ops into chunks (by estimated work, or at the
+  /// explicit cuts) and assigns them.
   LogicalResult assignForward();
+  /// For a unary elementwise op of its operand's type that alone reads the
+  /// operand in the forward pass (a layer's ReLU), the forward op computing
+  /// the operand: the two stay in one chunk. Null otherwise.
+  Operation *operandItFollows(Operation *op) const;
+  LogicalResult emptyChunkError(int64_t chunk);
+  /// Chunk starts from the `cuts` option (ONNX node names).
+  LogicalResult applyExplicitCuts(const ForwardUnits &units);
+  /// A remark per chunk: where it starts and ends, its estimated work.
+  void reportChunks();
   LogicalResult assignParameterHomes();
   LogicalResult assignRest();
   /// The stage where `value` is computed; nullopt for values every stage
@@ -157,6 +181,12 @@ private:
   int64_t numStages;
   int64_t numRanks;
   ScheduleShape schedule;
+  /// ONNX node names that later chunks start with; empty: cut by work.
+  ArrayRef<std::string> explicitCuts;
+  double machineBalance;
+  bool report;
+  /// The first forward unit of each chunk.
+  SmallVector<int64_t> chunkStarts;
   llvm::DenseSet<Operation *> everywhere;
   llvm::SetVector<Operation *> forward;
   llvm::DenseMap<Operation *, int64_t> stage;
@@ -217,67 +247,30 @@ void StageAssigner::separateDataReductions() {
 
 LogicalResult StageAssigner::assignForward() {
   // The ops the loss depends on, in program order.
-  llvm::DenseSet<Operation *> needed = forwardOps(
-      func, [&](Operation *op) { return everywhere.contains(op); });
+  llvm::DenseSet<Operation *> needed =
+      forwardOps(func, [&](Operation *op) { return everywhere.contains(op); });
   // Units of the cut: an op, or all micro-batch copies of one op
   // (cleave-unroll-microbatches), in the order they first appear: stages
   // split layers, and every micro-batch passes through all of them.
-  llvm::MapVector<std::pair<Operation *, int64_t>, SmallVector<Operation *>>
-      units;
-  int64_t total = 0;
+  llvm::MapVector<std::pair<Operation *, int64_t>, SmallVector<Operation *, 1>>
+      byKey;
   for (Operation &op : body.without_terminator()) {
     if (!needed.contains(&op))
       continue;
     forward.insert(&op);
-    total += costOf(&op);
     auto copyOf =
         op.getAttrOfType<DenseI64ArrayAttr>(CleaveDialect::kMicroBatchAttrName);
     auto key = copyOf ? std::make_pair<Operation *, int64_t>(nullptr, copyOf[1])
                       : std::make_pair<Operation *, int64_t>(&op, 0);
-    units[key].push_back(&op);
+    byKey[key].push_back(&op);
   }
-  // Each unit goes to the stage its middle falls in, so stages are
-  // contiguous and of about total / numStages work each.
-  int64_t before = 0;
-  SmallVector<int64_t> perStage(numStages, 0);
-  for (auto &[key, ops] : units) {
-    int64_t cost = 0;
+  ForwardUnits units;
+  for (auto &[key, ops] : byKey) {
     for (Operation *op : ops)
-      cost += costOf(op);
-    int64_t s = std::min<int64_t>(
-        numStages - 1,
-        static_cast<int64_t>((static_cast<double>(before) + cost / 2.0) *
-                             numStages / std::max<int64_t>(total, 1)));
-    for (Operation *op : ops)
-      setStage(op, s);
-    ++perStage[s];
-    before += cost;
+      units.unitOf[op] = units.ops.size();
+    units.ops.push_back(std::move(ops));
   }
-  // A unary elementwise op just after a cut (a layer's ReLU) joins the
-  // stage of its operand when it alone reads it in the forward pass: what
-  // crosses is as large either way (same type), and the backward pass,
-  // which reads the op's result, then finds it where the layer's gradient
-  // is computed.
-  for (auto &[key, ops] : units) {
-    Operation *op = ops.front();
-    if (op->getNumOperands() != 1 ||
-        !op->hasTrait<mlir::OpTrait::Elementwise>() ||
-        !op->hasTrait<mlir::OpTrait::SameOperandsAndResultType>() ||
-        llvm::any_of(op->getOperand(0).getUsers(), [&](Operation *user) {
-          return user != op && forward.contains(user);
-        }))
-      continue;
-    Operation *def = op->getOperand(0).getDefiningOp();
-    int64_t from = stage.lookup(op);
-    if (!def || !forward.contains(def) || stage.lookup(def) >= from ||
-        perStage[from] == 1)
-      continue;
-    int64_t to = stage.lookup(def);
-    --perStage[from];
-    ++perStage[to];
-    for (Operation *copy : ops)
-      setStage(copy, to);
-  }
+  int64_t numUnits = units.ops.size();
   // Ops that only prepare a parameter (a transpose of a weight, say) join
   // the stage that uses their result: the parameter then lives there, and
   // neither it nor its gradient crosses stages.
@@ -290,38 +283,163 @@ LogicalResult StageAssigner::assignForward() {
           return fromData.contains(v);
         }))
       fromData.insert(op.result_begin(), op.result_end());
+  llvm::DenseSet<Operation *> weightOnly;
+  for (Operation *op : forward)
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return fromData.contains(v); }))
+      weightOnly.insert(op);
+  // No cut between a unary elementwise op (a layer's ReLU) that alone
+  // reads its operand in the forward pass and that operand's producer:
+  // what crosses is as large either way (same type), and the backward
+  // pass, which reads the op's result, then finds it where the layer's
+  // gradient is computed.
+  SmallVector<bool> cutAllowed(numUnits, true);
+  for (int64_t u = 1; u < numUnits; ++u)
+    if (Operation *def = operandItFollows(units.ops[u].front()))
+      for (int64_t c = units.unitOf.lookup(def) + 1; c <= u; ++c)
+        cutAllowed[c] = false;
+  if (explicitCuts.empty()) {
+    auto isEverywhere = [&](Operation *op) { return everywhere.contains(op); };
+    auto isState = [&](BlockArgument arg) { return isParamOrState(arg); };
+    StepFacts facts{isEverywhere, isState, weightOnly};
+    SmallVector<double> work = unitWork(body, units, facts, machineBalance);
+    FailureOr<SmallVector<int64_t>> starts =
+        balancedCut(work, cutAllowed, numStages);
+    // Too few legal cuts: cut anywhere (the checks below say whether that
+    // leaves a chunk empty).
+    if (failed(starts))
+      starts = balancedCut(work, SmallVector<bool>(numUnits, true), numStages);
+    if (failed(starts))
+      return emptyChunkError(numUnits);
+    chunkStarts = *starts;
+  } else if (failed(applyExplicitCuts(units))) {
+    return failure();
+  }
+  SmallVector<int64_t> perStage(numStages, 0);
+  for (int64_t c = 0; c < numStages; ++c) {
+    int64_t end = c + 1 < numStages ? chunkStarts[c + 1] : numUnits;
+    for (int64_t u = chunkStarts[c]; u < end; ++u) {
+      for (Operation *op : units.ops[u])
+        setStage(op, c);
+      ++perStage[c];
+    }
+  }
+  // Explicit cuts (or too few legal ones) may still separate such an op
+  // from its operand: it joins the operand's stage.
+  for (int64_t u = 1; u < numUnits; ++u) {
+    Operation *op = units.ops[u].front();
+    Operation *def = operandItFollows(op);
+    if (!def)
+      continue;
+    int64_t from = stage.lookup(op), to = stage.lookup(def);
+    if (to >= from || perStage[from] == 1)
+      continue;
+    --perStage[from];
+    ++perStage[to];
+    for (Operation *copy : units.ops[u])
+      setStage(copy, to);
+  }
   for (Operation *op : llvm::reverse(forward)) {
-    bool weightOnly = llvm::none_of(
-        op->getOperands(), [&](Value v) { return fromData.contains(v); });
+    if (!weightOnly.contains(op))
+      continue;
     std::optional<int64_t> users;
     for (Operation *user : op->getUsers())
       if (forward.contains(user))
         users = std::min(users.value_or(numStages), stage.lookup(user));
-    if (weightOnly && users && *users != stage.lookup(op)) {
+    if (users && *users != stage.lookup(op)) {
       --perStage[stage.lookup(op)];
       ++perStage[*users];
       setStage(op, *users);
     }
   }
   for (int64_t s = 0; s < numStages; ++s)
-    if (perStage[s] == 0) {
-      if (numStages == numRanks)
-        return func.emitError()
-               << "the forward pass cannot be split into " << numStages
-               << " pipeline stages of similar work: stage " << s
-               << " would get no op (" << forward.size()
-               << " forward ops in all); use fewer stages along '"
-               << axis.getValue() << "'";
-      return func.emitError()
-             << "the forward pass cannot be split into " << numStages
-             << " chunks of similar work (" << numRanks << " stages x "
-             << schedule.virtualStages << " virtual stages): chunk " << s
-             << " would get no op (" << forward.size()
-             << " forward ops in all); use fewer virtual stages or fewer "
-                "stages along '"
-             << axis.getValue() << "'";
-    }
+    if (perStage[s] == 0)
+      return emptyChunkError(s);
   return success();
+}
+
+Operation *StageAssigner::operandItFollows(Operation *op) const {
+  if (op->getNumOperands() != 1 ||
+      !op->hasTrait<mlir::OpTrait::Elementwise>() ||
+      !op->hasTrait<mlir::OpTrait::SameOperandsAndResultType>() ||
+      llvm::any_of(op->getOperand(0).getUsers(), [&](Operation *user) {
+        return user != op && forward.contains(user);
+      }))
+    return nullptr;
+  Operation *def = op->getOperand(0).getDefiningOp();
+  return def && forward.contains(def) ? def : nullptr;
+}
+
+LogicalResult StageAssigner::emptyChunkError(int64_t chunk) {
+  if (numStages == numRanks)
+    return func.emitError()
+           << "the forward pass cannot be split into " << numStages
+           << " pipeline stages of similar work: stage " << chunk
+           << " would get no op (" << forward.size()
+           << " forward ops in all); use fewer stages along '"
+           << axis.getValue() << "'";
+  return func.emitError()
+         << "the forward pass cannot be split into " << numStages
+         << " chunks of similar work (" << numRanks << " stages x "
+         << schedule.virtualStages << " virtual stages): chunk " << chunk
+         << " would get no op (" << forward.size()
+         << " forward ops in all); use fewer virtual stages or fewer "
+            "stages along '"
+         << axis.getValue() << "'";
+}
+
+LogicalResult StageAssigner::applyExplicitCuts(const ForwardUnits &units) {
+  if (static_cast<int64_t>(explicitCuts.size()) != numStages - 1)
+    return func.emitError() << numStages << " chunks need " << numStages - 1
+                            << " cuts, got " << explicitCuts.size();
+  chunkStarts = {0};
+  for (StringRef name : explicitCuts) {
+    int64_t from = chunkStarts.back() + 1;
+    auto starts = [&](ArrayRef<Operation *> ops) {
+      auto loc = dyn_cast<NameLoc>(ops.front()->getLoc());
+      return loc && loc.getName() == name;
+    };
+    auto it = llvm::find_if(ArrayRef(units.ops).drop_front(from), starts);
+    if (it == units.ops.end())
+      return func.emitError()
+             << "no forward op named '" << name
+             << "' after the previous cut; cuts name, in order, the ONNX "
+                "node each later chunk starts with";
+    chunkStarts.push_back(it - units.ops.begin());
+  }
+  return success();
+}
+
+void StageAssigner::reportChunks() {
+  SmallVector<double> forwardWork(numStages, 0), otherWork(numStages, 0);
+  SmallVector<Operation *> first(numStages, nullptr), last(numStages, nullptr);
+  SmallVector<int64_t> count(numStages, 0);
+  for (Operation &op : body.without_terminator()) {
+    auto it = stage.find(&op);
+    if (it == stage.end())
+      continue;
+    int64_t c = it->second;
+    double work = estimatedWork(&op, machineBalance);
+    if (!forward.contains(&op)) {
+      otherWork[c] += work;
+      continue;
+    }
+    forwardWork[c] += work;
+    ++count[c];
+    if (!first[c])
+      first[c] = &op;
+    last[c] = &op;
+  }
+  for (int64_t c = 0; c < numStages; ++c) {
+    InFlightDiagnostic remark = first[c]->emitRemark();
+    remark << "pipeline chunk " << c << " (stage " << rankOf(c)
+           << "): forward ops " << nodeNameOf(first[c]) << " to "
+           << nodeNameOf(last[c]) << " (" << count[c] << "), estimated work "
+           << llvm::formatv("{0:e2}", forwardWork[c] + otherWork[c])
+           << " (forward " << llvm::formatv("{0:e2}", forwardWork[c])
+           << ", backward and update " << llvm::formatv("{0:e2}", otherWork[c])
+           << ")";
+  }
 }
 
 LogicalResult StageAssigner::assignParameterHomes() {
@@ -533,8 +651,8 @@ void StageAssigner::readOriginalsAcrossChunks() {
   // Originals by (number, micro-batch): micro-batch copies share numbers.
   auto key = [](Operation *op, StringRef name) {
     auto number = op->getAttrOfType<IntegerAttr>(name);
-    auto copyOf =
-        op->getAttrOfType<DenseI64ArrayAttr>(CleaveDialect::kMicroBatchAttrName);
+    auto copyOf = op->getAttrOfType<DenseI64ArrayAttr>(
+        CleaveDialect::kMicroBatchAttrName);
     return std::make_pair(number ? number.getInt() : -1,
                           copyOf ? copyOf[0] : int64_t(-1));
   };
@@ -648,6 +766,8 @@ LogicalResult StageAssigner::run() {
       failed(assignRest()))
     return failure();
   pullTowardUsers();
+  if (report)
+    reportChunks();
   readOriginalsAcrossChunks();
   insertTransfers();
   placeSharedOps();
@@ -736,7 +856,9 @@ struct PipelineStagesPass
             << "groups of " << numStages;
         return signalPassFailure();
       }
-      if (failed(StageAssigner(func, axisAttr, numStages, shape).run()))
+      if (failed(StageAssigner(func, axisAttr, numStages, shape, cuts,
+                               machineBalance, report)
+                     .run()))
         return signalPassFailure();
     }
     if (!found) {

@@ -54,9 +54,10 @@ module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
 
 // -----
 
-// A residual connection (forward only): the Relu after the cut is not the
-// only forward reader of its operand, so it stays in stage 1 with the Add;
-// moved to stage 0, both the Relu's input and output would cross.
+// A residual connection (forward only): the first MatMul (its input 64
+// wide) is most of the work and forms stage 0; the Relu after the cut is
+// not the only forward reader of its operand, so it stays in stage 1 with
+// the Add; moved to stage 0, both the Relu's input and output would cross.
 
 // CHECK-LABEL: func.func @residual
 // CHECK: %[[H:.*]] = cleave.matmul %arg0, %arg2 {cleave.stage = 0 : i64}
@@ -65,8 +66,8 @@ module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
 // CHECK-NEXT: cleave.add %[[R]], %[[H1]] {cleave.stage = 1 : i64}
 // CHECK-NOT: send_recv
 module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
-  func.func @residual(%arg0: tensor<4x3xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], []]>}, %arg1: tensor<4xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<[[]]>}, %arg2: tensor<3x4xf32> {cleave.param = "w1", cleave.sharding = #cleave.sharding<[[], []]>}, %arg3: tensor<4x2xf32> {cleave.param = "w2", cleave.sharding = #cleave.sharding<[[], []]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
-    %3 = cleave.matmul %arg0, %arg2 : (tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<4x4xf32>
+  func.func @residual(%arg0: tensor<4x64xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], []]>}, %arg1: tensor<4xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<[[]]>}, %arg2: tensor<64x4xf32> {cleave.param = "w1", cleave.sharding = #cleave.sharding<[[], []]>}, %arg3: tensor<4x2xf32> {cleave.param = "w2", cleave.sharding = #cleave.sharding<[[], []]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}) {
+    %3 = cleave.matmul %arg0, %arg2 : (tensor<4x64xf32>, tensor<64x4xf32>) -> tensor<4x4xf32>
     %4 = cleave.relu %3 : tensor<4x4xf32>
     %5 = cleave.add %4, %3 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     %6 = cleave.matmul %5, %arg3 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
