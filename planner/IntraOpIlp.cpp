@@ -85,6 +85,8 @@ struct Node {
   std::vector<Linear> chosen;
   /// The op's rule, when it has one.
   std::optional<OpShardingRule> rule;
+  /// A follower (see followedOperand): the node whose choices it shares.
+  std::optional<size_t> follows;
 };
 
 /// A tensor's name as a hint names it, escaped so the glob matches it
@@ -184,6 +186,11 @@ private:
   void addPropagationRows();
   void addTargets(Value value,
                   std::map<Placement, std::vector<Linear>> &targets);
+  /// What turning `value`, produced as `produced` says (placement: its
+  /// 0/1 expression), into `target` costs when `need` (0/1) says a
+  /// consumer wants it so.
+  void addReshard(Value value, const std::map<Placement, Linear> &produced,
+                  Placement target, const Linear &need);
   /// cost x (a AND b) for 0/1 expressions a, b.
   void addProduct(const Linear &a, const Linear &b, double cost);
   void addObjective(const Linear &expression, double cost);
@@ -286,22 +293,69 @@ void Formulation::addTensors() {
   }
 }
 
+/// The operand an op follows, if it is a follower: a one-result op whose
+/// rule ties every dimension of one operand to the same dimension of its
+/// result (a ReLU, a scale by a scalar); its other operands are scalars.
+/// Propagation splits it as that operand arrives, so the ILP gives it the
+/// operand producer's variables instead of its own (Alpa merges such
+/// nodes too): fewer columns, the same answers.
+std::optional<unsigned> followedOperand(Operation *op,
+                                        const OpShardingRule &rule) {
+  if (op->getNumResults() != 1 || rule.statisticsFactor >= 0)
+    return std::nullopt;
+  auto shape = cast<ShapedType>(op->getResult(0).getType()).getShape();
+  std::optional<unsigned> followed;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    auto type = cast<ShapedType>(operand.getType());
+    if (type.getRank() == 0)
+      continue;
+    if (followed || type.getShape() != shape ||
+        rule.operandFactors[index] != rule.resultFactors[0] ||
+        llvm::is_contained(rule.resultFactors[0], -1))
+      return std::nullopt;
+    followed = index;
+  }
+  return followed;
+}
+
 void Formulation::addOps() {
   int64_t t = problem.axisSize;
   for (Operation &op : step.getBody().front().without_terminator()) {
     Node node;
     node.op = &op;
+    node.rule = getShardingRule(&op);
     bool batched = llvm::any_of(op.getOperands(),
                                 [&](Value v) { return batch.hasBatch(v); }) ||
                    llvm::any_of(op.getResults(),
                                 [&](Value v) { return batch.hasBatch(v); });
     double data = batched ? problem.dataDegree : 1;
+    std::optional<unsigned> followed =
+        node.rule ? followedOperand(&op, *node.rule) : std::nullopt;
+    if (followed) {
+      auto [from, result] = producer.lookup(op.getOperand(*followed));
+      node.follows = from;
+      for (const Choice &source : nodes[from].choices) {
+        // Partial sums are all-reduced where they are made: whole here.
+        int64_t dim = source.results[result].dim;
+        Choice choice;
+        choice.factor = dim >= 0 ? node.rule->resultFactors[0][dim] : -1;
+        choice.operandDims.assign(op.getNumOperands(), -1);
+        choice.operandDims[*followed] = dim;
+        choice.results.push_back(Placement{dim, false});
+        choice.computeUs = roofline(&op, dim >= 0 ? data * t : data);
+        node.choices.push_back(std::move(choice));
+      }
+      producer[op.getResult(0)] = {nodes.size(), 0};
+      opNode[&op] = nodes.size();
+      nodes.push_back(std::move(node));
+      continue;
+    }
     Choice whole;
     whole.operandDims.assign(op.getNumOperands(), -1);
     whole.results.assign(op.getNumResults(), Placement{});
     whole.computeUs = roofline(&op, data);
     node.choices.push_back(whole);
-    if (std::optional<OpShardingRule> rule = getShardingRule(&op)) {
+    if (const std::optional<OpShardingRule> &rule = node.rule) {
       for (int64_t f = 0; f < static_cast<int64_t>(rule->factorSizes.size());
            ++f) {
         if (rule->factorSizes[f] % t != 0 || f == rule->statisticsFactor ||
@@ -325,7 +379,6 @@ void Formulation::addOps() {
         node.choices.push_back(std::move(split));
       }
     }
-    node.rule = getShardingRule(&op);
     for (auto [index, result] : llvm::enumerate(op.getResults()))
       producer[result] = {nodes.size(), static_cast<unsigned>(index)};
     opNode[&op] = nodes.size();
@@ -335,6 +388,12 @@ void Formulation::addOps() {
 
 void Formulation::addColumns() {
   for (Node &node : nodes) {
+    if (node.follows) {
+      node.chosen = nodes[*node.follows].chosen;
+      for (auto [choice, chosen] : llvm::zip(node.choices, node.chosen))
+        addObjective(chosen, choice.computeUs);
+      continue;
+    }
     if (node.choices.size() == 1) {
       node.chosen.push_back(Linear{1, {}});
       constantUs += node.choices[0].computeUs + node.choices[0].dataUs;
@@ -406,6 +465,37 @@ double Formulation::reshardUs(Value value, Placement from, Placement to) {
               1e6 +
           cluster.opOverheadUs;
   return us;
+}
+
+void Formulation::addReshard(Value value,
+                             const std::map<Placement, Linear> &produced,
+                             Placement target, const Linear &need) {
+  bool costly = false;
+  for (auto &[from, has] : produced)
+    costly |= reshardUs(value, from, target) > 0;
+  if (!costly)
+    return;
+  if (need.isConstant() || produced.size() == 1) {
+    for (auto &[from, has] : produced)
+      addProduct(has, need, reshardUs(value, from, target));
+    return;
+  }
+  // Exactly one placement is produced (the P sum to 1), so the products
+  // z_p = P_p AND need are tight as: sum_p z_p = need, z_p <= P_p (the
+  // transportation form Alpa uses for edges). z >= P + need - 1 alone
+  // leaves the LP relaxation so loose that CBC takes seconds on a CNN.
+  SmallVector<IlpTerm> sum;
+  for (auto &[from, has] : produced) {
+    int z = program.addContinuous(0, 1, reshardUs(value, from, target));
+    sum.push_back({z, 1.0});
+    SmallVector<IlpTerm> row{{z, 1.0}};
+    for (auto [column, coefficient] : has.terms)
+      row.push_back({column, -coefficient});
+    program.addRow(row, 'L', has.constant);
+  }
+  for (auto [column, coefficient] : need.terms)
+    sum.push_back({column, -coefficient});
+  program.addRow(sum, 'E', need.constant);
 }
 
 void Formulation::addTargets(
@@ -480,8 +570,7 @@ void Formulation::addReshards() {
           program.addRow(row, 'G', l.constant);
         }
       }
-      for (auto &[from, has] : produced)
-        addProduct(has, need, reshardUs(value, from, target));
+      addReshard(value, produced, target, need);
       needOf[value][target] = need;
     }
   }
