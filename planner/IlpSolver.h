@@ -31,6 +31,10 @@ public:
   /// sum(terms) <= rhs ('L'), >= rhs ('G') or == rhs ('E').
   void addRow(llvm::ArrayRef<IlpTerm> terms, char sense, double rhs);
 
+  /// A 0/1 answer to start from (columns not named: 0); CBC ignores one
+  /// that breaks a row.
+  void setStart(std::vector<int> onesAt) { startOnes = std::move(onesAt); }
+
   int64_t columns() const { return static_cast<int64_t>(costs.size()); }
   int64_t rows() const { return static_cast<int64_t>(rowSenses.size()); }
 
@@ -51,6 +55,7 @@ private:
   std::vector<std::vector<IlpTerm>> rowTerms;
   std::vector<char> rowSenses;
   std::vector<double> rowRhs;
+  std::vector<int> startOnes;
 };
 
 } // namespace cleave::planner

@@ -704,6 +704,12 @@ llvm::Expected<IntraOpPlan> Formulation::solve() {
     plan.optimal = true;
     return plan;
   }
+  // Start from everything whole (an answer whenever it fits).
+  std::vector<int> whole;
+  for (const Node &node : nodes)
+    if (!node.follows && node.choices.size() > 1)
+      whole.push_back(node.chosen[0].terms[0].first);
+  program.setStart(std::move(whole));
   IlpProgram::Solution solution = program.solve(problem.timeLimitSeconds);
   plan.seconds = solution.seconds;
   if (!solution.feasible)
