@@ -46,11 +46,13 @@ private:
   std::mutex mutex;
 };
 
-/// Runs `build`'s passes on `module`; a DiagnosedError naming the pass
-/// that failed.
+/// Runs `build`'s passes on `module` (verifying the IR after each when
+/// `verify`); a DiagnosedError naming the pass that failed.
 llvm::Error runPasses(ModuleOp module,
-                      llvm::function_ref<void(OpPassManager &)> build) {
+                      llvm::function_ref<void(OpPassManager &)> build,
+                      bool verify = true) {
   PassManager pm(module.getContext());
+  pm.enableVerifier(verify);
   build(pm);
   std::string failed;
   pm.addInstrumentation(std::make_unique<FailedPassRecorder>(failed));
@@ -113,6 +115,9 @@ void addLayoutPasses(OpPassManager &pm, const LayoutPasses &passes,
   if (passes.microbatches > 1) {
     UnrollMicroBatchesPassOptions options;
     options.axis = kMicroBatchAxis;
+    // Without stages, gradient accumulation's order; with them, the
+    // pipeline-stages pass orders the micro-batches' passes.
+    options.accumulate = passes.pipelineAxis.empty();
     pm.addPass(createUnrollMicroBatchesPass(options));
   }
   if (!passes.pipelineAxis.empty()) {
@@ -370,10 +375,13 @@ partitionForLayout(ModuleOp module, func::FuncOp step,
                    const LayoutOptions &layout, CompilePhase last,
                    llvm::function_ref<void(func::FuncOp)> onPropagated) {
   LayoutPasses passes = layoutPasses(layout);
-  if (llvm::Error error = runPasses(module, [&](OpPassManager &pm) {
-        addLayoutPasses(pm, passes, CompilePhase::Train,
-                        CompilePhase::Distribute);
-      }))
+  if (llvm::Error error = runPasses(
+          module,
+          [&](OpPassManager &pm) {
+            addLayoutPasses(pm, passes, CompilePhase::Train,
+                            CompilePhase::Distribute);
+          },
+          layout.verifyEachPass))
     return error;
   if (!passes.applyHints)
     return llvm::Error::success();
@@ -381,9 +389,12 @@ partitionForLayout(ModuleOp module, func::FuncOp step,
     onPropagated(step);
   if (last == CompilePhase::Distribute)
     return llvm::Error::success();
-  return runPasses(module, [&](OpPassManager &pm) {
-    addLayoutPasses(pm, passes, CompilePhase::Distribute, last);
-  });
+  return runPasses(
+      module,
+      [&](OpPassManager &pm) {
+        addLayoutPasses(pm, passes, CompilePhase::Distribute, last);
+      },
+      layout.verifyEachPass);
 }
 
 void registerCleavePipelines() {

@@ -111,6 +111,9 @@ struct LayoutOptions {
   double bucketMb = 25.0;
   /// Propagation reports every reshard it inserts (--print-sharding).
   bool reportReshards = false;
+  /// Verify the IR after each pass. The planner's throwaway copies skip it
+  /// (a fifth of a 175B search's time); compile verifies what it builds.
+  bool verifyEachPass = true;
 };
 
 /// Checks a layout against the step it is for (`inference`): micro-batch

@@ -41,6 +41,18 @@ struct CacheState {
   llvm::DenseMap<Value, double> touched;
 };
 
+/// The micro-batch `op` works for, -1 when it runs once a step: its own
+/// (StepPhases::microbatchOf), or for a stage hand-over, which the stage
+/// split adds after the micro-batches are copied, that of the value it
+/// carries.
+int64_t microbatchOfOp(Operation *op) {
+  int64_t microbatch = StepPhases::microbatchOf(op);
+  if (microbatch < 0 && isa<SendRecvOp>(op) && op->getNumOperands())
+    if (Operation *def = op->getOperand(0).getDefiningOp())
+      return microbatchOfOp(def);
+  return microbatch;
+}
+
 /// Calls `fn` with each stage `op` runs on (runsOnStage's answer for every
 /// stage, found once): a send_recv's two, an op's own stage, or every
 /// stage for an op without one. Without stages (`pipelineAxis` -1), 0.
@@ -226,6 +238,8 @@ public:
 
 struct StageTime {
   double total = 0, compute = 0, flops = 0;
+  /// What the ops of micro-batches took (StageShare).
+  double microbatchBusy = 0, microbatchCompute = 0, microbatchFlops = 0;
 };
 
 /// One stage's clocks as the emitted program runs its step: compute in
@@ -276,10 +290,12 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
   std::vector<StageTime> times(stages);
   for (Operation &op : step.getBody().front()) {
     bool collective = isCollective(&op);
+    bool ofMicrobatch = microbatchOfOp(&op) >= 0;
     std::optional<OpCost> cost;
     forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
       Clock &clock = clocks[s];
       int64_t stage = pipelineAxis >= 0 ? s : -1;
+      double before = clock.now;
       clock.reach(&op);
       if (collective) {
         int kind = -1;
@@ -287,6 +303,8 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
             bytesSentBy(&op, mesh, clock.coords, stage, ringOnly, kind);
         clock.runCollective(
             &op, timer.collectiveSeconds(&op, bytes, clock.coords));
+        if (ofMicrobatch)
+          times[s].microbatchBusy += clock.now - before;
         return;
       }
       if (!cost)
@@ -295,6 +313,11 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
       clock.now += seconds;
       times[s].compute += seconds;
       times[s].flops += cost->flops;
+      if (ofMicrobatch) {
+        times[s].microbatchBusy += clock.now - before;
+        times[s].microbatchCompute += seconds;
+        times[s].microbatchFlops += cost->flops;
+      }
     });
   }
   for (int64_t s = 0; s < stages; ++s)
@@ -309,7 +332,8 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
 /// its stages have reached it and ends on both at once.
 void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
                       int64_t stages, int64_t pipelineAxis, bool ringOnly,
-                      ArrayRef<double> traffic, Prediction &p) {
+                      ArrayRef<double> traffic, const StepPhases &phases,
+                      Prediction &p) {
   struct Clock : StreamClock {
     /// The open compute slice (index in p.schedule, -1: none) and its key.
     int64_t open = -1;
@@ -345,7 +369,6 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
       p.schedule.push_back({s, -1, kind, start * 1e3, (start + seconds) * 1e3});
   };
   Block &body = step.getBody().front();
-  StepPhases phases(step);
 
   for (Operation &op : body) {
     if (isa<ConstantOp, func::ReturnOp>(op))
@@ -402,19 +425,26 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
 }
 
 /// predictBytesSent's numbers, walking the program once: each rank's sum
-/// over the collectives (bytesSentBy) of its stage.
-std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
-                                          int64_t pipelineAxis, bool ringOnly) {
+/// over the collectives (bytesSentBy) of its stage; in `ofMicrobatches`,
+/// the part of micro-batches' collectives.
+std::vector<BytesByKind>
+bytesSentPerRank(func::FuncOp step, MeshAttr mesh, int64_t pipelineAxis,
+                 bool ringOnly, std::vector<BytesByKind> &ofMicrobatches) {
   // Each stage's collectives (every collective without stages): a rank
   // sends in its stage's only.
   ArrayRef<int64_t> sizes = mesh.getAxisSizes();
   int64_t stages = pipelineAxis >= 0 ? sizes[pipelineAxis] : 1;
   std::vector<SmallVector<Operation *>> collectives(stages);
+  llvm::DenseSet<Operation *> ofMicrobatch;
   for (Operation &op : step.getBody().front())
-    if (isCollective(&op))
+    if (isCollective(&op)) {
       forEachStage(&op, stages, pipelineAxis,
                    [&](int64_t s) { collectives[s].push_back(&op); });
+      if (microbatchOfOp(&op) >= 0)
+        ofMicrobatch.insert(&op);
+    }
   std::vector<BytesByKind> bytes(mesh.getNumRanks(), BytesByKind{});
+  ofMicrobatches.assign(mesh.getNumRanks(), BytesByKind{});
   SmallVector<int64_t> coords(sizes.size());
   for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
     for (int64_t a = coords.size() - 1, rest = rank; a >= 0; --a) {
@@ -425,11 +455,79 @@ std::vector<BytesByKind> bytesSentPerRank(func::FuncOp step, MeshAttr mesh,
     for (Operation *op : collectives[std::max<int64_t>(stage, 0)]) {
       int kind = -1;
       int64_t sent = bytesSentBy(op, mesh, coords, stage, ringOnly, kind);
-      if (kind >= 0)
-        bytes[rank][kind] += sent;
+      if (kind < 0)
+        continue;
+      bytes[rank][kind] += sent;
+      if (ofMicrobatch.contains(op))
+        ofMicrobatches[rank][kind] += sent;
     }
   }
   return bytes;
+}
+
+/// Per stage, what micro-batches hold (StageShare): the bytes micro-batch
+/// 0's forward ops produce there that its backward ops read (a received
+/// activation counts on the receiving stage), and the bytes the
+/// micro-batches' ops hand to the ops run once a step (the accumulated
+/// gradients). A step without micro-batches is one micro-batch: what its
+/// forward pass keeps for its backward pass.
+void microbatchMemory(func::FuncOp step, const StepPhases &phases,
+                      int64_t stages, int64_t pipelineAxis,
+                      std::vector<StageShare> &shares) {
+  bool whole = llvm::none_of(step.getBody().front(), [](Operation &op) {
+    return microbatchOfOp(&op) >= 0;
+  });
+  auto addTo = [&](Operation *op, int64_t bytes, int64_t StageShare::*field) {
+    if (auto transfer = dyn_cast<SendRecvOp>(op);
+        transfer && pipelineAxis >= 0) {
+      if (transfer.getDest() >= 0 && transfer.getDest() < stages)
+        shares[transfer.getDest()].*field += bytes;
+      return;
+    }
+    forEachStage(op, stages, pipelineAxis,
+                 [&](int64_t s) { shares[s].*field += bytes; });
+  };
+  for (Operation &op : step.getBody().front()) {
+    int64_t microbatch = whole ? 0 : microbatchOfOp(&op);
+    if (microbatch < 0)
+      continue;
+    bool forward = microbatch == 0 && phases.phaseOf(&op) == StepPhase::Forward;
+    int64_t stashed = 0, handed = 0;
+    for (Value result : op.getResults()) {
+      bool toBackward = false, toStep = false;
+      for (Operation *user : result.getUsers()) {
+        toBackward |= forward && phases.phaseOf(user) == StepPhase::Backward;
+        toStep |= !whole && !isa<func::ReturnOp>(user) &&
+                  microbatchOfOp(user) < 0;
+      }
+      int64_t bytes = tensorBytes(result.getType());
+      stashed += toBackward ? bytes : 0;
+      handed += toStep ? bytes : 0;
+    }
+    if (stashed)
+      addTo(&op, stashed, &StageShare::stashedBytes);
+    if (handed)
+      addTo(&op, handed, &StageShare::handedOnBytes);
+  }
+  // Per stage, whether micro-batch 1 starts its forward pass before
+  // micro-batch 0 ends its backward pass.
+  std::vector<int64_t> firstForwardOf1(stages, -1), lastBackwardOf0(stages, -1);
+  int64_t position = 0;
+  for (Operation &op : step.getBody().front()) {
+    ++position;
+    int64_t microbatch = microbatchOfOp(&op);
+    StepPhase phase = phases.phaseOf(&op);
+    forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
+      if (microbatch == 1 && phase == StepPhase::Forward &&
+          firstForwardOf1[s] < 0)
+        firstForwardOf1[s] = position;
+      if (microbatch == 0 && phase == StepPhase::Backward)
+        lastBackwardOf0[s] = position;
+    });
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    shares[s].microbatchesOverlap =
+        firstForwardOf1[s] >= 0 && firstForwardOf1[s] < lastBackwardOf0[s];
 }
 
 /// The fp32 program's memory and traffic in Megatron-LM's mixed
@@ -469,9 +567,14 @@ void toMixedPrecision(Prediction &p) {
   for (HeldTensor &tensor : p.tensors)
     if (tensor.role == "parameter")
       tensor.bytes /= 2;
-  for (BytesByKind &kinds : p.bytesSent)
-    for (int64_t &bytes : kinds)
-      bytes /= 2;
+  for (auto *sent : {&p.bytesSent, &p.microbatchBytesSent})
+    for (BytesByKind &kinds : *sent)
+      for (int64_t &bytes : kinds)
+        bytes /= 2;
+  for (StageShare &share : p.stageShares) {
+    share.stashedBytes /= 2;
+    share.handedOnBytes /= 2;
+  }
   p.commBytesPerRank /= 2;
 }
 
@@ -570,7 +673,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     memory.workspace = p.workspaceBytes;
 
   if (mesh) {
-    p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly);
+    p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly,
+                                   p.microbatchBytesSent);
     for (const BytesByKind &kinds : p.bytesSent) {
       int64_t sum = 0;
       for (int64_t bytes : kinds)
@@ -578,6 +682,14 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
       p.commBytesPerRank = std::max(p.commBytesPerRank, sum);
     }
   }
+
+  StepPhases phases(step);
+  for (Operation &op : step.getBody().front()) {
+    ++p.ops;
+    p.microbatchOps += microbatchOfOp(&op) >= 0;
+  }
+  p.stageShares.assign(stages, StageShare{});
+  microbatchMemory(step, phases, stages, pipelineAxis, p.stageShares);
 
   if (precision == Precision::Bf16)
     toMixedPrecision(p);
@@ -590,11 +702,18 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   for (double &bytes : traffic)
     bytes *= timer.byteScale;
   StageTime slowest;
-  for (const StageTime &time : timeStages(step, timer, mesh, stages,
-                                          pipelineAxis, ringOnly, traffic)) {
+  for (auto [s, time] : llvm::enumerate(timeStages(
+           step, timer, mesh, stages, pipelineAxis, ringOnly, traffic))) {
     if (time.total > slowest.total)
       slowest = time;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
+    StageShare &share = p.stageShares[s];
+    share.busyMs = time.total * 1e3;
+    share.computeMs = time.compute * 1e3;
+    share.flops = time.flops;
+    share.microbatchBusyMs = time.microbatchBusy * 1e3;
+    share.microbatchComputeMs = time.microbatchCompute * 1e3;
+    share.microbatchFlops = time.microbatchFlops;
   }
   p.bubbleFraction = pipelineBubble(stages, microbatches, virtualStages);
   double busy = slowest.total * 1e3;
@@ -604,7 +723,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.bubbleMs = p.stepMs - busy;
   p.flopsPerRank = slowest.flops;
   simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, traffic,
-                   p);
+                   phases, p);
   if (precision == Precision::Bf16)
     for (CollectiveGroup &group : p.collectives)
       group.bytes /= 2;

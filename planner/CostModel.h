@@ -82,7 +82,31 @@ struct HeldTensor {
   int64_t bytes = 0;
 };
 
+/// One pipeline stage's share of a step split into micro-batches (one
+/// entry without stages), what rollPrediction (planner/RolledStep.h)
+/// stretches to more micro-batches: the stage's busy time (compute and
+/// communication not hidden), compute and floating-point operations in all
+/// and those of its micro-batches' ops (the copies
+/// cleave-unroll-microbatches makes; the rest runs once a step: the
+/// optimizer, the gradient reductions after accumulation, ZeRO-3's
+/// gathers); the bytes one micro-batch's forward pass keeps for its
+/// backward pass on the stage (values of micro-batch 0's forward ops read
+/// by its backward ops), and those the micro-batches hand to the ops run
+/// once (their accumulated gradients); whether micro-batch 1's forward
+/// pass starts before micro-batch 0's backward pass ends there (the
+/// unrolled order keeps several micro-batches' activations at once).
+struct StageShare {
+  double busyMs = 0, computeMs = 0, flops = 0;
+  double microbatchBusyMs = 0, microbatchComputeMs = 0, microbatchFlops = 0;
+  int64_t stashedBytes = 0, handedOnBytes = 0;
+  bool microbatchesOverlap = false;
+};
+
 struct Prediction {
+  /// Whether this is rollPrediction's estimate (from the step partitioned
+  /// with two micro-batches of the same size) rather than the partitioned
+  /// step's own numbers.
+  bool estimated = false;
   /// The slowest stage's step: compute, communication not hidden behind
   /// compute, pipeline bubble; step = their sum.
   double computeMs = 0, exposedCommMs = 0, bubbleMs = 0, stepMs = 0;
@@ -102,6 +126,12 @@ struct Prediction {
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
   std::vector<mlir::cleave::BytesByKind> bytesSent;
+  /// Per stage, its share of the step (see StageShare); per rank, the
+  /// bytes the collectives of micro-batches' ops send (in bytesSent too).
+  std::vector<StageShare> stageShares;
+  /// Ops of the partitioned step, and those of its micro-batches.
+  int64_t ops = 0, microbatchOps = 0;
+  std::vector<mlir::cleave::BytesByKind> microbatchBytesSent;
   /// For `cleave report`: memory per stage (one entry without stages),
   /// the step's timeline simulated in program order (each stage's ops in
   /// turn, a send_recv starting once both its stages reach it), the

@@ -95,6 +95,18 @@ struct SearchOptions {
   Precision precision = Precision::Fp32;
   /// Evaluate this layout only (the user's --mesh/--strategy), not search.
   std::optional<PlanLayout> given;
+  /// The distributed training step at another global batch (the model
+  /// imported again with its data inputs' batch bound to it). With it, a
+  /// layout of more than two micro-batches is first predicted from the
+  /// same layout with two micro-batches of the same size (rollPrediction,
+  /// planner/RolledStep.h): rejected without unrolling when that estimate
+  /// cannot fit, not unrolled when it is slower than the plans kept, and
+  /// predicted by the estimate alone when its unrolled step would have
+  /// more than maxUnrolledOps ops. Empty: every layout is unrolled.
+  std::function<llvm::Expected<mlir::ModuleOp>(int64_t globalBatch,
+                                               std::string &stepName)>
+      stepAtBatch;
+  int64_t maxUnrolledOps = 60000;
 };
 
 struct SearchResult {
@@ -103,6 +115,9 @@ struct SearchResult {
   int64_t candidates = 0;
   /// Layouts with more micro-batches never partitioned (see keep).
   int64_t pruned = 0;
+  /// Layouts with more micro-batches decided by their rolled estimate
+  /// without being unrolled (rejected, bounded out or predicted by it).
+  int64_t rolled = 0;
   double seconds = 0;
 };
 

@@ -62,6 +62,13 @@ public:
                          cl::desc("Largest micro-batch count searched "
                                   "(powers of two; default 16)"),
                          cl::init(16), cl::sub(sub_)),
+        maxUnrolledOps_(
+            "max-unrolled-ops",
+            cl::desc("Largest step (ops once its micro-batches are "
+                     "unrolled) partitioned to predict a layout; a larger "
+                     "one is estimated from the same layout with 2 "
+                     "micro-batches of the same size (default 60000)"),
+            cl::value_desc("N"), cl::init(60000), cl::sub(sub_)),
         json_("json", cl::desc("Write the plans as JSON"),
               cl::value_desc("FILE"), cl::sub(sub_)),
         report_("report",
@@ -108,7 +115,8 @@ private:
   TrainingFlags training_;
   DistributionFlags distribution_;
   cl::opt<std::string> cluster_;
-  cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_;
+  cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_,
+      maxUnrolledOps_;
   cl::opt<std::string> json_, report_, precision_, emitHints_;
 };
 
@@ -187,6 +195,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     return fail("--top must be at least 1");
   if (maxMicrobatches_ < 1)
     return fail("--max-microbatches must be at least 1");
+  if (maxUnrolledOps_ < 0)
+    return fail("--max-unrolled-ops must not be negative");
   std::optional<planner::Precision> precision =
       planner::parsePrecision(precision_);
   if (!precision)
@@ -235,6 +245,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       readPlanningModel(import_.model, globalBatch_, options.shapeBindings);
   if (!planning)
     return fail(llvm::toString(planning.takeError()));
+  const std::vector<frontend::ShapeBinding> userBindings =
+      options.shapeBindings;
   llvm::append_range(options.shapeBindings, planning->batchBindings);
   auto buffer =
       llvm::MemoryBuffer::getMemBuffer(planning->bytes, import_.model, false);
@@ -282,7 +294,50 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     }
   }
 
+  // The distributed step at another global batch, for the rolled
+  // prediction of micro-batched layouts (SearchOptions::stepAtBatch): the
+  // model imported again, its batch bound to that batch, once per batch.
+  // Only where plan binds the batch itself (not an ONNX text model).
+  std::map<int64_t, std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
+      stepsAtBatch;
+  auto stepAtBatch = [&](int64_t batch, std::string &name)
+      -> llvm::Expected<mlir::ModuleOp> {
+    auto it = stepsAtBatch.find(batch);
+    if (it == stepsAtBatch.end()) {
+      llvm::Expected<PlanningModel> rebound =
+          readPlanningModel(import_.model, batch, userBindings);
+      if (!rebound)
+        return rebound.takeError();
+      ImportOptions at = options;
+      at.shapeBindings = userBindings;
+      llvm::append_range(at.shapeBindings, rebound->batchBindings);
+      auto bytes = llvm::MemoryBuffer::getMemBuffer(rebound->bytes,
+                                                    import_.model, false);
+      mlir::OwningOpRef<mlir::ModuleOp> model =
+          importOnnxModel(context, bytes->getMemBufferRef(), at);
+      if (!model)
+        return failure("cannot import the model at batch " +
+                       std::to_string(batch));
+      restoreShapeOnlyParameters(*model, rebound->shapeOnly);
+      TrainingOptions distributed = training;
+      distributed.distributed = true;
+      llvm::Expected<mlir::func::FuncOp> step =
+          buildTrainingStep(*model, distributed);
+      if (!step)
+        return step.takeError();
+      std::string stepName = step->getSymName().str();
+      it = stepsAtBatch
+               .emplace(batch, std::make_pair(std::move(model), stepName))
+               .first;
+    }
+    name = it->second.second;
+    return *it->second.first;
+  };
+
   planner::SearchOptions search;
+  if (!planning->batchBindings.empty())
+    search.stepAtBatch = stepAtBatch;
+  search.maxUnrolledOps = maxUnrolledOps_;
   search.cluster = *cluster;
   search.ranks = ranks;
   search.globalBatch = globalBatch_;
@@ -353,6 +408,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                         "(bound: slower than the top {1}, or parameters "
                         "and state alone too big)",
                         result.pruned, search.keep);
+  if (result.rolled)
+    os << llvm::formatv(", {0} with more micro-batches estimated from 2 "
+                        "micro-batches of the same size, not unrolled (~)",
+                        result.rolled);
   os << "\n";
   if (!result.plans.empty()) {
     os << llvm::formatv("\n{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} "
@@ -367,7 +426,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
           "{9,11}\n",
           i + 1, c.layout.mesh.empty() ? "(one rank)" : c.layout.meshText(),
           c.layout.strategyLabel(), c.layout.microbatches,
-          ms(p.stepMs), ms(p.computeMs), ms(p.exposedCommMs), ms(p.bubbleMs),
+          (p.estimated ? "~" : "") + ms(p.stepMs), ms(p.computeMs),
+          ms(p.exposedCommMs), ms(p.bubbleMs),
           planner::formatBytes(p.peakBytesPerRank),
           planner::formatBytes(p.commBytesPerRank));
       for (auto &[axis, size] : c.layout.mesh)
@@ -380,6 +440,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       if (c.layout.recompute != "none")
         os << "     activations recomputed in the backward pass ("
            << c.layout.recompute << ")\n";
+      if (p.estimated)
+        os << "     ~ estimated: predicted from the same layout with 2 "
+              "micro-batches of the same size (its step is too big to "
+              "unroll here; not compiled)\n";
       os << "     " << shellLine(c) << "\n";
     }
   }
@@ -389,7 +453,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
          llvm::ArrayRef(result.rejected).take_front(top_)) {
       os << "  " << c.layout.summary();
       if (c.prediction)
-        os << " (" << ms(c.prediction->stepMs) << " ms)";
+        os << " (" << (c.prediction->estimated ? "~" : "")
+           << ms(c.prediction->stepMs) << " ms)";
       os << ": " << c.rejected << "\n";
     }
   }
@@ -420,6 +485,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
              {"evaluated", static_cast<int64_t>(result.plans.size() +
                                                 result.rejected.size())},
              {"pruned", result.pruned},
+             {"estimated", result.rolled},
              {"seconds", result.seconds}}}};
     llvm::json::Value value(std::move(root));
     if (!json_.empty()) {

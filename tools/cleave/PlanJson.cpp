@@ -103,7 +103,8 @@ llvm::json::Object planJson(const planner::Candidate &c,
       bytesByKind[kinds[k]] =
           p.bytesSent.empty() ? int64_t{0} : p.bytesSent[busiest][k];
     plan["predicted"] =
-        llvm::json::Object{{"step_ms", p.stepMs},
+        llvm::json::Object{{"estimated", p.estimated},
+                           {"step_ms", p.stepMs},
                            {"compute_ms", p.computeMs},
                            {"exposed_comm_ms", p.exposedCommMs},
                            {"bubble_ms", p.bubbleMs},

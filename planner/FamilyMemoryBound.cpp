@@ -1,0 +1,144 @@
+//===- FamilyMemoryBound.cpp - rejecting a layout family at once ----------===//
+
+#include "planner/FamilyMemoryBound.h"
+
+#include "planner/RolledStep.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+
+namespace cleave::planner {
+
+using namespace mlir::cleave;
+
+namespace {
+
+/// Scratch of one strategy taken for another's is trusted to this share:
+/// their memory plans agree to the byte on the skeletons measured
+/// (test/planner/family-bound.test), the margin is for what they may not.
+constexpr double kSharedScratchMargin = 0.05;
+
+/// The micro-batches in flight beyond the first are counted this much
+/// short: the rolled estimate's memory tolerance (planner/Planner.cpp).
+constexpr double kRolledStashMargin = 0.15;
+
+bool splitsOnlyState(Strategy strategy) {
+  return strategy == Strategy::DataParallel || strategy == Strategy::Zero1 ||
+         strategy == Strategy::Zero2;
+}
+
+bool enumerated(Strategy strategy) {
+  return strategy == Strategy::None || strategy == Strategy::Megatron ||
+         strategy == Strategy::Zero3 || splitsOnlyState(strategy);
+}
+
+/// The least scratch (with kernel workspace) of any of `members`, from the
+/// prediction `least` of one micro-batch of the family's smallest size
+/// (1 / `most` of a data-parallel rank's batch): a member of m
+/// micro-batches keeps microbatchesInFlight of them, m / most times as big,
+/// so at least min over m of in-flight x most / m of `least`'s stashed
+/// activations on each stage (1F1B: min(most, p - s); without stages one,
+/// the least the unrolled order may keep). Those beyond the first are
+/// counted short by the rolled estimate's tolerance.
+double leastScratch(const Prediction &least,
+                    const std::vector<Candidate *> &members, int64_t most) {
+  double scratch = 0;
+  int64_t stages = static_cast<int64_t>(least.stageMemory.size());
+  for (int64_t s = 0; s < stages; ++s) {
+    double inFlight = double(most);
+    for (const Candidate *member : members) {
+      const PlanLayout &layout = member->layout;
+      inFlight = std::min(
+          inFlight, microbatchesInFlight(layout.schedule, stages, s,
+                                         layout.microbatches,
+                                         layout.virtualStages,
+                                         /*overlapping=*/false) *
+                        double(most) / double(layout.microbatches));
+    }
+    const StageMemory &memory = least.stageMemory[s];
+    double stashed = s < int64_t(least.stageShares.size())
+                         ? least.stageShares[s].stashedBytes
+                         : 0;
+    scratch = std::max(scratch, memory.gradients + memory.activations +
+                                    std::max(0.0, inFlight - 1) * stashed *
+                                        (1 - kRolledStashMargin));
+  }
+  return scratch + least.workspaceBytes;
+}
+
+std::string familyOf(const PlanLayout &layout) {
+  return layout.meshText() + "|" + strategyName(layout.strategy).str() + "|" +
+         layout.pipelineAxis;
+}
+
+} // namespace
+
+void rejectFamiliesThatCannotFit(
+    const SearchOptions &options, std::vector<Candidate> &candidates,
+    const PredictAtBatch &predict,
+    const std::function<double(const PlanLayout &)> &heldBytes,
+    const Candidate *exempt) {
+  if (options.given || !options.hints.empty())
+    return;
+  // Each family's members and its most micro-batches.
+  std::map<std::string, std::vector<Candidate *>> families;
+  std::map<std::string, int64_t> mostMicrobatches;
+  for (Candidate &candidate : candidates) {
+    if (!candidate.rejected.empty() ||
+        !enumerated(candidate.layout.strategy))
+      continue;
+    std::string family = familyOf(candidate.layout);
+    families[family].push_back(&candidate);
+    int64_t &most = mostMicrobatches[family];
+    most = std::max(most, candidate.layout.microbatches);
+  }
+  if (exempt)
+    families.erase(familyOf(exempt->layout));
+  double memory = options.cluster.memoryBytes();
+  // The scratch (and kernel workspace) of a mesh's least-memory layout for
+  // the strategies that split only state, by mesh and micro-batch count.
+  std::map<std::string, double> sharedScratch;
+  for (auto &[family, members] : families) {
+    PlanLayout least = members.front()->layout;
+    least.microbatches = 1;
+    least.virtualStages = 1;
+    least.recompute = "full";
+    if (!least.pipelineAxis.empty())
+      least.schedule = PipelineSchedule::OneFOneB;
+    int64_t most = mostMicrobatches[family];
+    std::string shareKey =
+        least.meshText() + "|" + least.pipelineAxis + "|" +
+        std::to_string(most);
+    double needed = 0;
+    std::string how;
+    auto shared = sharedScratch.find(shareKey);
+    if (splitsOnlyState(least.strategy) && shared != sharedScratch.end()) {
+      needed = shared->second * (1 - kSharedScratchMargin) + heldBytes(least);
+      how = "(from another strategy's scratch on this mesh; not partitioned)";
+    } else {
+      std::optional<Prediction> p =
+          predict(least, options.globalBatch / most);
+      if (!p)
+        continue;
+      double scratch = leastScratch(*p, members, most);
+      if (splitsOnlyState(least.strategy))
+        sharedScratch[shareKey] = scratch;
+      needed = p->persistentBytes + scratch;
+      how = "(only that layout partitioned)";
+    }
+    if (needed <= memory)
+      continue;
+    int64_t samples = options.globalBatch / most / least.axisSize("dp");
+    for (Candidate *candidate : members)
+      candidate->rejected = llvm::formatv(
+          "does not fit: even one micro-batch of {0} samples per "
+          "data-parallel rank (the smallest of its mesh and strategy) with "
+          "full recomputation needs at least {1} per rank, the device has "
+          "{2} {3}",
+          samples, formatBytes(static_cast<int64_t>(needed)),
+          formatBytes(options.cluster.memoryBytes()), how);
+  }
+}
+
+} // namespace cleave::planner

@@ -1,0 +1,109 @@
+//===- RolledStep.cpp - a micro-batched step predicted without unrolling --===//
+
+#include "planner/RolledStep.h"
+
+#include <algorithm>
+
+namespace cleave::planner {
+
+using namespace mlir::cleave;
+
+double microbatchesInFlight(PipelineSchedule schedule, int64_t stages,
+                            int64_t stage, int64_t microbatches,
+                            int64_t virtualStages, bool overlapping) {
+  if (stages <= 1)
+    return overlapping ? double(microbatches) : 1.0;
+  switch (schedule) {
+  case PipelineSchedule::GPipe:
+    return overlapping ? double(microbatches) : 1.0;
+  case PipelineSchedule::OneFOneB:
+    return double(std::min(microbatches, stages - stage));
+  case PipelineSchedule::Interleaved: {
+    int64_t v = std::max<int64_t>(virtualStages, 1);
+    int64_t chunks = std::min(microbatches * v, 2 * (stages - stage - 1) +
+                                                    (v - 1) * stages + 1);
+    return double(chunks) / double(v);
+  }
+  }
+  return double(microbatches);
+}
+
+Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
+                          PipelineSchedule schedule, int64_t microbatches,
+                          int64_t virtualStages) {
+  Prediction p = two;
+  p.estimated = true;
+  p.schedule.clear();
+  p.collectives.clear();
+  p.microbatchBytesSent.clear();
+  int64_t stages = static_cast<int64_t>(two.stageShares.size());
+  // The template's two micro-batches stand for m: (m / 2 - 1) more pairs.
+  double more = double(microbatches) / 2 - 1;
+
+  // Time: each stage's busy time grows by its micro-batches' share; the
+  // slowest stage is stretched by the schedule's bubble.
+  const StageShare *slowest = nullptr;
+  double slowestBusy = -1, slowestCompute = 0, slowestFlops = 0;
+  p.maxStageComputeMs = 0;
+  for (StageShare &share : p.stageShares) {
+    share.busyMs += more * share.microbatchBusyMs;
+    share.computeMs += more * share.microbatchComputeMs;
+    share.flops += more * share.microbatchFlops;
+    share.microbatchBusyMs *= microbatches / 2.0;
+    share.microbatchComputeMs *= microbatches / 2.0;
+    share.microbatchFlops *= microbatches / 2.0;
+    p.maxStageComputeMs = std::max(p.maxStageComputeMs, share.computeMs);
+    if (share.busyMs > slowestBusy) {
+      slowest = &share;
+      slowestBusy = share.busyMs;
+      slowestCompute = share.computeMs;
+      slowestFlops = share.flops;
+    }
+  }
+  if (slowest) {
+    p.bubbleFraction = pipelineBubble(stages, microbatches, virtualStages);
+    p.computeMs = slowestCompute;
+    p.exposedCommMs = slowestBusy - slowestCompute;
+    p.stepMs = slowestBusy / (1 - p.bubbleFraction);
+    p.bubbleMs = p.stepMs - slowestBusy;
+    p.flopsPerRank = slowestFlops;
+  }
+
+  // Memory: each micro-batch the schedule keeps in flight beyond the
+  // template's holds one micro-batch's stashed activations more; once a
+  // micro-batch's backward pass ends before the last forward pass starts
+  // (fewer in flight than micro-batches), the accumulated gradients are
+  // live at the peak as well.
+  p.scratchBytes = 0;
+  for (int64_t s = 0; s < stages && s < int64_t(p.stageMemory.size()); ++s) {
+    const StageShare &share = p.stageShares[s];
+    bool overlapping = share.microbatchesOverlap;
+    double inFlight = microbatchesInFlight(schedule, stages, s, microbatches,
+                                           virtualStages, overlapping);
+    double extra = inFlight - microbatchesInFlight(twoSchedule, stages, s, 2,
+                                                   1, overlapping);
+    StageMemory &memory = p.stageMemory[s];
+    memory.activations += static_cast<int64_t>(std::max(0.0, extra) *
+                                               double(share.stashedBytes));
+    if (inFlight < microbatches)
+      memory.gradients = std::max(memory.gradients, share.handedOnBytes);
+    p.scratchBytes =
+        std::max(p.scratchBytes, memory.gradients + memory.activations);
+  }
+  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+
+  // Traffic: the micro-batches' collectives send m / 2 times as much.
+  p.commBytesPerRank = 0;
+  for (size_t rank = 0; rank < p.bytesSent.size(); ++rank) {
+    int64_t sum = 0;
+    for (size_t kind = 0; kind < p.bytesSent[rank].size(); ++kind) {
+      p.bytesSent[rank][kind] += static_cast<int64_t>(
+          more * double(two.microbatchBytesSent[rank][kind]));
+      sum += p.bytesSent[rank][kind];
+    }
+    p.commBytesPerRank = std::max(p.commBytesPerRank, sum);
+  }
+  return p;
+}
+
+} // namespace cleave::planner

@@ -1,0 +1,47 @@
+"""Checks the layouts `cleave plan` rejected by the family bound
+(planner/FamilyMemoryBound.h) against the compiler: for each, the layout
+the bound stands for (its mesh and strategy, one micro-batch of the size
+the reason names, full recomputation) is evaluated alone (cleave plan
+--mesh ..., partitioned in full) and must not fit either; prints one line
+per family and how many layouts the bound rejected.
+
+usage: check_family_bound.py PLAN.json MODEL CLUSTER
+"""
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    plan_path, model, cluster = sys.argv[1:4]
+    plan = json.load(open(plan_path))
+    rejected = [p for p in plan["rejected"]
+                if "(the smallest of its mesh and strategy)" in p.get("reason", "")]
+    families = {}
+    for p in rejected:
+        key = (p["mesh_flag"], p["strategy"], p["pipeline_axis"])
+        families.setdefault(key, p)
+    print("rejected by the family bound:", len(rejected))
+    for (mesh, strategy, pipeline), p in sorted(families.items()):
+        samples = int(re.search(r"one micro-batch of (\d+) samples", p["reason"]).group(1))
+        dp = p["mesh"].get("dp", 1)
+        flags = ["--mesh", mesh, "--recompute", "full"]
+        if strategy != "none":
+            flags += ["--strategy", strategy]
+        if pipeline:
+            flags += ["--pipeline", pipeline, "--pipeline-schedule", "1f1b"]
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            subprocess.run(["cleave", "plan", model, "--cluster", cluster,
+                            "--global-batch", str(samples * dp), "--json", out.name]
+                           + flags, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            alone = json.load(open(out.name))
+        exact = (alone["plans"] + alone["rejected"])[0]
+        verdict = ("does not fit either" if exact.get("reason", "").startswith("does not fit")
+                   else "FITS: the bound was wrong")
+        print(mesh, strategy, pipeline or "-", samples, "samples:", verdict)
+
+
+main()
