@@ -737,6 +737,7 @@ llvm::Expected<IntraOpPlan> Formulation::solve() {
       ++plan.splitTensors;
     }
     plan.hints.push_back(std::move(hint));
+    ++plan.tensors;
   }
   plan.commMs = std::max(0.0, plan.objectiveMs - plan.computeMs);
   if (plan.splitTensors == 0) {

@@ -77,8 +77,10 @@ struct IntraOpPlan {
   /// One hint per parameter and state tensor the ILP decided (split or
   /// whole), at priority 0.
   std::vector<mlir::cleave::ShardingHint> hints;
-  /// How many of them are split over the axis.
-  int64_t splitTensors = 0;
+  /// How many parameters and states it decided, and how many of them it
+  /// splits over the axis. (The planner drops the whole ones' hints that
+  /// propagation does not need.)
+  int64_t tensors = 0, splitTensors = 0;
   /// The ILP's estimate of one step on one rank, and its parts; and the
   /// same estimate with everything whole.
   double objectiveMs = 0, computeMs = 0, commMs = 0, wholeMs = 0;

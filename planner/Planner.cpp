@@ -102,7 +102,7 @@ std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
   if (axis == "tp" && intraOp)
     return llvm::formatv("tensor parallel (intra-op ILP: {0} of {1} "
                          "parameters and states split)",
-                         intraOp->splitTensors, intraOp->hints.size());
+                         intraOp->splitTensors, intraOp->tensors);
   if (axis == "dp")
     switch (strategy) {
     case Strategy::Zero1:
