@@ -602,6 +602,14 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     a phase the micro-batches run one after another, so that in a program
     split into pipeline stages a stage hands micro-batch m on and computes
     m + 1 while the next stage works on m (GPipe's schedule, unrolled).
+    With `accumulate` (a step without pipeline stages) each op runs in the
+    latest phase its readers allow, and within a phase each micro-batch's
+    forward ops are followed by its backward ops, micro-batch after
+    micro-batch: PyTorch's accumulation loop, one micro-batch's
+    activations alive at a time (a sum of several values is split so that
+    each ends its own phase: the loss's count before the backward passes,
+    the loss itself at the end; the other axes' all_reduce of values that
+    were summed together stays one).
     A sum of GEMM results that nothing else reads (a weight gradient)
     becomes a chain instead: each micro-batch's GEMM adds the previous
     one's result (`c`, beta 1), in its buffer. A training-mode
@@ -609,8 +617,9 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     micro-batch with its own statistics and chains the running
     statistics: micro-batch m + 1's copy reads the `new_running_mean` and
     `new_running_var` of m's, and the step returns the last copy's (PyTorch's
-    gradient-accumulation loop; `OpShardingRule::statisticsFactor`). Every
-    micro-batch's activations are kept for its backward pass. The axis
+    gradient-accumulation loop; `OpShardingRule::statisticsFactor`).
+    Without `accumulate` every micro-batch's activations are kept for its
+    backward pass (the pipeline-stages pass then orders them). The axis
     then leaves the module's mesh (which loses the attribute when no axis
     remains).
 
@@ -632,6 +641,9 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"microbatch\"",
            "the mesh axis whose coordinates are micro-batches">,
+    Option<"accumulate", "accumulate", "bool", /*default=*/"false",
+           "each micro-batch's forward then backward pass, ops as late as "
+           "their readers allow (for a step without pipeline stages)">,
   ];
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }

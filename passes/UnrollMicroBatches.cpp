@@ -59,9 +59,9 @@ ShardingAttr withoutAxis(ShardingAttr sharding, StringAttr axis) {
 
 class Unroller {
 public:
-  Unroller(func::FuncOp func, StringAttr axis, int64_t count)
+  Unroller(func::FuncOp func, StringAttr axis, int64_t count, bool accumulate)
       : func(func), body(func.getBody().front()), axis(axis), count(count),
-        perBatch(count) {}
+        accumulate(accumulate), perBatch(count) {}
 
   LogicalResult run();
 
@@ -99,7 +99,22 @@ private:
   /// other axes times the micro-batch count, plus m (the axis is
   /// innermost, as for the inputs).
   Operation *indexForMicroBatch(OpBuilder &b, AxisIndexOp op, int64_t m);
-  void emitSum(OpBuilder &b, AllReduceOp op);
+  /// Splits each sum over the axis of several values into one sum per
+  /// value, so that each can end its own phase (the loss's count, needed
+  /// by the backward pass, apart from the loss, which only the step
+  /// returns); bundleOf remembers which were one.
+  void splitBundledSums();
+  /// The sum over micro-batches of `input`'s copies.
+  Value sumOverMicroBatches(OpBuilder &b, Value input, Location loc);
+  /// Emits `ops`, sums of one bundle ending the same phase: their values
+  /// summed over micro-batches, then one all_reduce over the other axes.
+  void emitSums(OpBuilder &b, ArrayRef<AllReduceOp> ops);
+  /// Moves each sum over the axis and each op a micro-batch runs to the
+  /// latest phase its readers allow (see run()).
+  void placeLate(ArrayRef<Operation *> original,
+                 llvm::DenseMap<Value, int64_t> &phaseOf,
+                 llvm::DenseMap<Operation *, int64_t> &opPhase,
+                 int64_t &numPhases);
   /// Micro-batch `m`'s copy of `op`, which depends on the batch.
   Operation *cloneForMicroBatch(OpBuilder &b, Operation *op, int64_t m);
 
@@ -107,6 +122,8 @@ private:
   Block &body;
   StringAttr axis;
   int64_t count;
+  /// PyTorch's accumulation order (see the pass's `accumulate` option).
+  bool accumulate;
   /// Per micro-batch: the clones of the original values.
   SmallVector<IRMapping> perBatch;
   /// Values that differ between micro-batches (in the original step).
@@ -114,6 +131,8 @@ private:
   /// Training BatchNorms of a batch split into micro-batches, whose copies
   /// chain the running statistics, with the copy made last.
   llvm::DenseMap<Operation *, Operation *> chained;
+  /// For each sum over the axis, the sum of several values it came from.
+  llvm::DenseMap<Operation *, int64_t> bundleOf;
 };
 
 bool Unroller::slicesOverAxis(Operation *op) const {
@@ -224,47 +243,76 @@ GemmOp accumulatingGemm(Value value) {
   return gemm && !gemm.getC() ? gemm : GemmOp();
 }
 
-void Unroller::emitSum(OpBuilder &b, AllReduceOp op) {
-  SmallVector<Value> sums;
-  for (Value input : op.getInputs()) {
-    SmallVector<Value> parts;
-    for (int64_t m = 0; m < count; ++m)
-      parts.push_back(perBatch[m].lookupOrDefault(input));
-    // (The copies have no readers yet; the original's only reader is this
-    // sum, so theirs will be too.)
-    if (input.hasOneUse() &&
-        llvm::all_of(parts, [](Value v) { return accumulatingGemm(v); })) {
-      // Each micro-batch's GEMM adds its product to the previous one's
-      // result (beta 1), in its buffer (MemoryPlan): no separate gradient
-      // per micro-batch, no adds.
-      Value sum = parts.front();
-      for (Value part : ArrayRef<Value>(parts).drop_front()) {
-        GemmOp gemm = accumulatingGemm(part);
-        OpBuilder at(gemm);
-        auto accumulated = GemmOp::create(
-            at, gemm.getLoc(), gemm.getType(), gemm.getA(), gemm.getB(), sum,
-            gemm.getAlphaAttr(), at.getF32FloatAttr(1.0f), gemm.getTransAAttr(),
-            gemm.getTransBAttr());
-        accumulated->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
-        gemm.getResult().replaceAllUsesWith(accumulated.getResult());
-        gemm.erase();
-        sum = accumulated;
-      }
-      sums.push_back(sum);
+void Unroller::splitBundledSums() {
+  int64_t bundle = 0;
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    auto sum = dyn_cast<AllReduceOp>(op);
+    if (!sum || !sumsOverAxis(sum))
+      continue;
+    if (sum.getInputs().size() == 1) {
+      bundleOf[sum] = bundle++;
       continue;
     }
-    Value sum = perBatch[0].lookupOrDefault(input);
-    for (int64_t m = 1; m < count; ++m)
-      sum = AddOp::create(b, op.getLoc(), input.getType(), sum,
-                          perBatch[m].lookupOrDefault(input));
-    sums.push_back(sum);
+    OpBuilder b(sum);
+    for (auto [input, result] : llvm::zip(sum.getInputs(), sum.getResults())) {
+      auto single = AllReduceOp::create(b, sum.getLoc(), ValueRange{input},
+                                        sum.getAxes());
+      single->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+      result.replaceAllUsesWith(single.getResult(0));
+      bundleOf[single] = bundle;
+    }
+    ++bundle;
+    sum.erase();
   }
-  SmallVector<Attribute> rest = otherAxes(op.getAxes());
+}
+
+Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
+  SmallVector<Value> parts;
+  for (int64_t m = 0; m < count; ++m)
+    parts.push_back(perBatch[m].lookupOrDefault(input));
+  // (The copies have no readers yet; the original's only reader is this
+  // sum, so theirs will be too.)
+  if (input.hasOneUse() &&
+      llvm::all_of(parts, [](Value v) { return accumulatingGemm(v); })) {
+    // Each micro-batch's GEMM adds its product to the previous one's
+    // result (beta 1), in its buffer (MemoryPlan): no separate gradient
+    // per micro-batch, no adds.
+    Value sum = parts.front();
+    for (Value part : ArrayRef<Value>(parts).drop_front()) {
+      GemmOp gemm = accumulatingGemm(part);
+      OpBuilder at(gemm);
+      auto accumulated = GemmOp::create(
+          at, gemm.getLoc(), gemm.getType(), gemm.getA(), gemm.getB(), sum,
+          gemm.getAlphaAttr(), at.getF32FloatAttr(1.0f), gemm.getTransAAttr(),
+          gemm.getTransBAttr());
+      accumulated->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
+      gemm.getResult().replaceAllUsesWith(accumulated.getResult());
+      gemm.erase();
+      sum = accumulated;
+    }
+    return sum;
+  }
+  Value sum = parts.front();
+  for (Value part : ArrayRef<Value>(parts).drop_front())
+    sum = AddOp::create(b, loc, input.getType(), sum, part);
+  return sum;
+}
+
+void Unroller::emitSums(OpBuilder &b, ArrayRef<AllReduceOp> ops) {
+  SmallVector<Value> sums, originals;
+  for (AllReduceOp op : ops)
+    for (auto [input, result] :
+         llvm::zip(AllReduceOp(op).getInputs(), AllReduceOp(op).getResults())) {
+      sums.push_back(sumOverMicroBatches(b, input, op.getLoc()));
+      originals.push_back(result);
+    }
+  AllReduceOp last = ops.back();
+  SmallVector<Attribute> rest = otherAxes(last.getAxes());
   ValueRange results = sums;
   if (!rest.empty())
-    results = AllReduceOp::create(b, op.getLoc(), sums, b.getArrayAttr(rest))
+    results = AllReduceOp::create(b, last.getLoc(), sums, b.getArrayAttr(rest))
                   .getResults();
-  for (auto [from, to] : llvm::zip(op.getResults(), results))
+  for (auto [from, to] : llvm::zip(originals, results))
     mapShared(from, to);
 }
 
@@ -287,8 +335,56 @@ Operation *Unroller::cloneForMicroBatch(OpBuilder &b, Operation *op,
   return clone;
 }
 
+void Unroller::placeLate(ArrayRef<Operation *> original,
+                         llvm::DenseMap<Value, int64_t> &phaseOf,
+                         llvm::DenseMap<Operation *, int64_t> &opPhase,
+                         int64_t &numPhases) {
+  // The phases found so far are the earliest. A micro-batch's forward ops
+  // feed its backward pass and the loss's sum; placed early, every
+  // micro-batch's forward pass runs before any backward pass (the backward
+  // pass waits for the sum of the loss's count), and every micro-batch's
+  // activations are alive at once. So, from the end: a sum moves to the
+  // phase before its first reader, an op of a micro-batch to its readers'
+  // earliest phase (before a sum it feeds), and so does an op the
+  // micro-batches share (it runs once, at the start of its phase). A
+  // BatchNorm's running statistics are read a phase after it (the chain's
+  // end, once every copy ran).
+  for (Operation *op : llvm::reverse(original)) {
+    bool norm = chained.count(op);
+    int64_t latest = numPhases - 1 + (sumsOverAxis(op) ? 1 : 0);
+    for (Value result : op->getResults())
+      for (Operation *user : result.getUsers()) {
+        auto it = opPhase.find(user);
+        if (it == opPhase.end())
+          continue; // the return
+        bool statistic = norm && result != cast<BatchNormOp>(op).getY();
+        latest = std::min(latest, it->second -
+                                      (sumsOverAxis(user) || statistic ? 1 : 0));
+      }
+    opPhase[op] = std::max(opPhase[op], latest);
+  }
+  // The readers of what moved come no earlier than it.
+  for (Operation *op : original) {
+    int64_t phase = opPhase[op];
+    for (Value operand : op->getOperands())
+      if (auto it = phaseOf.find(operand); it != phaseOf.end())
+        phase = std::max(phase, it->second + (sumsOverAxis(op) ? 1 : 0));
+    opPhase[op] = phase;
+    bool norm = chained.count(op);
+    for (Value result : op->getResults())
+      phaseOf[result] = phase;
+    if (norm)
+      for (Value stat : {cast<BatchNormOp>(op).getNewRunningMean(),
+                         cast<BatchNormOp>(op).getNewRunningVar()})
+        phaseOf[stat] = phase + 1;
+    numPhases = std::max(numPhases, phase + (norm ? 2 : 1));
+  }
+}
+
 LogicalResult Unroller::run() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (accumulate)
+    splitBundledSums();
   SmallVector<Operation *> original;
   for (Operation &op : body.without_terminator())
     original.push_back(&op);
@@ -320,7 +416,8 @@ LogicalResult Unroller::run() {
       // One value per channel has no variance to normalize by (PyTorch
       // refuses it in training too).
       auto input = norm.getInput().getType();
-      if (input.getNumElements() == input.getDimSize(1))
+      if (input.getNumElements() == input.getDimSize(1) &&
+          norm.getBatchStatistics().empty())
         return op->emitOpError("normalizes ")
                << input.getDimSize(0)
                << " row per micro-batch, one value per channel, which has "
@@ -394,6 +491,8 @@ LogicalResult Unroller::run() {
                             "micro-batches apply to training steps whose "
                             "only batch-dependent result is the loss");
 
+  if (accumulate)
+    placeLate(original, phaseOf, opPhase, numPhases);
   llvm::DenseSet<Operation *> forward = forwardOps(func);
 
   OpBuilder b(ret);
@@ -410,10 +509,16 @@ LogicalResult Unroller::run() {
         for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
           mapShared(from, to);
       }
-    // Every micro-batch's forward ops, then every micro-batch's others.
-    for (bool forwardOps : {true, false})
-      for (int64_t m = 0; m < count; ++m)
-        for (auto [number, op] : llvm::enumerate(original))
+    // Accumulating: each micro-batch's forward ops, then its others (its
+    // backward pass), micro-batch after micro-batch, so that one
+    // micro-batch's activations are alive at a time where its backward
+    // pass is in the same phase (placeLate). Otherwise every micro-batch's
+    // forward ops, then every micro-batch's others.
+    for (int64_t outer = 0; outer < (accumulate ? count : 2); ++outer)
+      for (int64_t inner = 0; inner < (accumulate ? 2 : count); ++inner)
+        for (auto [number, op] : llvm::enumerate(original)) {
+          int64_t m = accumulate ? outer : inner;
+          bool forwardOps = (accumulate ? inner : outer) == 0;
           if (opPhase[op] == phase && forward.contains(op) == forwardOps &&
               llvm::any_of(op->getResults(),
                            [&](Value v) { return varies.contains(v); }))
@@ -421,6 +526,7 @@ LogicalResult Unroller::run() {
                 ->setAttr(
                     CleaveDialect::kMicroBatchAttrName,
                     b.getDenseI64ArrayAttr({m, static_cast<int64_t>(number)}));
+        }
     for (auto [op, last] : chained)
       if (opPhase[op] == phase) {
         auto norm = cast<BatchNormOp>(op);
@@ -428,9 +534,21 @@ LogicalResult Unroller::run() {
         mapShared(norm.getNewRunningMean(), copy.getNewRunningMean());
         mapShared(norm.getNewRunningVar(), copy.getNewRunningVar());
       }
-    for (Operation *op : original)
-      if (opPhase[op] == phase + 1 && sumsOverAxis(op))
-        emitSum(b, cast<AllReduceOp>(op));
+    // The sums ending this phase, those of one bundle together.
+    SmallVector<AllReduceOp> group;
+    for (Operation *op : original) {
+      if (opPhase[op] != phase + 1 || !sumsOverAxis(op))
+        continue;
+      // (Without accumulate no sum was split: each is its own bundle.)
+      if (!group.empty() && (!accumulate || bundleOf.lookup(group.back()) !=
+                                                bundleOf.lookup(op))) {
+        emitSums(b, group);
+        group.clear();
+      }
+      group.push_back(cast<AllReduceOp>(op));
+    }
+    if (!group.empty())
+      emitSums(b, group);
   }
   for (OpOperand &operand : ret->getOpOperands())
     operand.set(perBatch[0].lookupOrDefault(operand.get()));
@@ -464,7 +582,7 @@ struct UnrollMicroBatchesPass
     MeshAttr mesh = getModuleMesh(module);
     auto axisAttr = StringAttr::get(module.getContext(), axis);
     for (auto func : module.getOps<func::FuncOp>())
-      if (failed(Unroller(func, axisAttr, count).run()))
+      if (failed(Unroller(func, axisAttr, count, accumulate).run()))
         return signalPassFailure();
     // The micro-batches now run inside each rank: the axis leaves the mesh.
     SmallVector<StringAttr> names;

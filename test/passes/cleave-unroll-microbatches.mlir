@@ -1,4 +1,5 @@
 // RUN: cleave-opt %s --cleave-unroll-microbatches="axis=mb" | FileCheck %s
+// RUN: cleave-opt %s --cleave-unroll-microbatches="axis=mb accumulate=true" | FileCheck %s --check-prefix=ACC
 
 // The two-layer training step of cleave-pipeline-stages.mlir, partitioned
 // over a mesh axis mb = 2 that splits the batch (cleave compile --mesh mb=2
@@ -25,6 +26,25 @@
 // CHECK: cleave.sgd %arg2, %[[G]]
 // CHECK-NOT: cleave.all_reduce
 // CHECK: return
+// With accumulate (a step without pipeline stages), PyTorch's accumulation
+// loop: each micro-batch's forward ops, then its backward ops, one
+// micro-batch's activations alive at a time; the loss's sum moves to the
+// end, where only the step's result reads it.
+// ACC: %[[X0:.*]] = cleave.slice %arg0 {offsets = array<i64: 0, 0>
+// ACC: %[[X1:.*]] = cleave.slice %arg0 {offsets = array<i64: 2, 0>
+// ACC: cleave.matmul %[[X0]], %arg2 {cleave.microbatch = array<i64: 0, 3>}
+// ACC: %[[L0:.*]], %{{.*}} = cleave.softmax_cross_entropy {{.*}}cleave.microbatch = array<i64: 0, 6>
+// ACC: cleave.softmax_cross_entropy_grad {{.*}}cleave.microbatch = array<i64: 0, 10>
+// ACC: %[[G0:.*]] = cleave.matmul {{.*}}cleave.microbatch = array<i64: 0, 18>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// ACC: cleave.matmul %[[X1]], %arg2 {cleave.microbatch = array<i64: 1, 3>}
+// ACC: %[[L1:.*]], %{{.*}} = cleave.softmax_cross_entropy {{.*}}cleave.microbatch = array<i64: 1, 6>
+// ACC: cleave.softmax_cross_entropy_grad {{.*}}cleave.microbatch = array<i64: 1, 10>
+// ACC: %[[G1:.*]] = cleave.matmul {{.*}}cleave.microbatch = array<i64: 1, 18>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// ACC: %[[L:.*]] = cleave.add %[[L0]], %[[L1]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// ACC: %[[G:.*]] = cleave.add %[[G0]], %[[G1]] : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+// ACC: cleave.sgd %arg2, %[[G]]
+// ACC-NOT: cleave.all_reduce
+// ACC: return
 module attributes {cleave.mesh = #cleave.mesh<mb = 2>} {
   func.func @two(%arg0: tensor<2x3xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[mb], []]>}, %arg1: tensor<2xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<[[mb]]>}, %arg2: tensor<3x4xf32> {cleave.param = "w1", cleave.sharding = #cleave.sharding<[[], []]>}, %arg3: tensor<4x2xf32> {cleave.param = "w2", cleave.sharding = #cleave.sharding<[[], []]>}, %arg4: tensor<i64> {cleave.sharding = #cleave.sharding<[]>, cleave.step}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}, tensor<3x4xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "w1"}, tensor<4x2xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "w2"}) {
     %0 = cleave.constant dense<0.000000e+00> : tensor<f32>
