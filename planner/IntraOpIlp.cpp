@@ -290,6 +290,8 @@ void Formulation::addTensors() {
     }
     nodes[it->second].heldBytes += tensorBytes(arg.getType());
     producer[arg] = {it->second, 0};
+    // Its update leaves as the parameter lies.
+    tensorByName[name] = it->second;
   }
 }
 
