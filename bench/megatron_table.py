@@ -15,7 +15,8 @@ For each row this script writes a GPT skeleton of the row's shape
 q/k/v layout so that the fused projection splits over t), asks `cleave plan` for the
 paper's own layout (`--mesh pp=p,dp=d,tp=t --strategy megatron --pipeline
 pp`, micro-batches of --micro-batch-size samples, --schedule, `--recompute
-full --precision bf16`) on the `dgx-a100-80g` preset (or --cluster), and
+full --precision bf16 --optimizer adamw`: Adam in mixed precision, as the
+paper trains) on the `dgx-a100-80g` preset (or --cluster), and
 turns the predicted step time into teraFLOP/s per GPU with the paper's F.
 With --search it also lets `cleave plan` choose a layout for the same
 GPUs and batch, and reports that plan's prediction.
@@ -150,7 +151,7 @@ def main():
                                 opts.schedule, opts.virtual_stages)
         plan, why, seconds = run_plan(
             opts.cleave, model, opts.cluster, gpus, batch,
-            flags + ["--recompute", "full"],
+            flags + ["--recompute", "full", "--optimizer", "adamw"],
             os.path.join(work, f"{name}.json"), opts.timeout)
         flops = paper_flops(batch, layers, hidden)
         cells = [name, str(t), str(p), str(d), str(gpus), str(batch), str(m),
@@ -167,7 +168,8 @@ def main():
             cells += [why, "-", "-", "-", f"{seconds:.1f}"]
         if opts.search:
             best, why2, seconds2 = run_plan(
-                opts.cleave, model, opts.cluster, gpus, batch, [],
+                opts.cleave, model, opts.cluster, gpus, batch,
+                ["--optimizer", "adamw"],
                 os.path.join(work, f"{name}.search.json"), opts.timeout)
             if best:
                 tf = flops / (best["predicted"]["step_ms"] / 1e3) / gpus / 1e12

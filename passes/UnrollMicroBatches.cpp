@@ -350,6 +350,9 @@ void Unroller::placeLate(ArrayRef<Operation *> original,
   // BatchNorm's running statistics are read a phase after it (the chain's
   // end, once every copy ran).
   for (Operation *op : llvm::reverse(original)) {
+    // An op nothing reads stays: moved, it would keep its operands alive.
+    if (op->use_empty())
+      continue;
     bool norm = chained.count(op);
     int64_t latest = numPhases - 1 + (sumsOverAxis(op) ? 1 : 0);
     for (Value result : op->getResults())

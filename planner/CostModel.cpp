@@ -510,24 +510,40 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
       addTo(&op, handed, &StageShare::handedOnBytes);
   }
   // Per stage, whether micro-batch 1 starts its forward pass before
-  // micro-batch 0 ends its backward pass.
-  std::vector<int64_t> firstForwardOf1(stages, -1), lastBackwardOf0(stages, -1);
+  // micro-batch 0 ends its backward pass: whether most of what micro-batch
+  // 1 keeps for its backward pass is made before micro-batch 0's last
+  // backward op (ops of the data alone, such as a loss's count, run before
+  // every pass in gradient accumulation's order and keep little).
+  std::vector<int64_t> lastBackwardOf0(stages, -1);
   int64_t position = 0;
   for (Operation &op : step.getBody().front()) {
     ++position;
-    int64_t microbatch = microbatchOfOp(&op);
-    StepPhase phase = phases.phaseOf(&op);
+    if (microbatchOfOp(&op) == 0 &&
+        phases.phaseOf(&op) == StepPhase::Backward)
+      forEachStage(&op, stages, pipelineAxis,
+                   [&](int64_t s) { lastBackwardOf0[s] = position; });
+  }
+  std::vector<double> stashedEarly(stages, 0), stashedOf1(stages, 0);
+  position = 0;
+  for (Operation &op : step.getBody().front()) {
+    ++position;
+    if (microbatchOfOp(&op) != 1 || phases.phaseOf(&op) != StepPhase::Forward)
+      continue;
+    int64_t bytes = 0;
+    for (Value result : op.getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return phases.phaseOf(user) == StepPhase::Backward;
+          }))
+        bytes += tensorBytes(result.getType());
     forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
-      if (microbatch == 1 && phase == StepPhase::Forward &&
-          firstForwardOf1[s] < 0)
-        firstForwardOf1[s] = position;
-      if (microbatch == 0 && phase == StepPhase::Backward)
-        lastBackwardOf0[s] = position;
+      stashedOf1[s] += bytes;
+      if (position < lastBackwardOf0[s])
+        stashedEarly[s] += bytes;
     });
   }
   for (int64_t s = 0; s < stages; ++s)
     shares[s].microbatchesOverlap =
-        firstForwardOf1[s] >= 0 && firstForwardOf1[s] < lastBackwardOf0[s];
+        stashedOf1[s] > 0 && stashedEarly[s] > 0.5 * stashedOf1[s];
 }
 
 /// The fp32 program's memory and traffic in Megatron-LM's mixed
