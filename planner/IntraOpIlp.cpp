@@ -380,6 +380,21 @@ void Formulation::addOps() {
         }
         node.choices.push_back(std::move(split));
       }
+      // A training BatchNorm (and its gradient) sees every data-parallel
+      // rank's rows: the partitioner all-gathers its batch-carrying
+      // operands over dp, blocks of the tensor split where the choice
+      // splits them.
+      if (rule->statisticsFactor >= 0 && problem.dataDegree > 1)
+        for (Choice &choice : node.choices)
+          for (auto [index, dims] : llvm::enumerate(rule->operandFactors)) {
+            if (!llvm::is_contained(dims, rule->statisticsFactor))
+              continue;
+            double block = bytesOf(op.getOperand(index)) /
+                           (choice.operandDims[index] >= 0 ? t : 1);
+            choice.dataUs += collectiveUs(problem.dataDegree - 1,
+                                          (problem.dataDegree - 1) * block,
+                                          problem.dataInterNode);
+          }
     }
     for (auto [index, result] : llvm::enumerate(op.getResults()))
       producer[result] = {nodes.size(), static_cast<unsigned>(index)};

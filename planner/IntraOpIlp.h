@@ -17,7 +17,8 @@
 // Costs (microseconds per step on one rank): an op's roofline time
 // (planner/OpCost.h; divided by the axis size when split, by the data
 // degree when it touches the batch); with data parallelism, the all-reduce
-// of each parameter's gradient block; a partial sum's all-reduce where an
+// of each parameter's gradient block and a training BatchNorm's
+// all-gathers of its rows over dp; a partial sum's all-reduce where an
 // op splits a factor its result does not have; and, per value and per
 // sharding some consumer needs that its producer does not give, one
 // reshard (all-gather, then a local slice where the consumer wants another

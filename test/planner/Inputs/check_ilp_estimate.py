@@ -4,8 +4,7 @@ with the cost model's predicted step (plans[].predicted.step_ms) in
 
 usage: check_ilp_estimate.py PLAN.json...
 
-Tolerance: 5% (25% for the CNN's dp x tp layouts, whose BatchNorms gather
-over dp, which the ILP does not count)."""
+Tolerance: 5% (10% for the CNN's dp x tp layouts, measured -6%)."""
 
 import json
 import os
@@ -19,7 +18,7 @@ for path in sys.argv[1:]:
         ilp, step = plan["ilp"]["objective_ms"], plan["predicted"]["step_ms"]
         error = (ilp - step) / step
         name = os.path.basename(path)
-        limit = 0.25 if name.startswith("cnn") and "dp" in plan["mesh"] else 0.05
+        limit = 0.10 if name.startswith("cnn") and "dp" in plan["mesh"] else 0.05
         print(f"{name} {plan['mesh_flag']}: ILP {ilp:.4f} ms, predicted {step:.4f} ms: "
               f"{100 * error:+.1f}% {'OK' if abs(error) <= limit else 'TOO FAR'}")
         compared += 1
