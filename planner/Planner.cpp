@@ -290,19 +290,27 @@ void recomputeToFit(Candidate &candidate, Attempt attempt) {
 void evaluate(MLIRContext &context, const StepSource &steps,
               const SearchOptions &options, Candidate &candidate,
               OwningOpRef<ModuleOp> *kept = nullptr, int64_t globalBatch = 0) {
+  std::map<std::string, int64_t> scratch;
+  auto record = [&](const Candidate &tried) {
+    if (tried.prediction)
+      scratch[tried.layout.recompute] =
+          tried.prediction->scratchBytes + tried.prediction->workspaceBytes;
+  };
   evaluateOnce(context, steps, options, candidate, /*emit=*/false, kept,
                globalBatch);
-  if (options.given || !doesNotFit(candidate) ||
-      candidate.prediction->persistentBytes > options.cluster.memoryBytes())
-    return;
-  recomputeToFit(candidate, [&](const char *mode) {
-    Candidate retry;
-    retry.layout = candidate.layout;
-    retry.layout.recompute = mode;
-    evaluateOnce(context, steps, options, retry, /*emit=*/false, kept,
-                 globalBatch);
-    return retry;
-  });
+  record(candidate);
+  if (!options.given && doesNotFit(candidate) &&
+      candidate.prediction->persistentBytes <= options.cluster.memoryBytes())
+    recomputeToFit(candidate, [&](const char *mode) {
+      Candidate retry;
+      retry.layout = candidate.layout;
+      retry.layout.recompute = mode;
+      evaluateOnce(context, steps, options, retry, /*emit=*/false, kept,
+                   globalBatch);
+      record(retry);
+      return retry;
+    });
+  candidate.scratchByRecompute = std::move(scratch);
 }
 
 /// How far rollPrediction's estimate may be from the unrolled step's
@@ -317,6 +325,11 @@ void evaluate(MLIRContext &context, const StepSource &steps,
 /// only when too big to unroll.
 constexpr double kRolledTimeTolerance = 0.10, kRolledMemoryTolerance = 0.15,
                  kInterleavedTolerance = 0.25;
+
+/// A micro-batch's scratch is taken to be at least this share of 1/m of
+/// its one-micro-batch layout's (scratch is close to linear in the batch,
+/// with parameter-gradient buffers that do not shrink).
+constexpr double kSiblingScratchMargin = 0.85;
 
 /// Whether `layout` is predicted from its two-micro-batch template first.
 bool rollable(const SearchOptions &options, const PlanLayout &layout) {
@@ -732,6 +745,61 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
                                    c->layout.virtualStages);
     return sibling->prediction->maxStageComputeMs / (1 - bubble);
   };
+  // A micro-batch holds at least 1/m of the one-micro-batch layout's
+  // scratch (scratch grows with the batch, from what it holds at none):
+  // recomputation modes whose share still cannot fit are not tried, and a
+  // layout that cannot fit even with full recomputation is rejected.
+  auto recomputeFromSibling = [&](Candidate &candidate,
+                                  const Candidate &sibling) {
+    const std::map<std::string, int64_t> &scratch = sibling.scratchByRecompute;
+    const PlanLayout &layout = candidate.layout;
+    // The sibling's own mode, whose memory is known per stage: its
+    // activations shrink to 1/m, but the stashed part stays for each
+    // micro-batch the schedule keeps in flight, and gradient buffers stay.
+    auto stagedNeeds = [&]() {
+      const Prediction &p = *sibling.prediction;
+      int64_t stages = static_cast<int64_t>(p.stageMemory.size());
+      double most = 0, m = double(layout.microbatches);
+      for (int64_t s = 0; s < stages; ++s) {
+        const StageMemory &memory = p.stageMemory[s];
+        double stashed = std::min<double>(p.stageShares[s].stashedBytes,
+                                          memory.activations);
+        double inFlight = microbatchesInFlight(
+            layout.schedule, stages, s, layout.microbatches,
+            layout.virtualStages, /*overlapping=*/false);
+        most = std::max(
+            most, memory.parameters + memory.optimizerState +
+                      memory.gradients + p.workspaceBytes +
+                      kSiblingScratchMargin *
+                          ((memory.activations - stashed) / m +
+                           stashed * inFlight / m));
+      }
+      return most;
+    };
+    auto cannotFit = [&](const char *mode) {
+      if (mode == sibling.layout.recompute)
+        return stagedNeeds() > memory;
+      auto it = scratch.find(mode);
+      return it != scratch.end() &&
+             sibling.prediction->persistentBytes +
+                     kSiblingScratchMargin * it->second /
+                         candidate.layout.microbatches >
+                 memory;
+    };
+    if (candidate.layout.recompute != "none" || !cannotFit("none"))
+      return;
+    if (cannotFit("full")) {
+      candidate.rejected = llvm::formatv(
+          "does not fit: even with full recomputation, its one-micro-batch "
+          "layout's memory ({0} of scratch) split into {1} micro-batches "
+          "(activations 1/{1}, stashed ones per micro-batch in flight) needs "
+          "more than the device has, {2} (not partitioned)",
+          formatBytes(scratch.at("full")), candidate.layout.microbatches,
+          formatBytes(static_cast<int64_t>(memory)));
+      return;
+    }
+    candidate.layout.recompute = "selective";
+  };
   std::stable_sort(later.begin(), later.end(),
                    [&](const Candidate *a, const Candidate *b) {
                      return lowerBound(a) < lowerBound(b);
@@ -760,6 +828,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
       pruned.push_back(candidate);
       continue;
     }
+    if (candidate->rejected.empty() && sibling)
+      recomputeFromSibling(*candidate, *sibling);
     if (candidate->rejected.empty() && !decideByEstimate(*candidate))
       evaluateAndKeep(*candidate);
   }

@@ -71,6 +71,9 @@ struct Candidate {
   std::string rejected;
   /// For axes, whether their collectives cross nodes.
   std::map<std::string, bool> interNode;
+  /// The scratch (with kernel workspace) each recomputation mode tried
+  /// needed: bounds the same layout with more micro-batches.
+  std::map<std::string, int64_t> scratchByRecompute;
 };
 
 struct SearchOptions {

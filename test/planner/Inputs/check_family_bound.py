@@ -1,9 +1,13 @@
-"""Checks the layouts `cleave plan` rejected by the family bound
-(planner/FamilyMemoryBound.h) against the compiler: for each, the layout
-the bound stands for (its mesh and strategy, one micro-batch of the size
-the reason names, full recomputation) is evaluated alone (cleave plan
---mesh ..., partitioned in full) and must not fit either; prints one line
-per family and how many layouts the bound rejected.
+"""Checks the layouts `cleave plan` rejected by its memory bounds against
+the compiler, each evaluated alone (cleave plan --mesh ..., partitioned
+in full), which must not fit either:
+
+  - the family bound (planner/FamilyMemoryBound.h): the layout the bound
+    stands for (its mesh and strategy, one micro-batch of the size the
+    reason names, full recomputation); one line per family;
+  - the bound from a layout's one-micro-batch sibling (its scratch split
+    into m micro-batches): the layout itself with full recomputation; one
+    line per layout.
 
 usage: check_family_bound.py PLAN.json MODEL CLUSTER
 """
@@ -42,6 +46,22 @@ def main():
         verdict = ("does not fit either" if exact.get("reason", "").startswith("does not fit")
                    else "FITS: the bound was wrong")
         print(mesh, strategy, pipeline or "-", samples, "samples:", verdict)
+    split = [p for p in plan["rejected"]
+             if "layout's memory" in p.get("reason", "") and "split into" in p["reason"]]
+    print("rejected by the one-micro-batch bound:", len(split))
+    for p in split:
+        flags = [f for f in p["flags"] if not f.startswith("--input-shape")
+                 and not f.startswith("--target")] + ["--recompute", "full"]
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            subprocess.run(["cleave", "plan", model, "--cluster", cluster,
+                            "--global-batch", str(plan["global_batch"]),
+                            "--json", out.name] + flags,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            alone = json.load(open(out.name))
+        exact = (alone["plans"] + alone["rejected"])[0]
+        verdict = ("does not fit either" if exact.get("reason", "").startswith("does not fit")
+                   else "FITS: the bound was wrong")
+        print(" ".join(flags), ":", verdict)
 
 
 main()
