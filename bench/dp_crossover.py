@@ -41,27 +41,6 @@ sys.path.insert(0, HERE)
 import plan_vs_measured as pvm  # noqa: E402  (timing under mpirun)
 
 
-def export_zoo(name, path):
-    """Writes the zoo's model `name` (32x32 images, a symbolic batch)."""
-    code = f"""
-import sys, warnings, torch
-sys.path.insert(0, {os.path.join(ROOT, 'test', 'models', 'zoo')!r})
-import zoo_models
-warnings.filterwarnings("ignore")
-torch.manual_seed(0)
-model, names, axes, _ = zoo_models.MODELS[{name!r}]()
-args = (torch.randn(2, 3, zoo_models.IMAGE_SIZE, zoo_models.IMAGE_SIZE),
-        torch.randint(0, zoo_models.CLASSES, (2,)))
-model.train()
-torch.onnx.export(model, args, {path!r}, input_names=names,
-                  output_names=["loss"], dynamic_axes=axes, opset_version=17,
-                  do_constant_folding=False,
-                  training=torch.onnx.TrainingMode.TRAINING)
-"""
-    subprocess.run(["/usr/bin/python3", "-c", code], check=True,
-                   capture_output=True)
-
-
 def plan(cleave, model, cluster, devices, batch, work, extra=()):
     """The first plan of `cleave plan` (its JSON entry), or None with the
     reason when nothing fits."""
@@ -105,8 +84,7 @@ def main():
         pvm.run([opts.cleave, "calibrate", "-o", cluster, "--ranks", "2",
                  "--threads", "1"], env)
     cluster = cluster or os.path.join(HERE, "clusters", "t4-10gbe.yaml")
-    model = os.path.join(work, opts.model + ".onnx")
-    export_zoo(opts.model, model)
+    model = pvm.export(opts.model, work)
 
     rows = []
     for batch in [int(b) for b in opts.batches.split(",")]:

@@ -47,7 +47,8 @@ MODELS = {"mlp": 64, "wide": 64, "transformer": 32}
 
 
 def export(name, out):
-    """Writes out/<name>.onnx with a symbolic batch dimension `batch`."""
+    """Writes out/<name>.onnx with a symbolic batch dimension `batch`: mlp,
+    wide, transformer, or a zoo image model (resnet18, squeezenet1_1...)."""
     path = os.path.join(out, name + ".onnx")
     code = f"""
 import sys, warnings, torch
@@ -61,6 +62,11 @@ if name == "transformer":
     model, names, axes, _ = zoo_models.MODELS["transformer_pre_norm"]()
     args = (torch.randint(1, zoo_models.VOCAB, (2, zoo_models.SEQ)),
             torch.randint(0, zoo_models.VOCAB, (2, zoo_models.SEQ)))
+elif name in zoo_models.MODELS:
+    # A zoo image model (32x32).
+    model, names, axes, _ = zoo_models.MODELS[name]()
+    args = (torch.randn(2, 3, zoo_models.IMAGE_SIZE, zoo_models.IMAGE_SIZE),
+            torch.randint(0, zoo_models.CLASSES, (2,)))
 else:
     dims = (784, 128, 64, 10) if name == "mlp" else (784, 4096, 4096, 1024, 10)
     model = export_models.MLP(dims) if name == "mlp" else None
