@@ -28,8 +28,7 @@ int IlpProgram::addContinuous(double lower, double upper, double cost) {
   return static_cast<int>(costs.size()) - 1;
 }
 
-void IlpProgram::addRow(llvm::ArrayRef<IlpTerm> terms, char sense,
-                        double rhs) {
+void IlpProgram::addRow(llvm::ArrayRef<IlpTerm> terms, char sense, double rhs) {
   // CBC takes a column once per row: repeated ones are summed here.
   std::map<int, double> merged;
   for (auto [column, coefficient] : terms)
@@ -64,8 +63,10 @@ IlpProgram::Solution IlpProgram::solve(double timeLimitSeconds) const {
       rowIndex[next[column]] = static_cast<int>(r);
       values[next[column]++] = coefficient;
     }
-    rowLower[r] = rowSenses[r] == 'L' ? -std::numeric_limits<double>::infinity() : rowRhs[r];
-    rowUpper[r] = rowSenses[r] == 'G' ? std::numeric_limits<double>::infinity() : rowRhs[r];
+    rowLower[r] = rowSenses[r] == 'L' ? -std::numeric_limits<double>::infinity()
+                                      : rowRhs[r];
+    rowUpper[r] = rowSenses[r] == 'G' ? std::numeric_limits<double>::infinity()
+                                      : rowRhs[r];
   }
   Cbc_loadProblem(model.get(), static_cast<int>(numColumns),
                   static_cast<int>(numRows), starts.data(), rowIndex.data(),
@@ -109,12 +110,12 @@ IlpProgram::Solution IlpProgram::solve(double timeLimitSeconds) const {
   else if (solution.optimal)
     if (const double *values = Cbc_getColSolution(model.get()))
       solution.values.assign(values, values + costs.size());
-  solution.feasible = !solution.values.empty() &&
-                      !Cbc_isProvenInfeasible(model.get());
+  solution.feasible =
+      !solution.values.empty() && !Cbc_isProvenInfeasible(model.get());
   solution.objective = Cbc_getObjValue(model.get());
-  solution.seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+  solution.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return solution;
 }
 

@@ -1,4 +1,5 @@
-//===- IlpSolver.h - a mixed-integer linear program, solved by CBC -*- C++ -*-===//
+//===- IlpSolver.h - a mixed-integer linear program, solved by CBC -*- C++
+//-*-===//
 //
 // The small slice of COIN-OR CBC (Debian's coinor-libcbc-dev, through its
 // C interface) the planner's intra-op ILP needs: binary and bounded

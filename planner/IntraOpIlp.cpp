@@ -204,16 +204,17 @@ private:
     OpCost cost = costOf(op);
     if (cost.free)
       return 0;
-    double compute = cost.flops / divisor /
-                     (cluster.peakTflopsFp32 * 1e12 * cluster.computeEfficiency);
-    double memory = cost.bytes / divisor /
-                    (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);
+    double compute =
+        cost.flops / divisor /
+        (cluster.peakTflopsFp32 * 1e12 * cluster.computeEfficiency);
+    double memory =
+        cost.bytes / divisor /
+        (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);
     return std::max(compute, memory) * 1e6 + cluster.opOverheadUs;
   }
   /// A collective of `steps` messages sending `bytes` from each rank,
   /// timed as the cost model times it.
-  double collectiveUs(int64_t steps, double bytes,
-                      bool interNode) {
+  double collectiveUs(int64_t steps, double bytes, bool interNode) {
     const Link &link = interNode ? cluster.interNode : cluster.intraNode;
     return steps * link.latencyUs +
            bytes / (link.bandwidthGBs * 1e9 * cluster.networkEfficiency) * 1e6;
@@ -455,10 +456,9 @@ double Formulation::allReduceUs(double bytes, int64_t t, bool interNode) {
   bool doubling = !problem.ringOnly &&
                   ::cleave::rt::usesRecursiveDoubling(
                       static_cast<int64_t>(bytes), static_cast<int>(t));
-  int64_t sent =
-      problem.ringOnly
-          ? ::cleave::rt::ringAllReduceBytesSent(count, 4, t, 0)
-          : ::cleave::rt::allReduceBytesSent(count, 4, t, 0);
+  int64_t sent = problem.ringOnly
+                     ? ::cleave::rt::ringAllReduceBytesSent(count, 4, t, 0)
+                     : ::cleave::rt::allReduceBytesSent(count, 4, t, 0);
   int64_t steps = 2 * (t - 1);
   if (doubling)
     for (steps = 0; (int64_t(1) << steps) < t; ++steps)
@@ -560,7 +560,7 @@ void Formulation::addReshards() {
       Placement placement = choice.results[result];
       if (placement.partial) {
         addObjective(chosen, allReduceUs(bytesOf(value), problem.axisSize,
-                                          problem.interNode));
+                                         problem.interNode));
         placement = Placement{};
       }
       produced[placement].add(chosen);
@@ -570,9 +570,8 @@ void Formulation::addReshards() {
     for (auto &[target, needs] : targets) {
       // need = 1 when some consumer's chosen way wants `target`.
       Linear need;
-      bool always = llvm::any_of(needs, [](const Linear &l) {
-        return l.isConstant() && l.constant;
-      });
+      bool always = llvm::any_of(
+          needs, [](const Linear &l) { return l.isConstant() && l.constant; });
       if (always) {
         need.constant = 1;
       } else if (needs.size() == 1) {
@@ -655,7 +654,8 @@ void Formulation::addPropagationRows() {
         auto it = needOf.find(node.op->getResult(index));
         if (it == needOf.end())
           continue;
-        auto need = it->second.find(Placement{static_cast<int64_t>(dim), false});
+        auto need =
+            it->second.find(Placement{static_cast<int64_t>(dim), false});
         if (need != it->second.end())
           require(need->second, f);
       }
@@ -744,7 +744,8 @@ llvm::Expected<IntraOpPlan> Formulation::solve() {
     StringAttr name =
         step.getArgAttrOfType<StringAttr>(i, CleaveDialect::kParamAttrName);
     if (!name)
-      name = step.getArgAttrOfType<StringAttr>(i, CleaveDialect::kStateAttrName);
+      name =
+          step.getArgAttrOfType<StringAttr>(i, CleaveDialect::kStateAttrName);
     ShardingHint hint;
     hint.pattern = escapeGlob(name.getValue());
     hint.dims.resize(type.getRank());

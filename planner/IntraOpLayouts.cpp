@@ -25,10 +25,11 @@ namespace {
 /// step); none when the compiler refuses (its diagnostics are dropped: the
 /// layout's evaluation reports them).
 std::optional<std::vector<Attribute>>
-propagatedShardings(ModuleOp base, StringRef stepName,
-                    const PlanLayout &layout, ArrayRef<ShardingHint> hints) {
+propagatedShardings(ModuleOp base, StringRef stepName, const PlanLayout &layout,
+                    ArrayRef<ShardingHint> hints) {
   MLIRContext *context = base.getContext();
-  ScopedDiagnosticHandler quiet(context, [](Diagnostic &) { return success(); });
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
   OwningOpRef<ModuleOp> module = base.clone();
   auto step = module->lookupSymbol<func::FuncOp>(stepName);
   llvm::Expected<MeshAttr> mesh = parseMesh(context, layout.meshText());
@@ -68,7 +69,8 @@ void dropUnneededWholeHints(ModuleOp base, StringRef stepName,
   if (!all)
     return;
   auto isWhole = [](const ShardingHint &hint) {
-    return llvm::all_of(hint.dims, [](const auto &axes) { return axes.empty(); });
+    return llvm::all_of(hint.dims,
+                        [](const auto &axes) { return axes.empty(); });
   };
   std::vector<bool> keep;
   for (const ShardingHint &hint : plan.hints)
@@ -148,11 +150,11 @@ void addIntraOpLayouts(const StepSource &steps, const SearchOptions &options,
         layout.pipelineAxis.empty() ? 1 : layout.axisSize(layout.pipelineAxis);
     // The tensor axis is innermost and divides a node (enumerateLayouts).
     problem.interNode = problem.axisSize > options.cluster.devicesPerNode;
-    problem.dataInterNode = problem.axisSize * problem.dataDegree >
-                            options.cluster.devicesPerNode;
+    problem.dataInterNode =
+        problem.axisSize * problem.dataDegree > options.cluster.devicesPerNode;
     problem.ringOnly = options.target == Target::Cuda;
-    auto key = std::make_tuple(problem.axisSize, problem.dataDegree,
-                               problem.stages);
+    auto key =
+        std::make_tuple(problem.axisSize, problem.dataDegree, problem.stages);
     PlanLayout ilpLayout = layout;
     ilpLayout.strategy =
         problem.dataDegree > 1 ? Strategy::DataParallel : Strategy::None;
