@@ -20,6 +20,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace cleave::planner {
 
@@ -229,9 +230,13 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
                   layout.virtualStages, options.target, options.precision);
   if (!prediction)
     return rejectWith(prediction.takeError());
-  if (emit)
+  if (emit) {
+    // Partitioned without the verifier between passes (above).
+    if (failed(mlir::verify(*module)))
+      return rejectWith(llvm::make_error<DiagnosedError>());
     if (llvm::Error error = checkEmits(step, options.target))
       return rejectWith(std::move(error));
+  }
   candidate.prediction = *prediction;
   int64_t needed = prediction->peakBytesPerRank + prediction->workspaceBytes;
   if (needed > options.cluster.memoryBytes())
@@ -860,12 +865,32 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
   // The plans shown must compile: the emitter writes each (the search
   // predicts from the memory plan alone), from the module the search kept
   // or partitioned again; one it cannot write is rejected with its reason.
+  std::set<std::string> written;
   for (size_t i = 0, shown = 0;
        i < result.plans.size() && static_cast<int64_t>(shown) < options.keep;) {
     Candidate &plan = result.plans[i];
-    if (plan.prediction->estimated) {
+    if (written.count(plan.layout.key())) {
+      ++i, ++shown;
+      continue;
+    }
+    if (plan.prediction->estimated &&
+        unrolledOps(plan.layout, *plan.prediction) > options.maxUnrolledOps) {
       // Too big to unroll: shown as estimated, not written.
       ++i, ++shown;
+      continue;
+    }
+    if (plan.prediction->estimated) {
+      // An estimate that reached the plans shown (one before it could not
+      // be written) is unrolled, and takes its place by its own numbers.
+      evaluateOnce(context, steps, options, plan, /*emit=*/true);
+      if (plan.rejected.empty()) {
+        written.insert(plan.layout.key());
+        std::stable_sort(result.plans.begin() + i, result.plans.end(),
+                         faster);
+        continue;
+      }
+      result.rejected.push_back(std::move(plan));
+      result.plans.erase(result.plans.begin() + i);
       continue;
     }
     if (OwningOpRef<ModuleOp> module = kept.take(plan.layout.key())) {
