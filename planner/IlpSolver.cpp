@@ -41,7 +41,7 @@ void IlpProgram::addRow(llvm::ArrayRef<IlpTerm> terms, char sense, double rhs) {
   rowRhs.push_back(rhs);
 }
 
-IlpProgram::Solution IlpProgram::solve(double timeLimitSeconds) const {
+IlpProgram::Solution IlpProgram::solve() const {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> model(Cbc_newModel(),
                                                           Cbc_deleteModel);
@@ -77,7 +77,6 @@ IlpProgram::Solution IlpProgram::solve(double timeLimitSeconds) const {
       Cbc_setInteger(model.get(), static_cast<int>(c));
   Cbc_setObjSense(model.get(), 1);
   Cbc_setLogLevel(model.get(), 0);
-  Cbc_setMaximumSeconds(model.get(), timeLimitSeconds);
   // The costs are estimates (within a few percent of the cost model's):
   // an answer proven within 1% of the best is as good. Cut generation and
   // primal heuristics cost more than they save on these programs (whose

@@ -69,8 +69,6 @@ struct IntraOpProblem {
   /// The cpu runtime reduces small buffers by recursive doubling; NCCL
   /// (cuda) always runs a ring.
   bool ringOnly = true;
-  /// The largest time CBC may search.
-  double timeLimitSeconds = 10;
 };
 
 /// The ILP's answer.
@@ -86,7 +84,8 @@ struct IntraOpPlan {
   /// same estimate with everything whole.
   double objectiveMs = 0, computeMs = 0, commMs = 0, wholeMs = 0;
   /// When the ILP keeps everything whole: its best with at least one
-  /// parameter split (0: none could be split).
+  /// parameter split (0: none, or not searched: a program of more than
+  /// 10,000 columns).
   double bestSplitMs = 0;
   /// The size of the program and CBC's time (both solves).
   int64_t variables = 0, constraints = 0;

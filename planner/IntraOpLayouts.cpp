@@ -178,13 +178,16 @@ void addIntraOpLayouts(const StepSource &steps, const SearchOptions &options,
                plan.splitTensors == 0) {
       std::string split =
           plan.bestSplitMs > 0
-              ? llvm::formatv("{0:f4} ms", plan.bestSplitMs).str()
-              : std::string("none (no dimension divides)");
+              ? llvm::formatv(", {0:f4} ms with the best split of any "
+                              "parameter",
+                              plan.bestSplitMs)
+                    .str()
+              : std::string();
       ilp.rejected = llvm::formatv(
           "the intra-op ILP keeps every tensor whole over tp={0} (its "
-          "estimate of the step: {1:f4} ms whole, {2} with the best split of "
-          "any parameter): a split costs more than it saves, and the tp ranks "
-          "would compute the same step (not partitioned)",
+          "estimate of the step: {1:f4} ms whole{2}): a split costs more "
+          "than it saves, and the tp ranks would compute the same step (not "
+          "partitioned)",
           problem.axisSize, plan.objectiveMs, split);
     }
     added.push_back(std::move(ilp));

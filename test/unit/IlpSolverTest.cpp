@@ -15,7 +15,7 @@ TEST(IlpSolver, ExactlyOneTakesTheCheapest) {
       c = program.addBinary(2);
   program.addRow({{a, 1}, {b, 1}, {c, 1}}, 'E', 1);
   program.addRow({{b, 1}}, 'L', 0); // b is forbidden
-  IlpProgram::Solution s = program.solve(10);
+  IlpProgram::Solution s = program.solve();
   ASSERT_TRUE(s.feasible);
   EXPECT_TRUE(s.optimal);
   EXPECT_DOUBLE_EQ(s.objective, 2);
@@ -31,7 +31,7 @@ TEST(IlpSolver, RepeatedColumnsInARowAreSummed) {
   program.addRow({{x, 1}, {x, -1}}, 'L', 0);
   // 0.5 x + 0.5 x <= 1: x = 1 still fits.
   program.addRow({{x, 0.5}, {x, 0.5}}, 'L', 1);
-  IlpProgram::Solution s = program.solve(10);
+  IlpProgram::Solution s = program.solve();
   ASSERT_TRUE(s.feasible);
   EXPECT_NEAR(s.values[x], 1, 1e-9);
 }
@@ -47,7 +47,7 @@ TEST(IlpSolver, ProductOfTwoChoices) {
   int z = program.addContinuous(0, 1, 10);
   program.addRow({{z, 1}, {a0, -1}, {b1, -1}}, 'G', -1);
   program.setStart({a0, b1});
-  IlpProgram::Solution s = program.solve(10);
+  IlpProgram::Solution s = program.solve();
   ASSERT_TRUE(s.feasible);
   EXPECT_DOUBLE_EQ(s.objective, 0.5); // a0 with b0
   EXPECT_NEAR(s.values[a0], 1, 1e-9);
@@ -58,7 +58,7 @@ TEST(IlpSolver, InfeasibleIsReported) {
   IlpProgram program;
   int x = program.addBinary(1), y = program.addBinary(1);
   program.addRow({{x, 1}, {y, 1}}, 'G', 3);
-  EXPECT_FALSE(program.solve(10).feasible);
+  EXPECT_FALSE(program.solve().feasible);
 }
 
 } // namespace
