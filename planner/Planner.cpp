@@ -437,15 +437,25 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
         layout.mesh.push_back({"tp", tp});
       if (pp > 1)
         layout.pipelineAxis = "pp";
-      // Micro-batch counts: powers of two that divide the rank's batch.
-      // They fill a pipeline; without stages they only trade speed for
-      // activation memory, which plain data parallelism explores.
+      // Micro-batch counts: powers of two that divide the rank's batch,
+      // and micro-batches of one and of two samples (Megatron-LM's usual
+      // sizes: 56 or 144 micro-batches are no power of two). They fill a
+      // pipeline; without stages they only trade speed for activation
+      // memory, which plain data parallelism explores.
       // With stages: 1F1B (GPipe's bubble, less activation memory), and
       // the interleaved schedule over 2 chunks per stage where the
       // micro-batches come in groups of the stage count.
+      std::vector<int64_t> counts;
+      for (int64_t m = 1; m <= local; m *= 2)
+        counts.push_back(m);
+      for (int64_t m : {local / 2, local})
+        if (m >= 1 && !llvm::is_contained(counts, m))
+          counts.push_back(m);
+      llvm::sort(counts);
       auto addMicrobatches = [&](PlanLayout layout, bool explore) {
-        for (int64_t m = 1; m <= options.maxMicrobatches && m <= local;
-             m *= 2) {
+        for (int64_t m : counts) {
+          if (m > options.maxMicrobatches)
+            break;
           if (local % m != 0)
             continue;
           layout.microbatches = m;
