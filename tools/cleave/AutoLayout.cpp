@@ -91,8 +91,11 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
       planner::formatBytes(p.peakBytesPerRank),
       planner::formatBytes(p.commBytesPerRank));
   std::string flagsText;
+  // Quoted where the shell would read a hint's brackets as a glob.
   for (const std::string &flag : best.layout.flags())
-    flagsText += " " + flag;
+    flagsText += flag.find_first_of("[]{}*?") == std::string::npos
+                     ? " " + flag
+                     : " '" + flag + "'";
   os << "cleave compile: the same as" << flagsText << "\n";
   for (const planner::Candidate &skipped : result.rejected)
     if (skipped.prediction && skipped.prediction->stepMs < p.stepMs)
