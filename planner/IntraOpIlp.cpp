@@ -386,21 +386,37 @@ void Formulation::addOps() {
         }
         node.choices.push_back(std::move(split));
       }
-      // A training BatchNorm (and its gradient) sees every data-parallel
-      // rank's rows: the partitioner all-gathers its batch-carrying
-      // operands over dp, blocks of the tensor split where the choice
-      // splits them.
-      if (rule->statisticsFactor >= 0 && problem.dataDegree > 1)
-        for (Choice &choice : node.choices)
-          for (auto [index, dims] : llvm::enumerate(rule->operandFactors)) {
-            if (!llvm::is_contained(dims, rule->statisticsFactor))
-              continue;
-            double block = bytesOf(op.getOperand(index)) /
-                           (choice.operandDims[index] >= 0 ? t : 1);
-            choice.dataUs += collectiveUs(problem.dataDegree - 1,
-                                          (problem.dataDegree - 1) * block,
+      // A training BatchNorm (and its gradient) normalizes with the
+      // statistics of every data-parallel rank's rows: the partitioner
+      // all-reduces per-channel sums over dp (passes/SplitBatchStatistics:
+      // the forward pass two of C floats, the gradient one of 2 C), C
+      // split where the choice splits the channels.
+      if (rule->statisticsFactor >= 0 && problem.dataDegree > 1) {
+        int64_t d = problem.dataDegree;
+        auto input = cast<ShapedType>(op.getOperand(isa<BatchNormOp>(op) ? 0 : 1)
+                                          .getType());
+        double channelBytes = 4.0 * double(input.getDimSize(1));
+        bool forward = isa<BatchNormOp>(op);
+        // The sums are ops of their own around the kernel (the forward
+        // pass's 7 read and write the input 6 times over; the gradient's
+        // 14, replacing its kernel, some 14 times more than it).
+        int ops = forward ? 7 : 14;
+        double passes = forward ? 6 : 14;
+        double inputBytes = bytesOf(op.getOperand(isa<BatchNormOp>(op) ? 0 : 1));
+        for (Choice &choice : node.choices) {
+          double split = choice.operandDims[0] >= 0 ? t : 1;
+          double sum = (forward ? 1 : 2) * channelBytes / split;
+          for (int i = 0; i < (forward ? 2 : 1); ++i)
+            choice.dataUs += collectiveUs(2 * (d - 1),
+                                          2.0 * double(d - 1) / double(d) * sum,
                                           problem.dataInterNode);
-          }
+          choice.dataUs +=
+              ops * cluster.opOverheadUs +
+              passes * inputBytes / split /
+                  (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency) *
+                  1e6;
+        }
+      }
     }
     for (auto [index, result] : llvm::enumerate(op.getResults()))
       producer[result] = {nodes.size(), static_cast<unsigned>(index)};
