@@ -167,14 +167,24 @@ def main():
         else:
             cells += [why, "-", "-", "-", f"{seconds:.1f}"]
         if opts.search:
+            # Micro-batch counts up to one sample each (powers of two).
+            most = 1
+            while most * 2 <= batch:
+                most *= 2
             best, why2, seconds2 = run_plan(
                 opts.cleave, model, opts.cluster, gpus, batch,
-                ["--optimizer", "adamw"],
+                ["--optimizer", "adamw", "--max-microbatches", str(most)],
                 os.path.join(work, f"{name}.search.json"), opts.timeout)
             if best:
                 tf = flops / (best["predicted"]["step_ms"] / 1e3) / gpus / 1e12
-                cells += [" ".join(best["flags"][:6]), f"{tf:.0f}",
-                          f"{seconds2:.1f}"]
+                flags = best["flags"]
+                described = [best["mesh_flag"], best["strategy"],
+                             f"mb={best['microbatches']}"]
+                for flag in ("--pipeline-schedule", "--virtual-stages",
+                             "--recompute"):
+                    if flag in flags:
+                        described.append(flags[flags.index(flag) + 1])
+                cells += [" ".join(described), f"{tf:.0f}", f"{seconds2:.1f}"]
             else:
                 cells += [why2, "-", f"{seconds2:.1f}"]
         print("| " + " | ".join(cells) + " |", flush=True)
