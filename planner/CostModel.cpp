@@ -474,9 +474,14 @@ bytesSentPerRank(func::FuncOp step, MeshAttr mesh, int64_t pipelineAxis,
 void microbatchMemory(func::FuncOp step, const StepPhases &phases,
                       int64_t stages, int64_t pipelineAxis,
                       std::vector<StageShare> &shares) {
-  bool whole = llvm::none_of(step.getBody().front(), [](Operation &op) {
-    return microbatchOfOp(&op) >= 0;
-  });
+  // Each op's micro-batch, looked up once (its users ask again).
+  llvm::DenseMap<Operation *, int64_t> microbatchOf;
+  bool whole = true;
+  for (Operation &op : step.getBody().front()) {
+    int64_t microbatch = microbatchOfOp(&op);
+    microbatchOf[&op] = microbatch;
+    whole &= microbatch < 0;
+  }
   auto addTo = [&](Operation *op, int64_t bytes, int64_t StageShare::*field) {
     if (auto transfer = dyn_cast<SendRecvOp>(op);
         transfer && pipelineAxis >= 0) {
@@ -488,7 +493,7 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
                  [&](int64_t s) { shares[s].*field += bytes; });
   };
   for (Operation &op : step.getBody().front()) {
-    int64_t microbatch = whole ? 0 : microbatchOfOp(&op);
+    int64_t microbatch = whole ? 0 : microbatchOf.lookup(&op);
     if (microbatch < 0)
       continue;
     bool forward = microbatch == 0 && phases.phaseOf(&op) == StepPhase::Forward;
@@ -498,7 +503,7 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
       for (Operation *user : result.getUsers()) {
         toBackward |= forward && phases.phaseOf(user) == StepPhase::Backward;
         toStep |= !whole && !isa<func::ReturnOp>(user) &&
-                  microbatchOfOp(user) < 0;
+                  microbatchOf.lookup(user) < 0;
       }
       int64_t bytes = tensorBytes(result.getType());
       stashed += toBackward ? bytes : 0;
@@ -518,7 +523,7 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
   int64_t position = 0;
   for (Operation &op : step.getBody().front()) {
     ++position;
-    if (microbatchOfOp(&op) == 0 &&
+    if (microbatchOf.lookup(&op) == 0 &&
         phases.phaseOf(&op) == StepPhase::Backward)
       forEachStage(&op, stages, pipelineAxis,
                    [&](int64_t s) { lastBackwardOf0[s] = position; });
@@ -527,7 +532,8 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
   position = 0;
   for (Operation &op : step.getBody().front()) {
     ++position;
-    if (microbatchOfOp(&op) != 1 || phases.phaseOf(&op) != StepPhase::Forward)
+    if (microbatchOf.lookup(&op) != 1 ||
+        phases.phaseOf(&op) != StepPhase::Forward)
       continue;
     int64_t bytes = 0;
     for (Value result : op.getResults())
