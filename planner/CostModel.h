@@ -92,9 +92,10 @@ struct HeldTensor {
 /// gathers); the bytes one micro-batch's forward pass keeps for its
 /// backward pass on the stage (values of micro-batch 0's forward ops read
 /// by its backward ops), and those the micro-batches hand to the ops run
-/// once (their accumulated gradients); whether micro-batch 1's forward
-/// pass starts before micro-batch 0's backward pass ends there (the
-/// unrolled order keeps several micro-batches' activations at once).
+/// once (their accumulated gradients); whether most of what micro-batch
+/// 1 keeps for its backward pass is made before micro-batch 0's backward
+/// pass ends there (the unrolled order keeps several micro-batches'
+/// activations at once).
 struct StageShare {
   double busyMs = 0, computeMs = 0, flops = 0;
   double microbatchBusyMs = 0, microbatchComputeMs = 0, microbatchFlops = 0;

@@ -34,8 +34,9 @@ namespace cleave::planner {
 /// interleaved schedule Megatron-LM's warm-up, min(m V, 2 (p - s - 1) +
 /// (V - 1) p + 1) chunk micro-batches of 1 / V of the stage's layers each;
 /// GPipe and a step without stages all of them where the unrolled step
-/// runs micro-batch 1's forward pass before micro-batch 0's backward pass
-/// (`overlapping`, StageShare::microbatchesOverlap), else one (the order
+/// makes most of micro-batch 1's stashed activations before micro-batch
+/// 0's backward pass ends (`overlapping`, StageShare::microbatchesOverlap),
+/// else one (the order
 /// cleave-unroll-microbatches chooses decides).
 double microbatchesInFlight(mlir::cleave::PipelineSchedule schedule,
                             int64_t stages, int64_t stage,
