@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -37,6 +38,15 @@ std::string formatBytes(int64_t bytes) {
     return llvm::formatv("{0:f1} KiB", value / 1024.0).str();
   return llvm::formatv("{0} B", bytes).str();
 }
+
+namespace {
+/// A bucket size in MiB as a flag's value: "1", "0.5".
+std::string bucketText(double mb) {
+  if (mb == std::floor(mb))
+    return std::to_string(static_cast<int64_t>(mb));
+  return llvm::formatv("{0}", mb).str();
+}
+} // namespace
 
 std::string PlanLayout::meshText() const {
   std::string text;
@@ -80,6 +90,8 @@ std::vector<std::string> PlanLayout::flags() const {
   if (intraOp)
     for (const ShardingHint &hint : intraOp->hints)
       flags.insert(flags.end(), {"--shard", formatShardingHint(hint)});
+  if (bucketMb > 0)
+    flags.insert(flags.end(), {"--bucket-mb", bucketText(bucketMb)});
   return flags;
 }
 
@@ -130,6 +142,8 @@ std::string PlanLayout::summary() const {
     text += " mb=" + std::to_string(microbatches);
   if (recompute != "none")
     text += " recompute=" + recompute;
+  if (bucketMb > 0)
+    text += " bucket=" + bucketText(bucketMb) + "MB";
   return text;
 }
 
@@ -137,7 +151,8 @@ std::string PlanLayout::key() const {
   return meshText() + "|" + strategyName(strategy).str() + "|" + pipelineAxis +
          "|" + pipelineScheduleName(schedule).str() + "|" +
          std::to_string(virtualStages) + "|" + std::to_string(microbatches) +
-         "|" + recompute + (intraOp ? "|ilp" : "");
+         "|" + recompute + (intraOp ? "|ilp" : "") +
+         (bucketMb > 0 ? "|bucket=" + bucketText(bucketMb) : "");
 }
 
 namespace {
@@ -211,7 +226,7 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
   lo.hints = options.hints;
   if (layout.intraOp)
     llvm::append_range(lo.hints, layout.intraOp->hints);
-  lo.bucketMb = options.bucketMb;
+  lo.bucketMb = layout.bucketMb > 0 ? layout.bucketMb : options.bucketMb;
   lo.strategy = layout.strategy;
   lo.microbatches = layout.microbatches;
   lo.pipelineAxis = layout.pipelineAxis;
@@ -872,6 +887,44 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     return a.layout.key() < b.layout.key();
   };
   std::stable_sort(result.plans.begin(), result.plans.end(), faster);
+  // Gradient buckets: the fastest plans that all-reduce gradients over a
+  // data axis are tried with smaller buckets too, which start sending
+  // earlier in the backward pass for a latency each (the last bucket,
+  // sent after the last gradient, is what stays exposed); a faster one
+  // joins the plans.
+  if (options.searchBucketSizes && !options.given) {
+    std::vector<PlanLayout> tried;
+    for (size_t i = 0; i < result.plans.size() &&
+                       static_cast<int64_t>(i) < options.keep;
+         ++i) {
+      const Candidate &plan = result.plans[i];
+      if (plan.layout.axisSize("dp") > 1 && !plan.prediction->estimated)
+        tried.push_back(plan.layout);
+    }
+    for (const PlanLayout &layout : tried)
+      for (double bucketMb : {4.0, 1.0}) {
+        if (bucketMb >= options.bucketMb)
+          continue;
+        Candidate variant;
+        variant.layout = layout;
+        variant.layout.bucketMb = bucketMb;
+        ++result.candidates;
+        OwningOpRef<ModuleOp> module;
+        evaluateOnce(context, steps, options, variant, /*emit=*/false,
+                     &module);
+        const Candidate *original = nullptr;
+        for (const Candidate &plan : result.plans)
+          if (plan.layout.key() == layout.key())
+            original = &plan;
+        if (!variant.rejected.empty() ||
+            variant.prediction->stepMs >= original->prediction->stepMs)
+          continue;
+        variant.interNode = original->interNode;
+        kept.offer(variant, std::move(module));
+        result.plans.push_back(std::move(variant));
+      }
+    std::stable_sort(result.plans.begin(), result.plans.end(), faster);
+  }
   // The plans shown must compile: the emitter writes each (the search
   // predicts from the memory plan alone), from the module the search kept
   // or partitioned again; one it cannot write is rejected with its reason.

@@ -42,6 +42,9 @@ struct PlanLayout {
   int64_t microbatches = 1;
   /// Activation recomputation: "none", "selective" or "full".
   std::string recompute = "none";
+  /// The largest gradient all-reduce bucket in MiB (--bucket-mb); 0: the
+  /// search's (SearchOptions::bucketMb).
+  double bucketMb = 0;
   /// The tensor axis' shardings from the intra-op ILP (IntraOpIlp.h), when
   /// no preset splits it: its hints join the flags as --shard.
   std::optional<IntraOpPlan> intraOp;
@@ -94,6 +97,9 @@ struct SearchOptions {
   std::vector<mlir::cleave::ShardingHint> hints;
   /// The largest gradient all-reduce bucket, in MiB (--bucket-mb).
   double bucketMb = 25.0;
+  /// Whether the fastest plans that all-reduce gradients over a data axis
+  /// are tried with smaller buckets too (not when the user gave one).
+  bool searchBucketSizes = true;
   /// The precision predicted (the compiler builds fp32 programs).
   Precision precision = Precision::Fp32;
   /// Evaluate this layout only (the user's --mesh/--strategy), not search.

@@ -23,7 +23,7 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
              const mlir::cleave::TrainingOptions &training,
              const std::vector<mlir::cleave::ShardingHint> &hints,
              const AutoLayoutFlags &flags, mlir::cleave::Target target,
-             double bucketMb, llvm::raw_ostream &os) {
+             double bucketMb, bool bucketMbGiven, llvm::raw_ostream &os) {
   using namespace mlir::cleave;
   if (flags.cluster.empty())
     return fail("--strategy auto needs --cluster (a preset or a cluster "
@@ -70,6 +70,7 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
   search.hints = hints;
   search.keep = 1;
   search.bucketMb = bucketMb;
+  search.searchBucketSizes = !bucketMbGiven;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
   if (result.plans.empty())
     return fail(llvm::formatv(

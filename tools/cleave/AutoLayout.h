@@ -44,13 +44,14 @@ struct AutoLayoutFlags {
 
 /// Plans the imported `module` (before its training step, which is built
 /// with `training`) and returns the chosen layout, or an error saying why
-/// there is none. Prints the choice to `os`.
+/// there is none. Prints the choice to `os`. The gradient bucket size is
+/// searched unless the user gave one (`bucketMbGiven`).
 llvm::Expected<planner::PlanLayout>
 chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
              const mlir::cleave::TrainingOptions &training,
              const std::vector<mlir::cleave::ShardingHint> &hints,
              const AutoLayoutFlags &flags, mlir::cleave::Target target,
-             double bucketMb, llvm::raw_ostream &os);
+             double bucketMb, bool bucketMbGiven, llvm::raw_ostream &os);
 
 } // namespace cleave::driver
 

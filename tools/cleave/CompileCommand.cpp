@@ -317,8 +317,10 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::PipelineSchedule schedule = distribution_.pipelineSchedule;
   int64_t virtualStages = distribution_.virtualStages;
   std::string recompute = distribution_.recompute;
-  // The intra-op ILP's hints of the layout --strategy auto chose.
+  // The intra-op ILP's hints of the layout --strategy auto chose, and its
+  // gradient bucket size.
   std::vector<mlir::cleave::ShardingHint> plannedHints;
+  double bucketMb = distribution_.bucketMb;
   if (strategy == kAutoStrategy) {
     std::vector<mlir::cleave::ShardingHint> hints;
     if (int rc = userHints(artifacts, hints))
@@ -328,7 +330,9 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     planned.optimizer = optimizer;
     llvm::Expected<planner::PlanLayout> chosen =
         chooseLayout(context, *module, planned, hints, auto_, target_.target,
-                     distribution_.bucketMb, llvm::outs());
+                     distribution_.bucketMb,
+                     distribution_.bucketMb.getNumOccurrences() > 0,
+                     llvm::outs());
     if (!chosen)
       return report(chosen.takeError());
     meshText = chosen->meshText();
@@ -340,6 +344,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     recompute = chosen->recompute;
     if (chosen->intraOp)
       plannedHints = chosen->intraOp->hints;
+    if (chosen->bucketMb > 0)
+      bucketMb = chosen->bucketMb;
   }
 
   mlir::cleave::MeshAttr mesh;
@@ -361,7 +367,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   layout.schedule = schedule;
   layout.virtualStages = virtualStages;
   layout.recompute = recompute;
-  layout.bucketMb = distribution_.bucketMb;
+  layout.bucketMb = bucketMb;
   layout.reportReshards = distribution_.printSharding;
   if (llvm::Error error = mlir::cleave::validateLayout(layout, options.inference))
     return report(std::move(error));

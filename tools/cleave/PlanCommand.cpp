@@ -348,6 +348,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.precision = *precision;
   search.hints = hints;
   search.bucketMb = distribution_.bucketMb;
+  search.searchBucketSizes = !distribution_.bucketMb.getNumOccurrences();
   planner::SearchResult result = planner::searchPlans(context, steps, search);
 
   // The flags of every plan: the model's, then the layout's.
