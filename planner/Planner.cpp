@@ -887,18 +887,20 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     return a.layout.key() < b.layout.key();
   };
   std::stable_sort(result.plans.begin(), result.plans.end(), faster);
-  // Gradient buckets: the fastest plans that all-reduce gradients over a
-  // data axis are tried with smaller buckets too, which start sending
-  // earlier in the backward pass for a latency each (the last bucket,
-  // sent after the last gradient, is what stays exposed); a faster one
-  // joins the plans.
+  // Gradient buckets: the fastest plan that all-reduces gradients over a
+  // data axis (ZeRO-2 and 3 reduce-scatter them) is tried with smaller
+  // buckets too, which start sending earlier in the backward pass for a
+  // latency each (the last bucket, sent after the last gradient, is what
+  // stays exposed); a faster one joins the plans.
   if (options.searchBucketSizes && !options.given) {
     std::vector<PlanLayout> tried;
-    for (size_t i = 0; i < result.plans.size() &&
+    for (size_t i = 0; i < result.plans.size() && tried.empty() &&
                        static_cast<int64_t>(i) < options.keep;
          ++i) {
       const Candidate &plan = result.plans[i];
-      if (plan.layout.axisSize("dp") > 1 && !plan.prediction->estimated)
+      if (plan.layout.axisSize("dp") > 1 && !plan.prediction->estimated &&
+          plan.layout.strategy != Strategy::Zero2 &&
+          plan.layout.strategy != Strategy::Zero3)
         tried.push_back(plan.layout);
     }
     for (const PlanLayout &layout : tried)
