@@ -56,6 +56,15 @@ def plan(cleave, model, cluster, devices, batch, work, extra=()):
     return (plans[0], "") if plans else (None, "no plan fits")
 
 
+def describe(entry):
+    """A plan in a few words: mesh, preset, a bucket size it sets."""
+    text = entry["mesh_flag"] + " " + entry["strategy"]
+    flags = entry["flags"]
+    if "--bucket-mb" in flags:
+        text += f", {flags[flags.index('--bucket-mb') + 1]} MB buckets"
+    return text
+
+
 def measure(cleave, model, entry, ranks, env, work, seconds, rounds):
     program = os.path.join(work, f"prog-{ranks}-{abs(hash(tuple(entry['flags'])))}")
     pvm.run([cleave, "compile", model] + entry["flags"] + ["-o", program])
@@ -117,17 +126,18 @@ def main():
                  "dp=2 / 1 device measured"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---:|" * len(head))
-    crossover = measured_crossover = None
+    crossover = best_crossover = measured_crossover = None
     for r in rows:
         s, d, b = ms(r["single"]), ms(r["dp"]), ms(r["best"])
         speed = s / d if s and d else None
         if speed and speed > 1 and crossover is None:
             crossover = r["batch"]
+        if s and b and s / b > 1 and best_crossover is None:
+            best_crossover = r["batch"]
         cells = [str(r["batch"]), fmt(s), fmt(d),
                  fmt(r["dp"]["predicted"]["exposed_comm_ms"]) if d else "-",
                  f"{speed:.2f}x" if speed else "-",
-                 (r["best"]["mesh_flag"] + " " + r["best"]["strategy"])
-                 if r["best"] else r["why"], fmt(b)]
+                 describe(r["best"]) if r["best"] else r["why"], fmt(b)]
         if opts.measure:
             sm, dm = r.get("single_measured"), r.get("dp_measured")
             mspeed = sm / dm if sm and dm else None
@@ -136,7 +146,9 @@ def main():
             cells += [fmt(sm), fmt(dm), f"{mspeed:.2f}x" if mspeed else "-"]
         print("| " + " | ".join(cells) + " |")
     print(f"\npredicted: dp=2 first faster than one device at global batch "
-          f"{crossover if crossover else '(none of these)'}")
+          f"{crossover if crossover else '(none of these)'}; the best "
+          f"two-device plan at "
+          f"{best_crossover if best_crossover else '(none of these)'}")
     if opts.measure:
         print(f"measured: dp=2 first faster at global batch "
               f"{measured_crossover if measured_crossover else '(none of these)'}")
