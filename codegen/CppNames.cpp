@@ -26,8 +26,8 @@ static constexpr const char *kRuntimeNames =
     "GemmEpilogue writeScalar deviceAddress synchronize cuda "
     "startAllReduceBucket finishAllReduceBucket allGatherDim "
     "reduceScatterDim allSliceDim writeAxisIndex sendRecv sendAsync "
-    "startReceive kNoPeer meshCoord AxisGroup MeshSpec PipelineSpec "
-    "TensorSpec Program StepContext IndexInputCheck runProgram rt "
+    "startReceive finishSends kNoPeer meshCoord AxisGroup MeshSpec "
+    "PipelineSpec TensorSpec Program StepContext IndexInputCheck runProgram rt "
     "indexChecks numIndexChecks kernelScratchBytes cudaDeviceHooks "
     "resolveSlots kRefCodes slots refs codes rows microbatch "
     "kPartMicrobatch PartCall runParts";

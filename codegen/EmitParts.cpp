@@ -248,6 +248,13 @@ LogicalResult Emitter::emitParts(Block &block) {
   body << "};\n"
        << formatv("  runParts(ctx, refs, {0}, {1}, {2}, {3});\n", callsTable,
                   partCalls.size(), codesTable, rowsTable);
+  // The stage's sends end with its step (they run on the communication
+  // thread, past the last op that starts one).
+  if (traits.asyncHandOvers &&
+      llvm::any_of(block.getOps<SendRecvOp>(), [&](SendRecvOp op) {
+        return op.getSourceAttr().getInt() == stage;
+      }))
+    body << "  finishSends();\n";
   return success();
 }
 

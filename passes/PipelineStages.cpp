@@ -339,8 +339,20 @@ LogicalResult StageAssigner::assignForward() {
     for (Operation *copy : units.ops[u])
       setStage(copy, to);
   }
+  // So do forward ops of the data alone that every stage cannot compute
+  // for itself (a data-parallel sum of the loss's sample count): only the
+  // stage that reads their result needs them.
+  llvm::DenseSet<Operation *> dataOnly;
+  for (Operation *op : forward)
+    if (llvm::all_of(op->getOperands(), [&](Value v) {
+          if (auto arg = dyn_cast<BlockArgument>(v))
+            return !isParamOrState(arg);
+          Operation *def = v.getDefiningOp();
+          return everywhere.contains(def) || dataOnly.contains(def);
+        }))
+      dataOnly.insert(op);
   for (Operation *op : llvm::reverse(forward)) {
-    if (!weightOnly.contains(op))
+    if (!weightOnly.contains(op) && !dataOnly.contains(op))
       continue;
     std::optional<int64_t> users;
     for (Operation *user : op->getUsers())

@@ -106,6 +106,16 @@ void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group) {
   pendingSends.emplace_back(handle, std::move(staging));
 }
 
+void finishSends() {
+  if (pendingSends.empty())
+    return;
+  // A handle's wait waits for every collective started before it too.
+  waitCollective(pendingSends.back().first);
+  for (auto &[handle, staging] : pendingSends)
+    spareStagings.push_back(std::move(staging));
+  pendingSends.clear();
+}
+
 int64_t startReceive(void *out, int64_t bytes, int recvFrom,
                      AxisGroup group) {
   PendingBucket pending;

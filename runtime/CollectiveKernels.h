@@ -35,6 +35,11 @@ void finishAllReduceBucket(int64_t bucket);
 /// is) before the first use of `out`.
 void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group);
 int64_t startReceive(void *out, int64_t bytes, int recvFrom, AxisGroup group);
+/// Waits until every send started so far has been delivered: a stage that
+/// sends calls it last in its step, so that the step's hand-overs end
+/// within it (the communication thread waits for a send only patiently
+/// while the step computes; runtime/CommThread.h).
+void finishSends();
 
 /// out = the concatenation along `dim` of the group's `in` blocks.
 void allGatherDim(const void *in, const Shape &inShape, int dim,

@@ -24,6 +24,7 @@ using detail::runBlocking;
 using detail::runningCounters;
 using detail::submit;
 using detail::waitFor;
+using detail::WaitPolicy;
 
 /// The received half of a reduce step arrives in pieces, two in flight:
 /// each piece is added while it is still in cache, and the next one is on
@@ -355,7 +356,7 @@ void runAllToAll(const void *in, void *out, int64_t bytesPerRank,
 }
 
 void runSendRecv(const void *in, void *out, int64_t bytes, int sendTo,
-                 int recvFrom, AxisGroup axes) {
+                 int recvFrom, AxisGroup axes, WaitPolicy policy) {
   countCall(CollectiveKind::SendRecv, axes);
   Group group(axes);
   assert(sendTo >= kNoPeer && sendTo < group.size && recvFrom >= kNoPeer &&
@@ -372,7 +373,8 @@ void runSendRecv(const void *in, void *out, int64_t bytes, int sendTo,
   if (sendTo != kNoPeer)
     postSends(group, sendTo, in, bytes, kMaxMessageBytes,
               CollectiveKind::SendRecv, requests);
-  waitRequests(requests);
+  if (!requests.empty())
+    waitFor(static_cast<int>(requests.size()), requests.data(), policy);
 }
 
 } // namespace
@@ -394,7 +396,10 @@ CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
 
 CollectiveHandle startSendRecv(const void *in, void *out, int64_t bytes,
                                int sendTo, int recvFrom, AxisGroup group) {
-  return submit([=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
+  // Started hand-overs wait patiently: the rank computes meanwhile.
+  return submit([=] {
+    runSendRecv(in, out, bytes, sendTo, recvFrom, group, WaitPolicy::Patient);
+  });
 }
 
 void allReduceSum(void *data, int64_t count, DType type, AxisGroup group) {
@@ -422,7 +427,9 @@ void allToAll(const void *in, void *out, int64_t bytesPerRank,
 
 void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
               int recvFrom, AxisGroup group) {
-  runBlocking([=] { runSendRecv(in, out, bytes, sendTo, recvFrom, group); });
+  runBlocking([=] {
+    runSendRecv(in, out, bytes, sendTo, recvFrom, group, WaitPolicy::Prompt);
+  });
 }
 
 } // namespace cleave::rt

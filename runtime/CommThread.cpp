@@ -57,6 +57,29 @@ constexpr auto kYieldTime = std::chrono::milliseconds(20);
 constexpr auto kFirstSleep = std::chrono::microseconds(20);
 constexpr auto kMaxSleep = std::chrono::microseconds(250);
 constexpr auto kFrozenGap = std::chrono::seconds(1);
+/// A patient wait's poll interval while the rank computes; a thread that
+/// starts waiting for a collective cuts it short.
+constexpr auto kPatientPoll = std::chrono::microseconds(200);
+
+/// Threads of this rank blocked in waitCollective (the compute thread
+/// waiting for a started collective): a patient wait is then prompt.
+/// Written under patienceMutex, which callerArrived signals.
+std::atomic<int> callersWaiting{0};
+std::mutex patienceMutex;
+std::condition_variable callerArrived;
+
+/// Marks the calling thread as waiting for started collectives while it
+/// lives.
+struct CallerWaiting {
+  CallerWaiting() {
+    {
+      std::lock_guard<std::mutex> lock(patienceMutex);
+      callersWaiting.fetch_add(1, std::memory_order_relaxed);
+    }
+    callerArrived.notify_all();
+  }
+  ~CallerWaiting() { callersWaiting.fetch_sub(1, std::memory_order_relaxed); }
+};
 constexpr int64_t kCenturySeconds = int64_t(100) * 365 * 24 * 3600;
 
 [[noreturn]] void abortStalledJob(int64_t seconds) {
@@ -131,6 +154,9 @@ void waitAll() {
   if (!commQueue)
     return;
   std::unique_lock<std::mutex> lock(commQueue->mutex);
+  if (commQueue->completed == commQueue->queued)
+    return;
+  CallerWaiting waiting;
   commQueue->workDone.wait(
       lock, [] { return commQueue->completed == commQueue->queued; });
 }
@@ -146,7 +172,7 @@ void beginCollective(const char *name, AxisGroup group, bool world) {
   ++current.number;
 }
 
-void waitFor(int count, MPI_Request *requests) {
+void waitFor(int count, MPI_Request *requests, WaitPolicy policy) {
   int done = 0;
   MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
   if (done)
@@ -169,6 +195,20 @@ void waitFor(int count, MPI_Request *requests) {
     if (now - last > kFrozenGap && deadline != Clock::time_point::max())
       deadline += now - last;
     last = now;
+    if (policy == WaitPolicy::Patient) {
+      if (now >= deadline)
+        abortStalledJob(limit);
+      std::unique_lock<std::mutex> lock(patienceMutex);
+      if (!callerArrived.wait_for(lock, kPatientPoll, [] {
+            return callersWaiting.load(std::memory_order_relaxed) > 0;
+          }))
+        continue;
+      lock.unlock();
+      // From here the rank waits for this wait: poll as a prompt one,
+      // counting from now.
+      policy = WaitPolicy::Prompt;
+      start = now;
+    }
     if (now - start < kSpinTime)
       continue;
     if (now >= deadline)
@@ -262,6 +302,9 @@ void waitCollective(CollectiveHandle handle) {
   if (!commQueue)
     return;
   std::unique_lock<std::mutex> lock(commQueue->mutex);
+  if (commQueue->completed >= handle)
+    return;
+  CallerWaiting waiting;
   commQueue->workDone.wait(lock,
                            [&] { return commQueue->completed >= handle; });
 }

@@ -26,10 +26,24 @@ namespace cleave::rt::detail {
 /// record serves both threads.
 void beginCollective(const char *name, AxisGroup group, bool world = false);
 
+/// How a wait polls its requests.
+enum class WaitPolicy {
+  /// Spins first: the peers are about to answer (the steps of a ring).
+  Prompt,
+  /// A pipeline hand-over, posted where the program meets it, usually
+  /// milliseconds before its peer gets there: while no thread of this rank
+  /// waits for a started collective, it polls between short sleeps, so
+  /// that the communication thread does not take the core from the
+  /// rank's compute (ranks and their communication threads share cores);
+  /// once one waits, it polls as Prompt does.
+  Patient,
+};
+
 /// MPI_Waitall, but aborting the job when the requests stay incomplete for
 /// the collective timeout: every blocking wait of the collectives goes
 /// through here.
-void waitFor(int count, MPI_Request *requests);
+void waitFor(int count, MPI_Request *requests,
+             WaitPolicy policy = WaitPolicy::Prompt);
 
 /// The counters the running collective adds to. Written by whichever
 /// thread runs the collectives, one at a time; read after waiting for them
