@@ -3,7 +3,7 @@
 
   /usr/bin/python3 bench/pipeline_bench.py [--layers 8] [--width 1024]
       [--batch 256] [--microbatches 8] [--virtual-stages 2] [--steps 10]
-      [--markdown]
+      [--rounds 1] [--markdown]
 
 The model: an MLP of `layers` Linear+ReLU layers of `width` features and a
 cross-entropy loss, exported from PyTorch (layers of equal work, so that
@@ -26,6 +26,15 @@ traced (`--trace`), and each stage's idle share of that step
 its timeline shows them) is listed per stage (steps 2-4 traced), and that idle time over the
 stage's compute time next to (p - 1) / (m V), the bubble fraction of
 Narayanan et al. (2021) (V = 1 for GPipe and 1F1B).
+
+With --rounds R every configuration is timed R times, the configurations
+taking turns, and the fastest of each is listed (the host's other load
+only ever slows a run down); the load average (1 minute) is printed before
+and after, so that a table says how quiet the host was.
+
+The ideal speed-up of p stages over one rank is p m V / (m V + p - 1) (all
+stages busy but for the fill and drain); "of ideal" is the measured
+speed-up over one rank without micro-batches as a share of it.
 
 All train with SGD (lr 0.01) on synthetic data, the same global batch,
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 and the same OpenBLAS; seconds
@@ -88,9 +97,9 @@ def export_deep_mlp(layers, width, batch, path):
                           training=torch.onnx.TrainingMode.TRAINING)
 
 
-def compile_and_time(model, flags, ranks, steps, batch, work, name):
-    """Seconds per step, and with stages each stage's idle share of three
-    traced steps and its idle over compute time (None without)."""
+def compile_program(model, flags, ranks, work, name):
+    """The program's command (a launcher script under mpirun for ranks >
+    1)."""
     binary = os.path.join(work, name)
     subprocess.run([os.path.join(ROOT, "build", "bin", "cleave"), "compile",
                     model, "--optimizer", "sgd", "--lr", str(bench.LR),
@@ -102,14 +111,22 @@ def compile_and_time(model, flags, ranks, steps, batch, work, name):
                 MPIRUN + ["-np", str(ranks), binary]) + ' "$@"\n')
         os.chmod(launcher, 0o755)
         binary = launcher
-    seconds = bench.run_cleave(binary, steps, batch, environment())["step_s"]
-    if "--pipeline" not in flags:
-        return seconds, None
+    return binary
+
+
+def trace_idle(binary, work, name):
+    """Each stage's idle share of three traced steps and its idle over
+    compute time."""
     trace = os.path.join(work, name + ".trace.json")
     subprocess.run([binary, "--synthetic", "--steps", "5", "--quiet",
                     "--trace", trace, "--trace-steps", "2:5"],
                    env=environment(), check=True)
-    return seconds, idle_by_rank(trace)
+    return idle_by_rank(trace)
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
 
 
 def idle_by_rank(trace):
@@ -143,10 +160,12 @@ def main():
     parser.add_argument("--microbatches", type=int, default=8)
     parser.add_argument("--virtual-stages", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--markdown", action="store_true")
     opts = parser.parse_args()
     m, v, p = opts.microbatches, opts.virtual_stages, 2
     rows = []
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as work:
         model = os.path.join(work, "mlp.onnx")
         export_deep_mlp(opts.layers, opts.width, opts.batch, model)
@@ -162,38 +181,54 @@ def main():
                 (f"pp=2, {m} micro-batches, interleaved V={v}",
                  stages + micro + ["--pipeline-schedule", "interleaved",
                                    "--virtual-stages", str(v)], 2, v)]
+        programs = [compile_program(model, flags, ranks, work, f"run{i}")
+                    for i, (_, flags, ranks, _) in enumerate(runs)]
+        best = [float("inf")] * len(runs)
+        for _ in range(opts.rounds):
+            for i, (label, _, _, _) in enumerate(runs):
+                seconds = bench.run_cleave(programs[i], opts.steps,
+                                           opts.batch,
+                                           environment())["step_s"]
+                best[i] = min(best[i], seconds)
+                print(f"{label}: {seconds * 1e3:.1f} ms/step",
+                      file=sys.stderr)
         for i, (label, flags, ranks, chunks) in enumerate(runs):
-            seconds, idle = compile_and_time(model, flags, ranks, opts.steps,
-                                             opts.batch, work, f"run{i}")
-            rows.append((label, ranks, seconds, chunks, idle))
-            print(f"{label}: {seconds * 1e3:.1f} ms/step", file=sys.stderr)
+            idle = (trace_idle(programs[i], work, f"run{i}")
+                    if "--pipeline" in flags else None)
+            rows.append((label, ranks, best[i], chunks, idle))
+    load_after = load_average()
     single = rows[0][2]
     # A stage's work is half of one rank running the same micro-batches;
     # the rest of a pipelined step is the bubble (and the transfers).
     work_per_stage = rows[1][2] / p
     if opts.markdown:
         print("| configuration | ranks | ms/step | speed vs single | "
-              "bubble measured | bubble ideal | idle per stage (trace) | "
-              "idle / compute per stage (trace) | (p-1)/(mV) |")
-        print("|---|---:|---:|---:|---:|---:|---|---|---:|")
+              "of ideal | bubble measured | bubble ideal | "
+              "idle per stage (trace) | idle / compute per stage (trace) | "
+              "(p-1)/(mV) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|---|---:|")
     for label, ranks, seconds, chunks, idle in rows:
-        bubble = ["", "", "", "", ""]
+        bubble = ["", "", "", "", "", ""]
         if chunks is not None:
             # The share of the step (p - 1) / (m V + p - 1), and over the
             # compute time (p - 1) / (m V) (Megatron's bubble fraction).
-            bubble = [f"{100 * (1 - work_per_stage / seconds):.0f}%",
+            ideal = p * m * chunks / (m * chunks + p - 1)
+            bubble = [f"{100 * single / seconds / ideal:.0f}%",
+                      f"{100 * (1 - work_per_stage / seconds):.0f}%",
                       f"{100 * (p - 1) / (m * chunks + p - 1):.0f}%", "", "",
                       f"{100 * (p - 1) / (m * chunks):.1f}%"]
         if idle is not None:
-            bubble[2] = " / ".join(f"{100 * share:.0f}%" for share, _ in idle)
-            bubble[3] = " / ".join(f"{100 * ratio:.1f}%" for _, ratio in idle)
+            bubble[3] = " / ".join(f"{100 * share:.0f}%" for share, _ in idle)
+            bubble[4] = " / ".join(f"{100 * ratio:.1f}%" for _, ratio in idle)
         cells = [label, str(ranks), f"{seconds * 1e3:.1f}",
                  f"{single / seconds:.2f}x", *bubble]
         print(("| " + " | ".join(cells) + " |") if opts.markdown
               else "  ".join(cells))
     print()
     print(f"MLP of {opts.layers} layers of {opts.width}, global batch "
-          f"{opts.batch}, one thread per rank, OpenBLAS from "
+          f"{opts.batch}, {opts.steps} steps, best of {opts.rounds} "
+          f"round(s), load average {load_before:.2f} before and "
+          f"{load_after:.2f} after; one thread per rank, OpenBLAS from "
           f"{bench.OPENBLAS_DIR}. Bubble measured: 1 - (one rank with the "
           f"same micro-batches / 2) / the step. Idle per stage: the share of a "
           f"traced step (--trace) each stage spends in no compute slice; "
