@@ -161,16 +161,6 @@ SmallVector<std::pair<BlockArgument, StringRef>> namedArguments(
   return named;
 }
 
-/// A glob that matches exactly `name`.
-std::string escapeGlob(StringRef name) {
-  std::string escaped;
-  for (char c : name) {
-    if (StringRef("*?[]{}\\").contains(c))
-      escaped += '\\';
-    escaped += c;
-  }
-  return escaped;
-}
 
 /// The one name `pattern` matches when it has no wildcard (a literal, or
 /// one escaped by escapeGlob); none for a real glob.
@@ -195,6 +185,16 @@ bool isOptimizerState(StringRef name) {
 }
 
 } // namespace
+
+std::string mlir::cleave::escapeGlob(StringRef name) {
+  std::string escaped;
+  for (char c : name) {
+    if (StringRef("*?[]{}\\").contains(c))
+      escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
 
 StringRef mlir::cleave::strategyName(Strategy strategy) {
   switch (strategy) {

@@ -48,6 +48,9 @@ llvm::Expected<ShardingHint> parseShardingHint(StringRef text,
                                                StringRef origin);
 /// Formats a hint back into that syntax.
 std::string formatShardingHint(const ShardingHint &hint);
+
+/// A glob that matches exactly `name` (its glob characters escaped).
+std::string escapeGlob(llvm::StringRef name);
 /// The hint's sharding alone, "[dp,_]" (as hints files write it).
 std::string formatShardingDims(const ShardingHint &hint);
 

@@ -89,17 +89,6 @@ struct Node {
   std::optional<size_t> follows;
 };
 
-/// A tensor's name as a hint names it, escaped so the glob matches it
-/// alone.
-std::string escapeGlob(StringRef name) {
-  std::string escaped;
-  for (char c : name) {
-    if (StringRef("*?[]{}\\").contains(c))
-      escaped += '\\';
-    escaped += c;
-  }
-  return escaped;
-}
 
 bool isOptimizerState(StringRef name) {
   return name.ends_with(".momentum_buffer") || name.ends_with(".exp_avg") ||
