@@ -473,7 +473,8 @@ rejectByHeldBytes(const StepSource &steps, const SearchOptions &options,
   // In bf16 a parameter is a 2-byte copy and a 4-byte master (predictStep).
   if (options.precision == Precision::Bf16)
     params *= 1.5;
-  auto heldBytes = [&](const PlanLayout &layout) {
+  // By value: the bound outlives this frame (returned in `bound`).
+  auto heldBytes = [params, state](const PlanLayout &layout) {
     int64_t dp = layout.axisSize("dp");
     double model = double(layout.ranks()) / dp;
     bool zero = layout.strategy == Strategy::Zero1 ||
