@@ -465,7 +465,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
         splitGathers.emplace_back(&op, factorAxes[factor]);
     }
     if (rule) {
-      AxisList axes = getGatheredStatisticsAxes(*rule, factorAxes);
+      AxisList axes = getSplitStatisticsAxes(*rule, factorAxes);
       if (!axes.empty())
         splitStatistics.emplace_back(&op, axes);
     }

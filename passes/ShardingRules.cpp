@@ -619,8 +619,8 @@ SmallVector<AxisList> mlir::cleave::getFactorAxes(
   // op sums over makes a partial result (reduced later, possibly by a
   // reduce_scatter) rather than a gathered operand.
   // The statistics factor claims before all: a micro-batch must stay one
-  // (an axis it lost would gather micro-batches), and the axes it gathers
-  // itself would be gathered anyway.
+  // (an axis it lost would gather micro-batches), and its other axes only
+  // need its statistics summed across ranks.
   llvm::SmallDenseSet<StringAttr> claimed;
   if (rule.statisticsFactor >= 0) {
     AxisList &list = axes[rule.statisticsFactor];
@@ -657,7 +657,8 @@ AxisList mlir::cleave::getResultPartialAxes(const OpShardingRule &rule,
                                            static_cast<int64_t>(f)))
       continue;
     if (static_cast<int64_t>(f) == rule.statisticsFactor) {
-      // Gathered axes leave nothing to sum; micro-batches sum gradients.
+      // Sums over the other axes are all-reduced by the op's own rewrite
+      // (SplitBatchStatistics); micro-batches sum gradients.
       if (llvm::is_contained(rule.statisticsSums, index))
         for (StringAttr axis : axes)
           if (axis.getValue() == kMicroBatchAxis)
@@ -669,12 +670,12 @@ AxisList mlir::cleave::getResultPartialAxes(const OpShardingRule &rule,
   return partial;
 }
 
-AxisList mlir::cleave::getGatheredStatisticsAxes(
+AxisList mlir::cleave::getSplitStatisticsAxes(
     const OpShardingRule &rule, ArrayRef<AxisList> factorAxes) {
-  AxisList gathered;
+  AxisList split;
   if (rule.statisticsFactor >= 0)
     for (StringAttr axis : factorAxes[rule.statisticsFactor])
       if (axis.getValue() != kMicroBatchAxis)
-        gathered.push_back(axis);
-  return gathered;
+        split.push_back(axis);
+  return split;
 }

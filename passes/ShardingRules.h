@@ -35,9 +35,9 @@ struct OpShardingRule {
   /// The factor the op computes batch statistics over (training-mode
   /// BatchNorm's batch), or -1. Split over the micro-batch axis, each
   /// micro-batch is a batch of its own, as in PyTorch's accumulation loop;
-  /// split over other axes (data parallelism), the op sees its blocks
-  /// gathered (Partition), so the statistics are those of the rows every
-  /// rank runs as one micro-batch. A result without the factor is partial
+  /// split over other axes (data parallelism), its statistics are summed
+  /// over those axes (Partition, SplitBatchStatistics), so they are those
+  /// of the rows every rank runs as one micro-batch. A result without the factor is partial
   /// over the micro-batch axis if `statisticsSums` lists it (a gradient)
   /// and else whole (the running statistics, which
   /// cleave-unroll-microbatches chains through the micro-batches).
@@ -75,9 +75,10 @@ AxisList getResultPartialAxes(const OpShardingRule &rule, unsigned index,
 /// replicated: every operand gathered, every result replicated).
 std::optional<OpShardingRule> getShardingRule(Operation *op);
 
-/// The axes of `rule`'s statistics factor over which the op must see every
-/// rank's block (all but the micro-batch axis); empty when it has none.
-AxisList getGatheredStatisticsAxes(const OpShardingRule &rule,
+/// The axes of `rule`'s statistics factor over which the op's statistics
+/// are summed across ranks (all but the micro-batch axis); empty when it
+/// has none.
+AxisList getSplitStatisticsAxes(const OpShardingRule &rule,
                                    ArrayRef<AxisList> factorAxes);
 
 } // namespace mlir::cleave
