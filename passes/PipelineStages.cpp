@@ -42,7 +42,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -134,8 +136,10 @@ private:
   /// the operand: the two stay in one chunk. Null otherwise.
   Operation *operandItFollows(Operation *op) const;
   LogicalResult emptyChunkError(int64_t chunk);
-  /// Chunk starts from the `cuts` option (ONNX node names).
-  LogicalResult applyExplicitCuts(const ForwardUnits &units);
+  /// Chunk starts from the `cuts` option (ONNX node names); a cut is
+  /// refused before a unit without `cutAllowed`.
+  LogicalResult applyExplicitCuts(const ForwardUnits &units,
+                                  ArrayRef<bool> cutAllowed);
   /// A remark per chunk: where it starts and ends, its estimated work.
   void reportChunks();
   LogicalResult assignParameterHomes();
@@ -312,7 +316,7 @@ LogicalResult StageAssigner::assignForward() {
     if (failed(starts))
       return emptyChunkError(numUnits);
     chunkStarts = *starts;
-  } else if (failed(applyExplicitCuts(units))) {
+  } else if (failed(applyExplicitCuts(units, cutAllowed))) {
     return failure();
   }
   SmallVector<int64_t> perStage(numStages, 0);
@@ -400,24 +404,97 @@ LogicalResult StageAssigner::emptyChunkError(int64_t chunk) {
          << axis.getValue() << "'";
 }
 
-LogicalResult StageAssigner::applyExplicitCuts(const ForwardUnits &units) {
-  if (static_cast<int64_t>(explicitCuts.size()) != numStages - 1)
-    return func.emitError() << numStages << " chunks need " << numStages - 1
-                            << " cuts, got " << explicitCuts.size();
+LogicalResult
+StageAssigner::applyExplicitCuts(const ForwardUnits &units,
+                                 ArrayRef<bool> cutAllowed) {
+  if (static_cast<int64_t>(explicitCuts.size()) != numStages - 1) {
+    InFlightDiagnostic diag = func.emitError();
+    diag << "pipeline cuts: " << explicitCuts.size() << " given, but "
+         << numRanks << " stages";
+    if (numStages != numRanks)
+      diag << " x " << schedule.virtualStages << " virtual stages";
+    return diag << " need " << numStages - 1
+                << " (the ONNX node each later "
+                << (numStages != numRanks ? "chunk" : "stage")
+                << " starts with, in program order)";
+  }
+  auto nameOf = [&](int64_t unit) -> StringRef {
+    if (auto loc = dyn_cast<NameLoc>(units.ops[unit].front()->getLoc()))
+      return loc.getName().getValue();
+    return "";
+  };
+  int64_t numUnits = units.ops.size();
   chunkStarts = {0};
   for (StringRef name : explicitCuts) {
-    int64_t from = chunkStarts.back() + 1;
-    auto starts = [&](ArrayRef<Operation *> ops) {
-      auto loc = dyn_cast<NameLoc>(ops.front()->getLoc());
-      return loc && loc.getName() == name;
-    };
-    auto it = llvm::find_if(ArrayRef(units.ops).drop_front(from), starts);
-    if (it == units.ops.end())
+    int64_t previous = chunkStarts.back();
+    std::optional<int64_t> at, earlier;
+    for (int64_t u = 0; u < numUnits && !at; ++u)
+      if (nameOf(u) == name)
+        (u > previous ? at : earlier) = u;
+    if (!at && earlier) {
+      if (*earlier == 0)
+        return func.emitError()
+               << "pipeline cut '" << name
+               << "': the first stage starts there already; cuts name the "
+                  "ONNX node each later stage starts with";
       return func.emitError()
-             << "no forward op named '" << name
-             << "' after the previous cut; cuts name, in order, the ONNX "
-                "node each later chunk starts with";
-    chunkStarts.push_back(it - units.ops.begin());
+             << "pipeline cut '" << name << "' is out of order: it comes "
+             << (*earlier == previous ? "at" : "before")
+             << " the previous cut '" << nameOf(previous)
+             << "' in the forward pass; give the cuts in program order";
+    }
+    if (!at) {
+      // The nearest forward node names by edit distance.
+      SmallVector<std::pair<unsigned, StringRef>> near;
+      llvm::StringSet<> seen;
+      for (int64_t u = 1; u < numUnits; ++u) {
+        StringRef candidate = nameOf(u);
+        if (candidate.empty() || !seen.insert(candidate).second)
+          continue;
+        unsigned distance = name.edit_distance(candidate, true, 1000);
+        if (distance <= std::max<size_t>(3, name.size() / 3))
+          near.push_back({distance, candidate});
+      }
+      llvm::stable_sort(near, llvm::less_first());
+      InFlightDiagnostic diag = func.emitError();
+      diag << "pipeline cut '" << name
+           << "': no forward op of the model has this ONNX node name";
+      if (!near.empty()) {
+        diag << "; did you mean ";
+        for (size_t i = 0; i < std::min<size_t>(near.size(), 3); ++i)
+          diag << (i ? ", " : "") << "'" << near[i].second << "'";
+      } else {
+        diag << "; the forward ops are ";
+        for (int64_t u = 0; u < std::min<int64_t>(numUnits, 4); ++u)
+          diag << (u ? ", " : "") << "'" << nameOf(u) << "'";
+        diag << (numUnits > 4 ? ", ..." : "");
+      }
+      return diag;
+    }
+    if (!cutAllowed[*at]) {
+      // The run of units the cut would split: from the last allowed cut to
+      // the next one.
+      int64_t from = *at, to = *at;
+      while (from > 0 && !cutAllowed[from])
+        --from;
+      while (to < numUnits && !cutAllowed[to])
+        ++to;
+      InFlightDiagnostic diag = func.emitError();
+      diag << "pipeline cut '" << name << "' would split the layer from '"
+           << nameOf(from) << "' to '" << nameOf(to - 1)
+           << "': a unary elementwise op (a ReLU) stays in the stage of the "
+              "op whose result it alone reads, since its gradient reads its "
+              "own result";
+      SmallVector<StringRef, 2> instead;
+      if (from > 0)
+        instead.push_back(nameOf(from));
+      if (to < numUnits)
+        instead.push_back(nameOf(to));
+      for (auto [i, other] : llvm::enumerate(instead))
+        diag << (i ? " or at '" : "; cut at '") << other << "'";
+      return diag;
+    }
+    chunkStarts.push_back(*at);
   }
   return success();
 }

@@ -76,6 +76,7 @@ struct LayoutPasses {
   std::string pipelineAxis;
   std::string schedule = "gpipe";
   int64_t virtualStages = 1;
+  std::vector<std::string> pipelineCuts;
 };
 
 /// Adds the layout's passes of the phases after `after` up to `last`
@@ -125,6 +126,7 @@ void addLayoutPasses(OpPassManager &pm, const LayoutPasses &passes,
     options.axis = passes.pipelineAxis;
     options.schedule = passes.schedule;
     options.virtualStages = passes.virtualStages;
+    options.cuts.assign(passes.pipelineCuts.begin(), passes.pipelineCuts.end());
     pm.addPass(createPipelineStagesPass(options));
   }
 }
@@ -150,6 +152,7 @@ LayoutPasses layoutPasses(const LayoutOptions &layout) {
   passes.pipelineAxis = layout.pipelineAxis;
   passes.schedule = pipelineScheduleName(layout.schedule).str();
   passes.virtualStages = layout.virtualStages;
+  passes.pipelineCuts = layout.pipelineCuts;
   return passes;
 }
 
@@ -192,6 +195,9 @@ struct LayoutPipelineFields : PassPipelineOptions<Derived> {
   Opt<int64_t> virtualStages{*this, "virtual-stages",
                              llvm::cl::desc("chunks of layers per stage"),
                              llvm::cl::init(1)};
+  List<std::string> pipelineCuts{
+      *this, "pipeline-cuts",
+      llvm::cl::desc("ONNX node names each later stage starts with")};
   Opt<std::string> recompute{*this, "recompute",
                              llvm::cl::desc("none, full or selective"),
                              llvm::cl::init("none")};
@@ -219,6 +225,7 @@ struct LayoutPipelineFields : PassPipelineOptions<Derived> {
     passes.pipelineAxis = pipeline;
     passes.schedule = schedule;
     passes.virtualStages = virtualStages;
+    passes.pipelineCuts.assign(pipelineCuts.begin(), pipelineCuts.end());
     return passes;
   }
   /// Adds the layout's passes up to `compile-to`.
@@ -269,6 +276,9 @@ StringRef compilePhaseName(CompilePhase phase) {
 void buildTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   pm.addPass(createExpandGradientPass());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  // Batch-major rows, so that a batch split passes through linear layers.
+  if (options.distributed)
+    funcPm.addPass(createLinearRowOrderPass());
   funcPm.addPass(createFoldTransposesPass());
   if (!options.inference) {
     // A mean over a split batch needs the global count.
@@ -361,6 +371,28 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
     return fail("--virtual-stages " + Twine(layout.virtualStages) +
                 " applies to --pipeline-schedule interleaved only (" +
                 schedule + " runs one chunk of layers per stage)");
+  }
+  if (!layout.pipelineCuts.empty()) {
+    if (layout.pipelineAxis.empty())
+      return fail("--pipeline-cuts places the cuts between pipeline stages; "
+                  "add --pipeline AXIS (and the axis to --mesh)");
+    for (const std::string &cut : layout.pipelineCuts)
+      if (llvm::StringRef(cut).trim().empty())
+        return fail("--pipeline-cuts has an empty name; give ONNX node names "
+                    "separated by commas");
+    int64_t stages = layout.mesh.getAxisSize(layout.pipelineAxis);
+    int64_t chunks = stages * layout.virtualStages;
+    if (static_cast<int64_t>(layout.pipelineCuts.size()) != chunks - 1)
+      return fail(llvm::formatv(
+          "--pipeline-cuts gives {0} cut{1}, but {2} stages{3} need {4}: the "
+          "ONNX node each later {5} starts with, in program order",
+          layout.pipelineCuts.size(),
+          layout.pipelineCuts.size() == 1 ? "" : "s", stages,
+          layout.virtualStages > 1
+              ? llvm::formatv(" x {0} virtual stages", layout.virtualStages)
+                    .str()
+              : std::string(),
+          chunks - 1, layout.virtualStages > 1 ? "chunk" : "stage"));
   }
   return llvm::Error::success();
 }

@@ -104,6 +104,9 @@ struct LayoutOptions {
   /// of layers per stage (the interleaved schedule).
   PipelineSchedule schedule = PipelineSchedule::GPipe;
   int64_t virtualStages = 1;
+  /// The ONNX node names each later stage (or chunk) starts with, p x V - 1
+  /// of them, in program order; empty: the cut by estimated work.
+  std::vector<std::string> pipelineCuts;
   /// Activations recomputed in the backward pass: "none", "full" or
   /// "selective" (cleave-recompute).
   std::string recompute = "none";
@@ -143,7 +146,7 @@ llvm::Error partitionForLayout(
 /// Registers the pipelines with cleave-opt: `cleave-training` (the
 /// training step with the default optimizer), `cleave-layout{mesh=...
 /// strategy=... hints=... microbatches=... pipeline=... schedule=...
-/// virtual-stages=... recompute=... bucket-mb=... compile-to=...}` (a
+/// virtual-stages=... pipeline-cuts=... recompute=... bucket-mb=... compile-to=...}` (a
 /// trained step partitioned) and `cleave-compile{...}` (both, with
 /// `optimizer`, `lr`, `freeze` and `inference` as well): the phases of
 /// `cleave compile --compile-to=...`.

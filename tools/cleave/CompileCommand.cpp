@@ -216,6 +216,8 @@ std::string flagsBehind(llvm::StringRef pass,
        << mlir::cleave::pipelineScheduleName(layout.schedule);
     if (layout.virtualStages > 1)
       os << " --virtual-stages " << layout.virtualStages;
+    if (!layout.pipelineCuts.empty())
+      os << " --pipeline-cuts " << llvm::join(layout.pipelineCuts, ",");
     micro();
   } else if (llvm::is_contained({"cleave-apply-sharding-hints",
                                  "cleave-propagate-sharding",
@@ -366,6 +368,8 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   layout.pipelineAxis = pipelineAxis;
   layout.schedule = schedule;
   layout.virtualStages = virtualStages;
+  layout.pipelineCuts.assign(distribution_.pipelineCuts.begin(),
+                             distribution_.pipelineCuts.end());
   layout.recompute = recompute;
   layout.bucketMb = bucketMb;
   layout.reportReshards = distribution_.printSharding;

@@ -95,6 +95,13 @@ struct DistributionFlags {
                                "of layers per stage (chunk c on stage c mod "
                                "p)"),
                       cl::value_desc("V"), cl::init(1), cl::sub(sub)),
+        pipelineCuts(
+            "pipeline-cuts",
+            cl::desc("With --pipeline: cut the layers by hand, before each "
+                     "named ONNX node (p x V - 1 names, in program order: "
+                     "the node each later stage or chunk starts with) "
+                     "instead of by estimated work"),
+            cl::value_desc("NODE,..."), cl::CommaSeparated, cl::sub(sub)),
         recompute("recompute",
                   cl::desc("Activations the backward pass recomputes "
                            "instead of keeping them: none, full (keep each "
@@ -115,11 +122,13 @@ struct DistributionFlags {
       if (!mesh.empty() || !pipeline.empty() ||
           microbatches.getNumOccurrences() ||
           pipelineSchedule.getNumOccurrences() ||
-          virtualStages.getNumOccurrences() || recompute.getNumOccurrences())
+          virtualStages.getNumOccurrences() ||
+          pipelineCuts.getNumOccurrences() || recompute.getNumOccurrences())
         return fail("--strategy auto chooses the mesh, stages, schedule, "
                     "micro-batches and recomputation; drop --mesh, "
                     "--pipeline, --pipeline-schedule, --virtual-stages, "
-                    "--microbatches and --recompute (or give a preset)");
+                    "--pipeline-cuts, --microbatches and --recompute (or "
+                    "give a preset)");
       if (inference)
         return fail("--strategy auto plans training steps; it does not "
                     "apply with --inference");
@@ -146,6 +155,7 @@ struct DistributionFlags {
   cl::opt<int64_t> microbatches;
   cl::opt<mlir::cleave::PipelineSchedule> pipelineSchedule;
   cl::opt<int64_t> virtualStages;
+  cl::list<std::string> pipelineCuts;
   cl::opt<std::string> recompute;
 };
 

@@ -131,6 +131,10 @@ std::string ms(double value) {
 
 llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   const DistributionFlags &d = distribution_;
+  // The planner's layouts carry no hand cut yet.
+  if (d.pipelineCuts.getNumOccurrences())
+    return failure("--pipeline-cuts applies to cleave compile; cleave plan "
+                   "evaluates pipeline stages cut by estimated work");
   bool search = !d.strategy.getNumOccurrences() || d.strategy == kAutoStrategy;
   if (d.mesh.empty() && search && d.pipeline.empty() &&
       !d.microbatches.getNumOccurrences() &&
