@@ -164,6 +164,42 @@ def DecomposeMeansPass : Pass<"cleave-decompose-means", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }
 
+def LinearRowOrderPass : Pass<"cleave-linear-row-order", "::mlir::func::FuncOp"> {
+  let summary = "linear layers take their rows in the order their input's producer holds them";
+  let description = [{
+    `nn.MultiheadAttention` with `batch_first=True` transposes its input
+    `[B, S, E]` to `[S, B, E]` before its in-projection, and its output
+    `[B * H, S, d]` to `[S, B * H, d]` and the view `[S * B, E]` before its
+    out-projection. As one GEMM over flattened rows (cleave-fold-transposes)
+    the rows are sequence-major, so a batch split over ranks is a strided
+    set of rows that no block sharding describes: data parallelism would
+    gather the whole batch before each projection and compute it on every
+    rank. A product by a weight treats its rows alike, so the pass
+    rewrites
+
+    - `matmul(A, W)` (`W` of rank 2, float32; optionally followed by the
+      add of a bias vector of its last dimension) and `gemm(A, W, c)` (`A`
+      not transposed, `c` absent or a vector: the same for every row)
+      where `A` is `transpose(Y, p)` or a reshape of one, and the
+      transpose puts the rows of `A` (all its dims but the last, refined
+      to the factors `A` and the transpose's result share) in another
+      order than `Y` holds them,
+
+    into the product of `Y`'s rows in `Y`'s order (`Y` reshaped to those
+    factors and transposed only to bring the columns, in `A`'s order,
+    last: attention's head merge), its bias add, and a transpose putting
+    the result's rows back in `A`'s order. A reshape of a reshape then
+    reads the first one's input, and views left unused are erased, so a
+    model's own transpose back to batch-major meets the one added here
+    (cleave-fold-transposes composes them away).
+
+    Run on distributed steps only (before cleave-fold-transposes): on one
+    rank the in-projection would transpose its wider output instead of its
+    input. Products whose shapes share no such factors (dims of size 1,
+    uneven cuts) are left as they are.
+  }];
+}
+
 def FoldTransposesPass : Pass<"cleave-fold-transposes", "::mlir::func::FuncOp"> {
   let summary = "linear layers as GEMMs that read transposed operands by their flags";
   let description = [{

@@ -198,8 +198,9 @@ OpShardingRule transposeRule(TransposeOp op) {
 
 /// Splits both shapes into groups of dims with equal products; in each
 /// group the two major-most dims share a factor of the size of the smaller
-/// one, provided it is the input's or the output's whole major dim (so that
-/// a block split of it is a block split of the other side).
+/// one, provided it is the input's or the output's whole group, or divides
+/// the other (so that a block split of it is a block split of the other
+/// side).
 OpShardingRule reshapeRule(ReshapeOp op) {
   RuleBuilder builder(op);
   ArrayRef<int64_t> in = op.getInput().getType().getShape(),
@@ -224,8 +225,12 @@ OpShardingRule reshapeRule(ReshapeOp op) {
       else
         return builder.take();
     }
+    // Or the smaller major dim divides the larger: it is then its major
+    // factor ([B, H * d] as [B * H, d]: attention's heads).
     bool inSingle = i - groupIn == 1, outSingle = o - groupOut == 1;
-    if (inSingle || outSingle) {
+    int64_t larger = std::max(in[groupIn], out[groupOut]),
+            smaller = std::min(in[groupIn], out[groupOut]);
+    if (inSingle || outSingle || larger % smaller == 0) {
       int64_t f = builder.factor(std::min(in[groupIn], out[groupOut]));
       builder.operand(0, groupIn, f);
       builder.result(0, groupOut, f);

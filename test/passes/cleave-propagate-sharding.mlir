@@ -143,3 +143,20 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2, tp = 2>} {
     return %2 : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// A reshape that regroups dims ([S, B, H * d] to [S, B * H, d]: attention's
+// heads) keeps a split of B: the smaller major dim of the group divides
+// the larger, so a block split of one is a block split of the other.
+// CHECK-LABEL: func.func @regrouping_reshape
+// CHECK-NOT: cleave.reshard
+// CHECK: cleave.reshape %{{.*}} {cleave.sharding = [#cleave.sharding<{{\[\[}}], [dp], []]>]} : tensor<3x4x6xf32> -> tensor<3x8x3xf32>
+module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
+  func.func @regrouping_reshape(%x: tensor<3x4x6xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], [dp], []]>})
+      -> tensor<3x8x3xf32> {
+    %0 = cleave.reshape %x : tensor<3x4x6xf32> -> tensor<3x8x3xf32>
+    // expected-remark @+1 {{resharding the result of cleave.reshape from #cleave.sharding<[[], [dp], []]> to #cleave.sharding<[[], [], []]>}}
+    return %0 : tensor<3x8x3xf32>
+  }
+}

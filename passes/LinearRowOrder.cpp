@@ -1,0 +1,267 @@
+//===- LinearRowOrder.cpp - linear layers on rows in their producer's order -===//
+//
+// nn.MultiheadAttention (batch_first) transposes its input to [S, B, E]
+// and multiplies it by its in-projection; its attention output goes back
+// to [S, B, E] rows through a transpose and the view [S * B, E]. Flattened
+// into one GEMM, the rows are sequence-major: a batch split over ranks is
+// then a strided set of rows, which no block sharding describes, and
+// data parallelism gathers the whole batch before every projection (and
+// computes it on every rank). A linear layer treats its rows alike, so the
+// rows can be taken in the order the transpose's input holds them
+// (batch-major) and the result put back in the model's order afterwards.
+// See Passes.td for the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/cleave/CleaveOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_LINEARROWORDERPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::cleave
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// The common refinement of two shapes of the same element count: the
+/// factors both shapes are products of consecutive runs of, and for each
+/// dim of either shape the index of its first factor (plus the count at
+/// the end). Fails when the shapes cut each other's dims unevenly
+/// ([4, 6] against [6, 4]) or have dims of size 1 (no use here).
+struct Refinement {
+  SmallVector<int64_t> factors;
+  SmallVector<int64_t> firstOfA, firstOfB;
+};
+
+std::optional<Refinement> refine(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (llvm::is_contained(a, 1) || llvm::is_contained(b, 1))
+    return std::nullopt;
+  Refinement r;
+  size_t i = 0, j = 0;
+  int64_t restA = a.empty() ? 1 : a[0], restB = b.empty() ? 1 : b[0];
+  r.firstOfA.push_back(0);
+  r.firstOfB.push_back(0);
+  while (i < a.size() && j < b.size()) {
+    int64_t factor = std::min(restA, restB);
+    if (restA % factor || restB % factor)
+      return std::nullopt;
+    r.factors.push_back(factor);
+    restA /= factor;
+    restB /= factor;
+    int64_t next = static_cast<int64_t>(r.factors.size());
+    if (restA == 1 && ++i < a.size()) {
+      restA = a[i];
+      r.firstOfA.push_back(next);
+    }
+    if (restB == 1 && ++j < b.size()) {
+      restB = b[j];
+      r.firstOfB.push_back(next);
+    }
+  }
+  if (i != a.size() || j != b.size())
+    return std::nullopt;
+  r.firstOfA.push_back(static_cast<int64_t>(r.factors.size()));
+  r.firstOfB.push_back(static_cast<int64_t>(r.factors.size()));
+  return r;
+}
+
+/// The bias `add` adds to `product` (a vector of its last dimension, the
+/// add's result of the product's type), or null.
+AddOp biasAddOf(Value product) {
+  if (!product.hasOneUse())
+    return {};
+  auto add = dyn_cast<AddOp>(*product.user_begin());
+  if (!add || add.getType() != product.getType())
+    return {};
+  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  if (bias == product || biasType.getRank() != 1 ||
+      biasType.getDimSize(0) !=
+          cast<RankedTensorType>(product.getType()).getShape().back())
+    return {};
+  return add;
+}
+
+/// reshape(x) to `shape`, reading through a reshape that made x, and x
+/// itself when it has that shape already.
+Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
+  if (auto inner = x.getDefiningOp<ReshapeOp>())
+    x = inner.getInput();
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getShape() == shape)
+    return x;
+  return ReshapeOp::create(b, loc, type.clone(shape), x);
+}
+
+Value transposed(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return x;
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  return TransposeOp::create(b, loc, type.clone(shape), x,
+                             b.getDenseI64ArrayAttr(perm));
+}
+
+/// How to take the rows of a product's left operand A in the order the
+/// transpose making A read them from: Y reshaped to `yRefined`, transposed
+/// by `order` (rows first), and the row factors' sizes in that order;
+/// `back` puts a result of those row dims (and the columns) in A's order.
+struct RowOrder {
+  Value y;
+  SmallVector<int64_t> yRefined, order, rowShape, back;
+};
+
+std::optional<RowOrder> rowOrderOf(Value a) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto view = a.getDefiningOp<ReshapeOp>();
+  auto transpose = (view ? view.getInput() : a).getDefiningOp<TransposeOp>();
+  if (!transpose || aType.getRank() < 2)
+    return std::nullopt;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  // Factors common to T (the transpose's result) and A.
+  std::optional<Refinement> r =
+      refine(transpose.getType().getShape(), aType.getShape());
+  if (!r)
+    return std::nullopt;
+  int64_t firstColumn = r->firstOfB[aType.getRank() - 1];
+  // Y's dim j is T's dim i with perm[i] == j: Y's factors in its order.
+  SmallVector<int64_t> yFactors;
+  for (int64_t j = 0, e = perm.size(); j < e; ++j) {
+    int64_t i = llvm::find(perm, j) - perm.begin();
+    for (int64_t f = r->firstOfA[i]; f < r->firstOfA[i + 1]; ++f)
+      yFactors.push_back(f);
+  }
+  SmallVector<int64_t> rowsInY;
+  for (int64_t f : yFactors)
+    if (f < firstColumn)
+      rowsInY.push_back(f);
+  if (llvm::equal(rowsInY, llvm::seq<int64_t>(0, firstColumn)))
+    return std::nullopt;
+  RowOrder o;
+  o.y = transpose.getInput();
+  auto positionInY = [&](int64_t f) {
+    return static_cast<int64_t>(llvm::find(yFactors, f) - yFactors.begin());
+  };
+  for (int64_t f : yFactors)
+    o.yRefined.push_back(r->factors[f]);
+  // The rows in Y's order, then the columns in A's (the weight's) order.
+  for (int64_t f : rowsInY)
+    o.order.push_back(positionInY(f));
+  for (int64_t f = firstColumn, e = r->factors.size(); f < e; ++f)
+    o.order.push_back(positionInY(f));
+  o.back.resize(rowsInY.size() + 1);
+  for (auto [position, f] : llvm::enumerate(rowsInY)) {
+    o.rowShape.push_back(r->factors[f]);
+    o.back[f] = position;
+  }
+  o.back.back() = rowsInY.size();
+  return o;
+}
+
+/// Rewrites a product of A's rows by a weight, `matmul(A, W)` (W of rank
+/// 2, with the bias add after it) or `gemm(A, W, c)` (A not transposed, c
+/// absent or a vector), where A's rows come from a transpose in another
+/// order than its input holds them (RowOrder). Returns whether it did.
+bool orderRows(Operation *product, Value a) {
+  auto resultType = cast<RankedTensorType>(product->getResult(0).getType());
+  if (!resultType.getElementType().isF32())
+    return false;
+  std::optional<RowOrder> o = rowOrderOf(a);
+  if (!o)
+    return false;
+  auto matmul = dyn_cast<MatmulOp>(product);
+  AddOp add = matmul ? biasAddOf(matmul.getResult()) : AddOp();
+  Operation *replaced = add ? add.getOperation() : product;
+  OpBuilder b(replaced);
+  Location loc = product->getLoc();
+  auto aType = cast<RankedTensorType>(a.getType());
+  int64_t k = aType.getShape().back(), n = resultType.getShape().back();
+  int64_t rows = aType.getNumElements() / k;
+  Value rowsFirst =
+      reshaped(b, loc,
+               transposed(b, loc, reshaped(b, loc, o->y, o->yRefined), o->order),
+               {rows, k});
+  Type productType = resultType.clone({rows, n});
+  Value result;
+  if (matmul) {
+    result = MatmulOp::create(b, loc, productType, rowsFirst, matmul.getRhs());
+    if (add) {
+      Value bias = add.getLhs() == matmul.getResult() ? add.getRhs()
+                                                       : add.getLhs();
+      result = AddOp::create(b, loc, productType, result, bias);
+    }
+  } else {
+    auto gemm = cast<GemmOp>(product);
+    result = GemmOp::create(b, loc, productType, rowsFirst, gemm.getB(),
+                            gemm.getC(), gemm.getAlphaAttr(),
+                            gemm.getBetaAttr(), gemm.getTransAAttr(),
+                            gemm.getTransBAttr());
+  }
+  SmallVector<int64_t> rowShape(o->rowShape);
+  rowShape.push_back(n);
+  result = reshaped(
+      b, loc, transposed(b, loc, reshaped(b, loc, result, rowShape), o->back),
+      resultType.getShape());
+  replaced->getResult(0).replaceAllUsesWith(result);
+  if (add)
+    add.erase();
+  product->erase();
+  return true;
+}
+
+/// Whether `gemm`'s rows can be reordered: A read untransposed and c
+/// absent or the same for every row.
+bool rowsIndependent(GemmOp gemm) {
+  if (gemm.getTransA())
+    return false;
+  Value c = gemm.getC();
+  return !c || cast<RankedTensorType>(c.getType()).getRank() <= 1;
+}
+
+struct LinearRowOrderPass
+    : mlir::cleave::impl::LinearRowOrderPassBase<LinearRowOrderPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<Operation *, Value>> products;
+    getOperation().walk([&](Operation *op) {
+      if (auto matmul = dyn_cast<MatmulOp>(op);
+          matmul && matmul.getRhs().getType().getRank() == 2)
+        products.push_back({op, matmul.getLhs()});
+      else if (auto gemm = dyn_cast<GemmOp>(op); gemm && rowsIndependent(gemm))
+        products.push_back({op, gemm.getA()});
+    });
+    bool changed = false;
+    for (auto [product, a] : products)
+      changed |= orderRows(product, a);
+    if (!changed)
+      return;
+    // A reshape of a reshape reads the first one's input (the model's view
+    // back to [S, B, N] after the one put back here); dead views go.
+    SmallVector<Operation *> views;
+    getOperation().walk([&](Operation *op) {
+      if (isa<ReshapeOp, TransposeOp>(op))
+        views.push_back(op);
+    });
+    for (Operation *op : views)
+      if (auto reshape = dyn_cast<ReshapeOp>(op))
+        if (auto inner = reshape.getInput().getDefiningOp<ReshapeOp>())
+          reshape.getInputMutable().assign(inner.getInput());
+    for (Operation *op : llvm::reverse(views)) {
+      if (auto reshape = dyn_cast<ReshapeOp>(op);
+          reshape && reshape.getInput().getType() == reshape.getType())
+        reshape.replaceAllUsesWith(reshape.getInput());
+      if (op->use_empty())
+        op->erase();
+    }
+  }
+};
+
+} // namespace
