@@ -1,7 +1,8 @@
 //===- EmitNormalization.cpp - softmax, normalizations --------------------===//
 //
 // Softmax, LogSoftmax, LayerNorm and BatchNorm, forward and backward
-// (runtime/KernelsNormalization.cpp).
+// (runtime/KernelsNormalization.cpp), and a split batch's BatchNorm sums
+// (runtime/KernelsBatchNorm.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +87,44 @@ LogicalResult Emitter::emitOperation(BatchNormGradOp grad) {
                      floatLiteral(grad.getEpsilon().convertToFloat()),
                      ref(grad.getInputGrad()), ref(grad.getScaleGrad()),
                      ref(grad.getBiasGrad())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(BatchNormSumOp sum) {
+  call(sum, formatv("batchNormSum({0}, {1}, {2}, {3})", ref(sum.getInput()),
+                    shapeLiteral(sum.getInput()), sum.getDivisor(),
+                    ref(sum.getResult())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(BatchNormSquaredDeviationSumOp sum) {
+  call(sum, formatv("batchNormSquaredDeviationSum({0}, {1}, {2}, {3}, {4})",
+                    ref(sum.getInput()), shapeLiteral(sum.getInput()),
+                    ref(sum.getMean()), sum.getDivisor(),
+                    ref(sum.getResult())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(BatchNormGradSumsOp sums) {
+  call(sums, formatv("batchNormGradSums({0}, {1}, {2}, {3}, {4}, {5})",
+                     ref(sums.getOutputGrad()), ref(sums.getInput()),
+                     shapeLiteral(sums.getInput()), ref(sums.getMean()),
+                     ref(sums.getSumGrad()), ref(sums.getSumGradCentered())));
+  return success();
+}
+
+LogicalResult Emitter::emitOperation(BatchNormGradFromSumsOp grad) {
+  call(grad,
+       formatv("batchNormGradFromSums({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+               "{8}, {9}f, {10}, {11}, {12})",
+               ref(grad.getOutputGrad()), ref(grad.getInput()),
+               shapeLiteral(grad.getInput()), ref(grad.getScale()),
+               ref(grad.getMean()), ref(grad.getVariance()),
+               ref(grad.getSumGrad()), ref(grad.getSumGradCentered()),
+               grad.getCount(),
+               floatLiteral(grad.getEpsilon().convertToFloat()),
+               ref(grad.getInputGrad()), ref(grad.getScaleGrad()),
+               ref(grad.getBiasGrad())));
   return success();
 }
 

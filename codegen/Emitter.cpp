@@ -173,7 +173,9 @@ static LogicalResult checkFloat32Kernel(Operation *op, const char *target) {
   if (!(dropout && dropout.getTraining()) &&
       !isa<GemmOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp,
            LogSoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp,
-           BatchNormOp, BatchNormGradOp, ConvOp, ConvGradInputOp,
+           BatchNormOp, BatchNormGradOp, BatchNormSumOp,
+           BatchNormSquaredDeviationSumOp, BatchNormGradSumsOp,
+           BatchNormGradFromSumsOp, ConvOp, ConvGradInputOp,
            ConvGradWeightOp, MaxPoolOp, MaxPoolGradOp, AvgPoolOp, AvgPoolGradOp,
            SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp, NllLossOp,
            NllLossGradOp, SliceGradOp, GatherGradOp, SgdOp, AdamwOp, MomentumOp,
@@ -253,7 +255,9 @@ LogicalResult Emitter::emitOpCalls(Operation *op) {
       .Case<GemmOp, MatmulOp>(emit)
       // EmitNormalization.cpp
       .Case<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LayerNormOp,
-            LayerNormGradOp, BatchNormOp, BatchNormGradOp>(emit)
+            LayerNormGradOp, BatchNormOp, BatchNormGradOp, BatchNormSumOp,
+            BatchNormSquaredDeviationSumOp, BatchNormGradSumsOp,
+            BatchNormGradFromSumsOp>(emit)
       // EmitDataMovement.cpp
       .Case<ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SplitOp, SliceOp,
             SliceGradOp, GatherOp, GatherGradOp>(emit)

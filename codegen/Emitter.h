@@ -191,6 +191,10 @@ private:
   LogicalResult emitOperation(LayerNormGradOp grad);
   LogicalResult emitOperation(BatchNormOp norm);
   LogicalResult emitOperation(BatchNormGradOp grad);
+  LogicalResult emitOperation(BatchNormSumOp sum);
+  LogicalResult emitOperation(BatchNormSquaredDeviationSumOp sum);
+  LogicalResult emitOperation(BatchNormGradSumsOp sums);
+  LogicalResult emitOperation(BatchNormGradFromSumsOp grad);
 
   // EmitDataMovement.cpp
   LogicalResult emitConstant(ConstantOp op);

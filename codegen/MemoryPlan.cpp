@@ -401,6 +401,13 @@ int64_t kernelScratchBytes(func::FuncOp func) {
               return scratch::batchNormGrad(
                   grad.getScale().getType().getDimSize(0));
             })
+            .Case([](BatchNormGradFromSumsOp grad) {
+              return scratch::batchNormGrad(
+                  grad.getScale().getType().getDimSize(0));
+            })
+            // The per-channel sums write their results directly.
+            .Case<BatchNormSumOp, BatchNormSquaredDeviationSumOp,
+                  BatchNormGradSumsOp>([](Operation *) { return int64_t(0); })
             .Case<SoftmaxCrossEntropyGradOp, NllLossGradOp>(
                 [](Operation *) { return scratch::kLossScaleBytes; })
             .Case([](GemmOp) { return scratch::kGemmEpilogueBytes; })

@@ -3,6 +3,7 @@
 // Sums per channel over this rank's rows, all-reduced over the axes that
 // split the batch: the statistics of the whole batch for C values sent per
 // sum, where gathering the rows would send the activations themselves.
+// Each sum is one op, one pass over the rows (CleaveBatchStatisticsOps.td).
 // See SplitBatchStatistics.h.
 //
 //===----------------------------------------------------------------------===//
@@ -17,25 +18,22 @@ using namespace mlir::cleave;
 
 namespace {
 
-/// The dims a channel's statistics sum over: the batch and the spatial ones.
-SmallVector<int64_t> reducedDims(Value x) {
-  SmallVector<int64_t> dims{0};
-  for (int64_t d = 2; d < TensorBuilder::typeOf(x).getRank(); ++d)
-    dims.push_back(d);
-  return dims;
+/// Elements per channel in the whole batch: this rank's times the group's.
+int64_t countOf(Value x, int64_t group) {
+  RankedTensorType type = TensorBuilder::typeOf(x);
+  return type.getNumElements() / type.getDimSize(1) * group;
 }
 
-/// Elements per channel in the whole batch: this rank's times the group's.
-double countOf(Value x, int64_t group) {
+/// One value per channel of `x`, of its element type.
+RankedTensorType channelType(Value x) {
   RankedTensorType type = TensorBuilder::typeOf(x);
-  return static_cast<double>(type.getNumElements() / type.getDimSize(1)) *
-         static_cast<double>(group);
+  return RankedTensorType::get({type.getDimSize(1)}, type.getElementType());
 }
 
 /// The all-reduced sums of `values` over `axes`.
-SmallVector<Value> allReduced(TensorBuilder &t, ArrayRef<Value> values,
-                              ArrayAttr axes) {
-  auto reduce = AllReduceOp::create(t.b, t.loc, values, axes);
+SmallVector<Value> allReduced(OpBuilder &b, Location loc,
+                              ArrayRef<Value> values, ArrayAttr axes) {
+  auto reduce = AllReduceOp::create(b, loc, values, axes);
   return SmallVector<Value>(reduce->getResults());
 }
 
@@ -45,21 +43,24 @@ SplitBatchStatistics::Statistics
 SplitBatchStatistics::statisticsOf(Value x, ArrayAttr axes, int64_t group,
                                    Operation *before) {
   auto key = std::make_pair(x, Attribute(axes));
-  if (auto it = built.find(key); it != built.end() &&
-                                 it->second.mean.getDefiningOp()->isBeforeInBlock(before))
+  if (auto it = built.find(key);
+      it != built.end() &&
+      it->second.mean.getDefiningOp()->isBeforeInBlock(before))
     return it->second;
   OpBuilder b(before);
-  TensorBuilder t(b, before->getLoc());
-  SmallVector<int64_t> dims = reducedDims(x);
-  double count = countOf(x, group);
-  // [1, C, 1, ...]: broadcasts against x.
-  Value mean = t.mul(allReduced(t, {t.reduceSum(x, dims, true)}, axes)[0],
-                     1.0 / count);
-  Value centered = t.sub(x, mean);
-  Value variance =
-      t.mul(allReduced(t, {t.reduceSum(t.mul(centered, centered), dims, true)},
-                       axes)[0],
-            1.0 / count);
+  Location loc = before->getLoc();
+  // Each rank's share of the mean and of the variance (its sum over the
+  // whole batch's count), so that the all-reduces give them as they are.
+  int64_t count = countOf(x, group);
+  Value mean = allReduced(
+      b, loc,
+      {BatchNormSumOp::create(b, loc, channelType(x), x, count).getResult()},
+      axes)[0];
+  Value variance = allReduced(b, loc,
+                              {BatchNormSquaredDeviationSumOp::create(
+                                   b, loc, channelType(x), x, mean, count)
+                                   .getResult()},
+                              axes)[0];
   Statistics statistics{mean, variance};
   built[key] = statistics;
   return statistics;
@@ -67,45 +68,30 @@ SplitBatchStatistics::statisticsOf(Value x, ArrayAttr axes, int64_t group,
 
 void SplitBatchStatistics::rewrite(Operation *op, ArrayRef<StringAttr> axes) {
   MLIRContext *context = op->getContext();
-  ArrayAttr axesAttr = ArrayAttr::get(
-      context, SmallVector<Attribute>(axes.begin(), axes.end()));
+  ArrayAttr axesAttr =
+      ArrayAttr::get(context, SmallVector<Attribute>(axes.begin(), axes.end()));
   int64_t group = mesh.getGroupSize(axes);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {
     Statistics s = statisticsOf(norm.getInput(), axesAttr, group, op);
-    OpBuilder b(op);
-    TensorBuilder t(b, op->getLoc());
-    ArrayRef<int64_t> channels = norm.getScale().getType().getShape();
-    norm.getBatchStatisticsMutable().assign(
-        {t.reshape(s.mean, channels), t.reshape(s.variance, channels)});
+    norm.getBatchStatisticsMutable().assign({s.mean, s.variance});
     return;
   }
-  // dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)),
-  // dscale = sum(dy * xhat), dbias = sum(dy): BatchNormGradApply's formula
-  // (runtime/NormalizationBodies.h) on the whole batch's sums.
+  // The batch's sum(dy) and sum(dy * (x - mean)), then the gradients from
+  // them (the kernel of batch_norm_grad on the whole batch's sums).
   auto grad = cast<BatchNormGradOp>(op);
   Value dy = grad.getOutputGrad(), x = grad.getInput();
   Statistics s = statisticsOf(x, axesAttr, group, op);
   OpBuilder b(op);
-  TensorBuilder t(b, op->getLoc());
-  SmallVector<int64_t> dims = reducedDims(x);
-  double count = countOf(x, group);
-  Value rstd = t.div(t.scalarLike(x, 1.0),
-                     t.unary<SqrtOp>(t.add(
-                         s.variance, grad.getEpsilon().convertToDouble())));
-  // x * rstd - mean * rstd, not (x - mean) * rstd: CSE would otherwise
-  // merge x - mean with the forward pass's and keep it alive until here.
-  Value xhat = t.sub(t.mul(x, rstd), t.mul(s.mean, rstd));
-  SmallVector<Value> sums = allReduced(
-      t, {t.reduceSum(dy, dims, true), t.reduceSum(t.mul(dy, xhat), dims, true)},
-      axesAttr);
-  Value sumDy = sums[0], sumDyXhat = sums[1];
-  ArrayRef<int64_t> channels = grad.getScale().getType().getShape();
-  SmallVector<int64_t> broadcastShape(TensorBuilder::typeOf(rstd).getShape());
-  Value gain = t.mul(t.reshape(grad.getScale(), broadcastShape), rstd);
-  Value dx = t.mul(gain, t.sub(t.sub(dy, t.mul(sumDy, 1.0 / count)),
-                               t.mul(xhat, t.mul(sumDyXhat, 1.0 / count))));
-  grad.getInputGrad().replaceAllUsesWith(dx);
-  grad.getScaleGrad().replaceAllUsesWith(t.reshape(sumDyXhat, channels));
-  grad.getBiasGrad().replaceAllUsesWith(t.reshape(sumDy, channels));
+  Location loc = op->getLoc();
+  RankedTensorType channels = channelType(x);
+  auto sums =
+      BatchNormGradSumsOp::create(b, loc, channels, channels, dy, x, s.mean);
+  SmallVector<Value> whole = allReduced(
+      b, loc, {sums.getSumGrad(), sums.getSumGradCentered()}, axesAttr);
+  auto fromSums = BatchNormGradFromSumsOp::create(
+      b, loc, grad->getResultTypes(), dy, x, grad.getScale(), s.mean,
+      s.variance, whole[0], whole[1], grad.getEpsilonAttr(),
+      b.getI64IntegerAttr(countOf(x, group)));
+  grad->replaceAllUsesWith(fromSums->getResults());
   grad.erase();
 }

@@ -26,11 +26,12 @@ public:
   /// BatchNormGradOp on this rank's block of a batch split over `axes`
   /// (the micro-batch axis excluded: a micro-batch is its own batch):
   ///  - the forward op gets the batch's mean and biased variance as its
-  ///    batch_statistics (two all-reduced sums: of x, then of (x - mean)^2,
-  ///    the two passes the kernel makes on one rank);
-  ///  - the gradient becomes the formula of its kernel on all-reduced
-  ///    sums of dy and dy * xhat, reusing the forward's statistics of the
-  ///    same input where there is one.
+  ///    batch_statistics (two all-reduced sums, batch_norm_sum of x, then
+  ///    batch_norm_squared_deviation_sum around the mean: the two passes
+  ///    the kernel makes on one rank);
+  ///  - the gradient becomes batch_norm_grad_from_sums on the all-reduced
+  ///    batch_norm_grad_sums (sum(dy), sum(dy * (x - mean))), reusing the
+  ///    forward's statistics of the same input where there is one.
   void rewrite(Operation *op, ArrayRef<StringAttr> axes);
 
 private:

@@ -386,11 +386,12 @@ void Formulation::addOps() {
                                           .getType());
         double channelBytes = 4.0 * double(input.getDimSize(1));
         bool forward = isa<BatchNormOp>(op);
-        // The sums are ops of their own around the kernel (the forward
-        // pass's 7 read and write the input 6 times over; the gradient's
-        // 14, replacing its kernel, some 14 times more than it).
-        int ops = forward ? 7 : 14;
-        double passes = forward ? 6 : 14;
+        // The sums are ops of their own, one pass each over the input
+        // (the forward pass's two over x; the gradient's one over dy and
+        // x, its kernel taking the sums as the kernel it replaces takes
+        // dy and x).
+        int ops = forward ? 2 : 1;
+        double passes = 2;
         double inputBytes = bytesOf(op.getOperand(isa<BatchNormOp>(op) ? 0 : 1));
         for (Choice &choice : node.choices) {
           double split = choice.operandDims[0] >= 0 ? t : 1;

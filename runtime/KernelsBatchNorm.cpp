@@ -10,7 +10,9 @@
 //
 // Statistics as before: batch mean, then the biased variance around it
 // (two passes), summed in double, the positions of a row in parallel and
-// the samples in order; the cuda target keeps NormalizationBodies.h.
+// the samples in order; the cuda target keeps NormalizationBodies.h. A
+// batch split over ranks has each pass as a kernel of its own (its sums
+// are all-reduced in between), the same loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -188,6 +190,53 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
   }
 }
 
+namespace {
+
+/// Phase 2 of batchNormGrad, from a batch's mean, var, sum(dy) (sums[c])
+/// and sum(dy * (x - mean)) (sums[channels + c]) over `count` elements per
+/// channel: dScale, dBias (may be null) and dx of these rows.
+void gradFromStatistics(const float *dy, const float *x, const Rows &r,
+                        const float *scale, const double *mean,
+                        const double *var, const double *sums, double count,
+                        float epsilon, float *dx, float *dScale,
+                        float *dBias) {
+  // Per channel, as BatchNormGradChannel's coefficients: mean, rstd,
+  // scale * rstd, mean(dy), mean(dy * xhat).
+  float *k = scratch<1, float>(5 * r.channels);
+  for (int64_t c = 0; c < r.channels; ++c) {
+    float rstd = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon));
+    double sumDyXhat = sums[r.channels + c] * rstd;
+    dScale[c] = static_cast<float>(sumDyXhat);
+    if (dBias)
+      dBias[c] = static_cast<float>(sums[c]);
+    k[c] = static_cast<float>(mean[c]);
+    k[r.channels + c] = rstd;
+    k[2 * r.channels + c] = scale[c] * rstd;
+    k[3 * r.channels + c] = static_cast<float>(sums[c] / count);
+    k[4 * r.channels + c] = static_cast<float>(sumDyXhat / count);
+  }
+  if (r.elements() == 0)
+    return;
+  float *rows = scratch<4, float>(5 * r.row);
+  for (int i = 0; i < 5; ++i)
+    spread(r, k + i * r.channels, rows + i * r.row);
+  const float *m = rows, *rstd = rows + r.row, *g = rows + 2 * r.row,
+              *mDy = rows + 3 * r.row, *mDyXhat = rows + 4 * r.row;
+  // dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+  for (int64_t b = 0; b < r.n; ++b) {
+    const float *xb = x + b * r.row, *dyb = dy + b * r.row;
+    float *dxb = dx + b * r.row;
+    CLEAVE_SIMD
+    for (int64_t j = 0; j < r.row; ++j) {
+      float xhat = (xb[j] - m[j]) * rstd[j];
+      dxb[j] = g[j] * (dyb[j] - mDy[j] - xhat * mDyXhat[j]);
+    }
+  }
+}
+
+} // namespace
+
 void batchNormGrad(const float *dy, const float *x, const Shape &shape,
                    const float *scale, float epsilon, float *dx, float *dScale,
                    float *dBias) {
@@ -208,38 +257,68 @@ void batchNormGrad(const float *dy, const float *x, const Shape &shape,
   double *sums = scratch<5, double>(2 * r.channels);
   batchStats(x, r, mean, var, meanRow, acc, dy, scratch<6, double>(r.row),
              sums);
-  double count = static_cast<double>(r.n * r.s);
-  // Per channel, as BatchNormGradChannel's coefficients: mean, rstd,
-  // scale * rstd, mean(dy), mean(dy * xhat).
-  float *k = scratch<1, float>(5 * r.channels);
+  gradFromStatistics(dy, x, r, scale, mean, var, sums,
+                     static_cast<double>(r.n * r.s), epsilon, dx, dScale,
+                     dBias);
+}
+
+void batchNormSum(const float *x, const Shape &shape, double divisor,
+                  float *out) {
+  Rows r(shape);
+  double *acc = scratch<3, double>(r.row);
+  sumOverSamples(r, acc, [&](int64_t e, int64_t) { return double(x[e]); });
+  for (int64_t c = 0; c < r.channels; ++c)
+    out[c] = static_cast<float>(channelSum(r, acc, c) / divisor);
+}
+
+void batchNormSquaredDeviationSum(const float *x, const Shape &shape,
+                                  const float *mean, double divisor,
+                                  float *out) {
+  Rows r(shape);
+  double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row);
+  spread(r, mean, meanRow);
+  sumOverSamples(r, acc, [&](int64_t e, int64_t j) {
+    double d = x[e] - meanRow[j];
+    return d * d;
+  });
+  for (int64_t c = 0; c < r.channels; ++c)
+    out[c] = static_cast<float>(channelSum(r, acc, c) / divisor);
+}
+
+void batchNormGradSums(const float *dy, const float *x, const Shape &shape,
+                       const float *mean, float *sumDy, float *sumDyCentered) {
+  Rows r(shape);
+  double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row),
+         *acc2 = scratch<6, double>(r.row);
+  spread(r, mean, meanRow);
+  sumOverSamples(
+      r, acc, [&](int64_t e, int64_t) { return double(dy[e]); }, acc2,
+      [&](int64_t e, int64_t j) {
+        return double(dy[e]) * (x[e] - meanRow[j]);
+      });
   for (int64_t c = 0; c < r.channels; ++c) {
-    float rstd = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon));
-    double sumDyXhat = sums[r.channels + c] * rstd;
-    dScale[c] = static_cast<float>(sumDyXhat);
-    if (dBias)
-      dBias[c] = static_cast<float>(sums[c]);
-    k[c] = static_cast<float>(mean[c]);
-    k[r.channels + c] = rstd;
-    k[2 * r.channels + c] = scale[c] * rstd;
-    k[3 * r.channels + c] = static_cast<float>(sums[c] / count);
-    k[4 * r.channels + c] = static_cast<float>(sumDyXhat / count);
+    sumDy[c] = static_cast<float>(channelSum(r, acc, c));
+    sumDyCentered[c] = static_cast<float>(channelSum(r, acc2, c));
   }
-  float *rows = scratch<4, float>(5 * r.row);
-  for (int i = 0; i < 5; ++i)
-    spread(r, k + i * r.channels, rows + i * r.row);
-  const float *m = rows, *rstd = rows + r.row, *g = rows + 2 * r.row,
-              *mDy = rows + 3 * r.row, *mDyXhat = rows + 4 * r.row;
-  // dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
-  for (int64_t b = 0; b < r.n; ++b) {
-    const float *xb = x + b * r.row, *dyb = dy + b * r.row;
-    float *dxb = dx + b * r.row;
-    CLEAVE_SIMD
-    for (int64_t j = 0; j < r.row; ++j) {
-      float xhat = (xb[j] - m[j]) * rstd[j];
-      dxb[j] = g[j] * (dyb[j] - mDy[j] - xhat * mDyXhat[j]);
-    }
+}
+
+void batchNormGradFromSums(const float *dy, const float *x, const Shape &shape,
+                           const float *scale, const float *mean,
+                           const float *var, const float *sumDy,
+                           const float *sumDyCentered, double count,
+                           float epsilon, float *dx, float *dScale,
+                           float *dBias) {
+  Rows r(shape);
+  double *m = scratch<0, double>(2 * r.channels), *v = m + r.channels;
+  double *sums = scratch<5, double>(2 * r.channels);
+  for (int64_t c = 0; c < r.channels; ++c) {
+    m[c] = mean[c];
+    v[c] = var[c];
+    sums[c] = sumDy[c];
+    sums[r.channels + c] = sumDyCentered[c];
   }
+  gradFromStatistics(dy, x, r, scale, m, v, sums, count, epsilon, dx, dScale,
+                     dBias);
 }
 
 } // namespace cleave::rt

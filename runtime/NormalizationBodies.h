@@ -366,25 +366,36 @@ struct ChannelView {
   /// The channel of flat element e.
   CLEAVE_HD int64_t channelOf(int64_t e) const { return e / s % channels; }
 
-  /// Biased mean and variance of channel c, in double, two passes.
-  CLEAVE_HD void stats(const float *x, int64_t c, double &mean,
-                       double &var) const {
-    double sum = 0.0;
+  /// The sum of x over channel c's elements, in double.
+  CLEAVE_HD double sum(const float *x, int64_t c) const {
+    double total = 0.0;
     for (int64_t b = 0; b < n; ++b) {
       const float *p = x + (b * channels + c) * s;
-      sum += interleavedSum(s, [&](int64_t i) { return double(p[i]); });
+      total += interleavedSum(s, [&](int64_t i) { return double(p[i]); });
     }
-    int64_t count = n * s;
-    mean = sum / count;
-    double sq = 0.0;
+    return total;
+  }
+
+  /// The sum of (x - mean)^2 over channel c's elements, in double.
+  CLEAVE_HD double squaredDeviations(const float *x, int64_t c,
+                                     double mean) const {
+    double total = 0.0;
     for (int64_t b = 0; b < n; ++b) {
       const float *p = x + (b * channels + c) * s;
-      sq += interleavedSum(s, [&](int64_t i) {
+      total += interleavedSum(s, [&](int64_t i) {
         double dv = p[i] - mean;
         return dv * dv;
       });
     }
-    var = sq / count;
+    return total;
+  }
+
+  /// Biased mean and variance of channel c, in double, two passes.
+  CLEAVE_HD void stats(const float *x, int64_t c, double &mean,
+                       double &var) const {
+    int64_t count = n * s;
+    mean = sum(x, c) / count;
+    var = squaredDeviations(x, c, mean) / count;
   }
 };
 
@@ -462,13 +473,58 @@ struct BatchNormApply {
   }
 };
 
+/// A split batch's sums (batchNormSum, batchNormSquaredDeviationSum), one
+/// item per channel: out[c] = sum(x) / divisor, or with mean given
+/// sum((x - mean[c])^2) / divisor.
+struct BatchNormSumChannel {
+  const float *x;
+  /// Null: the plain sum.
+  const float *mean;
+  float *out;
+  ChannelView view;
+  double divisor;
+
+  CLEAVE_HD void operator()(int64_t c) const {
+    double sum = mean ? view.squaredDeviations(x, c, mean[c]) : view.sum(x, c);
+    out[c] = static_cast<float>(sum / divisor);
+  }
+};
+
+/// A split batch's gradient sums (batchNormGradSums), one item per channel:
+/// sumDy[c] = sum(dy), sumDyCentered[c] = sum(dy * (x - mean[c])).
+struct BatchNormGradSumsChannel {
+  const float *dy;
+  const float *x;
+  const float *mean;
+  float *sumDy;
+  float *sumDyCentered;
+  ChannelView view;
+
+  CLEAVE_HD void operator()(int64_t c) const {
+    double m = mean[c];
+    double total = 0.0, centered = 0.0;
+    for (int64_t b = 0; b < view.n; ++b) {
+      const float *xp = x + (b * view.channels + c) * view.s;
+      const float *dyp = dy + (b * view.channels + c) * view.s;
+      total +=
+          interleavedSum(view.s, [&](int64_t i) { return double(dyp[i]); });
+      centered += interleavedSum(view.s, [&](int64_t i) {
+        return static_cast<double>(dyp[i]) * (xp[i] - m);
+      });
+    }
+    sumDy[c] = static_cast<float>(total);
+    sumDyCentered[c] = static_cast<float>(centered);
+  }
+};
+
 /// Values per channel that BatchNormGradChannel hands to BatchNormGradApply.
 constexpr int kBatchNormGradCoefs = 5;
 
 /// Phase 1 of batchNormGrad, one item per channel: recomputes the batch
-/// statistics, writes dScale = sum(dy * xhat) and dBias = sum(dy) (dBias may
-/// be null), and leaves mean, invStd, scale * invStd, mean(dy) and
-/// mean(dy * xhat) in coef[kBatchNormGradCoefs * c ...] for phase 2.
+/// statistics (or takes the whole batch's, batchNormGradFromSums), writes
+/// dScale = sum(dy * xhat) and dBias = sum(dy) (dBias may be null), and
+/// leaves mean, invStd, scale * invStd, mean(dy) and mean(dy * xhat) in
+/// coef[kBatchNormGradCoefs * c ...] for phase 2.
 struct BatchNormGradChannel {
   const float *dy;
   const float *x;
@@ -478,29 +534,47 @@ struct BatchNormGradChannel {
   float *coef;
   ChannelView view;
   float epsilon;
+  /// The whole batch's mean, biased variance, sum(dy) and
+  /// sum(dy * (x - mean)) per channel and its elements per channel, of a
+  /// batch split over ranks; null: this input's.
+  const float *batchMean = nullptr;
+  const float *batchVar = nullptr;
+  const float *batchSumDy = nullptr;
+  const float *batchSumDyCentered = nullptr;
+  double batchCount = 0.0;
 
   CLEAVE_HD void operator()(int64_t c) const {
-    int64_t count = view.n * view.s;
-    if (count == 0) {
+    double count = static_cast<double>(view.n * view.s);
+    float m, rstd;
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    if (batchMean) {
+      // As batchNormGradFromSums on the cpu target.
+      count = batchCount;
+      m = batchMean[c];
+      rstd = static_cast<float>(
+          1.0 / std::sqrt(static_cast<double>(batchVar[c]) + epsilon));
+      sumDy = batchSumDy[c];
+      sumDyXhat = static_cast<double>(batchSumDyCentered[c]) * rstd;
+    } else if (count == 0) {
       // No elements, so phase 2 has no items: only the sums are due.
       dScale[c] = 0.0f;
       if (dBias)
         dBias[c] = 0.0f;
       return;
-    }
-    double dm, dv;
-    view.stats(x, c, dm, dv);
-    float m = static_cast<float>(dm);
-    float rstd = static_cast<float>(1.0 / std::sqrt(dv + epsilon));
-    double sumDy = 0.0, sumDyXhat = 0.0;
-    for (int64_t b = 0; b < view.n; ++b) {
-      const float *xp = x + (b * view.channels + c) * view.s;
-      const float *dyp = dy + (b * view.channels + c) * view.s;
-      sumDy +=
-          interleavedSum(view.s, [&](int64_t i) { return double(dyp[i]); });
-      sumDyXhat += interleavedSum(view.s, [&](int64_t i) {
-        return static_cast<double>(dyp[i]) * ((xp[i] - m) * rstd);
-      });
+    } else {
+      double dm, dv;
+      view.stats(x, c, dm, dv);
+      m = static_cast<float>(dm);
+      rstd = static_cast<float>(1.0 / std::sqrt(dv + epsilon));
+      for (int64_t b = 0; b < view.n; ++b) {
+        const float *xp = x + (b * view.channels + c) * view.s;
+        const float *dyp = dy + (b * view.channels + c) * view.s;
+        sumDy +=
+            interleavedSum(view.s, [&](int64_t i) { return double(dyp[i]); });
+        sumDyXhat += interleavedSum(view.s, [&](int64_t i) {
+          return static_cast<double>(dyp[i]) * ((xp[i] - m) * rstd);
+        });
+      }
     }
     dScale[c] = static_cast<float>(sumDyXhat);
     if (dBias)

@@ -836,6 +836,7 @@ def Cleave_NllLossOp : Cleave_Op<"nll_loss", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "dialects/cleave/CleaveBatchStatisticsOps.td"
 include "dialects/cleave/CleaveGradientOps.td"
 include "dialects/cleave/CleaveOptimizerOps.td"
 include "dialects/cleave/CleaveCollectiveOps.td"

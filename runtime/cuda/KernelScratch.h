@@ -50,7 +50,8 @@ inline int64_t reduction(int64_t outCount, int64_t redCount) {
   return parts > 1 ? aligned(outCount * parts * 8) : 0;
 }
 
-/// Per-channel coefficients of batchNorm (2 floats) and batchNormGrad (5).
+/// Per-channel coefficients of batchNorm (2 floats) and batchNormGrad (5,
+/// batchNormGradFromSums too).
 inline int64_t batchNorm(int64_t channels) { return aligned(2 * channels * 4); }
 inline int64_t batchNormGrad(int64_t channels) {
   return aligned(5 * channels * 4);

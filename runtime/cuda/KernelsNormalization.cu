@@ -70,4 +70,44 @@ void batchNormGrad(const float *dy, const float *x, const Shape &shape,
          BatchNormGradApply{dy, x, coef.as<float>(), dx, view});
 }
 
+void batchNormSum(const float *x, const Shape &shape, double divisor,
+                  float *out) {
+  ChannelView view(shape);
+  launch(view.channels, BatchNormSumChannel{x, nullptr, out, view, divisor});
+}
+
+void batchNormSquaredDeviationSum(const float *x, const Shape &shape,
+                                  const float *mean, double divisor,
+                                  float *out) {
+  ChannelView view(shape);
+  launch(view.channels, BatchNormSumChannel{x, mean, out, view, divisor});
+}
+
+void batchNormGradSums(const float *dy, const float *x, const Shape &shape,
+                       const float *mean, float *sumDy, float *sumDyCentered) {
+  ChannelView view(shape);
+  launch(view.channels,
+         BatchNormGradSumsChannel{dy, x, mean, sumDy, sumDyCentered, view});
+}
+
+void batchNormGradFromSums(const float *dy, const float *x, const Shape &shape,
+                           const float *scale, const float *mean,
+                           const float *var, const float *sumDy,
+                           const float *sumDyCentered, double count,
+                           float epsilon, float *dx, float *dScale,
+                           float *dBias) {
+  ChannelView view(shape);
+  DeviceScratch coef(kBatchNormGradCoefs * view.channels * sizeof(float));
+  BatchNormGradChannel channel{
+      dy, x, scale, dScale, dBias, coef.as<float>(), view, epsilon};
+  channel.batchMean = mean;
+  channel.batchVar = var;
+  channel.batchSumDy = sumDy;
+  channel.batchSumDyCentered = sumDyCentered;
+  channel.batchCount = count;
+  launch(view.channels, channel);
+  launch(view.elements(),
+         BatchNormGradApply{dy, x, coef.as<float>(), dx, view});
+}
+
 } // namespace cleave::rt::cuda

@@ -32,7 +32,8 @@ module attributes {cleave.mesh = #cleave.mesh<microbatch = 2>} {
 // With data parallelism too, a micro-batch is the rows all dp ranks run
 // as it: its BatchNorm normalizes this rank's rows with the statistics of
 // all of them, from per-rank sums all-reduced over dp (C values each, not
-// the rows; never over micro-batches), and so does its gradient. Its scale
+// the rows; never over micro-batches; divided by the micro-batch's 4 rows
+// over both ranks), and so does its gradient. Its scale
 // gradient is such an all-reduced sum, whole on every dp rank: summed over
 // micro-batches only, never all-reduced again.
 
@@ -40,18 +41,16 @@ module attributes {cleave.mesh = #cleave.mesh<microbatch = 2>} {
 // CHECK: %[[X0:.*]] = cleave.slice %arg0 {offsets = array<i64: 0, 0>
 // CHECK: %[[X1:.*]] = cleave.slice %arg0 {offsets = array<i64: 2, 0>
 // CHECK-NOT: all_gather
-// CHECK: %[[S0:.*]] = cleave.reduce_sum %[[X0]] {axes = array<i64: 0>, {{.*}}keepdims = true} : tensor<2x4xf32> -> tensor<1x4xf32>
-// CHECK: cleave.all_reduce %[[S0]] over ["dp"]
-// CHECK: cleave.all_reduce %{{.*}} over ["dp"]
-// CHECK: %[[MEAN0:.*]] = cleave.reshape {{.*}} -> tensor<4xf32>
-// CHECK: %[[VAR0:.*]] = cleave.reshape {{.*}} -> tensor<4xf32>
+// CHECK: %[[S0:.*]] = cleave.batch_norm_sum %[[X0]] {{{.*}}divisor = 4 : i64} : tensor<2x4xf32> -> tensor<4xf32>
+// CHECK: %[[MEAN0:.*]] = cleave.all_reduce %[[S0]] over ["dp"]
+// CHECK: %[[VAR0:.*]] = cleave.all_reduce %{{.*}} over ["dp"]
 // CHECK: %{{.*}}, %[[M0:.*]], %[[V0:.*]] = cleave.batch_norm %[[X0]], %arg1, %arg2, %arg3, %arg4, %[[MEAN0]], %[[VAR0]]
 // CHECK: %{{.*}}, %[[M1:.*]], %[[V1:.*]] = cleave.batch_norm %[[X1]], %arg1, %arg2, %[[M0]], %[[V0]],
-// CHECK-NOT: batch_norm_grad
+// CHECK-NOT: batch_norm_grad {{.*}}
 // CHECK: %[[G0:[0-9]+]]:2 = cleave.all_reduce %{{.*}}, %{{.*}} over ["dp"]
-// CHECK: %[[DS0:.*]] = cleave.reshape %[[G0]]#1
+// CHECK: %{{.*}}, %[[DS0:.*]], %{{.*}} = cleave.batch_norm_grad_from_sums %{{.*}}, %[[X0]], %arg1, %[[MEAN0]], %[[VAR0]], %[[G0]]#0, %[[G0]]#1 {{{.*}}count = 4 : i64
 // CHECK: %[[G1:[0-9]+]]:2 = cleave.all_reduce %{{.*}}, %{{.*}} over ["dp"]
-// CHECK: %[[DS1:.*]] = cleave.reshape %[[G1]]#1
+// CHECK: %{{.*}}, %[[DS1:.*]], %{{.*}} = cleave.batch_norm_grad_from_sums %{{.*}}, %[[X1]], %arg1, {{.*}}, %[[G1]]#0, %[[G1]]#1
 // CHECK: %[[S:.*]] = cleave.add %[[DS0]], %[[DS1]]
 // CHECK-NOT: cleave.all_reduce %[[S]]
 // CHECK: return %{{.*}}, %[[S]], %[[M1]], %[[V1]]
