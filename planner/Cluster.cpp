@@ -110,7 +110,7 @@ std::unique_ptr<Tree> readTree(llvm::yaml::Node *node, llvm::SourceMgr &sm,
       auto *key =
           llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
       std::string name = key ? key->getValue(storage).str() : "?";
-      // The schema is three levels deep; deeper input is not a cluster.
+      // The schema is four levels deep; deeper input is not a cluster.
       tree->entries.push_back(
           {name, depth < 8 ? readTree(entry.getValue(), sm, depth + 1)
                            : std::make_unique<Tree>()});
@@ -262,7 +262,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   auto device =
       reader.entries(deviceNode, "device",
                      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
-                      "cache_mib", "cache_bandwidth_gbs", "op_overhead_us"});
+                      "cache_mib", "cache_bandwidth_gbs", "op_overhead_us",
+                      "kernels"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -282,6 +283,29 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                                     c.opOverheadUs, /*optional=*/true,
                                     /*zeroOk=*/true))
     return std::move(e);
+  if (auto kernelsNode = device->lookup("kernels")) {
+    llvm::SmallVector<llvm::StringRef, kKernelCount> names;
+    for (size_t k = 0; k < kKernelCount; ++k)
+      names.push_back(kernelName(static_cast<Kernel>(k)));
+    auto kernels = reader.entries(kernelsNode, "device.kernels", names);
+    if (!kernels)
+      return kernels.takeError();
+    for (size_t k = 0; k < kKernelCount; ++k) {
+      auto rateNode = kernels->lookup(names[k]);
+      if (!rateNode)
+        continue;
+      std::string where = ("device.kernels." + names[k]).str();
+      auto rate = reader.entries(rateNode, where, {"row_ns", "element_ns"});
+      if (!rate)
+        return rate.takeError();
+      if (llvm::Error e = reader.number(*rate, "row_ns", where,
+                                        c.kernelRates[k].rowNs, true, true))
+        return std::move(e);
+      if (llvm::Error e = reader.number(*rate, "element_ns", where,
+                                        c.kernelRates[k].elementNs, true, true))
+        return std::move(e);
+    }
+  }
   if ((c.cacheMiB > 0) != (c.cacheBandwidthGBs > 0))
     return reader.error("device.cache_mib",
                         "and device.cache_bandwidth_gbs go together: give both "
@@ -342,6 +366,24 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     }
   }
   return c;
+}
+
+llvm::StringRef kernelName(Kernel kernel) {
+  switch (kernel) {
+  case Kernel::Softmax:
+    return "softmax";
+  case Kernel::SoftmaxGrad:
+    return "softmax_grad";
+  case Kernel::LayerNorm:
+    return "layer_norm";
+  case Kernel::LayerNormGrad:
+    return "layer_norm_grad";
+  case Kernel::Dropout:
+    return "dropout";
+  case Kernel::BatchedMatmul:
+    return "batched_matmul";
+  }
+  llvm_unreachable("unknown kernel");
 }
 
 llvm::Expected<Cluster> loadCluster(llvm::StringRef nameOrPath) {

@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,28 @@ namespace cleave::planner {
 struct Link {
   double bandwidthGBs = 0; // 1e9 bytes per second
   double latencyUs = 0;
+};
+
+/// Kernels whose time the roofline misses on a cpu: short rows (a
+/// softmax's or LayerNorm's per-row work), random numbers (dropout), many
+/// small matrices (attention's batched products).
+enum class Kernel {
+  Softmax,
+  SoftmaxGrad,
+  LayerNorm,
+  LayerNormGrad,
+  Dropout,
+  BatchedMatmul,
+};
+constexpr size_t kKernelCount = 6;
+
+/// The kernel's name in cluster files ("softmax", "layer_norm_grad", ...).
+llvm::StringRef kernelName(Kernel kernel);
+
+/// A kernel's measured time: per row (a softmax's or LayerNorm's line, a
+/// batched product's matrix) and per element, in nanoseconds.
+struct KernelRate {
+  double rowNs = 0, elementNs = 0;
 };
 
 struct Cluster {
@@ -44,6 +67,8 @@ struct Cluster {
   /// checks, the start of its loops; a GPU's kernel launch), in
   /// microseconds: `cleave calibrate` measures it on tiny tensors.
   double opOverheadUs = 0;
+  /// Measured kernel rates (`cleave calibrate`; zero: the roofline alone).
+  std::array<KernelRate, kKernelCount> kernelRates{};
   Link intraNode, interNode;
   /// Fractions of peak reached in practice: matrix products, memory-bound
   /// ops, links.

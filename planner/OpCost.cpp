@@ -35,6 +35,65 @@ double perOutputElement(Value weight) {
   return elements(weight) / std::max<int64_t>(type.getDimSize(0), 1);
 }
 
+/// Lines of `value` along `axis` (each a row the kernel walks).
+double linesAlong(Value value, int64_t axis) {
+  auto type = cast<ShapedType>(value.getType());
+  return elements(value) / std::max<int64_t>(type.getDimSize(axis), 1);
+}
+
+/// Rows of a LayerNorm over dims [axis, rank).
+double rowsBefore(Value value, int64_t axis) {
+  auto type = cast<ShapedType>(value.getType());
+  double rows = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    rows *= type.getDimSize(d);
+  return rows;
+}
+
+/// The measured-rate kernel `op` runs, with its rows and elements.
+void setKernel(Operation *op, OpCost &cost) {
+  auto set = [&](Kernel kernel, double rows, Value shaped) {
+    cost.kernel = kernel;
+    cost.kernelRows = rows;
+    cost.kernelElements = elements(shaped);
+  };
+  if (auto softmax = dyn_cast<SoftmaxOp>(op))
+    set(Kernel::Softmax, linesAlong(softmax.getInput(), softmax.getAxis()),
+        softmax.getInput());
+  else if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op))
+    set(Kernel::Softmax,
+        linesAlong(logSoftmax.getInput(), logSoftmax.getAxis()),
+        logSoftmax.getInput());
+  else if (auto grad = dyn_cast<SoftmaxGradOp>(op))
+    set(Kernel::SoftmaxGrad, linesAlong(grad.getOutput(), grad.getAxis()),
+        grad.getOutput());
+  else if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
+    set(Kernel::Softmax, linesAlong(loss.getScores(), 1), loss.getScores());
+  else if (auto grad = dyn_cast<SoftmaxCrossEntropyGradOp>(op))
+    set(Kernel::SoftmaxGrad, linesAlong(grad.getLogProb(), 1),
+        grad.getLogProb());
+  else if (auto norm = dyn_cast<LayerNormOp>(op))
+    set(Kernel::LayerNorm, rowsBefore(norm.getInput(), norm.getAxis()),
+        norm.getInput());
+  else if (auto grad = dyn_cast<LayerNormGradOp>(op))
+    set(Kernel::LayerNormGrad, rowsBefore(grad.getInput(), grad.getAxis()),
+        grad.getInput());
+  else if (auto dropout = dyn_cast<DropoutOp>(op);
+           dropout && dropout.getTraining() &&
+           dropout.getRatio().convertToFloat() > 0)
+    set(Kernel::Dropout, 0, dropout.getInput());
+  else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    auto result = cast<ShapedType>(matmul.getType());
+    if (result.getRank() >= 3) {
+      double matrix = result.getDimSize(result.getRank() - 1) *
+                      result.getDimSize(result.getRank() - 2);
+      set(Kernel::BatchedMatmul, elements(matmul.getResult()) / matrix,
+          matmul.getResult());
+      cost.kernelElements = 0;
+    }
+  }
+}
+
 } // namespace
 
 bool isCollective(Operation *op) {
@@ -58,6 +117,7 @@ OpCost costOf(Operation *op) {
     resultElements = std::max(resultElements, elements(result));
   }
   cost.flops = resultElements;
+  setKernel(op, cost);
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     auto lhs = cast<ShapedType>(matmul.getLhs().getType());
     double k = lhs.getRank() ? lhs.getDimSize(lhs.getRank() - 1) : 1;

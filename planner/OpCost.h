@@ -5,14 +5,20 @@
 // floating-point operations and the bytes it reads and writes, from the
 // IR's static shapes. Matrix products (matmul, gemm, convolutions and their
 // gradients) are counted as 2 * M * N * K; every other op as one operation
-// per result element. The roofline in CostModel turns these into time.
+// per result element. The roofline in CostModel turns these into time; the
+// kernels the roofline misses (short rows, random numbers, small batched
+// matrices) also say their rows and elements, which measured rates time.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_PLANNER_OPCOST_H
 #define CLEAVE_PLANNER_OPCOST_H
 
+#include "planner/Cluster.h"
+
 #include "mlir/IR/Operation.h"
+
+#include <optional>
 
 namespace cleave::planner {
 
@@ -23,6 +29,10 @@ struct OpCost {
   bool matrix = false;
   /// The op moves no data (a constant, a view): free.
   bool free = false;
+  /// A kernel with a measured rate (Cluster::kernelRates), its rows and
+  /// elements: its time is at least rows * rowNs + elements * elementNs.
+  std::optional<Kernel> kernel;
+  double kernelRows = 0, kernelElements = 0;
 };
 
 /// The cost of `op`; collectives are not costed here (CostModel times them

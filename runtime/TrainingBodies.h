@@ -47,7 +47,10 @@ struct DropoutElement {
 
   CLEAVE_HD void operator()(int64_t i) const {
     int64_t first = offset ? *offset : 0;
-    bool keep = rt::dropoutUniformFromKey(key, first + i) >= ratio;
+    // Every draw is >= 0: ratio 0 (a model exported with dropout off)
+    // keeps everything without drawing.
+    bool keep =
+        ratio <= 0.0f || rt::dropoutUniformFromKey(key, first + i) >= ratio;
     y[i] = keep ? x[i] / keepProb : 0.0f;
     if (mask)
       mask[i] = keep;

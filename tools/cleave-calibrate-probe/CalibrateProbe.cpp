@@ -2,9 +2,10 @@
 //
 // Runs under mpirun with the ranks and threads a training program would
 // have, and measures what the cost model needs for the cpu target: the
-// runtime's GEMM (the kernel programs call) in three shape classes and
-// memory and L2 cache bandwidth, all ranks at once (they share the machine as a run
-// does), and point-to-point latency and bandwidth between ranks 0 and 1
+// runtime's GEMM (the kernel programs call) in three shape classes,
+// memory and L2 cache bandwidth, the cost of an op and the rates of the
+// kernels the roofline misses (planner/Cluster.h, Kernel), all ranks at
+// once (they share the machine as a run does), and point-to-point latency and bandwidth between ranks 0 and 1
 // over MPI. Rank 0 prints one JSON object on stdout; numbers are the
 // slowest rank's.
 //
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -132,6 +134,92 @@ double opOverhead(double seconds) {
   return total / 4;
 }
 
+/// Per-row and per-element nanoseconds of a row kernel, from its time on
+/// the same elements as short rows and as long ones: t = rows * row +
+/// elements * element, solved for the two (the op overhead taken off).
+struct RowRate {
+  double rowNs = 0, elementNs = 0;
+};
+
+template <typename Kernel>
+RowRate rowRate(Kernel kernel, double overhead, double seconds) {
+  constexpr int64_t kElements = 16384, kShort = 8, kLong = 512;
+  double shortRows = secondsPerCall(
+      [&] { kernel(kElements / kShort, kShort); }, seconds);
+  double longRows =
+      secondsPerCall([&] { kernel(kElements / kLong, kLong); }, seconds);
+  double perRow = std::max(0.0, (shortRows - longRows) /
+                                    (kElements / kShort - kElements / kLong));
+  double perElement =
+      std::max(0.0, (longRows - overhead - perRow * (kElements / kLong)) /
+                        kElements);
+  return {perRow * 1e9, perElement * 1e9};
+}
+
+/// The kernels whose time the roofline misses on a cpu (planner/Cluster.h,
+/// Kernel): softmax and LayerNorm forward and backward by row and element,
+/// dropout by element, attention's batched products by matrix (8x8x8).
+std::string kernelRates(double overhead, double seconds) {
+  const int64_t n = 16384;
+  std::vector<float> x(n), dy(n), y(n), dx(n), scale(512, 1.0f),
+      bias(512, 0.0f), dScale(512), dBias(512), mean(n), invStd(n);
+  std::unique_ptr<bool[]> mask(new bool[n]);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(i % 97) * 0.01f - 0.5f;
+    dy[i] = static_cast<float>(i % 89) * 0.01f - 0.4f;
+  }
+  seconds /= 10;
+  using cleave::rt::Shape;
+  RowRate rates[4] = {
+      rowRate([&](int64_t rows,
+                  int64_t d) { cleave::rt::softmax(x.data(), Shape{rows, d}, 1,
+                                                   false, y.data()); },
+              overhead, seconds),
+      rowRate([&](int64_t rows, int64_t d) {
+            cleave::rt::softmaxGrad(y.data(), dy.data(), Shape{rows, d}, 1,
+                                    false, dx.data());
+          },
+              overhead, seconds),
+      rowRate([&](int64_t rows, int64_t d) {
+            cleave::rt::layerNorm(x.data(), Shape{rows, d}, 1, scale.data(),
+                                  bias.data(), 1e-5f, y.data(), mean.data(),
+                                  invStd.data());
+          },
+              overhead, seconds),
+      rowRate([&](int64_t rows, int64_t d) {
+            cleave::rt::layerNormGrad(dy.data(), x.data(), Shape{rows, d}, 1,
+                                      scale.data(), mean.data(), invStd.data(),
+                                      dx.data(), dScale.data(), dBias.data());
+          },
+              overhead, seconds)};
+  int64_t step = 0;
+  double dropout = secondsPerCall(
+      [&] {
+        cleave::rt::dropout(x.data(), n, 0.1f, 1, 0, ++step, nullptr, y.data(),
+                            mask.get());
+      },
+      seconds);
+  const int64_t matrices = 256, m = 8;
+  const int64_t strides[] = {m * m, m, 1};
+  double batched = secondsPerCall(
+      [&] {
+        cleave::rt::matmulStrided(Shape{matrices}, m, m, m, x.data(), strides,
+                                  dy.data(), strides, y.data(), strides);
+      },
+      seconds);
+  char text[512];
+  std::snprintf(
+      text, sizeof text,
+      "{\"softmax\": [%.4f, %.4f], \"softmax_grad\": [%.4f, %.4f], "
+      "\"layer_norm\": [%.4f, %.4f], \"layer_norm_grad\": [%.4f, %.4f], "
+      "\"dropout\": [0, %.4f], \"batched_matmul\": [%.4f, 0]}",
+      rates[0].rowNs, rates[0].elementNs, rates[1].rowNs, rates[1].elementNs,
+      rates[2].rowNs, rates[2].elementNs, rates[3].rowNs, rates[3].elementNs,
+      std::max(0.0, dropout - overhead) / n * 1e9,
+      std::max(0.0, batched - overhead) / matrices * 1e9);
+  return text;
+}
+
 /// Half a round trip of `bytes` between ranks 0 and 1, in seconds (the
 /// other ranks wait).
 double pingPong(int rank, int64_t bytes, double seconds) {
@@ -192,6 +280,7 @@ int main(int argc, char **argv) {
   // The cost model's "fits the cache" threshold: the working set measured.
   long cacheBytes = 3 * cacheFloats * sizeof(float);
   double overhead = opOverhead(seconds);
+  std::string kernels = kernelRates(overhead, seconds);
   double latency = 0, bandwidth = 0;
   if (ranks > 1) {
     latency = pingPong(rank, 8, seconds) * 1e6;
@@ -203,9 +292,11 @@ int main(int argc, char **argv) {
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f}, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"p2p_latency_us\": %.3f, "
-                "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f}\n",
+                "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f, "
+                "\"kernels\": %s}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
-                cacheTriad, cacheBytes, latency, bandwidth, overhead * 1e6);
+                cacheTriad, cacheBytes, latency, bandwidth, overhead * 1e6,
+                kernels.c_str());
   MPI_Finalize();
   return 0;
 }

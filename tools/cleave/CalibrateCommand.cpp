@@ -3,12 +3,14 @@
 // Measures this machine for the cpu target and writes a cluster file for
 // `cleave plan --cluster` and `--strategy auto`: cleave-calibrate-probe runs
 // under mpirun with the ranks and threads of a training run and reports the
-// runtime GEMM's rate by shape class, memory bandwidth and MPI latency and
+// runtime GEMM's rate by shape class, memory bandwidth, the cost of an op,
+// the rates of the kernels the roofline misses and MPI latency and
 // bandwidth between ranks; this command turns that into the cluster schema
 // (planner/Cluster.h), with the raw numbers in comments.
 //
 //===----------------------------------------------------------------------===//
 
+#include "planner/Cluster.h"
 #include "tools/cleave/Commands.h"
 #include "tools/cleave/OutputFile.h"
 
@@ -119,7 +121,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
                                                 std::nullopt};
   llvm::errs() << "cleave calibrate: measuring " << ranks_ << " ranks x "
                << threads << " threads (about "
-               << llvm::formatv("{0:f0}", 8 * seconds_ + 2)
+               << llvm::formatv("{0:f0}", 9 * seconds_ + 2)
                << " s): " << llvm::join(args, " ") << "\n";
   std::string error;
   int code = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt,
@@ -157,6 +159,24 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       (ranks_ > 1 && !(bandwidth > 0)))
     return fail("the probe's numbers are not all positive: '" +
                 (*text)->getBuffer().trim() + "'");
+  // The kernels' rates as the cluster file's device.kernels.
+  std::string kernels;
+  const llvm::json::Object *rates = result->getObject("kernels");
+  for (size_t k = 0; k < planner::kKernelCount; ++k) {
+    llvm::StringRef name = planner::kernelName(static_cast<planner::Kernel>(k));
+    const llvm::json::Array *rate = rates ? rates->getArray(name) : nullptr;
+    std::optional<double> row = rate && rate->size() == 2
+                                    ? (*rate)[0].getAsNumber()
+                                    : std::nullopt;
+    std::optional<double> element =
+        rate && rate->size() == 2 ? (*rate)[1].getAsNumber() : std::nullopt;
+    if (!row || !element || *row < 0 || *element < 0)
+      return fail("the probe gave no rate for the kernel '" + name + "': '" +
+                  (*text)->getBuffer().trim() + "'");
+    kernels += llvm::formatv("    {0}: {{row_ns: {1:f3}, element_ns: {2:f4}}\n",
+                             name, *row, *element)
+                   .str();
+  }
   if (ranks_ == 1) {
     // Nothing to measure between ranks; plans on one rank send nothing.
     bandwidth = triad;
@@ -184,12 +204,14 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  cache_mib: {12:f3}\n"
       "  cache_bandwidth_gbs: {11:f3}\n"
       "  op_overhead_us: {13:f4}\n"
+      "  kernels:  # ns per row (a matrix for batched_matmul) and per element\n"
+      "{14}"
       "intra_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
       "inter_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
       "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead);
+      overhead, kernels);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
