@@ -103,7 +103,8 @@ public:
   /// their own.
   llvm::DenseSet<Operation *> fusedAway;
 
-  /// Seconds of a compute op: its roofline time and the cost of an op.
+  /// Seconds of a compute op: its roofline time (or a measured kernel's,
+  /// when longer) and the cost of an op.
   /// With a cache, its bytes are read from the cache or from memory as
   /// `cache` says (and `cache` moves on).
   double opSeconds(const OpCost &cost, Operation *op, CacheState &cache) const {
@@ -152,7 +153,16 @@ public:
             ((cacheBytes > 0 ? cluster.cacheBandwidthGBs
                              : cluster.memoryBandwidthGBs) *
              efficiency);
-    return overhead + std::max(compute, memory);
+    // Measured kernels: their rows and elements at the calibrated rates.
+    double kernel = 0;
+    if (cost.kernel) {
+      const KernelRate &rate =
+          cluster.kernelRates[static_cast<size_t>(*cost.kernel)];
+      kernel = (cost.kernelRows * rate.rowNs +
+                cost.kernelElements * rate.elementNs) *
+               1e-9;
+    }
+    return overhead + std::max({compute, memory, kernel});
   }
 
   /// Seconds of a collective sending `bytes` (of the fp32 program) from
