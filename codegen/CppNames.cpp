@@ -26,6 +26,7 @@ static constexpr const char *kRuntimeNames =
     "GemmEpilogue writeScalar deviceAddress synchronize cuda "
     "startAllReduceBucket finishAllReduceBucket allGatherDim "
     "reduceScatterDim allSliceDim writeAxisIndex sendRecv sendAsync "
+    "sendAsyncUncopied "
     "startReceive finishSends kNoPeer meshCoord AxisGroup MeshSpec "
     "PipelineSpec TensorSpec Program StepContext IndexInputCheck runProgram rt "
     "indexChecks numIndexChecks kernelScratchBytes cudaDeviceHooks "

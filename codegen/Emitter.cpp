@@ -87,6 +87,8 @@ Emitter::Emitter(func::FuncOp func, const EmitOptions &options)
       func, [](Operation *op) { return !elementwiseBody(op).empty(); });
   if (traits.stridedMatmuls)
     planStridedMatmuls(func, fusion);
+  if (traits.asyncHandOvers)
+    planUncopiedSends(func, fusion);
   // A dropout's stream is numbered in the program order of the step it
   // comes from: partitioning stamps the number (cleave.dropout_number) so
   // that micro-batch copies share it and schedules may reorder them.

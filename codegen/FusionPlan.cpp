@@ -342,4 +342,42 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
   return backward;
 }
 
+void planUncopiedSends(func::FuncOp func, FusionPlan &fusion) {
+  Block &block = func.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = i;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto send = dyn_cast<SendRecvOp>(op);
+    if (!send)
+      continue;
+    int64_t stage = send.getSourceAttr().getInt();
+    // The earliest op of the sending stage before which a collective
+    // started after the send is waited for.
+    Operation *done = block.getTerminator();
+    auto consider = [&](Operation *wait) {
+      if (wait && runsOnStage(wait, stage) &&
+          position.lookup(wait) < position.lookup(done))
+        done = wait;
+    };
+    for (Operation *later : ArrayRef(ops).drop_front(i + 1)) {
+      if (position.lookup(later) >= position.lookup(done))
+        break;
+      if (auto receive = dyn_cast<SendRecvOp>(later)) {
+        if (receive.getDestAttr().getInt() == stage)
+          consider(firstUser(receive));
+      } else if (isa<AllReduceOp>(later) && runsOnStage(later, stage)) {
+        consider(firstUser(later));
+      } else if (isa<AllGatherOp, ReduceScatterOp>(later) &&
+                 runsOnStage(later, stage)) {
+        consider(later);
+      }
+    }
+    fusion.executedAt[send] = done;
+  }
+}
+
 } // namespace mlir::cleave

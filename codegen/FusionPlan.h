@@ -53,6 +53,16 @@ FusionPlan planFusion(func::FuncOp func,
 /// updates overwrite in place) and of collectives' results stay.
 void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion);
 
+/// The cpu target's pipeline sends without a staging copy (runtime
+/// sendAsyncUncopied): the communication thread reads a sent tensor until
+/// the send completes, which is certain at the sending stage's next wait
+/// for a collective started after the send (they complete in start order:
+/// the first reader of a later receive or all-reduce, or a later blocking
+/// collective) or else at the step's end (finishSends). The send's operand
+/// stays live up to that op (`executedAt`, the return op for the step's
+/// end), so the memory plan gives no other tensor its buffer before.
+void planUncopiedSends(func::FuncOp func, FusionPlan &fusion);
+
 /// The element strides through which `op` reads operand `index` (the
 /// transpose's input when the operand is a transpose in fusedAway) or, for
 /// index -1, writes its result, with that tensor.

@@ -652,6 +652,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).stridedMatmuls)
       planStridedMatmuls(step, memoryFusion);
+    if (codegen::TargetTraits::of(target).asyncHandOvers)
+      planUncopiedSends(step, memoryFusion);
     for (const MemoryPlan &plan :
          planMemoryOfStages(step, memoryFusion.executedAt, stages)) {
       stageArenaBytes.push_back(plan.arenaBytes);

@@ -89,15 +89,28 @@ void finishAllReduceBucket(int64_t bucket) {
   pendingBuckets.erase(it);
 }
 
-void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group) {
-  // Copies of finished sends serve again.
+/// Forgets finished sends; their copies serve again.
+static void reapSends() {
   for (auto it = pendingSends.begin(); it != pendingSends.end();)
     if (collectiveDone(it->first)) {
-      spareStagings.push_back(std::move(it->second));
+      if (!it->second.empty())
+        spareStagings.push_back(std::move(it->second));
       it = pendingSends.erase(it);
     } else {
       ++it;
     }
+}
+
+void sendAsyncUncopied(const void *in, int64_t bytes, int sendTo,
+                       AxisGroup group) {
+  reapSends();
+  pendingSends.emplace_back(
+      startSendRecv(in, nullptr, bytes, sendTo, kNoPeer, group),
+      std::vector<char>());
+}
+
+void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group) {
+  reapSends();
   std::vector<char> staging = stagingOf(bytes);
   if (bytes > 0)
     std::memcpy(staging.data(), in, bytes);
@@ -112,7 +125,8 @@ void finishSends() {
   // A handle's wait waits for every collective started before it too.
   waitCollective(pendingSends.back().first);
   for (auto &[handle, staging] : pendingSends)
-    spareStagings.push_back(std::move(staging));
+    if (!staging.empty())
+      spareStagings.push_back(std::move(staging));
   pendingSends.clear();
 }
 

@@ -34,6 +34,11 @@ void finishAllReduceBucket(int64_t bucket);
 /// finishAllReduceBucket with its number (a started exchange, as a bucket
 /// is) before the first use of `out`.
 void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group);
+/// sendAsync of `in` itself, no copy: the step must not write `in` before
+/// it waits for a collective started after this send (collectives complete
+/// in start order) or calls finishSends.
+void sendAsyncUncopied(const void *in, int64_t bytes, int sendTo,
+                       AxisGroup group);
 int64_t startReceive(void *out, int64_t bytes, int recvFrom, AxisGroup group);
 /// Waits until every send started so far has been delivered: a stage that
 /// sends calls it last in its step, so that the step's hand-overs end
