@@ -262,8 +262,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   auto device =
       reader.entries(deviceNode, "device",
                      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
-                      "cache_mib", "cache_bandwidth_gbs", "op_overhead_us",
-                      "kernels"});
+                      "cache_mib", "cache_bandwidth_gbs", "llc_mib",
+                      "llc_bandwidth_gbs", "op_overhead_us", "kernels"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -275,7 +275,9 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   // Optional: memory-bound ops whose bytes fit the cache run at its
   // bandwidth (a cpu's L2; GPUs' ops stream from HBM).
   for (auto [key, out] : {std::pair{"cache_mib", &c.cacheMiB},
-                          std::pair{"cache_bandwidth_gbs", &c.cacheBandwidthGBs}})
+                          std::pair{"cache_bandwidth_gbs", &c.cacheBandwidthGBs},
+                          std::pair{"llc_mib", &c.llcMiB},
+                          std::pair{"llc_bandwidth_gbs", &c.llcBandwidthGBs}})
     if (llvm::Error e = reader.number(*device, key, "device", *out,
                                       /*optional=*/true))
       return std::move(e);
@@ -310,6 +312,14 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     return reader.error("device.cache_mib",
                         "and device.cache_bandwidth_gbs go together: give both "
                         "or neither");
+  if ((c.llcMiB > 0) != (c.llcBandwidthGBs > 0))
+    return reader.error("device.llc_mib",
+                        "and device.llc_bandwidth_gbs go together: give both "
+                        "or neither");
+  if (c.llcMiB > 0 && c.llcMiB <= c.cacheMiB)
+    return reader.error("device.llc_mib",
+                        "must be larger than device.cache_mib (the last-level "
+                        "cache holds more than the L2)");
   auto peakNode = device->lookup("peak_tflops");
   if (!peakNode)
     return reader.error("device.peak_tflops", "is missing");

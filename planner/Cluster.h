@@ -61,8 +61,10 @@ struct Cluster {
   double peakTflopsFp32 = 0, peakTflopsTf32 = 0, peakTflopsBf16 = 0;
   /// Device memory bandwidth.
   double memoryBandwidthGBs = 0;
-  /// A cache memory-bound ops run from when their bytes fit it (0: none).
+  /// A cache memory-bound ops run from when their bytes fit it (0: none):
+  /// the L2 and the last-level cache (a cpu's L3; its share per rank).
   double cacheMiB = 0, cacheBandwidthGBs = 0;
+  double llcMiB = 0, llcBandwidthGBs = 0;
   /// What one op of a step costs beyond its roofline time (the call, its
   /// checks, the start of its loops; a GPU's kernel launch), in
   /// microseconds: `cleave calibrate` measures it on tiny tensors.

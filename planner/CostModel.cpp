@@ -105,7 +105,7 @@ public:
 
   /// Seconds of a compute op: its roofline time (or a measured kernel's,
   /// when longer) and the cost of an op.
-  /// With a cache, its bytes are read from the cache or from memory as
+  /// With caches, its bytes are read from a cache or from memory as
   /// `cache` says (and `cache` moves on).
   double opSeconds(const OpCost &cost, Operation *op, CacheState &cache) const {
     if (cost.free)
@@ -121,38 +121,32 @@ public:
           (type.getElementType().isBF16() || type.getElementType().isF16()))
         peak = cluster.peakTflopsBf16;
     double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
-    double cacheBytes = cluster.cacheMiB * 1024 * 1024;
     double bytes = cost.bytes * byteScale;
-    double fromMemory = bytes;
-    if (cacheBytes > 0 && bytes <= cacheBytes) {
-      // Operands last touched too long ago come from memory; the rest of
-      // the op's bytes (its results, recent operands) stay in the cache.
-      fromMemory = 0;
-      for (Value operand : op->getOperands()) {
-        auto type = dyn_cast<ShapedType>(operand.getType());
-        if (!type || !type.hasStaticShape())
-          continue;
-        auto it = cache.touched.find(operand);
-        bool hot = it == cache.touched.end()
-                       ? cache.stepTraffic <= cacheBytes
-                       : cache.traffic - it->second <= cacheBytes;
-        if (!hot)
-          fromMemory += tensorBytes(type) * byteScale;
-      }
-      fromMemory = std::min(fromMemory, bytes);
+    // Each operand comes from the smallest cache holding both what passed
+    // through since it was last touched (its reuse distance; the whole
+    // step's traffic when not yet touched) and the op's own bytes; the
+    // rest of the op's bytes (its results) from the smallest holding those.
+    double seconds = 0, operandBytes = 0;
+    for (Value operand : op->getOperands()) {
+      auto type = dyn_cast<ShapedType>(operand.getType());
+      if (!type || !type.hasStaticShape() ||
+          isa_and_nonnull<ConstantOp>(operand.getDefiningOp()))
+        continue;
+      auto it = cache.touched.find(operand);
+      double distance = it == cache.touched.end()
+                            ? cache.stepTraffic
+                            : cache.traffic - it->second;
+      double operandSize = tensorBytes(type) * byteScale;
+      operandBytes += operandSize;
+      seconds += operandSize / bandwidthHolding(std::max(distance, bytes));
     }
+    seconds += std::max(0.0, bytes - operandBytes) / bandwidthHolding(bytes);
     for (Value operand : op->getOperands())
       cache.touched[operand] = cache.traffic;
     cache.traffic += bytes;
     for (Value result : op->getResults())
       cache.touched[result] = cache.traffic;
-    double efficiency = 1e9 * cluster.memoryEfficiency;
-    double memory =
-        fromMemory / (cluster.memoryBandwidthGBs * efficiency) +
-        (bytes - fromMemory) /
-            ((cacheBytes > 0 ? cluster.cacheBandwidthGBs
-                             : cluster.memoryBandwidthGBs) *
-             efficiency);
+    double memory = seconds / cluster.memoryEfficiency;
     // Measured kernels: their rows and elements at the calibrated rates.
     double kernel = 0;
     if (cost.kernel) {
@@ -163,6 +157,17 @@ public:
                1e-9;
     }
     return overhead + std::max({compute, memory, kernel});
+  }
+
+  /// Bytes per second of the smallest cache level holding `bytes` (the
+  /// L2 cache, the last-level cache), or of memory.
+  double bandwidthHolding(double bytes) const {
+    double gbs = cluster.memoryBandwidthGBs;
+    if (cluster.cacheMiB > 0 && bytes <= cluster.cacheMiB * 1024 * 1024)
+      gbs = cluster.cacheBandwidthGBs;
+    else if (cluster.llcMiB > 0 && bytes <= cluster.llcMiB * 1024 * 1024)
+      gbs = cluster.llcBandwidthGBs;
+    return gbs * 1e9;
   }
 
   /// Seconds of a collective sending `bytes` (of the fp32 program) from

@@ -3,7 +3,7 @@
 // Runs under mpirun with the ranks and threads a training program would
 // have, and measures what the cost model needs for the cpu target: the
 // runtime's GEMM (the kernel programs call) in three shape classes,
-// memory and L2 cache bandwidth, the cost of an op and the rates of the
+// memory, L2 and last-level cache bandwidth, the cost of an op and the rates of the
 // kernels the roofline misses (planner/Cluster.h, Kernel), all ranks at
 // once (they share the machine as a run does), and point-to-point latency and bandwidth between ranks 0 and 1
 // over MPI. Rank 0 prints one JSON object on stdout; numbers are the
@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -220,6 +221,29 @@ std::string kernelRates(double overhead, double seconds) {
   return text;
 }
 
+/// The size of cpu 0's cache of `level` in bytes, as Linux's sysfs gives
+/// it (what this cpu shares: a virtual machine's sysconf can report the
+/// host's whole L3), else sysconf's `name`; 0 when unknown.
+long cacheSize(int level, int name) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream levelFile(dir + "/level"), sizeFile(dir + "/size");
+    int found = 0;
+    std::string size;
+    if (!(levelFile >> found) || found != level || !(sizeFile >> size))
+      continue;
+    long value = std::atol(size.c_str());
+    if (!size.empty() && size.back() == 'K')
+      value *= 1024;
+    else if (!size.empty() && size.back() == 'M')
+      value *= 1024 * 1024;
+    if (value > 0)
+      return value;
+  }
+  return std::max(0L, sysconf(name));
+}
+
 /// Half a round trip of `bytes` between ranks 0 and 1, in seconds (the
 /// other ranks wait).
 double pingPong(int rank, int64_t bytes, double seconds) {
@@ -272,13 +296,23 @@ int main(int argc, char **argv) {
   double skinny = gemmGflops(4096, 32, 1024, seconds);
   // Memory: arrays of 32 MiB; cache: three arrays in half the L2.
   double triad = triadGBs(int64_t{8} << 20, seconds);
-  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  long l2 = cacheSize(2, _SC_LEVEL2_CACHE_SIZE);
   if (l2 <= 0)
     l2 = 1 << 20;
   int64_t cacheFloats = std::max<long>(1024, l2 / 2 / 3 / 4);
   double cacheTriad = triadGBs(cacheFloats, seconds);
   // The cost model's "fits the cache" threshold: the working set measured.
   long cacheBytes = 3 * cacheFloats * sizeof(float);
+  // The last-level cache: this rank's share of it (the ranks share one
+  // here), half of it in the three arrays; none when no larger than the L2.
+  long l3 = cacheSize(3, _SC_LEVEL3_CACHE_SIZE);
+  long llcBytes = 0;
+  double llcTriad = 0;
+  if (l3 / ranks > 2 * l2) {
+    int64_t llcFloats = l3 / ranks / 2 / 3 / 4;
+    llcTriad = triadGBs(llcFloats, seconds);
+    llcBytes = 3 * llcFloats * sizeof(float);
+  }
   double overhead = opOverhead(seconds);
   std::string kernels = kernelRates(overhead, seconds);
   double latency = 0, bandwidth = 0;
@@ -291,11 +325,13 @@ int main(int argc, char **argv) {
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f}, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
-                "\"cache_bytes\": %ld, \"p2p_latency_us\": %.3f, "
+                "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
+                "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
                 "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f, "
                 "\"kernels\": %s}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
-                cacheTriad, cacheBytes, latency, bandwidth, overhead * 1e6,
+                cacheTriad, cacheBytes, llcTriad, llcBytes, latency,
+                bandwidth, overhead * 1e6,
                 kernels.c_str());
   MPI_Finalize();
   return 0;

@@ -151,6 +151,15 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   double triad = number(result, "triad_gbs");
   double cacheTriad = number(result, "cache_triad_gbs");
   double cacheMiB = number(result, "cache_bytes") / (1024.0 * 1024.0);
+  double llcTriad = number(result, "llc_triad_gbs");
+  double llcMiB = number(result, "llc_bytes") / (1024.0 * 1024.0);
+  // The last-level cache, where the machine has one larger than the L2.
+  std::string llc =
+      llcTriad > 0 && llcMiB > cacheMiB
+          ? llvm::formatv("  llc_mib: {0:f3}\n  llc_bandwidth_gbs: {1:f3}\n",
+                          llcMiB, llcTriad)
+                .str()
+          : std::string();
   double latency = number(result, "p2p_latency_us");
   double bandwidth = number(result, "p2p_bandwidth_gbs");
   double overhead = number(result, "op_overhead_us");
@@ -190,7 +199,8 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "(all ranks at once, as a run has them).\n"
       "# GEMM GFLOP/s per rank, runtime gemm: 1024^3 {2:f2}, 256^3 {3:f2}, "
       "4096x32x1024 {4:f2}; an op on 8x8 tensors {13:f3} us;\n"
-      "# STREAM triad {5:f2} GB/s per rank ({11:f2} in the L2 cache); MPI "
+      "# STREAM triad {5:f2} GB/s per rank ({11:f2} in the L2 cache, "
+      "{16:f2} in the last-level cache); MPI "
       "ping-pong between ranks 0 and 1: {6:f2} us, {7:f3} GB/s.\n"
       "# One node measured: inter_node repeats intra_node.\n"
       "name: calibrated\n"
@@ -203,6 +213,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  memory_bandwidth_gbs: {5:f3}\n"
       "  cache_mib: {12:f3}\n"
       "  cache_bandwidth_gbs: {11:f3}\n"
+      "{15}"
       "  op_overhead_us: {13:f4}\n"
       "  kernels:  # ns per row (a matrix for batched_matmul) and per element\n"
       "{14}"
@@ -211,7 +222,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead, kernels);
+      overhead, kernels, llc, llcTriad);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
