@@ -463,11 +463,17 @@ StageAssigner::applyExplicitCuts(const ForwardUnits &units,
         diag << "; did you mean ";
         for (size_t i = 0; i < std::min<size_t>(near.size(), 3); ++i)
           diag << (i ? ", " : "") << "'" << near[i].second << "'";
-      } else {
+      } else if (!seen.empty()) {
         diag << "; the forward ops are ";
-        for (int64_t u = 0; u < std::min<int64_t>(numUnits, 4); ++u)
-          diag << (u ? ", " : "") << "'" << nameOf(u) << "'";
-        diag << (numUnits > 4 ? ", ..." : "");
+        llvm::StringSet<> listed;
+        for (int64_t u = 0; u < numUnits && listed.size() < 4; ++u)
+          if (!nameOf(u).empty() && listed.insert(nameOf(u)).second)
+            diag << (listed.size() > 1 ? ", " : "") << "'" << nameOf(u)
+                 << "'";
+        diag << (seen.size() + 1 > listed.size() ? ", ..." : "");
+      } else {
+        diag << "; the forward ops carry no ONNX node names (IR printed "
+                "without locations: import with --print-locations)";
       }
       return diag;
     }
