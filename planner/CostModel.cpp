@@ -126,21 +126,32 @@ public:
     // through since it was last touched (its reuse distance; the whole
     // step's traffic when not yet touched) and the op's own bytes; the
     // rest of the op's bytes (its results) from the smallest holding those.
-    double seconds = 0, operandBytes = 0;
+    // Inside a fused loop a value passes in a register: an op fused into
+    // a later one's loop writes no result, its reader reads none.
+    double seconds = 0, operandBytes = 0, registerBytes = 0;
     for (Value operand : op->getOperands()) {
       auto type = dyn_cast<ShapedType>(operand.getType());
-      if (!type || !type.hasStaticShape() ||
-          isa_and_nonnull<ConstantOp>(operand.getDefiningOp()))
+      Operation *def = operand.getDefiningOp();
+      if (!type || !type.hasStaticShape() || isa_and_nonnull<ConstantOp>(def))
         continue;
+      double operandSize = tensorBytes(type) * byteScale;
+      if (def && fusedAway.contains(def)) {
+        registerBytes += operandSize;
+        continue;
+      }
       auto it = cache.touched.find(operand);
       double distance = it == cache.touched.end()
                             ? cache.stepTraffic
                             : cache.traffic - it->second;
-      double operandSize = tensorBytes(type) * byteScale;
       operandBytes += operandSize;
       seconds += operandSize / bandwidthHolding(std::max(distance, bytes));
     }
-    seconds += std::max(0.0, bytes - operandBytes) / bandwidthHolding(bytes);
+    double resultBytes = fusedAway.contains(op)
+                             ? 0
+                             : std::max(0.0, bytes - operandBytes -
+                                                 registerBytes);
+    seconds += resultBytes / bandwidthHolding(bytes);
+    bytes = operandBytes + resultBytes;
     for (Value operand : op->getOperands())
       cache.touched[operand] = cache.traffic;
     cache.traffic += bytes;
