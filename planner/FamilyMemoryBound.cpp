@@ -7,6 +7,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
+#include <set>
 
 namespace cleave::planner {
 
@@ -78,7 +79,9 @@ void rejectFamiliesThatCannotFit(
     const SearchOptions &options, std::vector<Candidate> &candidates,
     const PredictAtBatch &predict,
     const std::function<double(const PlanLayout &)> &heldBytes,
-    const Candidate *exempt) {
+    const Candidate *exempt,
+    const std::function<void(const PlanLayout &layout, int64_t globalBatch)>
+        &prefetch) {
   if (options.given || !options.hints.empty())
     return;
   // Each family's members and its most micro-batches.
@@ -96,20 +99,35 @@ void rejectFamiliesThatCannotFit(
   if (exempt)
     families.erase(familyOf(exempt->layout));
   double memory = options.cluster.memoryBytes();
-  // The scratch (and kernel workspace) of a mesh's least-memory layout for
-  // the strategies that split only state, by mesh and micro-batch count.
-  std::map<std::string, double> sharedScratch;
-  for (auto &[family, members] : families) {
+  // A family's least-memory layout: one micro-batch (of the family's
+  // smallest size), full recomputation; and the key of the families
+  // splitting only state on its mesh that share its scratch.
+  auto leastOf = [&](const std::string &family,
+                     const std::vector<Candidate *> &members) {
     PlanLayout least = members.front()->layout;
     least.microbatches = 1;
     least.virtualStages = 1;
     least.recompute = "full";
     if (!least.pipelineAxis.empty())
       least.schedule = PipelineSchedule::OneFOneB;
+    std::string shareKey = least.meshText() + "|" + least.pipelineAxis + "|" +
+                           std::to_string(mostMicrobatches[family]);
+    return std::make_pair(least, shareKey);
+  };
+  if (prefetch) {
+    std::set<std::string> shared;
+    for (auto &[family, members] : families) {
+      auto [least, shareKey] = leastOf(family, members);
+      if (!splitsOnlyState(least.strategy) || shared.insert(shareKey).second)
+        prefetch(least, options.globalBatch / mostMicrobatches[family]);
+    }
+  }
+  // The scratch (and kernel workspace) of a mesh's least-memory layout for
+  // the strategies that split only state, by mesh and micro-batch count.
+  std::map<std::string, double> sharedScratch;
+  for (auto &[family, members] : families) {
+    auto [least, shareKey] = leastOf(family, members);
     int64_t most = mostMicrobatches[family];
-    std::string shareKey =
-        least.meshText() + "|" + least.pipelineAxis + "|" +
-        std::to_string(most);
     double needed = 0;
     std::string how;
     auto shared = sharedScratch.find(shareKey);

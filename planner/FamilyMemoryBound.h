@@ -34,12 +34,16 @@ using PredictAtBatch = std::function<std::optional<Prediction>(
 /// needs; `heldBytes` is rejectByHeldBytes's lower bound on what a layout
 /// holds. The family of `exempt` is left to the search (it names what the
 /// smallest plan needs when nothing fits). Only for the strategies the
-/// search enumerates, without user hints.
+/// search enumerates, without user hints. `prefetch`, where given, is told
+/// first every layout `predict` will be asked for (unless one of them
+/// cannot be built), so that they can be evaluated on other threads.
 void rejectFamiliesThatCannotFit(
     const SearchOptions &options, std::vector<Candidate> &candidates,
     const PredictAtBatch &predict,
     const std::function<double(const PlanLayout &)> &heldBytes,
-    const Candidate *exempt);
+    const Candidate *exempt,
+    const std::function<void(const PlanLayout &layout, int64_t globalBatch)>
+        &prefetch = nullptr);
 
 } // namespace cleave::planner
 

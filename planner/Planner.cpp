@@ -6,6 +6,7 @@
 
 #include "planner/FamilyMemoryBound.h"
 #include "planner/RolledStep.h"
+#include "planner/Speculation.h"
 
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
@@ -20,7 +21,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 namespace cleave::planner {
 
@@ -39,12 +42,15 @@ std::vector<int64_t> divisors(int64_t n) {
 
 /// Records why the compiler cannot build a candidate: the first error
 /// diagnostic while it lives (a layout's diagnostics are its reason, not
-/// the user's error), else the error's message.
+/// the user's error), else the error's message. Only its own thread's:
+/// other threads evaluate other layouts in the same context.
 class Refusal {
 public:
   Refusal(MLIRContext &context, Candidate &candidate)
-      : candidate(candidate),
+      : candidate(candidate), thread(std::this_thread::get_id()),
         capture(&context, [this](Diagnostic &diag) {
+          if (std::this_thread::get_id() != thread)
+            return failure();
           if (diag.getSeverity() == DiagnosticSeverity::Error &&
               reason.empty())
             reason = diag.str();
@@ -65,6 +71,7 @@ public:
 private:
   Candidate &candidate;
   std::string reason;
+  std::thread::id thread;
   ScopedDiagnosticHandler capture;
 };
 
@@ -530,12 +537,84 @@ void rejectMicrobatchesThatChangeBatchNorm(const StepSource &steps,
           "asked for with --microbatches (not partitioned)";
 }
 
+/// What evaluating a layout gives: the candidate (its layout, prediction,
+/// reason), the partitioned module of a plan that fits where asked for,
+/// and for a rolled estimate whether its template could be built.
+struct Evaluated {
+  Candidate candidate;
+  OwningOpRef<ModuleOp> module;
+  bool built = true;
+};
+
+/// The threads the search runs on: `requested`, or all the machine's for 0;
+/// one where the context cannot be shared between threads.
+unsigned searchThreads(MLIRContext &context, unsigned requested) {
+  if (!context.isMultithreadingEnabled())
+    return 1;
+  return requested ? requested
+                   : llvm::hardware_concurrency().compute_thread_count();
+}
+
 } // namespace
 
-SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
-                         const SearchOptions &options) {
+SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
+                         const SearchOptions &searchOptions) {
   auto start = std::chrono::steady_clock::now();
   SearchResult result;
+  // The steps (each kind or batch built on first use, by whichever thread
+  // asks first) are built one at a time.
+  auto building = std::make_shared<std::mutex>();
+  StepSource steps = [&sharedSteps, building](bool distributed,
+                                              std::string &name) {
+    std::lock_guard<std::mutex> lock(*building);
+    return sharedSteps(distributed, name);
+  };
+  SearchOptions options = searchOptions;
+  if (options.stepAtBatch)
+    options.stepAtBatch = [atBatch = searchOptions.stepAtBatch, building](
+                              int64_t globalBatch, std::string &name) {
+      std::lock_guard<std::mutex> lock(*building);
+      return atBatch(globalBatch, name);
+    };
+  // Layouts evaluated ahead of the search on the other threads (the
+  // search takes their results in its own order).
+  unsigned threads = searchThreads(context, options.threads);
+  std::optional<Speculation<Evaluated>> ahead(std::in_place, threads);
+  auto onceAt = [&](const PlanLayout &layout, int64_t globalBatch) {
+    std::string key = "once|" + layout.key() + "|" + std::to_string(globalBatch);
+    return std::make_pair(key, std::function<Evaluated()>([&, layout,
+                                                           globalBatch] {
+      Evaluated e;
+      e.candidate.layout = layout;
+      evaluateOnce(context, steps, options, e.candidate, /*emit=*/false,
+                   /*kept=*/nullptr, globalBatch);
+      return e;
+    }));
+  };
+  auto evaluation = [&](const PlanLayout &layout) {
+    return std::make_pair(
+        "evaluate|" + layout.key(), std::function<Evaluated()>([&, layout] {
+          Evaluated e;
+          e.candidate.layout = layout;
+          evaluate(context, steps, options, e.candidate, &e.module);
+          return e;
+        }));
+  };
+  auto estimate = [&](const PlanLayout &layout) {
+    return std::make_pair(
+        "estimate|" + layout.key(), std::function<Evaluated()>([&, layout] {
+          Evaluated e;
+          e.candidate.layout = layout;
+          e.built = estimateRolled(context, steps, options, e.candidate);
+          return e;
+        }));
+  };
+  auto prefetch = [&](std::pair<std::string, std::function<Evaluated()>> work) {
+    ahead->prefetch(work.first, std::move(work.second));
+  };
+  auto take = [&](std::pair<std::string, std::function<Evaluated()>> work) {
+    return ahead->take(work.first, work.second);
+  };
   std::vector<Candidate> candidates;
   if (options.given) {
     Candidate given;
@@ -555,25 +634,27 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
         options, candidates,
         [&](const PlanLayout &layout,
             int64_t globalBatch) -> std::optional<Prediction> {
-          Candidate c;
-          c.layout = layout;
-          evaluateOnce(context, steps, options, c, /*emit=*/false,
-                       /*kept=*/nullptr, globalBatch);
-          return c.prediction;
+          return take(onceAt(layout, globalBatch)).candidate.prediction;
         },
-        heldBytes, least);
+        heldBytes, least,
+        [&](const PlanLayout &layout, int64_t globalBatch) {
+          prefetch(onceAt(layout, globalBatch));
+        });
   // First every layout of one micro-batch, then those of more, most
   // promising first, skipping what cannot reach the plans kept.
   std::map<std::string, const Candidate *> single;
   std::vector<Candidate *> later;
   std::vector<double> fitting;
   KeptModules kept(options.keep);
+  // (What evaluate and estimateRolled do to a candidate depends on its
+  // layout alone: the search's candidates have no prediction, reason or
+  // links yet when evaluated.)
   auto evaluateAndKeep = [&](Candidate &candidate) {
-    OwningOpRef<ModuleOp> module;
-    evaluate(context, steps, options, candidate, &module);
+    Evaluated e = take(evaluation(candidate.layout));
+    candidate = std::move(e.candidate);
     if (candidate.rejected.empty()) {
       fitting.push_back(candidate.prediction->stepMs);
-      kept.offer(candidate, std::move(module));
+      kept.offer(candidate, std::move(e.module));
     }
   };
   double memory = options.cluster.memoryBytes();
@@ -583,9 +664,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
   auto decideByEstimate = [&](Candidate &candidate) {
     if (!rollable(options, candidate.layout))
       return false;
-    Candidate rolled = candidate;
-    if (!estimateRolled(context, steps, options, rolled))
+    Evaluated e = take(estimate(candidate.layout));
+    if (!e.built)
       return false;
+    Candidate rolled = std::move(e.candidate);
     const Prediction &p = *rolled.prediction;
     double needed = p.peakBytesPerRank + p.workspaceBytes;
     bool interleaved =
@@ -621,6 +703,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
       fitting.push_back(candidate.prediction->stepMs * (1 + timeTolerance));
     return true;
   };
+  for (Candidate &candidate : candidates)
+    if (candidate.rejected.empty() && candidate.layout.microbatches == 1 &&
+        !options.given)
+      prefetch(evaluation(candidate.layout));
   for (Candidate &candidate : candidates) {
     if (candidate.layout.microbatches > 1 && !options.given) {
       later.push_back(&candidate);
@@ -707,26 +793,62 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
                    [&](const Candidate *a, const Candidate *b) {
                      return lowerBound(a) < lowerBound(b);
                    });
-  std::vector<Candidate *> pruned;
-  for (Candidate *candidate : later) {
-    const Candidate *sibling = siblingOf(candidate);
-    // What the compiler cannot build in one micro-batch (more stages than
-    // layers, a preset that does not match) it cannot build in several.
-    if (auto it = single.find(oneMicrobatch(candidate->layout).key());
-        candidate->rejected.empty() && it != single.end() &&
+  // What the compiler cannot build in one micro-batch (more stages than
+  // layers, a preset that does not match) it cannot build in several.
+  auto unbuildableSibling = [&](const Candidate *c) -> const Candidate * {
+    auto it = single.find(oneMicrobatch(c->layout).key());
+    if (c->rejected.empty() && it != single.end() &&
         !it->second->prediction &&
         llvm::StringRef(it->second->rejected)
-            .starts_with("the compiler cannot build it")) {
-      candidate->rejected = it->second->rejected +
+            .starts_with("the compiler cannot build it"))
+      return it->second;
+    return nullptr;
+  };
+  // Not partitioned: beaten by the plans found (then by all found later:
+  // the candidates come by their bound, and the plans only get faster),
+  // or the sibling's parameters and state alone do not fit.
+  auto prunable = [&](const Candidate *c) {
+    const Candidate *sibling = siblingOf(c);
+    std::sort(fitting.begin(), fitting.end());
+    bool beaten = static_cast<int64_t>(fitting.size()) >= options.keep &&
+                  lowerBound(c) >= fitting[options.keep - 1];
+    bool tooBig = sibling && sibling->prediction->persistentBytes >
+                                 options.cluster.memoryBytes();
+    return c->rejected.empty() && (beaten || tooBig);
+  };
+  // What the loop below evaluates first for `c` when it reaches it, as
+  // far as the plans found so far tell.
+  auto firstWork = [&](const Candidate *c)
+      -> std::optional<std::pair<std::string, std::function<Evaluated()>>> {
+    if (!c->rejected.empty() || unbuildableSibling(c) || prunable(c))
+      return std::nullopt;
+    Candidate copy;
+    copy.layout = c->layout;
+    if (const Candidate *sibling = siblingOf(c))
+      recomputeFromSibling(copy, *sibling);
+    if (!copy.rejected.empty())
+      return std::nullopt;
+    return rollable(options, copy.layout) ? estimate(copy.layout)
+                                          : evaluation(copy.layout);
+  };
+  // The other threads work on the next layouts meanwhile.
+  size_t lookahead = threads - 1;
+  std::vector<Candidate *> pruned;
+  for (size_t i = 0; i < later.size(); ++i) {
+    for (size_t j = i + 1, queued = 0;
+         j < later.size() && queued < lookahead; ++j)
+      if (auto work = firstWork(later[j])) {
+        prefetch(std::move(*work));
+        ++queued;
+      }
+    Candidate *candidate = later[i];
+    const Candidate *sibling = siblingOf(candidate);
+    if (const Candidate *unbuildable = unbuildableSibling(candidate)) {
+      candidate->rejected = unbuildable->rejected +
                             " (in one micro-batch; not partitioned)";
       continue;
     }
-    std::sort(fitting.begin(), fitting.end());
-    bool beaten = static_cast<int64_t>(fitting.size()) >= options.keep &&
-                  lowerBound(candidate) >= fitting[options.keep - 1];
-    bool tooBig = sibling && sibling->prediction->persistentBytes >
-                                 options.cluster.memoryBytes();
-    if (candidate->rejected.empty() && (beaten || tooBig)) {
+    if (prunable(candidate)) {
       ++result.pruned;
       pruned.push_back(candidate);
       continue;
@@ -736,6 +858,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     if (candidate->rejected.empty() && !decideByEstimate(*candidate))
       evaluateAndKeep(*candidate);
   }
+  // What the workers computed ahead and the search did not need.
+  ahead.reset();
   for (Candidate &candidate : candidates) {
     if (llvm::is_contained(pruned, &candidate))
       continue;

@@ -116,6 +116,9 @@ struct SearchOptions {
                                                std::string &stepName)>
       stepAtBatch;
   int64_t maxUnrolledOps = 60000;
+  /// Threads evaluating layouts (0: one per hardware thread). The plans,
+  /// their order and the reasons are the same for any count.
+  unsigned threads = 0;
 };
 
 struct SearchResult {

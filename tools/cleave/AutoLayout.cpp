@@ -71,6 +71,7 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
   search.keep = 1;
   search.bucketMb = bucketMb;
   search.searchBucketSizes = !bucketMbGiven;
+  search.threads = flags.threads;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
   if (result.plans.empty())
     return fail(llvm::formatv(

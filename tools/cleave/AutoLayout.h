@@ -31,15 +31,21 @@ struct AutoLayoutFlags {
         ranks("ranks",
               cl::desc("With --strategy auto: devices in all (instead of "
                        "--nodes)"),
-              cl::value_desc("N"), cl::init(0), cl::sub(sub)) {}
+              cl::value_desc("N"), cl::init(0), cl::sub(sub)),
+        threads("threads",
+                cl::desc("With --strategy auto: threads the planner "
+                         "evaluates layouts on (default 0: one per hardware "
+                         "thread; the choice is the same for any count)"),
+                cl::value_desc("N"), cl::init(0), cl::sub(sub)) {}
 
   bool given() const {
     return !cluster.empty() || nodes.getNumOccurrences() ||
-           ranks.getNumOccurrences();
+           ranks.getNumOccurrences() || threads.getNumOccurrences();
   }
 
   cl::opt<std::string> cluster;
   cl::opt<int64_t> nodes, ranks;
+  cl::opt<unsigned> threads;
 };
 
 /// Plans the imported `module` (before its training step, which is built

@@ -135,7 +135,8 @@ struct DistributionFlags {
       return llvm::Error::success();
     }
     if (planning)
-      return fail("--cluster, --nodes and --ranks apply to --strategy auto");
+      return fail("--cluster, --nodes, --ranks and --threads apply to "
+                  "--strategy auto");
     if (mesh.empty() &&
         (!shard.empty() || !shardFile.empty() ||
          strategy != mlir::cleave::Strategy::None || !pipeline.empty()))

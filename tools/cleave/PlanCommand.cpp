@@ -87,7 +87,12 @@ public:
         emitHints_("emit-hints",
                    cl::desc("Write the best plan's sharding hints as a "
                             "hints file (for --shard-file)"),
-                   cl::value_desc("FILE"), cl::sub(sub_)) {
+                   cl::value_desc("FILE"), cl::sub(sub_)),
+        threads_("threads",
+                 cl::desc("Threads evaluating layouts (default 0: one per "
+                          "hardware thread); the plans, their order and "
+                          "the reasons are the same for any count"),
+                 cl::value_desc("N"), cl::init(0), cl::sub(sub_)) {
     // Shared with compile, meaningless here (and refused).
     for (cl::Option *option :
          {static_cast<cl::Option *>(&distribution_.printSharding),
@@ -118,6 +123,7 @@ private:
   cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_,
       maxUnrolledOps_;
   cl::opt<std::string> json_, report_, precision_, emitHints_;
+  cl::opt<unsigned> threads_;
 };
 
 llvm::Error failure(const llvm::Twine &message) {
@@ -353,6 +359,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.hints = hints;
   search.bucketMb = distribution_.bucketMb;
   search.searchBucketSizes = !distribution_.bucketMb.getNumOccurrences();
+  search.threads = threads_;
   planner::SearchResult result = planner::searchPlans(context, steps, search);
 
   // The flags of every plan: the model's, then the layout's.
