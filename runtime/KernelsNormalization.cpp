@@ -9,6 +9,8 @@
 #include "runtime/Kernels.h"
 #include "runtime/NormalizationBodies.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace cleave::rt {
@@ -16,9 +18,73 @@ namespace cleave::rt {
 using namespace cleave::body;
 using detail::runItems;
 
+namespace {
+
+/// Lines shorter than this take softmaxShortLines (measured on AVX-512,
+/// 768 lines, 1 thread: 6.6x faster at 8, 4.7x at 12, 1.3x at 16, 3.9x at
+/// 24; line by line is 8% faster at 32, two full vectors).
+constexpr int64_t kShortLine = 32;
+
+/// Softmax along contiguous lines shorter than two vector registers (a
+/// short sequence's attention scores, a few classes). Run line by
+/// line (SoftmaxLine), most lanes of each vector exp stay idle and the
+/// line's tail goes through the scalar expf; here a block of lines is
+/// shifted by its maxima first and all its exps run in one flat loop. The
+/// arithmetic per element is SoftmaxLine's: the clamp at kExpFloor, the
+/// sum in double, the flush below kExpFlush.
+void softmaxShortLines(const float *x, const AxisView &view, bool log,
+                       float *y) {
+  constexpr int64_t kBlock = 64;
+  const int64_t d = view.d, lines = view.lines();
+  runItems((lines + kBlock - 1) / kBlock, lines * d, [&](int64_t block) {
+    const int64_t first = block * kBlock;
+    const int64_t n = std::min(kBlock, lines - first);
+    const float *xb = x + first * d;
+    float *yb = y + first * d;
+    float maxima[kBlock], e[kBlock * kShortLine];
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xl = xb + i * d;
+      float maxVal = -HUGE_VALF;
+      for (int64_t k = 0; k < d; ++k)
+        maxVal = maxVal < xl[k] ? xl[k] : maxVal;
+      // As SoftmaxLine's floor: NaN or infinite maxima make it NaN.
+      const float floor = kExpFloor + 0.0f * maxVal;
+      for (int64_t k = 0; k < d; ++k) {
+        float t = xl[k] - maxVal;
+        e[i * d + k] = t < floor ? floor : t;
+      }
+      maxima[i] = maxVal;
+    }
+    CLEAVE_SIMD
+    for (int64_t j = 0; j < n * d; ++j)
+      e[j] = std::exp(e[j]);
+    for (int64_t i = 0; i < n; ++i) {
+      const float *el = e + i * d, *xl = xb + i * d;
+      float *yl = yb + i * d;
+      double sum = 0.0;
+      for (int64_t k = 0; k < d; ++k)
+        sum += el[k];
+      if (log) {
+        float logSum = static_cast<float>(std::log(sum));
+        for (int64_t k = 0; k < d; ++k)
+          yl[k] = (xl[k] - maxima[i]) - logSum;
+        continue;
+      }
+      float scale = static_cast<float>(1.0 / sum);
+      for (int64_t k = 0; k < d; ++k)
+        yl[k] = el[k] < kExpFlush ? 0.0f : el[k] * scale;
+    }
+  });
+}
+
+} // namespace
+
 void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
   AxisView view(shape, axis);
-  runItems(view.lines(), shape.numElements(), SoftmaxLine{x, y, view, log});
+  if (view.inner == 1 && view.d < kShortLine)
+    softmaxShortLines(x, view, log, y);
+  else
+    runItems(view.lines(), shape.numElements(), SoftmaxLine{x, y, view, log});
 }
 
 void softmaxGrad(const float *y, const float *dy, const Shape &shape, int axis,

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace cleave::rt;
@@ -53,6 +54,46 @@ TEST(Normalization, SoftmaxStridedAxis) {
         ASSERT_NEAR(ly[k], double(x[k]) - std::log(sum), 1e-5);
       }
     }
+}
+
+/// Contiguous lines shorter than 32 (run as blocks of lines, their exps in
+/// one loop) against the same lines laid out along a strided axis (run
+/// line by line): every length 1-33, softmax and log-softmax, a block
+/// boundary inside the lines, masked (-inf) scores, and a line all -inf
+/// (NaN, as PyTorch gives).
+TEST(Normalization, SoftmaxShortLinesMatchStrided) {
+  const int64_t lines = 70;
+  for (int64_t d = 1; d <= 33; ++d) {
+    auto x = randomVector(lines * d, 3 + d, -20.0f, 20.0f);
+    for (int64_t i = 0; i < lines; i += 7)
+      x[i * d + (i % d)] = -INFINITY;
+    for (int64_t k = 0; k < d; ++k)
+      x[5 * d + k] = -INFINITY;
+    // The same values as [d, lines]: softmax along axis 0 is strided.
+    std::vector<float> xt(x.size());
+    for (int64_t i = 0; i < lines; ++i)
+      for (int64_t k = 0; k < d; ++k)
+        xt[k * lines + i] = x[i * d + k];
+    for (bool log : {false, true}) {
+      std::vector<float> y(x.size()), yt(x.size());
+      softmax(x.data(), Shape{lines, d}, 1, log, y.data());
+      softmax(xt.data(), Shape{d, lines}, 0, log, yt.data());
+      for (int64_t i = 0; i < lines; ++i)
+        for (int64_t k = 0; k < d; ++k) {
+          float got = y[i * d + k], want = yt[k * lines + i];
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got)) << "d " << d << " line " << i;
+            continue;
+          }
+          if (std::isinf(want)) {
+            EXPECT_EQ(got, want) << "d " << d << " line " << i;
+            continue;
+          }
+          EXPECT_NEAR(got, want, 1e-6f * std::max(1.0f, std::fabs(want)))
+              << "d " << d << " line " << i << " log " << log;
+        }
+    }
+  }
 }
 
 TEST(Normalization, SoftmaxLargeRowsSumToOne) {
