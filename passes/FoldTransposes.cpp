@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/BiasAdd.h"
 #include "passes/Passes.h"
 
 #include "dialects/cleave/CleaveOps.h"
@@ -35,25 +36,6 @@ Value transposedFrom(Value value) {
     return {};
   ArrayRef<int64_t> perm = transpose.getPermutation();
   return perm[0] == 1 && perm[1] == 0 ? transpose.getInput() : Value();
-}
-
-/// The bias `add` adds to `product` (a vector of its last dimension that
-/// leaves its shape unchanged), with the add; null when there is none.
-std::pair<Value, AddOp> biasAddOf(Value product) {
-  if (!product.hasOneUse())
-    return {};
-  auto add = dyn_cast<AddOp>(*product.user_begin());
-  if (!add || add.getType() != product.getType())
-    return {};
-  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
-  if (bias == product)
-    return {};
-  auto biasType = cast<RankedTensorType>(bias.getType());
-  auto productType = cast<RankedTensorType>(product.getType());
-  if (biasType.getRank() != 1 ||
-      biasType.getDimSize(0) != productType.getShape().back())
-    return {};
-  return {bias, add};
 }
 
 /// matmul(x [..., M, K], W [K, N] or transpose(W [N, K])) (+ bias [N]) as

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/BiasAdd.h"
 #include "passes/Passes.h"
 
 #include "dialects/cleave/CleaveOps.h"
@@ -70,23 +71,6 @@ std::optional<Refinement> refine(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   r.firstOfA.push_back(static_cast<int64_t>(r.factors.size()));
   r.firstOfB.push_back(static_cast<int64_t>(r.factors.size()));
   return r;
-}
-
-/// The bias `add` adds to `product` (a vector of its last dimension, the
-/// add's result of the product's type), or null.
-AddOp biasAddOf(Value product) {
-  if (!product.hasOneUse())
-    return {};
-  auto add = dyn_cast<AddOp>(*product.user_begin());
-  if (!add || add.getType() != product.getType())
-    return {};
-  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
-  auto biasType = cast<RankedTensorType>(bias.getType());
-  if (bias == product || biasType.getRank() != 1 ||
-      biasType.getDimSize(0) !=
-          cast<RankedTensorType>(product.getType()).getShape().back())
-    return {};
-  return add;
 }
 
 /// reshape(x) to `shape`, reading through a reshape that made x, and x
@@ -179,7 +163,8 @@ bool orderRows(Operation *product, Value a) {
   if (!o)
     return false;
   auto matmul = dyn_cast<MatmulOp>(product);
-  AddOp add = matmul ? biasAddOf(matmul.getResult()) : AddOp();
+  auto [bias, add] =
+      matmul ? biasAddOf(matmul.getResult()) : std::pair<Value, AddOp>();
   Operation *replaced = add ? add.getOperation() : product;
   OpBuilder b(replaced);
   Location loc = product->getLoc();
@@ -194,11 +179,8 @@ bool orderRows(Operation *product, Value a) {
   Value result;
   if (matmul) {
     result = MatmulOp::create(b, loc, productType, rowsFirst, matmul.getRhs());
-    if (add) {
-      Value bias = add.getLhs() == matmul.getResult() ? add.getRhs()
-                                                       : add.getLhs();
+    if (add)
       result = AddOp::create(b, loc, productType, result, bias);
-    }
   } else {
     auto gemm = cast<GemmOp>(product);
     result = GemmOp::create(b, loc, productType, rowsFirst, gemm.getB(),
