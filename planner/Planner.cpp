@@ -831,8 +831,9 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     return rollable(options, copy.layout) ? estimate(copy.layout)
                                           : evaluation(copy.layout);
   };
-  // The other threads work on the next layouts meanwhile.
-  size_t lookahead = threads - 1;
+  // The other threads work on the next layouts meanwhile, two each (one
+  // would idle while this thread evaluates what was not queued).
+  size_t lookahead = 2 * (threads - 1);
   std::vector<Candidate *> pruned;
   for (size_t i = 0; i < later.size(); ++i) {
     for (size_t j = i + 1, queued = 0;
