@@ -266,6 +266,15 @@ void Unroller::splitBundledSums() {
   }
 }
 
+/// The op defining `a` or `b`, whichever comes later in their block (null
+/// when both are block arguments).
+static Operation *laterDefinition(Value a, Value b) {
+  Operation *first = a.getDefiningOp(), *second = b.getDefiningOp();
+  if (!first || !second)
+    return first ? first : second;
+  return first->isBeforeInBlock(second) ? second : first;
+}
+
 Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
   SmallVector<Value> parts;
   for (int64_t m = 0; m < count; ++m)
@@ -292,9 +301,18 @@ Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
     }
     return sum;
   }
+  // Accumulating, each micro-batch's part is added to the running sum as
+  // soon as it exists, so that one part is alive at a time (an embedding
+  // table's gradient per micro-batch, say), as PyTorch's .grad does; the
+  // adds are the same chain, in the same order.
   Value sum = parts.front();
-  for (Value part : ArrayRef<Value>(parts).drop_front())
-    sum = AddOp::create(b, loc, input.getType(), sum, part);
+  for (Value part : ArrayRef<Value>(parts).drop_front()) {
+    OpBuilder at = b;
+    if (accumulate)
+      if (Operation *last = laterDefinition(sum, part))
+        at.setInsertionPointAfter(last);
+    sum = AddOp::create(at, loc, input.getType(), sum, part);
+  }
   return sum;
 }
 

@@ -28,8 +28,9 @@
 // CHECK: return
 // With accumulate (a step without pipeline stages), PyTorch's accumulation
 // loop: each micro-batch's forward ops, then its backward ops, one
-// micro-batch's activations alive at a time; the loss's sum moves to the
-// end, where only the step's result reads it.
+// micro-batch's activations alive at a time; each sum adds a micro-batch's
+// part as soon as it exists (one part alive at a time, as .grad
+// accumulates), the same chain of adds.
 // ACC: %[[X0:.*]] = cleave.slice %arg0 {offsets = array<i64: 0, 0>
 // ACC: %[[X1:.*]] = cleave.slice %arg0 {offsets = array<i64: 2, 0>
 // ACC: cleave.matmul %[[X0]], %arg2 {cleave.microbatch = array<i64: 0, 3>}
@@ -38,10 +39,10 @@
 // ACC: %[[G0:.*]] = cleave.matmul {{.*}}cleave.microbatch = array<i64: 0, 18>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
 // ACC: cleave.matmul %[[X1]], %arg2 {cleave.microbatch = array<i64: 1, 3>}
 // ACC: %[[L1:.*]], %{{.*}} = cleave.softmax_cross_entropy {{.*}}cleave.microbatch = array<i64: 1, 6>
+// ACC-NEXT: %[[L:.*]] = cleave.add %[[L0]], %[[L1]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // ACC: cleave.softmax_cross_entropy_grad {{.*}}cleave.microbatch = array<i64: 1, 10>
 // ACC: %[[G1:.*]] = cleave.matmul {{.*}}cleave.microbatch = array<i64: 1, 18>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
-// ACC: %[[L:.*]] = cleave.add %[[L0]], %[[L1]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// ACC: %[[G:.*]] = cleave.add %[[G0]], %[[G1]] : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+// ACC-NEXT: %[[G:.*]] = cleave.add %[[G0]], %[[G1]] : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
 // ACC: cleave.sgd %arg2, %[[G]]
 // ACC-NOT: cleave.all_reduce
 // ACC: return
