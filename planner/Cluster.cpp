@@ -263,7 +263,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       reader.entries(deviceNode, "device",
                      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
                       "cache_mib", "cache_bandwidth_gbs", "llc_mib",
-                      "llc_bandwidth_gbs", "op_overhead_us", "kernels"});
+                      "llc_bandwidth_gbs", "op_overhead_us", "hand_off_us",
+                      "kernels"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -281,10 +282,11 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     if (llvm::Error e = reader.number(*device, key, "device", *out,
                                       /*optional=*/true))
       return std::move(e);
-  if (llvm::Error e = reader.number(*device, "op_overhead_us", "device",
-                                    c.opOverheadUs, /*optional=*/true,
-                                    /*zeroOk=*/true))
-    return std::move(e);
+  for (auto [key, out] : {std::pair{"op_overhead_us", &c.opOverheadUs},
+                          std::pair{"hand_off_us", &c.handOffUs}})
+    if (llvm::Error e = reader.number(*device, key, "device", *out,
+                                      /*optional=*/true, /*zeroOk=*/true))
+      return std::move(e);
   if (auto kernelsNode = device->lookup("kernels")) {
     llvm::SmallVector<llvm::StringRef, kKernelCount> names;
     for (size_t k = 0; k < kKernelCount; ++k)

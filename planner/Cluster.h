@@ -69,6 +69,11 @@ struct Cluster {
   /// checks, the start of its loops; a GPU's kernel launch), in
   /// microseconds: `cleave calibrate` measures it on tiny tensors.
   double opOverheadUs = 0;
+  /// What a collective run on a communication thread costs beyond its
+  /// messages (handing it over, waking the thread that waits for it), in
+  /// microseconds: a pipeline hand-over waits for it. `cleave calibrate`
+  /// measures it on a cpu; 0 for the presets.
+  double handOffUs = 0;
   /// Measured kernel rates (`cleave calibrate`; zero: the roofline alone).
   std::array<KernelRate, kKernelCount> kernelRates{};
   Link intraNode, interNode;

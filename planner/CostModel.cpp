@@ -215,7 +215,10 @@ public:
           ++steps;
       }
     }
-    return steps * link.latencyUs * 1e-6 +
+    // A hand-over runs on the communication thread: handed to it, and
+    // the waiting thread woken at its end.
+    double handOff = isa<SendRecvOp>(op) ? cluster.handOffUs * 1e-6 : 0;
+    return handOff + steps * link.latencyUs * 1e-6 +
            bytes / (link.bandwidthGBs * 1e9 * cluster.networkEfficiency);
   }
 

@@ -3,11 +3,12 @@
 // Runs under mpirun with the ranks and threads a training program would
 // have, and measures what the cost model needs for the cpu target: the
 // runtime's GEMM (the kernel programs call) in three shape classes,
-// memory, L2 and last-level cache bandwidth, the cost of an op and the rates of the
-// kernels the roofline misses (planner/Cluster.h, Kernel), all ranks at
-// once (they share the machine as a run does), and point-to-point latency and bandwidth between ranks 0 and 1
-// over MPI. Rank 0 prints one JSON object on stdout; numbers are the
-// slowest rank's.
+// memory, L2 and last-level cache bandwidth, the cost of an op and of
+// handing work to another thread, and the rates of the kernels the
+// roofline misses (planner/Cluster.h, Kernel), all ranks at once (they
+// share the machine as a run does), and point-to-point latency and
+// bandwidth between ranks 0 and 1 over MPI. Rank 0 prints one JSON object
+// on stdout; numbers are the slowest rank's.
 //
 //   mpirun -np 2 cleave-calibrate-probe [--seconds S]
 //
@@ -20,12 +21,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -244,6 +248,43 @@ long cacheSize(int level, int name) {
   return std::max(0L, sysconf(name));
 }
 
+/// One round trip of work between this rank's thread and a second one
+/// through a mutex and condition variables, in seconds: how a started
+/// collective reaches the runtime's communication thread and how its end
+/// wakes the thread waiting for it (runtime/CommThread.cpp), all ranks'
+/// threads at once.
+double threadHandOff(double seconds) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int turn = 0;
+  bool stop = false;
+  std::thread other([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return turn == 1 || stop; });
+      if (stop)
+        return;
+      turn = 0;
+      changed.notify_all();
+    }
+  });
+  double t = secondsPerCall(
+      [&] {
+        std::unique_lock<std::mutex> lock(mutex);
+        turn = 1;
+        changed.notify_all();
+        changed.wait(lock, [&] { return turn == 0; });
+      },
+      seconds);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stop = true;
+  }
+  changed.notify_all();
+  other.join();
+  return t;
+}
+
 /// Half a round trip of `bytes` between ranks 0 and 1, in seconds (the
 /// other ranks wait).
 double pingPong(int rank, int64_t bytes, double seconds) {
@@ -315,6 +356,7 @@ int main(int argc, char **argv) {
   }
   double overhead = opOverhead(seconds);
   std::string kernels = kernelRates(overhead, seconds);
+  double handOff = threadHandOff(seconds / 4);
   double latency = 0, bandwidth = 0;
   if (ranks > 1) {
     latency = pingPong(rank, 8, seconds) * 1e6;
@@ -328,10 +370,10 @@ int main(int argc, char **argv) {
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
                 "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f, "
-                "\"kernels\": %s}\n",
+                "\"hand_off_us\": %.3f, \"kernels\": %s}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
                 cacheTriad, cacheBytes, llcTriad, llcBytes, latency,
-                bandwidth, overhead * 1e6,
+                bandwidth, overhead * 1e6, handOff * 1e6,
                 kernels.c_str());
   MPI_Finalize();
   return 0;

@@ -163,8 +163,9 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   double latency = number(result, "p2p_latency_us");
   double bandwidth = number(result, "p2p_bandwidth_gbs");
   double overhead = number(result, "op_overhead_us");
+  double handOff = number(result, "hand_off_us");
   if (!(large > 0 && medium > 0 && skinny > 0 && triad > 0 &&
-        cacheTriad > 0 && cacheMiB > 0 && overhead > 0) ||
+        cacheTriad > 0 && cacheMiB > 0 && overhead > 0 && handOff > 0) ||
       (ranks_ > 1 && !(bandwidth > 0)))
     return fail("the probe's numbers are not all positive: '" +
                 (*text)->getBuffer().trim() + "'");
@@ -215,6 +216,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  cache_bandwidth_gbs: {11:f3}\n"
       "{15}"
       "  op_overhead_us: {13:f4}\n"
+      "  hand_off_us: {17:f3}\n"
       "  kernels:  # ns per row (a matrix for batched_matmul) and per element\n"
       "{14}"
       "intra_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
@@ -222,7 +224,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead, kernels, llc, llcTriad);
+      overhead, kernels, llc, llcTriad, handOff);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
