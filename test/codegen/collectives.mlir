@@ -48,13 +48,15 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
 // -----
 
 // A pipeline's hand-over between stages: on the host the sending stage
-// posts an asynchronous send and the receiving stage starts the receive
+// posts an asynchronous send from the value's own buffer (no copy: the
+// memory plan keeps it until the send completes, FusionPlan.h's
+// planUncopiedSends) and the receiving stage starts the receive
 // and waits for it where the value is first used; the GPU exchanges it in
 // one blocking sendRecv on each side. Each stage's step is its own
 // function, chosen by the rank's coordinate along the pipeline axis.
 
 // CPU-LABEL: static void stepPart(
-// CPU: sendAsync(first, 32 * 4, 1, AxisGroup{{[{][{]0[}]}}, 1});  // handover
+// CPU: sendAsyncUncopied(first, 32 * 4, 1, AxisGroup{{[{][{]0[}]}}, 1});  // handover
 // CPU-LABEL: static void stepPart_1(
 // CPU: [[RECV:handover_recv]] = startReceive(handover, 32 * 4, 0, AxisGroup{{[{][{]0[}]}}, 1});  // handover
 // CPU: finishAllReduceBucket([[RECV]]);
