@@ -14,15 +14,6 @@ using namespace mlir::cleave;
 
 namespace {
 
-/// Prints a shape as `[2, 3]` for diagnostics.
-std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  llvm::raw_string_ostream os(text);
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return text;
-}
-
 /// The channels of `input` ([N, C, ...]), or failure if its rank is < 2.
 FailureOr<int64_t> channelsOf(Operation *op, Value input) {
   auto type = cast<ShapedType>(input.getType());

@@ -21,20 +21,20 @@
 using namespace mlir;
 using namespace mlir::cleave;
 
-namespace {
-
-ShapedType shapedType(Value value) { return cast<ShapedType>(value.getType()); }
-
-ArrayRef<int64_t> shapeOf(Value value) { return shapedType(value).getShape(); }
-
-/// Prints a shape as `[2, 3]` for diagnostics.
-std::string formatShape(ArrayRef<int64_t> shape) {
+std::string mlir::cleave::formatShape(ArrayRef<int64_t> shape) {
   std::string text = "[";
   llvm::raw_string_ostream os(text);
   llvm::interleaveComma(shape, os);
   os << "]";
   return text;
 }
+
+namespace {
+
+ShapedType shapedType(Value value) { return cast<ShapedType>(value.getType()); }
+
+ArrayRef<int64_t> shapeOf(Value value) { return shapedType(value).getShape(); }
+
 
 /// Checks that `shape` matches `expected`, naming `what` on mismatch.
 LogicalResult expectShape(Operation *op, StringRef what, ArrayRef<int64_t> shape,

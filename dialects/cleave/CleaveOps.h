@@ -18,6 +18,9 @@
 #include "dialects/cleave/CleaveOps.h.inc"
 
 namespace mlir::cleave {
+/// Prints a shape as `[2, 3]` for diagnostics.
+std::string formatShape(ArrayRef<int64_t> shape);
+
 /// The `cleave.mesh` of the module holding `op` (or of `op` itself when it
 /// is the module); null when the program is not distributed.
 MeshAttr getModuleMesh(Operation *op);
