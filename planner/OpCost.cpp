@@ -52,44 +52,42 @@ double rowsBefore(Value value, int64_t axis) {
 
 /// The measured-rate kernel `op` runs, with its rows and elements.
 void setKernel(Operation *op, OpCost &cost) {
-  auto set = [&](Kernel kernel, double rows, Value shaped) {
+  auto set = [&](Kernel kernel, double rows, double itemElements) {
     cost.kernel = kernel;
     cost.kernelRows = rows;
-    cost.kernelElements = elements(shaped);
+    cost.kernelElements = itemElements;
+  };
+  // A softmax-like kernel over the lines of `x` along `axis`.
+  auto lines = [&](Kernel kernel, Value x, int64_t axis) {
+    set(kernel, linesAlong(x, axis), elements(x));
   };
   if (auto softmax = dyn_cast<SoftmaxOp>(op))
-    set(Kernel::Softmax, linesAlong(softmax.getInput(), softmax.getAxis()),
-        softmax.getInput());
+    lines(Kernel::Softmax, softmax.getInput(), softmax.getAxis());
   else if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op))
-    set(Kernel::Softmax,
-        linesAlong(logSoftmax.getInput(), logSoftmax.getAxis()),
-        logSoftmax.getInput());
+    lines(Kernel::Softmax, logSoftmax.getInput(), logSoftmax.getAxis());
   else if (auto grad = dyn_cast<SoftmaxGradOp>(op))
-    set(Kernel::SoftmaxGrad, linesAlong(grad.getOutput(), grad.getAxis()),
-        grad.getOutput());
+    lines(Kernel::SoftmaxGrad, grad.getOutput(), grad.getAxis());
   else if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
-    set(Kernel::Softmax, linesAlong(loss.getScores(), 1), loss.getScores());
+    lines(Kernel::Softmax, loss.getScores(), 1);
   else if (auto grad = dyn_cast<SoftmaxCrossEntropyGradOp>(op))
-    set(Kernel::SoftmaxGrad, linesAlong(grad.getLogProb(), 1),
-        grad.getLogProb());
+    lines(Kernel::SoftmaxGrad, grad.getLogProb(), 1);
   else if (auto norm = dyn_cast<LayerNormOp>(op))
     set(Kernel::LayerNorm, rowsBefore(norm.getInput(), norm.getAxis()),
-        norm.getInput());
+        elements(norm.getInput()));
   else if (auto grad = dyn_cast<LayerNormGradOp>(op))
     set(Kernel::LayerNormGrad, rowsBefore(grad.getInput(), grad.getAxis()),
-        grad.getInput());
+        elements(grad.getInput()));
   else if (auto dropout = dyn_cast<DropoutOp>(op);
            dropout && dropout.getTraining() &&
            dropout.getRatio().convertToFloat() > 0)
-    set(Kernel::Dropout, 0, dropout.getInput());
+    set(Kernel::Dropout, 0, elements(dropout.getInput()));
   else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    // Batched: timed per matrix.
     auto result = cast<ShapedType>(matmul.getType());
     if (result.getRank() >= 3) {
       double matrix = result.getDimSize(result.getRank() - 1) *
                       result.getDimSize(result.getRank() - 2);
-      set(Kernel::BatchedMatmul, elements(matmul.getResult()) / matrix,
-          matmul.getResult());
-      cost.kernelElements = 0;
+      set(Kernel::BatchedMatmul, elements(matmul.getResult()) / matrix, 0);
     }
   }
 }
