@@ -31,16 +31,23 @@ constexpr int64_t kShortLine = 32;
 /// line's tail goes through the scalar expf; here a block of lines is
 /// shifted by its maxima first and all its exps run in one flat loop. The
 /// arithmetic per element is SoftmaxLine's: the clamp at kExpFloor, the
-/// sum in double, the flush below kExpFlush.
-void softmaxShortLines(const float *x, const AxisView &view, bool log,
-                       float *y) {
+/// sum in double, the flush below kExpFlush. With `masked`, each line is
+/// first scaled and masked into y (MaskedSoftmaxLine::load), and the block
+/// runs in place there.
+void softmaxShortLines(const float *x, const AxisView &view, bool log, float *y,
+                       const MaskedSoftmaxLine *masked = nullptr) {
   constexpr int64_t kBlock = 64;
   const int64_t d = view.d, lines = view.lines();
   runItems((lines + kBlock - 1) / kBlock, lines * d, [&](int64_t block) {
     const int64_t first = block * kBlock;
     const int64_t n = std::min(kBlock, lines - first);
-    const float *xb = x + first * d;
     float *yb = y + first * d;
+    const float *xb = x + first * d;
+    if (masked) {
+      for (int64_t i = 0; i < n; ++i)
+        masked->load(first + i, std::integral_constant<int64_t, 1>());
+      xb = yb;
+    }
     float maxima[kBlock], e[kBlock * kShortLine];
     for (int64_t i = 0; i < n; ++i) {
       const float *xl = xb + i * d;
@@ -87,11 +94,30 @@ void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
     runItems(view.lines(), shape.numElements(), SoftmaxLine{x, y, view, log});
 }
 
+void softmaxMasked(const float *x, const Shape &shape, int axis, bool log,
+                   const SoftmaxMasking &masking, float *y) {
+  AxisView view(shape, axis);
+  MaskedSoftmaxLine line{x, y, view, log, LineMasking(masking, shape, axis)};
+  if (view.inner == 1 && view.d < kShortLine)
+    softmaxShortLines(x, view, log, y, &line);
+  else
+    runItems(view.lines(), shape.numElements(), line);
+}
+
 void softmaxGrad(const float *y, const float *dy, const Shape &shape, int axis,
                  bool log, float *dx) {
   AxisView view(shape, axis);
   runItems(view.lines(), shape.numElements(),
            SoftmaxGradLine{y, dy, dx, view, log});
+}
+
+void softmaxGradMasked(const float *y, const float *dy, const Shape &shape,
+                       int axis, bool log, const SoftmaxMasking &masking,
+                       float *dx) {
+  AxisView view(shape, axis);
+  runItems(view.lines(), shape.numElements(),
+           MaskedSoftmaxGradLine{y, dy, dx, view, log,
+                                 LineMasking(masking, shape, axis)});
 }
 
 void layerNorm(const float *x, const Shape &shape, int axis, const float *scale,

@@ -13,7 +13,9 @@
 #ifndef CLEAVE_RUNTIME_NORMALIZATIONBODIES_H
 #define CLEAVE_RUNTIME_NORMALIZATIONBODIES_H
 
+#include "runtime/BroadcastBodies.h"
 #include "runtime/HostDevice.h"
+#include "runtime/KernelTypes.h"
 #include "runtime/Shape.h"
 
 #include <cmath>
@@ -76,14 +78,20 @@ struct SoftmaxLine {
   static constexpr int64_t kChunk = 64;
 
   template <typename Step>
-  CLEAVE_HD void run(const float *xl, float *yl, Step step) const {
-    int64_t d = view.d;
+  CLEAVE_HD static float lineMax(const float *xl, int64_t d, Step step) {
     // Written as std::max(maxVal, v) is. (A NaN makes the whole line NaN
     // through the sum, wherever the maximum lands.)
     float maxVal = -HUGE_VALF;
     CLEAVE_SIMD_MAX(maxVal)
     for (int64_t i = 0; i < d; ++i)
       maxVal = maxVal < xl[i * step] ? xl[i * step] : maxVal;
+    return maxVal;
+  }
+
+  /// The softmax of a line whose maximum is known.
+  template <typename Step>
+  CLEAVE_HD static void finish(const float *xl, float *yl, int64_t d, Step step,
+                               bool log, float maxVal) {
     // The floor as a value g++ cannot fold: with the constant, it rewrites
     // exp(t < floor ? floor : t) as t < floor ? exp(floor) : exp(t) and
     // calls exp on the unclamped t. (NaN stays NaN through the clamp: NaN <
@@ -126,6 +134,11 @@ struct SoftmaxLine {
       yl[i * step] = yl[i * step] < kExpFlush ? 0.0f : yl[i * step] * scale;
   }
 
+  template <typename Step>
+  CLEAVE_HD void run(const float *xl, float *yl, Step step) const {
+    finish(xl, yl, view.d, step, log, lineMax(xl, view.d, step));
+  }
+
   CLEAVE_HD void operator()(int64_t line) const {
     const float *xl = x + view.start(line);
     float *yl = y + view.start(line);
@@ -133,6 +146,116 @@ struct SoftmaxLine {
       run(xl, yl, std::integral_constant<int64_t, 1>());
     else
       run(xl, yl, view.inner);
+  }
+};
+
+/// Attention's scale and mask (rt::SoftmaxMasking) on one line of a softmax
+/// or its gradient, in place in that line: each part is its own loop over
+/// the line, which is in cache by then (vector code for each, where one
+/// loop of optional parts would branch per element).
+struct LineMasking {
+  rt::SoftmaxMasking masking;
+  /// Where the mask or condition of an element of the softmax's tensor is.
+  BroadcastIndex maskIndex;
+  /// That index's step along the axis.
+  int64_t maskStep;
+
+  LineMasking(const rt::SoftmaxMasking &masking, const rt::Shape &shape,
+              int axis)
+      : masking(masking), maskIndex(masking.maskShape, shape),
+        maskStep(maskIndex.strides[axis < 0 ? axis + shape.rank : axis]) {}
+
+  /// z *= scale (or /= scale).
+  template <typename Step>
+  CLEAVE_HD void scale(float *zl, int64_t d, Step step) const {
+    if (!masking.scale)
+      return;
+    const float s = *masking.scale;
+    if (masking.divide) {
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        zl[i * step] = zl[i * step] / s;
+    } else {
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        zl[i * step] = zl[i * step] * s;
+    }
+  }
+
+  /// z += mask, then z = where(condition == keepWhen, z, fill), for the line
+  /// that starts at flat index `start`.
+  template <typename Step, typename MaskStep>
+  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t start,
+                      MaskStep maskStep) const {
+    const int64_t at = maskIndex.offset(start);
+    if (masking.mask) {
+      const float *ml = masking.mask + at;
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        zl[i * step] = zl[i * step] + ml[i * maskStep];
+    }
+    if (masking.condition) {
+      const bool *cl = masking.condition + at;
+      const float fill = *masking.fill;
+      const bool keep = masking.keepWhen;
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        zl[i * step] =
+            loadElement(cl, i * maskStep) == keep ? zl[i * step] : fill;
+    }
+  }
+
+  /// mask() with the mask's step a constant where it is 1 or 0 (a mask
+  /// along the last axis, or repeated along it), so that it vectorizes.
+  template <typename Step>
+  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t start) const {
+    if (maskStep == 1)
+      mask(zl, d, step, start, std::integral_constant<int64_t, 1>());
+    else if (maskStep == 0)
+      mask(zl, d, step, start, std::integral_constant<int64_t, 0>());
+    else
+      mask(zl, d, step, start, maskStep);
+  }
+};
+
+/// softmaxMasked's line: y = softmax(where(c, x * scale + mask, fill)).
+/// The masked scores are written to y's line, whose softmax then runs in
+/// place (SoftmaxLine::finish). x and y may be the same buffer.
+struct MaskedSoftmaxLine {
+  const float *x;
+  float *y;
+  AxisView view;
+  bool log;
+  LineMasking masking;
+
+  /// Writes the line's masked scores to y and returns their maximum.
+  template <typename Step>
+  CLEAVE_HD float load(int64_t line, Step step) const {
+    const int64_t start = view.start(line), d = view.d;
+    const float *xl = x + start;
+    float *yl = y + start;
+    if (xl != yl) {
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < d; ++i)
+        yl[i * step] = xl[i * step];
+    }
+    masking.scale(yl, d, step);
+    masking.mask(yl, d, step, start);
+    return SoftmaxLine::lineMax(yl, d, step);
+  }
+
+  template <typename Step>
+  CLEAVE_HD void run(int64_t line, Step step) const {
+    float *yl = y + view.start(line);
+    float maxVal = load(line, step);
+    SoftmaxLine::finish(yl, yl, view.d, step, log, maxVal);
+  }
+
+  CLEAVE_HD void operator()(int64_t line) const {
+    if (view.inner == 1)
+      run(line, std::integral_constant<int64_t, 1>());
+    else
+      run(line, view.inner);
   }
 };
 
@@ -146,9 +269,8 @@ struct SoftmaxGradLine {
   bool log;
 
   template <typename Step>
-  CLEAVE_HD void run(const float *yl, const float *dyl, float *dxl,
-                     Step step) const {
-    int64_t d = view.d;
+  CLEAVE_HD static void run(const float *yl, const float *dyl, float *dxl,
+                            int64_t d, Step step, bool log) {
     double sum = 0.0;
     if (log) {
       CLEAVE_SIMD_SUM(sum)
@@ -172,10 +294,37 @@ struct SoftmaxGradLine {
   CLEAVE_HD void operator()(int64_t line) const {
     int64_t base = view.start(line);
     if (view.inner == 1)
-      run(y + base, dy + base, dx + base,
-          std::integral_constant<int64_t, 1>());
+      run(y + base, dy + base, dx + base, view.d,
+          std::integral_constant<int64_t, 1>(), log);
     else
-      run(y + base, dy + base, dx + base, view.inner);
+      run(y + base, dy + base, dx + base, view.d, view.inner, log);
+  }
+};
+
+/// softmaxGradMasked's line: SoftmaxGradLine's dx, then where(c, dx, fill)
+/// and the scale, in place in dx's line.
+struct MaskedSoftmaxGradLine {
+  const float *y;
+  const float *dy;
+  float *dx;
+  AxisView view;
+  bool log;
+  LineMasking masking;
+
+  template <typename Step>
+  CLEAVE_HD void run(int64_t line, Step step) const {
+    const int64_t start = view.start(line);
+    float *dxl = dx + start;
+    SoftmaxGradLine::run(y + start, dy + start, dxl, view.d, step, log);
+    masking.mask(dxl, view.d, step, start);
+    masking.scale(dxl, view.d, step);
+  }
+
+  CLEAVE_HD void operator()(int64_t line) const {
+    if (view.inner == 1)
+      run(line, std::integral_constant<int64_t, 1>());
+    else
+      run(line, view.inner);
   }
 };
 

@@ -21,10 +21,26 @@ void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
   launch(view.lines(), SoftmaxLine{x, y, view, log});
 }
 
+void softmaxMasked(const float *x, const Shape &shape, int axis, bool log,
+                   const SoftmaxMasking &masking, float *y) {
+  AxisView view(shape, axis);
+  launch(view.lines(),
+         MaskedSoftmaxLine{x, y, view, log, LineMasking(masking, shape, axis)});
+}
+
 void softmaxGrad(const float *y, const float *dy, const Shape &shape, int axis,
                  bool log, float *dx) {
   AxisView view(shape, axis);
   launch(view.lines(), SoftmaxGradLine{y, dy, dx, view, log});
+}
+
+void softmaxGradMasked(const float *y, const float *dy, const Shape &shape,
+                       int axis, bool log, const SoftmaxMasking &masking,
+                       float *dx) {
+  AxisView view(shape, axis);
+  launch(view.lines(),
+         MaskedSoftmaxGradLine{y, dy, dx, view, log,
+                               LineMasking(masking, shape, axis)});
 }
 
 void layerNorm(const float *x, const Shape &shape, int axis, const float *scale,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 using namespace cleave::rt;
 using cleave::rt::test::dot;
@@ -124,6 +125,161 @@ TEST(Normalization, SoftmaxGradMatchesDifferences) {
         return dot(yy, w);
       });
     }
+}
+
+/// One case of attention's scale and mask around a softmax.
+struct MaskedCase {
+  Shape shape;
+  int axis;
+  Shape maskShape;
+  bool additive; // an additive mask, else a where-condition
+  bool keepWhen; // where(c, z, fill) when true, where(c, fill, z) else
+  bool divide;
+};
+
+std::vector<MaskedCase> maskedCases() {
+  return {
+      // GPT's causal mask: where(tril, scores * scale, -inf), lines of 5
+      // (the short-line blocks) and of 40.
+      {{2, 3, 5, 5}, 3, {1, 1, 5, 5}, false, true, false},
+      {{2, 2, 40, 40}, -1, {1, 1, 40, 40}, false, true, false},
+      // nn.MultiheadAttention's key padding mask: an additive [B*H, 1, S].
+      {{4, 6, 6}, 2, {4, 1, 6}, true, true, true},
+      {{4, 3, 37}, 2, {4, 1, 37}, true, true, false},
+      // masked_fill(pad, fill): where(c, fill, z); a mask of lower rank.
+      {{2, 3, 7, 40}, 3, {40}, false, false, true},
+      // Along a middle axis (strided lines), the mask repeated along it.
+      {{2, 5, 3}, 1, {2, 1, 3}, true, true, false},
+      {{2, 5, 3}, 1, {5, 1}, false, false, false},
+  };
+}
+
+/// The mask's element for element `i` of `shape`.
+int64_t maskIndexOf(const Shape &shape, const Shape &mask, int64_t i) {
+  int64_t idx[kMaxRank], at = 0;
+  cleave::rt::test::unflatten(shape, i, idx);
+  for (int d = 0; d < mask.rank; ++d) {
+    int64_t size = mask.dims[d];
+    at = at * size + (size == 1 ? 0 : idx[shape.rank - mask.rank + d]);
+  }
+  return at;
+}
+
+/// softmaxMasked against softmax of the scores scaled and masked by
+/// separate loops (what the unfused program computes, op by op): the same
+/// float operations in the same order, so equal up to the exps' rounding.
+TEST(Normalization, SoftmaxMaskedMatchesUnfused) {
+  uint32_t seed = 50;
+  for (const MaskedCase &c : maskedCases())
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "rank " << c.shape.rank << " axis "
+                                      << c.axis << " log " << log);
+      int64_t n = c.shape.numElements(), m = c.maskShape.numElements();
+      auto x = randomVector(n, seed++, -8.0f, 8.0f);
+      auto noise = randomVector(m, seed++);
+      std::vector<float> additive(m);
+      std::unique_ptr<bool[]> condition(new bool[m]);
+      for (int64_t i = 0; i < m; ++i) {
+        condition[i] = noise[i] > -0.3f;
+        additive[i] = noise[i] > 0.5f ? -INFINITY : noise[i];
+      }
+      const float scale = 0.35f, fill = c.keepWhen ? -INFINITY : -1e9f;
+      std::vector<float> z(n);
+      for (int64_t i = 0; i < n; ++i) {
+        float v = c.divide ? x[i] / scale : x[i] * scale;
+        int64_t k = maskIndexOf(c.shape, c.maskShape, i);
+        if (c.additive)
+          v = v + additive[k];
+        else
+          v = condition[k] == c.keepWhen ? v : fill;
+        z[i] = v;
+      }
+      std::vector<float> want(n), got(n);
+      softmax(z.data(), c.shape, c.axis, log, want.data());
+      SoftmaxMasking masking;
+      masking.scale = &scale;
+      masking.divide = c.divide;
+      if (c.additive)
+        masking.mask = additive.data();
+      else
+        masking.condition = condition.get();
+      masking.keepWhen = c.keepWhen;
+      masking.fill = &fill;
+      masking.maskShape = c.maskShape;
+      softmaxMasked(x.data(), c.shape, c.axis, log, masking, got.data());
+      for (int64_t i = 0; i < n; ++i) {
+        if (std::isinf(want[i]) || std::isnan(want[i])) {
+          EXPECT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "at " << i;
+          if (!std::isnan(want[i])) {
+            EXPECT_EQ(got[i], want[i]) << "at " << i;
+          }
+          continue;
+        }
+        EXPECT_NEAR(got[i], want[i], 1e-6f * std::max(1.0f, std::fabs(want[i])))
+            << "at " << i;
+      }
+      // In place: y in x's buffer.
+      softmaxMasked(x.data(), c.shape, c.axis, log, masking, x.data());
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isnan(got[i])) {
+          EXPECT_EQ(x[i], got[i]) << "in place, at " << i;
+        }
+    }
+}
+
+/// softmaxGradMasked against softmaxGrad followed by the where and the
+/// scale as separate loops (the unfused backward pass), and, with a zero
+/// fill, against central differences of softmaxMasked.
+TEST(Normalization, SoftmaxGradMaskedMatchesUnfused) {
+  uint32_t seed = 80;
+  for (const MaskedCase &c : maskedCases()) {
+    if (c.additive)
+      continue;
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "rank " << c.shape.rank << " axis "
+                                      << c.axis << " log " << log);
+      int64_t n = c.shape.numElements(), m = c.maskShape.numElements();
+      auto x = randomVector(n, seed++, -3.0f, 3.0f);
+      auto dy = randomVector(n, seed++);
+      auto noise = randomVector(m, seed++);
+      std::unique_ptr<bool[]> condition(new bool[m]);
+      for (int64_t i = 0; i < m; ++i)
+        condition[i] = noise[i] > -0.3f;
+      const float scale = 0.35f, fill = -1e9f, zero = 0.0f;
+      SoftmaxMasking masking;
+      masking.scale = &scale;
+      masking.divide = c.divide;
+      masking.condition = condition.get();
+      masking.keepWhen = c.keepWhen;
+      masking.fill = &fill;
+      masking.maskShape = c.maskShape;
+      std::vector<float> y(n), dx(n), want(n), got(n);
+      softmaxMasked(x.data(), c.shape, c.axis, log, masking, y.data());
+      softmaxGrad(y.data(), dy.data(), c.shape, c.axis, log, dx.data());
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t k = maskIndexOf(c.shape, c.maskShape, i);
+        float v = condition[k] == c.keepWhen ? dx[i] : zero;
+        want[i] = c.divide ? v / scale : v * scale;
+      }
+      SoftmaxMasking gradMasking = masking;
+      gradMasking.fill = &zero;
+      softmaxGradMasked(y.data(), dy.data(), c.shape, c.axis, log, gradMasking,
+                        got.data());
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-6f * std::max(1.0f, std::fabs(want[i])))
+            << "at " << i;
+      // A finite fill keeps every line finite for the differences (of the
+      // softmax: log-softmax's masked outputs sit near the fill, -1e9,
+      // where float differences are noise).
+      if (n > 200 || log)
+        continue;
+      expectGradient(x, got, [&] {
+        std::vector<float> yy(x.size());
+        softmaxMasked(x.data(), c.shape, c.axis, log, masking, yy.data());
+        return dot(yy, dy);
+      });
+    }
+  }
 }
 
 TEST(Normalization, LayerNormHandValues) {

@@ -107,6 +107,66 @@ TEST(RowBodies, SoftmaxGradLineMatchesCpu) {
     }
 }
 
+/// Attention's masked softmax and its gradient as the cuda target launches
+/// them (one MaskedSoftmaxLine per line) against the cpu kernels, which
+/// take other paths for short lines: a causal where-mask with a -inf fill,
+/// an additive padding mask with a division, a strided axis.
+TEST(RowBodies, MaskedSoftmaxLinesMatchCpu) {
+  struct Case {
+    Shape shape;
+    int axis;
+    Shape maskShape;
+    bool additive;
+  };
+  uint32_t seed = 30;
+  for (const Case &c : std::vector<Case>{{{2, 3, 6, 6}, 3, {1, 1, 6, 6}, false},
+                                         {{3, 5, 40}, -1, {3, 1, 40}, true},
+                                         {{2, 4, 3}, 1, {2, 1, 3}, false}})
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "axis " << c.axis << " log " << log);
+      int64_t n = c.shape.numElements(), m = c.maskShape.numElements();
+      auto x = randomVector(n, seed++, -5.0f, 5.0f);
+      auto dy = randomVector(n, seed++);
+      auto noise = randomVector(m, seed++);
+      std::vector<float> additive(m);
+      std::unique_ptr<bool[]> condition(new bool[m]);
+      for (int64_t i = 0; i < m; ++i) {
+        additive[i] = noise[i] > 0.4f ? -1e4f : noise[i];
+        // Every line keeps its first element: no all-masked (NaN) line.
+        condition[i] =
+            noise[i] > -0.2f || i % c.maskShape.dims[c.maskShape.rank - 1] == 0;
+      }
+      const float scale = 0.4f, fill = -INFINITY, zero = 0.0f;
+      SoftmaxMasking masking;
+      masking.scale = &scale;
+      masking.divide = c.additive;
+      if (c.additive)
+        masking.mask = additive.data();
+      else
+        masking.condition = condition.get();
+      masking.fill = &fill;
+      masking.maskShape = c.maskShape;
+      std::vector<float> want(n), got(n);
+      softmaxMasked(x.data(), c.shape, c.axis, log, masking, want.data());
+      AxisView view(c.shape, c.axis);
+      runOnHost(view.lines(),
+                MaskedSoftmaxLine{x.data(), got.data(), view, log,
+                                  LineMasking(masking, c.shape, c.axis)});
+      expectCloseNonFinite(got, want);
+      if (c.additive)
+        continue;
+      masking.fill = &zero;
+      std::vector<float> y = want;
+      softmaxGradMasked(y.data(), dy.data(), c.shape, c.axis, log, masking,
+                        want.data());
+      runOnHost(view.lines(),
+                MaskedSoftmaxGradLine{y.data(), dy.data(), got.data(), view,
+                                      log,
+                                      LineMasking(masking, c.shape, c.axis)});
+      expectCloseNonFinite(got, want);
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Layer norm
 //===----------------------------------------------------------------------===//
