@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/ShardingHints.h"
 #include "passes/ShardingRules.h"
 #include "passes/SplitBatchStatistics.h"
 
@@ -316,14 +317,37 @@ Value Partitioner::convert(Value value, ShardingAttr required,
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(value.getParentBlock());
+    // A sum split over what it is summed over is reduce-scattered. With
+    // micro-batches, one split over the data axes but not over the
+    // micro-batches (ZeRO-2/3's gradients) is reduce-scattered over the
+    // data axes, then its blocks are summed over the micro-batches: each
+    // micro-batch's gradient is scattered as it is computed and only this
+    // rank's block is accumulated (DeepSpeed's ZeRO-2/3 reduce every
+    // micro-step too), never a whole gradient.
     int64_t scatterDim = -1;
+    AxisList scatterAxes = current.partial, sumAxes;
+    AxisList withoutMicroBatches;
+    for (StringAttr axis : current.partial)
+      if (axis.getValue() != kMicroBatchAxis)
+        withoutMicroBatches.push_back(axis);
     for (auto [dim, axes] : llvm::enumerate(target.dims)) {
+      if (!reduceScatterGradients)
+        break;
       AxisList wanted(current.dims[dim]);
       llvm::append_range(wanted, current.partial);
-      if (reduceScatterGradients && axes == wanted)
+      AxisList wantedPerMicroBatch(current.dims[dim]);
+      llvm::append_range(wantedPerMicroBatch, withoutMicroBatches);
+      if (axes == wanted) {
         scatterDim = dim;
+      } else if (!withoutMicroBatches.empty() &&
+                 withoutMicroBatches.size() < current.partial.size() &&
+                 axes == wantedPerMicroBatch) {
+        scatterDim = dim;
+        scatterAxes = withoutMicroBatches;
+        sumAxes = {StringAttr::get(context, kMicroBatchAxis)};
+      }
     }
-    int64_t group = mesh.getGroupSize(current.partial);
+    int64_t group = mesh.getGroupSize(scatterAxes);
     // One all-reduce serves every consumer that wants the whole sum.
     SmallVector<SmallVector<StringAttr>> dims(current.dims.begin(),
                                               current.dims.end());
@@ -334,7 +358,11 @@ Value Partitioner::convert(Value value, ShardingAttr required,
     } else if (scatterDim >= 0) {
       result = ReduceScatterOp::create(
           b, loc, scaledType(scatterDim, 1, group), result,
-          axesAttr(context, current.partial), scatterDim);
+          axesAttr(context, scatterAxes), scatterDim);
+      if (!sumAxes.empty())
+        result = AllReduceOp::create(b, loc, ValueRange{result},
+                                     axesAttr(context, sumAxes))
+                     .getResult(0);
       current.dims[scatterDim] = target.dims[scatterDim];
     } else {
       result = AllReduceOp::create(b, loc, ValueRange{result},

@@ -432,7 +432,13 @@ def PartitionPass : Pass<"cleave-partition", "::mlir::ModuleOp"> {
     an op leaves as partial sums (a contraction over a split dimension)
     stay partial until a consumer needs them whole, where they become an
     `all_reduce`, or a `reduce_scatter` when the consumer wants them split
-    (ZeRO). Partial gradients that reach the optimizer are all-reduced in
+    (ZeRO). A sum over the data axes and the micro-batch axis (see
+    `cleave-unroll-microbatches`) that a consumer wants split over the data
+    axes alone (ZeRO-2/3's gradients with micro-batches) becomes a
+    `reduce_scatter` over the data axes and an `all_reduce` of the blocks
+    over the micro-batch axis: each micro-batch's gradient is scattered as
+    it is computed and only the rank's block is accumulated. Partial
+    gradients that reach the optimizer are all-reduced in
     buckets of at most `bucket-mb` MiB, in the order the backward pass
     produces them, each bucket issued where its last gradient is computed.
     Arguments keep `cleave.sharding` (the runtime uses it to load and save
@@ -633,7 +639,10 @@ def UnrollMicroBatchesPass : Pass<"cleave-unroll-microbatches",
     an `all_reduce` over its other axes, if any); an `all_slice` over the
     axis of a value computed once (a batch-shaped constant or random
     tensor) becomes each micro-batch's slice of its rows (after an
-    `all_slice` over its other axes, if any); the rest runs once. Sums
+    `all_slice` over its other axes, if any); an `all_gather` of a
+    parameter whose readers all depend on the batch (ZeRO-3's gather per
+    use) is cloned per micro-batch too, so that no gathered parameter is
+    held from the first micro-batch to the last; the rest runs once. Sums
     cut the step into phases (the loss's count, then the gradients): within
     a phase the micro-batches run one after another, so that in a program
     split into pipeline stages a stage hands micro-batch m on and computes

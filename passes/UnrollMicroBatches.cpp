@@ -117,6 +117,13 @@ private:
                  int64_t &numPhases);
   /// Micro-batch `m`'s copy of `op`, which depends on the batch.
   Operation *cloneForMicroBatch(OpBuilder &b, Operation *op, int64_t m);
+  /// The gathers of a whole parameter from its blocks (ZeRO-3 gathers one
+  /// per use) whose readers all depend on the batch: each micro-batch
+  /// gathers its own copy right before its use, as DeepSpeed's stage 3
+  /// does every micro-step, so that no gathered parameter is held across
+  /// micro-batches; the gathers' bytes grow with the micro-batch count.
+  llvm::DenseSet<Operation *>
+  gathersPerMicroBatch(ArrayRef<Operation *> original);
 
   func::FuncOp func;
   Block &body;
@@ -402,6 +409,37 @@ void Unroller::placeLate(ArrayRef<Operation *> original,
   }
 }
 
+llvm::DenseSet<Operation *>
+Unroller::gathersPerMicroBatch(ArrayRef<Operation *> original) {
+  // What depends on the batch, as run() will find (a first estimate: only
+  // whether every reader of a gather is in it matters).
+  llvm::DenseSet<Value> batch(varies.begin(), varies.end());
+  for (Operation *op : original)
+    if (!sumsOverAxis(op) &&
+        (slicesOverAxis(op) || indexesAxis(op) ||
+         llvm::any_of(op->getOperands(),
+                      [&](Value v) { return batch.contains(v); })))
+      batch.insert(op->result_begin(), op->result_end());
+  llvm::DenseSet<Operation *> gathers;
+  for (Operation *op : original) {
+    auto gather = dyn_cast<AllGatherOp>(op);
+    auto param = gather ? dyn_cast<BlockArgument>(gather.getInput())
+                        : BlockArgument();
+    if (!param || !func.getArgAttr(param.getArgNumber(),
+                                   CleaveDialect::kParamAttrName))
+      continue;
+    if (!gather->use_empty() &&
+        llvm::all_of(gather->getUsers(), [&](Operation *user) {
+          return !sumsOverAxis(user) &&
+                 llvm::any_of(user->getResults(), [&](Value v) {
+                   return batch.contains(v);
+                 });
+        }))
+      gathers.insert(op);
+  }
+  return gathers;
+}
+
 LogicalResult Unroller::run() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (accumulate)
@@ -419,12 +457,13 @@ LogicalResult Unroller::run() {
            ++d)
         if (llvm::is_contained(sharding.getDimAxes(d), axis))
           varies.insert(arg);
+  llvm::DenseSet<Operation *> perMicroBatch = gathersPerMicroBatch(original);
   llvm::DenseMap<Value, int64_t> phaseOf;
   llvm::DenseMap<Operation *, int64_t> opPhase;
   int64_t numPhases = 1;
   for (Operation *op : original) {
     int64_t phase = 0;
-    bool dependsOnBatch = false;
+    bool dependsOnBatch = perMicroBatch.contains(op);
     for (Value operand : op->getOperands()) {
       phase = std::max(phase, phaseOf.lookup(operand));
       dependsOnBatch |= varies.contains(operand);
