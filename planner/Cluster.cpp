@@ -24,6 +24,8 @@
 
 #include "planner/Cluster.h"
 
+#include "runtime/CommVolume.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -32,6 +34,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -197,6 +200,91 @@ private:
   std::string file_;
 };
 
+/// A link's `collectives` (Link::collectives): per group size measured
+/// (a whole number >= 2), for each kind measured a mapping of buffer bytes
+/// to bus bandwidth in GB/s.
+llvm::Error readCollectives(Reader &reader, const Tree *node,
+                            llvm::StringRef linkKey, Link &link) {
+  std::string where = (linkKey + ".collectives").str();
+  if (node->kind != Tree::Mapping || node->entries.empty())
+    return reader.error(where,
+                        "must be a mapping of group sizes to the collectives "
+                        "measured on groups of that size",
+                        node);
+  llvm::SmallVector<llvm::StringRef, kMeasuredCollectiveCount> kinds;
+  for (size_t k = 0; k < kMeasuredCollectiveCount; ++k)
+    kinds.push_back(measuredCollectiveName(static_cast<MeasuredCollective>(k)));
+  for (auto &[groupText, groupNode] : node->entries) {
+    std::string groupWhere = Reader::join(where, groupText);
+    double size = 0;
+    if (llvm::StringRef(groupText).getAsDouble(size) || size < 2 ||
+        size != std::floor(size) || size > 1e9)
+      return reader.error(groupWhere,
+                          "is not a group size: the keys here are whole "
+                          "numbers of ranks, at least 2",
+                          groupNode.get());
+    MeasuredGroup group;
+    group.groupSize = static_cast<int64_t>(size);
+    if (llvm::any_of(link.collectives, [&](const MeasuredGroup &other) {
+          return other.groupSize == group.groupSize;
+        }))
+      return reader.error(groupWhere, "is given twice", groupNode.get());
+    auto entries = reader.entries(groupNode.get(), groupWhere, kinds);
+    if (!entries)
+      return entries.takeError();
+    if (entries->empty())
+      return reader.error(groupWhere,
+                          "measures no collective: give all_reduce, "
+                          "reduce_scatter or all_gather",
+                          groupNode.get());
+    for (size_t k = 0; k < kMeasuredCollectiveCount; ++k) {
+      const Tree *points = entries->lookup(kinds[k]);
+      if (!points)
+        continue;
+      std::string field = Reader::join(groupWhere, kinds[k]);
+      if (points->kind != Tree::Mapping || points->entries.empty())
+        return reader.error(field,
+                            "must be a mapping of buffer bytes to bus "
+                            "bandwidth in GB/s ({4096: 1.5, 1048576: 6})",
+                            points);
+      std::vector<CollectivePoint> &out = group.points[k];
+      for (auto &[sizeText, value] : points->entries) {
+        std::string at = Reader::join(field, sizeText);
+        double bytes = 0, gbs = 0;
+        if (llvm::StringRef(sizeText).getAsDouble(bytes) ||
+            !std::isfinite(bytes) || bytes <= 0)
+          return reader.error(at,
+                              "is not a buffer size: the keys here are "
+                              "bytes (> 0), the values bus bandwidths in "
+                              "GB/s",
+                              value.get());
+        if (value->kind != Tree::Scalar ||
+            llvm::StringRef(value->scalar).getAsDouble(gbs) ||
+            !std::isfinite(gbs))
+          return reader.error(at, "must be a number (GB/s)", value.get());
+        if (gbs <= 0)
+          return reader.error(at, "must be > 0, not " + value->scalar,
+                              value.get());
+        out.push_back({bytes, gbs});
+      }
+      llvm::sort(out, [](const CollectivePoint &a, const CollectivePoint &b) {
+        return a.bytes < b.bytes;
+      });
+      for (size_t i = 1; i < out.size(); ++i)
+        if (out[i].bytes == out[i - 1].bytes)
+          return reader.error(
+              field, llvm::formatv("gives the size {0} twice", out[i].bytes),
+              points);
+    }
+    link.collectives.push_back(std::move(group));
+  }
+  llvm::sort(link.collectives,
+             [](const MeasuredGroup &a, const MeasuredGroup &b) {
+               return a.groupSize < b.groupSize;
+             });
+  return llvm::Error::success();
+}
+
 } // namespace
 
 std::vector<std::string> clusterPresetNames() {
@@ -264,7 +352,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
                       "cache_mib", "cache_bandwidth_gbs", "llc_mib",
                       "llc_bandwidth_gbs", "op_overhead_us", "hand_off_us",
-                      "kernels"});
+                      "comm_overlap", "kernels"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -287,6 +375,21 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     if (llvm::Error e = reader.number(*device, key, "device", *out,
                                       /*optional=*/true, /*zeroOk=*/true))
       return std::move(e);
+  // A share, at most 1; 0 and below mean compute hides nothing.
+  if (const Tree *overlap = device->lookup("comm_overlap")) {
+    double value = 0;
+    if (overlap->kind != Tree::Scalar ||
+        llvm::StringRef(overlap->scalar).getAsDouble(value) ||
+        !std::isfinite(value))
+      return reader.error("device.comm_overlap", "must be a number", overlap);
+    if (value > 1 || value < -10)
+      return reader.error("device.comm_overlap",
+                          "is the share of a started collective's time that "
+                          "compute hides: at most 1 (and at least -10), not " +
+                              overlap->scalar,
+                          overlap);
+    c.commOverlap = value;
+  }
   if (auto kernelsNode = device->lookup("kernels")) {
     llvm::SmallVector<llvm::StringRef, kKernelCount> names;
     for (size_t k = 0; k < kKernelCount; ++k)
@@ -349,7 +452,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     auto node = top->lookup(key);
     if (!node)
       return reader.error(key, "is missing");
-    auto entries = reader.entries(node, key, {"bandwidth_gbs", "latency_us"});
+    auto entries = reader.entries(node, key,
+                                  {"bandwidth_gbs", "latency_us", "collectives"});
     if (!entries)
       return entries.takeError();
     if (llvm::Error e =
@@ -358,6 +462,9 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     if (llvm::Error e = reader.number(*entries, "latency_us", key,
                                       link->latencyUs, false, /*zeroOk=*/true))
       return std::move(e);
+    if (const Tree *collectives = entries->lookup("collectives"))
+      if (llvm::Error e = readCollectives(reader, collectives, key, *link))
+        return std::move(e);
   }
 
   if (auto node = top->lookup("efficiency")) {
@@ -396,6 +503,97 @@ llvm::StringRef kernelName(Kernel kernel) {
     return "batched_matmul";
   }
   llvm_unreachable("unknown kernel");
+}
+
+llvm::StringRef measuredCollectiveName(MeasuredCollective kind) {
+  switch (kind) {
+  case MeasuredCollective::AllReduce:
+    return "all_reduce";
+  case MeasuredCollective::ReduceScatter:
+    return "reduce_scatter";
+  case MeasuredCollective::AllGather:
+    return "all_gather";
+  }
+  llvm_unreachable("unknown collective");
+}
+
+double measuredCollectiveBytesSent(MeasuredCollective kind,
+                                   double bufferBytes, int64_t groupSize) {
+  if (groupSize <= 1 || !(bufferBytes > 0))
+    return 0;
+  int g = static_cast<int>(groupSize);
+  auto bytes = static_cast<int64_t>(bufferBytes);
+  switch (kind) {
+  case MeasuredCollective::AllReduce:
+    return static_cast<double>(rt::allReduceBytesSent(bytes / 4, 4, g, 0));
+  case MeasuredCollective::ReduceScatter:
+    return static_cast<double>(
+        rt::reduceScatterBytesSent(bytes / 4 / g, 4, g, 0));
+  case MeasuredCollective::AllGather:
+    return static_cast<double>(rt::allGatherBytesSent(bytes / g, g, 0));
+  }
+  llvm_unreachable("unknown collective");
+}
+
+std::optional<double> Link::measuredSeconds(MeasuredCollective kind,
+                                            double bufferBytes,
+                                            double bytesSent,
+                                            int64_t groupSize) const {
+  auto k = static_cast<size_t>(kind);
+  // The measured group size nearest groupSize by ratio, the larger of two
+  // as near.
+  const MeasuredGroup *nearest = nullptr;
+  double distance = 0;
+  for (const MeasuredGroup &group : collectives) {
+    if (group.points[k].empty())
+      continue;
+    double d = std::abs(std::log(double(group.groupSize) /
+                                 double(std::max<int64_t>(groupSize, 1))));
+    if (!nearest || d <= distance) {
+      nearest = &group;
+      distance = d;
+    }
+  }
+  if (!nearest)
+    return std::nullopt;
+  if (!(bytesSent > 0))
+    return 0.0;
+  const std::vector<CollectivePoint> &points = nearest->points[k];
+  int64_t measuredGroup = nearest->groupSize;
+  // Above the largest size, its bus bandwidth.
+  if (bufferBytes >= points.back().bytes)
+    return bytesSent / (points.back().busBandwidthGBs * 1e9);
+  auto secondsAt = [&](const CollectivePoint &point) {
+    return measuredCollectiveBytesSent(kind, point.bytes, measuredGroup) /
+           (point.busBandwidthGBs * 1e9);
+  };
+  // The measured groups' time at this size: the smallest size's below it
+  // (a latency), linear between two sizes.
+  double seconds = secondsAt(points.front());
+  for (size_t i = 0; i + 1 < points.size(); ++i)
+    if (bufferBytes == points[i].bytes) {
+      seconds = secondsAt(points[i]);
+    } else if (bufferBytes > points[i].bytes &&
+               bufferBytes < points[i + 1].bytes) {
+      double t0 = secondsAt(points[i]), t1 = secondsAt(points[i + 1]);
+      seconds = t0 + (t1 - t0) * (bufferBytes - points[i].bytes) /
+                         (points[i + 1].bytes - points[i].bytes);
+    }
+  double measuredSent =
+      measuredCollectiveBytesSent(kind, bufferBytes, measuredGroup);
+  return measuredSent > 0 ? seconds * bytesSent / measuredSent : seconds;
+}
+
+double Cluster::collectiveSeconds(const Link &link,
+                                  std::optional<MeasuredCollective> kind,
+                                  double bufferBytes, double bytesSent,
+                                  int64_t groupSize, int64_t steps) const {
+  if (kind)
+    if (std::optional<double> seconds = link.measuredSeconds(
+            *kind, bufferBytes, bytesSent, groupSize))
+      return *seconds;
+  return steps * link.latencyUs * 1e-6 +
+         bytesSent / (link.bandwidthGBs * 1e9 * networkEfficiency);
 }
 
 llvm::Expected<Cluster> loadCluster(llvm::StringRef nameOrPath) {

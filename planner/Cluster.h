@@ -14,16 +14,67 @@
 #include "llvm/Support/Error.h"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cleave::planner {
 
+/// The runtime's collectives whose time `cleave calibrate` measures on
+/// the runtime's own code (runtime/CollectiveKernels.h, as a program calls
+/// them: an all-reduce bucket on the communication thread, reduce-scatter
+/// and all-gather on the caller's).
+enum class MeasuredCollective { AllReduce, ReduceScatter, AllGather };
+constexpr size_t kMeasuredCollectiveCount = 3;
+
+/// The collective's name in cluster files ("all_reduce", "reduce_scatter",
+/// "all_gather").
+llvm::StringRef measuredCollectiveName(MeasuredCollective kind);
+
+/// The bytes one rank of a group of `groupSize` sends (what --print-comm
+/// counts, runtime/CommVolume.h) in the cpu runtime's `kind` over a buffer
+/// of `bufferBytes` of fp32 elements: the tensors an all-reduce sums, a
+/// reduce-scatter's input or an all-gather's output (all the group's
+/// blocks).
+double measuredCollectiveBytesSent(MeasuredCollective kind,
+                                   double bufferBytes, int64_t groupSize);
+
+/// One measurement of a collective: its bus bandwidth (the bytes one rank
+/// sends, measuredCollectiveBytesSent, per second; nccl-tests' "busbw") at
+/// a buffer of `bytes`.
+struct CollectivePoint {
+  double bytes = 0, busBandwidthGBs = 0;
+};
+
+/// The runtime's collectives measured on groups of `groupSize` ranks (all
+/// the groups of that size at once, as the collectives over a mesh axis
+/// run): each kind's points by increasing size, empty when not measured.
+struct MeasuredGroup {
+  int64_t groupSize = 0;
+  std::array<std::vector<CollectivePoint>, kMeasuredCollectiveCount> points{};
+};
+
 /// A point-to-point link: bandwidth one device gets in one direction, and
-/// the latency of one message.
+/// the latency of one message; optionally, the runtime's collectives as
+/// `cleave calibrate` measured them over it.
 struct Link {
   double bandwidthGBs = 0; // 1e9 bytes per second
   double latencyUs = 0;
+  /// By increasing group size.
+  std::vector<MeasuredGroup> collectives;
+
+  /// Seconds of the collective `kind` over a buffer of `bufferBytes` in
+  /// which one rank of a group of `groupSize` sends `bytesSent`, from the
+  /// measurements on the group size nearest `groupSize` (by ratio; the
+  /// larger of two as near) that measured `kind`: the time measured at
+  /// that size (linear between sizes; the smallest size's time below it,
+  /// the largest size's bus bandwidth above it), scaled by bytesSent over
+  /// what a rank of the measured groups sends at that size (a group of
+  /// another size: the same bus bandwidth). None when `kind` was not
+  /// measured on this link.
+  std::optional<double> measuredSeconds(MeasuredCollective kind,
+                                        double bufferBytes, double bytesSent,
+                                        int64_t groupSize) const;
 };
 
 /// Kernels whose time the roofline misses on a cpu: short rows (a
@@ -74,6 +125,15 @@ struct Cluster {
   /// microseconds: a pipeline hand-over waits for it. `cleave calibrate`
   /// measures it on a cpu; 0 for the presets.
   double handOffUs = 0;
+  /// The share of a started all-reduce's time that compute on the same
+  /// rank hides: 1 (the presets, and the default) where the collective
+  /// needs nothing compute needs (a GPU's copy engines, spare cores), 0
+  /// where the two take turns, below 0 where running both costs more than
+  /// running them in turn (a cpu whose cores the communication thread
+  /// shares: its polls and copies wait for the cores, its peers for it).
+  /// While both run, each takes 1 - commOverlap of their common time
+  /// longer. `cleave calibrate` measures it on a cpu.
+  double commOverlap = 1;
   /// Measured kernel rates (`cleave calibrate`; zero: the roofline alone).
   std::array<KernelRate, kKernelCount> kernelRates{};
   Link intraNode, interNode;
@@ -86,6 +146,17 @@ struct Cluster {
   int64_t memoryBytes() const {
     return static_cast<int64_t>(memoryGiB * 1024 * 1024 * 1024);
   }
+
+  /// Seconds of a collective on `link` in which one rank of a group of
+  /// `groupSize` sends `bytesSent` (the fp32 elements of a buffer of
+  /// `bufferBytes`; Link::measuredSeconds) in `steps` dependent
+  /// messages: the link's measurement of `kind` where it has one (which
+  /// the network efficiency does not scale: it is what was reached), else
+  /// steps * latency + bytesSent / (bandwidth * network efficiency).
+  double collectiveSeconds(const Link &link,
+                           std::optional<MeasuredCollective> kind,
+                           double bufferBytes, double bytesSent,
+                           int64_t groupSize, int64_t steps) const;
 };
 
 /// The built-in presets' names.

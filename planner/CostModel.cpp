@@ -181,6 +181,32 @@ public:
     return gbs * 1e9;
   }
 
+  /// The share of a started all-reduce's time the rank's compute hides.
+  double commOverlap() const { return cluster.commOverlap; }
+
+  /// Seconds the step's own thread spends copying a gradient bucket of
+  /// several tensors into one buffer before the all-reduce starts, and as
+  /// long again copying the sums back out after its wait
+  /// (runtime/CollectiveKernels.cpp, startAllReduceBucket): a copy reads
+  /// and writes the bucket's bytes. Zero for other collectives, buckets of
+  /// one tensor, which are summed in place, and on the cuda target (ring
+  /// only), whose NCCL group sums each tensor where it is.
+  double bucketCopySeconds(Operation *op) const {
+    auto allReduce = dyn_cast<AllReduceOp>(op);
+    if (ringOnly || !allReduce || allReduce.getInputs().size() < 2)
+      return 0;
+    int64_t group = 1;
+    if (auto attr = op->getAttrOfType<ArrayAttr>("axes"))
+      for (auto axis : attr.getAsRange<StringAttr>())
+        group *= mesh.getAxisSizes()[mesh.getAxisIndex(axis.getValue())];
+    if (group <= 1)
+      return 0;
+    double bytes = 0;
+    for (Value input : allReduce.getInputs())
+      bytes += tensorBytes(input.getType()) * byteScale;
+    return 2 * bytes / bandwidthHolding(2 * bytes) / cluster.memoryEfficiency;
+  }
+
   /// Seconds of a collective sending `bytes` (of the fp32 program) from
   /// the rank at `coords`.
   double collectiveSeconds(Operation *op, int64_t fp32Bytes,
@@ -200,6 +226,11 @@ public:
     const Link &link =
         crossesNodes(axes, coords) ? cluster.interNode : cluster.intraNode;
     int64_t steps = group - 1;
+    // The buffer of the collectives `cleave calibrate` times on the
+    // runtime's own code (Link::collectives): the tensors an all-reduce
+    // sums, a reduce-scatter's input, an all-gather's output.
+    std::optional<MeasuredCollective> measured;
+    double buffer = 0;
     if (isa<SendRecvOp>(op))
       steps = bytes ? 1 : 0;
     else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
@@ -214,12 +245,22 @@ public:
         for (int64_t mask = 1; mask < group; mask <<= 1)
           ++steps;
       }
+      measured = MeasuredCollective::AllReduce;
+      buffer = total * byteScale;
+    } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+      measured = MeasuredCollective::ReduceScatter;
+      buffer = tensorBytes(scatter.getInput().getType()) * byteScale;
+    } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+      measured = MeasuredCollective::AllGather;
+      buffer = tensorBytes(gather.getResult().getType()) * byteScale;
     }
     // A hand-over runs on the communication thread: handed to it, and
-    // the waiting thread woken at its end.
+    // the waiting thread woken at its end. (A measured all-reduce's time
+    // holds its own hand-off.)
     double handOff = isa<SendRecvOp>(op) ? cluster.handOffUs * 1e-6 : 0;
-    return handOff + steps * link.latencyUs * 1e-6 +
-           bytes / (link.bandwidthGBs * 1e9 * cluster.networkEfficiency);
+    return handOff +
+           cluster.collectiveSeconds(link, measured, buffer, bytes, group,
+                                     steps);
   }
 
 private:
@@ -274,27 +315,81 @@ struct StageTime {
 /// One stage's clocks as the emitted program runs its step: compute in
 /// program order, collectives on a communication stream. The emitter
 /// starts every all-reduce and waits for it before the first op that
-/// reads a result; the other collectives complete in place.
+/// reads a result; the other collectives complete in place. A bucket of
+/// several tensors is copied on the compute stream before its all-reduce
+/// starts and after its wait (StepTimer::bucketCopySeconds). While a
+/// started all-reduce and compute run together, each takes 1 - overlap
+/// (Cluster::commOverlap) of their common time longer: compute hides all
+/// of the all-reduce at overlap 1, none at 0 (they take turns).
 struct StreamClock {
-  double now = 0, commFree = 0, lastWait = 0;
-  llvm::DenseMap<Operation *, double> waitAt;
+  double now = 0, commFree = 0;
+  /// The share of a started all-reduce's time compute hides.
+  double overlap = 1;
+  /// The ends of the all-reduces started, in start order (the stream runs
+  /// them in turn), the copy after each one's wait, and the first not
+  /// known to have ended.
+  SmallVector<double> ends, copies;
+  size_t firstRunning = 0;
+  /// The last all-reduce an op waits for (an index into `ends`: waiting
+  /// for one waits for those started before it), the copies out of the
+  /// buckets it waits for, and the all-reduces nothing waits for.
+  llvm::DenseMap<Operation *, size_t> waitFor;
+  llvm::DenseMap<Operation *, double> copyAt;
+  SmallVector<size_t> unwaited;
 
-  /// Before `op` runs: the wait for the all-reduces it reads.
+  /// Before `op` runs: the wait for the all-reduces it reads, and their
+  /// buckets' copies out.
   void reach(Operation *op) {
-    if (auto it = waitAt.find(op); it != waitAt.end())
-      now = std::max(now, it->second);
+    if (auto it = waitFor.find(op); it != waitFor.end())
+      now = std::max(now, ends[it->second]);
+    if (auto it = copyAt.find(op); it != copyAt.end())
+      now += it->second;
   }
-  /// Runs the collective `op` for `seconds`; returns when it starts.
-  double runCollective(Operation *op, double seconds) {
+  /// Runs `seconds` of compute, longer while all-reduces run (`overlap`).
+  void compute(double seconds) {
+    if (overlap < 1) {
+      while (firstRunning < ends.size() && ends[firstRunning] <= now)
+        ++firstRunning;
+      // The stream runs from now until its last all-reduce ends.
+      if (firstRunning < ends.size()) {
+        double common = std::min(seconds, ends.back() - now);
+        double extra = (1 - overlap) * common;
+        for (size_t i = firstRunning; i < ends.size(); ++i)
+          ends[i] += extra;
+        commFree = std::max(commFree, ends.back());
+        now += extra;
+      }
+    }
+    now += seconds;
+  }
+  /// Runs the collective `op` for `seconds` after `copySeconds` of copying
+  /// on the compute stream (and as long again after its wait); returns
+  /// when it starts.
+  double runCollective(Operation *op, double seconds, double copySeconds) {
+    compute(copySeconds);
     double start = std::max(now, commFree);
     commFree = start + seconds;
-    if (!isa<AllReduceOp>(op))
+    if (!isa<AllReduceOp>(op)) {
       now = commFree;
-    else if (Operation *user = firstUser(op))
-      waitAt[user] = std::max(waitAt.lookup(user), commFree);
-    else
-      lastWait = std::max(lastWait, commFree);
+      return start;
+    }
+    ends.push_back(commFree);
+    copies.push_back(copySeconds);
+    if (Operation *user = firstUser(op)) {
+      waitFor[user] = ends.size() - 1;
+      copyAt[user] += copySeconds;
+    } else {
+      unwaited.push_back(ends.size() - 1);
+    }
     return start;
+  }
+  /// When the stage's step ends: its compute, and the all-reduces nothing
+  /// waits for (and their copies out).
+  double finish() const {
+    double end = std::max(now, commFree);
+    for (size_t i : unwaited)
+      end = std::max(end, ends[i] + copies[i]);
+    return end;
   }
 };
 
@@ -311,6 +406,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
   };
   std::vector<Clock> clocks(stages);
   for (int64_t s = 0; s < stages; ++s) {
+    clocks[s].overlap = timer.commOverlap();
     clocks[s].cache.stepTraffic = stepTraffic[s];
     clocks[s].coords.assign(mesh ? mesh.getAxisSizes().size() : 0, 0);
     if (pipelineAxis >= 0)
@@ -330,8 +426,9 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
         int kind = -1;
         int64_t bytes =
             bytesSentBy(&op, mesh, clock.coords, stage, ringOnly, kind);
-        clock.runCollective(
-            &op, timer.collectiveSeconds(&op, bytes, clock.coords));
+        clock.runCollective(&op,
+                            timer.collectiveSeconds(&op, bytes, clock.coords),
+                            timer.bucketCopySeconds(&op));
         if (ofMicrobatch)
           times[s].microbatchBusy += clock.now - before;
         return;
@@ -339,7 +436,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
       if (!cost)
         cost = costOf(&op);
       double seconds = timer.opSeconds(*cost, &op, clock.cache);
-      clock.now += seconds;
+      clock.compute(seconds);
       times[s].compute += seconds;
       times[s].flops += cost->flops;
       if (ofMicrobatch) {
@@ -350,8 +447,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
     });
   }
   for (int64_t s = 0; s < stages; ++s)
-    times[s].total =
-        std::max({clocks[s].now, clocks[s].commFree, clocks[s].lastWait});
+    times[s].total = clocks[s].finish();
   return times;
 }
 
@@ -369,8 +465,10 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
     CacheState cache;
   };
   std::vector<Clock> clocks(stages);
-  for (int64_t s = 0; s < stages; ++s)
+  for (int64_t s = 0; s < stages; ++s) {
+    clocks[s].overlap = timer.commOverlap();
     clocks[s].cache.stepTraffic = traffic[s];
+  }
   auto coordsOf = [&](int64_t s) {
     SmallVector<int64_t> coords(mesh ? mesh.getAxisSizes().size() : 0, 0);
     if (pipelineAxis >= 0)
@@ -428,7 +526,9 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
         int64_t bytes =
             bytesSentBy(&op, mesh, coords, stageArg(s), ringOnly, kind);
         double seconds = timer.collectiveSeconds(&op, bytes, coords);
-        record(s, &op, bytes, clock.runCollective(&op, seconds), seconds);
+        record(s, &op, bytes,
+               clock.runCollective(&op, seconds, timer.bucketCopySeconds(&op)),
+               seconds);
         return;
       }
       double seconds = timer.opSeconds(costOf(&op), &op, clock.cache);
@@ -441,7 +541,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
             {s, microbatch, phase, clock.now * 1e3, clock.now * 1e3});
         clock.open = static_cast<int64_t>(p.schedule.size()) - 1;
       }
-      clock.now += seconds;
+      clock.compute(seconds);
       p.schedule[clock.open].endMs = clock.now * 1e3;
     });
   }
@@ -674,7 +774,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     if (codegen::TargetTraits::of(target).asyncHandOvers)
       planUncopiedSends(step, memoryFusion);
     for (const MemoryPlan &plan :
-         planMemoryOfStages(step, memoryFusion.executedAt, stages)) {
+         planMemoryOfStages(step, memoryFusion, stages)) {
       stageArenaBytes.push_back(plan.arenaBytes);
       stageGradientBytes.push_back(plan.gradientBytesAtPeak);
       p.scratchBytes = std::max(p.scratchBytes, plan.arenaBytes);

@@ -6,15 +6,22 @@
 // memory, L2 and last-level cache bandwidth, the cost of an op and of
 // handing work to another thread, and the rates of the kernels the
 // roofline misses (planner/Cluster.h, Kernel), all ranks at once (they
-// share the machine as a run does), and point-to-point latency and
-// bandwidth between ranks 0 and 1 over MPI. Rank 0 prints one JSON object
-// on stdout; numbers are the slowest rank's.
+// share the machine as a run does), point-to-point latency and bandwidth
+// between ranks 0 and 1 over MPI, and the runtime's own all-reduce,
+// reduce-scatter and all-gather as a program calls them
+// (runtime/CollectiveKernels.h: an all-reduce bucket on the communication
+// thread) at buffers of 4 KiB to 64 MiB, on groups of each size a mesh of
+// these ranks has, and how much of a started all-reduce's time GEMMs on
+// the ranks hide. Rank 0 prints one JSON object on stdout; numbers are
+// the slowest rank's.
 //
-//   mpirun -np 2 cleave-calibrate-probe [--seconds S]
+//   mpirun -np 2 cleave-calibrate-probe [--ranks 2] [--seconds S]
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/CollectiveKernels.h"
 #include "runtime/Kernels.h"
+#include "runtime/Mesh.h"
 
 #include <mpi.h>
 #include <omp.h>
@@ -26,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -305,33 +313,198 @@ double pingPong(int rank, int64_t bytes, double seconds) {
   return t / 2;
 }
 
+/// The buffer sizes the collectives are measured at, in bytes.
+constexpr int64_t kCollectiveBytes[] = {int64_t{4} << 10,  int64_t{64} << 10,
+                                        int64_t{1} << 20,  int64_t{4} << 20,
+                                        int64_t{16} << 20, int64_t{64} << 20};
+
+/// The probe's mesh: `ranks` factored into at most kMaxMeshAxes axes, the
+/// smallest prime factors minor (the last axes), so that the groups over
+/// the last 1, 2, ... axes have every size measureCollectives measures.
+std::vector<int64_t> meshAxes(int64_t ranks) {
+  std::vector<int64_t> factors; // ascending
+  for (int64_t rest = ranks, p = 2; rest > 1;) {
+    if (p * p > rest)
+      p = rest;
+    if (rest % p == 0) {
+      factors.push_back(p);
+      rest /= p;
+    } else {
+      ++p;
+    }
+  }
+  // Too many factors: the largest ones share the major axis.
+  while (factors.size() > static_cast<size_t>(cleave::rt::kMaxMeshAxes)) {
+    int64_t last = factors.back();
+    factors.pop_back();
+    factors.back() *= last;
+  }
+  if (factors.empty())
+    factors.push_back(1);
+  return std::vector<int64_t>(factors.rbegin(), factors.rend());
+}
+
+/// Seconds per call of the runtime's collectives on `group` (all its
+/// groups at once), as a JSON object: {"group_size": g, "all_reduce":
+/// [[bytes, seconds], ...], "reduce_scatter": ..., "all_gather": ...}, a
+/// buffer's bytes being the tensor an all-reduce sums, a reduce-scatter's
+/// input or an all-gather's output. The all-reduce goes as one tensor in a
+/// bucket started and then finished, as a program's gradient bucket does;
+/// reduce-scatter and all-gather along the first dimension.
+std::string measureCollectives(cleave::rt::AxisGroup group, double seconds) {
+  using namespace cleave::rt;
+  int g = groupSize(group);
+  constexpr size_t kSizes = std::size(kCollectiveBytes);
+  seconds /= 3 * kSizes;
+  std::vector<float> in(kCollectiveBytes[kSizes - 1] / sizeof(float), 0.0f),
+      out(in.size(), 0.0f);
+  std::string allReduce, reduceScatter, allGather;
+  char text[96];
+  for (int64_t bytes : kCollectiveBytes) {
+    int64_t count = bytes / sizeof(float);
+    double t = secondsPerCall(
+        [&] {
+          const void *ins[] = {in.data()};
+          void *outs[] = {in.data()};
+          finishAllReduceBucket(
+              startAllReduceBucket(ins, outs, &count, 1, DType::F32, group));
+        },
+        seconds);
+    std::snprintf(text, sizeof text, "%s[%lld, %.9g]",
+                  allReduce.empty() ? "" : ", ",
+                  static_cast<long long>(bytes), t);
+    allReduce += text;
+    // A whole number of elements for each rank of the group.
+    int64_t perRank = count / g;
+    int64_t whole = perRank * g * static_cast<int64_t>(sizeof(float));
+    t = secondsPerCall(
+        [&] {
+          reduceScatterDim(in.data(), Shape{perRank * g}, 0, DType::F32,
+                           out.data(), group);
+        },
+        seconds);
+    std::snprintf(text, sizeof text, "%s[%lld, %.9g]",
+                  reduceScatter.empty() ? "" : ", ",
+                  static_cast<long long>(whole), t);
+    reduceScatter += text;
+    t = secondsPerCall(
+        [&] {
+          allGatherDim(in.data(), Shape{perRank}, 0, sizeof(float),
+                       out.data(), group);
+        },
+        seconds);
+    std::snprintf(text, sizeof text, "%s[%lld, %.9g]",
+                  allGather.empty() ? "" : ", ",
+                  static_cast<long long>(whole), t);
+    allGather += text;
+  }
+  return "{\"group_size\": " + std::to_string(g) + ", \"all_reduce\": [" +
+         allReduce + "], \"reduce_scatter\": [" + reduceScatter +
+         "], \"all_gather\": [" + allGather + "]}";
+}
+
+/// The share of a started all-reduce's time that compute on the rank's
+/// own threads hides, all ranks at once: a 16 MiB all-reduce bucket
+/// (over `group`) started, 256^3 GEMMs for about twice its time, then its
+/// wait; against the two apart, (GEMMs + all-reduce - together) /
+/// all-reduce. Near 1 where the collective needs no core the GEMMs need
+/// (separate hardware, spare cores), near 0 where its copies, sums and
+/// polls take the cores the GEMMs run on; below 0 where running both
+/// costs more than running them in turn. The three are timed in turn in
+/// short rounds, and the median round's share counts: a load that comes
+/// and goes then shifts all three alike.
+double collectiveOverlap(cleave::rt::AxisGroup group, double seconds) {
+  using namespace cleave::rt;
+  int64_t count = (int64_t{16} << 20) / sizeof(float);
+  std::vector<float> data(count, 0.0f);
+  const int64_t n = 256;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  auto start = [&] {
+    const void *ins[] = {data.data()};
+    void *outs[] = {data.data()};
+    return startAllReduceBucket(ins, outs, &count, 1, DType::F32, group);
+  };
+  auto gemmOnce = [&] {
+    gemm(false, false, n, n, n, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  };
+  constexpr int kRounds = 7;
+  seconds /= 3 * kRounds;
+  double allReduce =
+      secondsPerCall([&] { finishAllReduceBucket(start()); }, seconds);
+  double oneGemm = secondsPerCall(gemmOnce, seconds);
+  // Every rank runs as many GEMMs (rank 0's count).
+  int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(
+                                           2 * allReduce / oneGemm + 0.5));
+  MPI_Bcast(&calls, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  std::vector<double> shares;
+  for (int round = 0; round < kRounds; ++round) {
+    double alone =
+        secondsPerCall([&] { finishAllReduceBucket(start()); }, seconds);
+    double gemms = secondsPerCall(
+        [&] {
+          for (int64_t i = 0; i < calls; ++i)
+            gemmOnce();
+        },
+        seconds);
+    double together = secondsPerCall(
+        [&] {
+          int64_t bucket = start();
+          for (int64_t i = 0; i < calls; ++i)
+            gemmOnce();
+          finishAllReduceBucket(bucket);
+        },
+        seconds);
+    shares.push_back((gemms + alone - together) / alone);
+  }
+  // The median, within what cluster files take.
+  std::sort(shares.begin(), shares.end());
+  return std::clamp(shares[kRounds / 2], -10.0, 1.0);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // The ranks mpirun starts (--ranks, else Open MPI's count), known before
+  // MPI starts: the runtime's mesh is made of them.
+  int64_t meshRanks = 1;
+  if (const char *size = std::getenv("OMPI_COMM_WORLD_SIZE"))
+    meshRanks = std::max(1, std::atoi(size));
   double seconds = 0.5;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--seconds") == 0) {
-      seconds = i + 1 < argc ? std::atof(argv[++i]) : 0;
-    } else {
-      if (rank == 0)
-        std::fprintf(stderr, "cleave-calibrate-probe: error: unknown "
-                             "argument '%s' (only --seconds S)\n",
-                     argv[i]);
-      MPI_Finalize();
-      return 1;
-    }
+  const char *bad = nullptr;
+  for (int i = 1; i < argc && !bad; ++i) {
+    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (std::strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
+      meshRanks = std::atoi(argv[++i]);
+    else
+      bad = argv[i];
   }
-  if (!(seconds > 0)) {
-    if (rank == 0)
-      std::fprintf(stderr,
-                   "cleave-calibrate-probe: error: --seconds must be > 0\n");
-    MPI_Finalize();
+  if (bad || !(seconds > 0) || meshRanks < 1) {
+    // Every rank says it; mpirun shows the first.
+    if (bad)
+      std::fprintf(stderr, "cleave-calibrate-probe: error: unknown argument "
+                           "'%s' (only --ranks N, --seconds S)\n",
+                   bad);
+    else
+      std::fprintf(stderr, "cleave-calibrate-probe: error: --seconds and "
+                           "--ranks must be > 0\n");
     return 1;
   }
+  // The runtime's mesh over these ranks, as a program starts it
+  // (MPI_THREAD_SERIALIZED, a communication thread): its collectives are
+  // measured as programs run them. initMesh refuses another rank count.
+  std::vector<int64_t> axes = meshAxes(meshRanks);
+  std::vector<std::string> axisNames;
+  for (size_t a = 0; a < axes.size(); ++a)
+    axisNames.push_back("a" + std::to_string(a));
+  std::vector<const char *> names;
+  for (const std::string &name : axisNames)
+    names.push_back(name.c_str());
+  cleave::rt::initMesh(
+      cleave::rt::MeshSpec{static_cast<int>(axes.size()), names.data(),
+                           axes.data()},
+      argc, argv);
+  int rank = cleave::rt::worldRank(), ranks = cleave::rt::worldSize();
   double large = gemmGflops(1024, 1024, 1024, seconds);
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
@@ -357,11 +530,24 @@ int main(int argc, char **argv) {
   double overhead = opOverhead(seconds);
   std::string kernels = kernelRates(overhead, seconds);
   double handOff = threadHandOff(seconds / 4);
-  double latency = 0, bandwidth = 0;
+  double latency = 0, bandwidth = 0, overlap = 1;
+  std::string collectives;
   if (ranks > 1) {
     latency = pingPong(rank, 8, seconds) * 1e6;
     const int64_t big = int64_t{16} << 20;
     bandwidth = big / pingPong(rank, big, seconds) / 1e9;
+    // Groups over the last 1, 2, ... mesh axes: every size a mesh of these
+    // ranks' prime factors has (2 and 4 of 4 ranks).
+    cleave::rt::AxisGroup group{{}, 0};
+    for (int a = static_cast<int>(axes.size()) - 1; a >= 0; --a) {
+      for (int i = group.count; i > 0; --i)
+        group.axes[i] = group.axes[i - 1];
+      group.axes[0] = static_cast<int8_t>(a);
+      ++group.count;
+      collectives += (collectives.empty() ? "" : ", ") +
+                     measureCollectives(group, seconds);
+    }
+    overlap = collectiveOverlap(group, seconds);
   }
   if (rank == 0)
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
@@ -370,11 +556,12 @@ int main(int argc, char **argv) {
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
                 "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f, "
-                "\"hand_off_us\": %.3f, \"kernels\": %s}\n",
+                "\"hand_off_us\": %.3f, \"kernels\": %s, "
+                "\"collectives\": [%s], \"overlap\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny, triad,
                 cacheTriad, cacheBytes, llcTriad, llcBytes, latency,
                 bandwidth, overhead * 1e6, handOff * 1e6,
-                kernels.c_str());
-  MPI_Finalize();
+                kernels.c_str(), collectives.c_str(), overlap);
+  cleave::rt::finalizeMesh();
   return 0;
 }

@@ -4,9 +4,10 @@
 // `cleave plan --cluster` and `--strategy auto`: cleave-calibrate-probe runs
 // under mpirun with the ranks and threads of a training run and reports the
 // runtime GEMM's rate by shape class, memory bandwidth, the cost of an op,
-// the rates of the kernels the roofline misses and MPI latency and
-// bandwidth between ranks; this command turns that into the cluster schema
-// (planner/Cluster.h), with the raw numbers in comments.
+// the rates of the kernels the roofline misses, MPI latency and bandwidth
+// between ranks and the time of the runtime's own collectives by size;
+// this command turns that into the cluster schema (planner/Cluster.h), with
+// the raw numbers in comments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,7 +108,8 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   for (std::string arg :
        {std::string("-np"), std::to_string(ranks_), std::string("-x"),
         "OMP_NUM_THREADS=" + std::to_string(threads),
-        std::string(CLEAVE_CALIBRATE_PROBE), std::string("--seconds"),
+        std::string(CLEAVE_CALIBRATE_PROBE), std::string("--ranks"),
+        std::to_string(ranks_), std::string("--seconds"),
         llvm::formatv("{0}", seconds_.getValue()).str()})
     args.push_back(arg);
   llvm::SmallString<128> outPath;
@@ -121,7 +123,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
                                                 std::nullopt};
   llvm::errs() << "cleave calibrate: measuring " << ranks_ << " ranks x "
                << threads << " threads (about "
-               << llvm::formatv("{0:f0}", 9 * seconds_ + 2)
+               << llvm::formatv("{0:f0}", (ranks_ > 1 ? 13 : 9) * seconds_ + 2)
                << " s): " << llvm::join(args, " ") << "\n";
   std::string error;
   int code = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt,
@@ -164,6 +166,9 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   double bandwidth = number(result, "p2p_bandwidth_gbs");
   double overhead = number(result, "op_overhead_us");
   double handOff = number(result, "hand_off_us");
+  // The share of a started all-reduce's time compute hides (one rank: no
+  // collectives, nothing to hide).
+  double overlap = ranks_ > 1 ? number(result, "overlap") : 1;
   if (!(large > 0 && medium > 0 && skinny > 0 && triad > 0 &&
         cacheTriad > 0 && cacheMiB > 0 && overhead > 0 && handOff > 0) ||
       (ranks_ > 1 && !(bandwidth > 0)))
@@ -187,11 +192,84 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
                              name, *row, *element)
                    .str();
   }
+  // The runtime's collectives (Link::collectives): per group size, each
+  // kind's bus bandwidth by buffer size, and the measured times for the
+  // comment.
+  std::string collectives, collectiveTimes;
+  const llvm::json::Array *groups = result->getArray("collectives");
+  if (ranks_ > 1 && (!groups || groups->empty()))
+    return fail("the probe measured no collectives: '" +
+                (*text)->getBuffer().trim() + "'");
+  for (const llvm::json::Value &groupValue : groups ? *groups
+                                                    : llvm::json::Array()) {
+    const llvm::json::Object *group = groupValue.getAsObject();
+    std::optional<int64_t> size =
+        group ? group->getInteger("group_size") : std::nullopt;
+    if (!size || *size < 2)
+      return fail("the probe's collectives have no group size: '" +
+                  (*text)->getBuffer().trim() + "'");
+    collectives += llvm::formatv("    {0}:\n", *size).str();
+    collectiveTimes += llvm::formatv("# The runtime's collectives on groups "
+                                     "of {0}, us per call by buffer bytes:\n",
+                                     *size)
+                           .str();
+    for (size_t k = 0; k < planner::kMeasuredCollectiveCount; ++k) {
+      auto kind = static_cast<planner::MeasuredCollective>(k);
+      llvm::StringRef name = planner::measuredCollectiveName(kind);
+      const llvm::json::Array *points = group->getArray(name);
+      if (!points || points->empty())
+        return fail("the probe gave no times for " + name + ": '" +
+                    (*text)->getBuffer().trim() + "'");
+      std::string busBandwidths, times;
+      for (const llvm::json::Value &pointValue : *points) {
+        const llvm::json::Array *point = pointValue.getAsArray();
+        std::optional<double> bytes =
+            point && point->size() == 2 ? (*point)[0].getAsNumber()
+                                        : std::nullopt;
+        std::optional<double> seconds =
+            point && point->size() == 2 ? (*point)[1].getAsNumber()
+                                        : std::nullopt;
+        double sent = bytes ? planner::measuredCollectiveBytesSent(
+                                  kind, *bytes, *size)
+                            : 0;
+        if (!bytes || !seconds || !(*bytes > 0) || !(*seconds > 0) ||
+            !(sent > 0))
+          return fail("the probe's time of " + name +
+                      " is not a positive size and time: '" +
+                      (*text)->getBuffer().trim() + "'");
+        llvm::StringRef separator = busBandwidths.empty() ? "" : ", ";
+        busBandwidths +=
+            llvm::formatv("{0}{1:f0}: {2:f4}", separator, *bytes,
+                          sent / *seconds / 1e9)
+                .str();
+        times += llvm::formatv("{0}{1:f0} {2:f1}", separator, *bytes,
+                               *seconds * 1e6)
+                     .str();
+      }
+      collectives += llvm::formatv("      {0}: {{{1}}\n", name,
+                                   busBandwidths)
+                         .str();
+      collectiveTimes += llvm::formatv("#   {0}: {1}\n", name, times).str();
+    }
+  }
   if (ranks_ == 1) {
     // Nothing to measure between ranks; plans on one rank send nothing.
     bandwidth = triad;
     latency = 1;
   }
+  // A link: the ping-pong's bandwidth and latency (what hand-overs and the
+  // collectives not measured take), and the measured collectives.
+  std::string link =
+      collectives.empty()
+          ? llvm::formatv(" {{bandwidth_gbs: {0:f4}, latency_us: {1:f3}}\n",
+                          bandwidth, latency)
+                .str()
+          : llvm::formatv("\n  bandwidth_gbs: {0:f4}\n  latency_us: {1:f3}\n"
+                          "  collectives:  # the runtime's own: bus bandwidth "
+                          "in GB/s (bytes a rank sends per second) by buffer "
+                          "bytes, per group size\n{2}",
+                          bandwidth, latency, collectives)
+                .str();
   // The cost model has one GEMM rate: the large GEMM's is the peak and the
   // smaller classes' mean fraction of it the compute efficiency.
   double efficiency = std::min(1.0, (medium + skinny) / 2 / large);
@@ -203,6 +281,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "# STREAM triad {5:f2} GB/s per rank ({11:f2} in the L2 cache, "
       "{16:f2} in the last-level cache); MPI "
       "ping-pong between ranks 0 and 1: {6:f2} us, {7:f3} GB/s.\n"
+      "{18}"
       "# One node measured: inter_node repeats intra_node.\n"
       "name: calibrated\n"
       "target: cpu\n"
@@ -217,14 +296,17 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "{15}"
       "  op_overhead_us: {13:f4}\n"
       "  hand_off_us: {17:f3}\n"
+      "  comm_overlap: {20:f3}  # of a started all-reduce's time, hidden "
+      "by compute\n"
       "  kernels:  # ns per row (a matrix for batched_matmul) and per element\n"
       "{14}"
-      "intra_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
-      "inter_node: {{bandwidth_gbs: {7:f4}, latency_us: {6:f3}}\n"
+      "intra_node:{19}"
+      "inter_node:{19}"
       "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead, kernels, llc, llcTriad, handOff);
+      overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link,
+      overlap);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
