@@ -38,6 +38,36 @@ LogicalResult Emitter::emitOperation(SoftmaxGradOp grad) {
   return success();
 }
 
+LogicalResult Emitter::emitFusedSoftmax(Operation *at,
+                                         const SoftmaxFusion &fused) {
+  Value maskValue = fused.mask ? fused.mask : fused.condition;
+  std::string masking = formatv(
+      "SoftmaxMasking{{{0}, {1}, {2}, {3}, {4}, {5}, {6}}",
+      nullable(fused.scale), fused.divide, nullable(fused.mask),
+      nullable(fused.condition), fused.keepWhen, nullable(fused.fill),
+      maskValue ? shapeLiteral(maskValue) : std::string("Shape{}"));
+  // The node names of the ops run here, for the reader.
+  std::string names;
+  for (Operation *op : fused.ops)
+    names += " " + baseName(op);
+  body << "  // fused softmax:" << names << "\n";
+  if (auto grad = dyn_cast<SoftmaxGradOp>(fused.softmax)) {
+    call(at, formatv("softmaxGradMasked({0}, {1}, {2}, {3}, {4}, {5}, {6})",
+                     ref(grad.getOutput()), ref(grad.getOutputGrad()),
+                     shapeLiteral(grad.getOutput()), grad.getAxis(),
+                     grad.getLog(), masking, ref(at->getResult(0))));
+    return success();
+  }
+  Value result = fused.softmax->getResult(0);
+  int64_t axis = isa<SoftmaxOp>(fused.softmax)
+                     ? cast<SoftmaxOp>(fused.softmax).getAxis()
+                     : cast<LogSoftmaxOp>(fused.softmax).getAxis();
+  call(at, formatv("softmaxMasked({0}, {1}, {2}, {3}, {4}, {5})",
+                   ref(fused.input), shapeLiteral(result), axis,
+                   isa<LogSoftmaxOp>(fused.softmax), masking, ref(result)));
+  return success();
+}
+
 LogicalResult Emitter::emitOperation(LayerNormOp norm) {
   call(norm,
        formatv("layerNorm({0}, {1}, {2}, {3}, {4}, {5}f, {6}, {7}, {8})",

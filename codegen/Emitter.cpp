@@ -245,6 +245,8 @@ LogicalResult Emitter::emitOpCalls(Operation *op) {
     body << "  // " << baseName(op) << ": in the GEMM's epilogue\n";
     return success();
   }
+  if (auto it = fusion.softmaxAt.find(op); it != fusion.softmaxAt.end())
+    return emitFusedSoftmax(op, it->second);
   if (std::string fn = elementwiseBody(op); !fn.empty())
     return emitElementwise(op, fn);
   if (failed(checkFloat32Kernel(op, traits.name)))
@@ -283,7 +285,7 @@ LogicalResult Emitter::emitOpCalls(Operation *op) {
 
 FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
   Block &block = func.getBody().front();
-  plan = planMemory(func, fusion.executedAt, stage);
+  plan = planMemory(func, fusion, stage);
   backward = traits.fusedBackwardSgd
                  ? planBackwardFusion(block, plan, fusion, stage)
                  : BackwardFusion();

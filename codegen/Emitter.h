@@ -187,6 +187,9 @@ private:
   LogicalResult emitOperation(SoftmaxOp softmax);
   LogicalResult emitOperation(LogSoftmaxOp softmax);
   LogicalResult emitOperation(SoftmaxGradOp grad);
+  /// The softmax (or its gradient) of `fused`, with attention's scale and
+  /// mask, at `at` (FusionPlan::softmaxAt).
+  LogicalResult emitFusedSoftmax(Operation *at, const SoftmaxFusion &fused);
   LogicalResult emitOperation(LayerNormOp norm);
   LogicalResult emitOperation(LayerNormGradOp grad);
   LogicalResult emitOperation(BatchNormOp norm);

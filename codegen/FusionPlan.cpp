@@ -11,6 +11,156 @@ RankedTensorType tensorType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
+bool isF32(Value value) { return tensorType(value).getElementType().isF32(); }
+
+/// A one-element float32 tensor: a scale or a fill.
+bool isF32Scalar(Value value) {
+  return isF32(value) && tensorType(value).getNumElements() == 1;
+}
+
+/// The softmax fusions of `block` (SoftmaxFusion), as planFusion's first
+/// step. `mayJoin(op, at)` says whether `op` may run at `at` (same stage,
+/// no other micro-batch's op between them).
+void planSoftmaxFusions(Block &block, FusionPlan &fusion,
+                        llvm::function_ref<bool(Operation *, Operation *)>
+                            mayJoin) {
+  // An op of the pattern: in the block, float32, of the scores' shape.
+  auto fits = [&](Operation *op, ArrayRef<int64_t> shape, Operation *at) {
+    return op && op->getBlock() == &block && op->getNumResults() == 1 &&
+           isF32(op->getResult(0)) &&
+           tensorType(op->getResult(0)).getShape() == shape &&
+           !fusion.softmaxAt.count(op) && !fusion.fusedAway.contains(op) &&
+           mayJoin(op, at);
+  };
+  // x * s, s * x or x / s with s a scalar: the scaled value, or null.
+  auto scaled = [&](Operation *op, SoftmaxFusion &f) -> Value {
+    ArrayRef<int64_t> shape = tensorType(op->getResult(0)).getShape();
+    auto isScores = [&](Value v) { return tensorType(v).getShape() == shape; };
+    if (auto mul = dyn_cast<MulOp>(op)) {
+      for (auto [x, s] : {std::pair(mul.getLhs(), mul.getRhs()),
+                          std::pair(mul.getRhs(), mul.getLhs())})
+        if (isScores(x) && isF32Scalar(s)) {
+          f.scale = s;
+          return x;
+        }
+    } else if (auto div = dyn_cast<DivOp>(op)) {
+      if (isScores(div.getLhs()) && isF32Scalar(div.getRhs())) {
+        f.scale = div.getRhs();
+        f.divide = true;
+        return div.getLhs();
+      }
+    }
+    return {};
+  };
+  // where(c, x, fill) or where(c, fill, x): x, or null.
+  auto masked = [&](Operation *op, SoftmaxFusion &f) -> Value {
+    auto where = dyn_cast<WhereOp>(op);
+    if (!where)
+      return {};
+    ArrayRef<int64_t> shape = tensorType(where.getResult()).getShape();
+    for (auto [x, fill, keep] :
+         {std::tuple(where.getOnTrue(), where.getOnFalse(), true),
+          std::tuple(where.getOnFalse(), where.getOnTrue(), false)})
+      if (tensorType(x).getShape() == shape && isF32Scalar(fill)) {
+        f.condition = where.getCondition();
+        f.fill = fill;
+        f.keepWhen = keep;
+        return x;
+      }
+    return {};
+  };
+  for (Operation &op : block.without_terminator()) {
+    if (!isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp>(op) ||
+        !isF32(op.getResult(0)))
+      continue;
+    ArrayRef<int64_t> shape = tensorType(op.getResult(0)).getShape();
+    SoftmaxFusion f;
+    f.softmax = &op;
+    SmallVector<Operation *> group;
+    Operation *at = &op;
+    if (isa<SoftmaxGradOp>(op)) {
+      // Backward: the where, then the scale, each the one reader of the
+      // value before; the kernel runs at the last.
+      group.push_back(&op);
+      auto next = [&](Value v) -> Operation * {
+        if (!v.hasOneUse())
+          return nullptr;
+        Operation *user = *v.user_begin();
+        return fits(user, shape, &op) ? user : nullptr;
+      };
+      Value v = op.getResult(0);
+      if (Operation *user = next(v); user && masked(user, f) == v) {
+        group.push_back(user);
+        v = user->getResult(0);
+      } else {
+        f.condition = f.fill = {};
+      }
+      if (Operation *user = next(v); user && scaled(user, f) == v)
+        group.push_back(user);
+      else
+        f.scale = {}, f.divide = false;
+      if (group.size() < 2)
+        continue;
+      at = group.back();
+    } else {
+      // Forward: the softmax's input through a mask (a where or an added
+      // mask), then through a scale, each with the one use.
+      Value v = op.getOperand(0);
+      auto producer = [&](Value v) -> Operation * {
+        Operation *def = v.getDefiningOp();
+        return v.hasOneUse() && fits(def, shape, &op) ? def : nullptr;
+      };
+      if (Operation *def = producer(v)) {
+        if (Value x = masked(def, f)) {
+          group.push_back(def);
+          v = x;
+        } else if (auto add = dyn_cast<AddOp>(def)) {
+          // The scores are the operand of the full shape that a scale
+          // computes, else the first of the full shape; the other is the
+          // mask.
+          Value lhs = add.getLhs(), rhs = add.getRhs();
+          auto isScaled = [&](Value x) {
+            SoftmaxFusion probe;
+            Operation *d = producer(x);
+            return d && scaled(d, probe);
+          };
+          bool lhsFull = tensorType(lhs).getShape() == shape,
+               rhsFull = tensorType(rhs).getShape() == shape;
+          if (rhsFull && (!lhsFull || (isScaled(rhs) && !isScaled(lhs))))
+            std::swap(lhs, rhs);
+          if (tensorType(lhs).getShape() == shape && isF32(rhs)) {
+            f.mask = rhs;
+            group.push_back(def);
+            v = lhs;
+          }
+        }
+      }
+      if (Operation *def = producer(v)) {
+        SoftmaxFusion probe = f;
+        if (Value x = scaled(def, probe)) {
+          f = probe;
+          group.push_back(def);
+          v = x;
+        }
+      }
+      if (group.empty())
+        continue;
+      f.input = v;
+      group.push_back(&op);
+    }
+    llvm::sort(group, [](Operation *x, Operation *y) {
+      return x->isBeforeInBlock(y);
+    });
+    f.ops = group;
+    for (Operation *member : group) {
+      fusion.executedAt[member] = at;
+      if (member != at)
+        fusion.fusedAway.insert(member);
+    }
+    fusion.softmaxAt[at] = f;
+  }
+}
+
 } // namespace
 
 Operation *firstUser(Operation *op) {
@@ -52,11 +202,30 @@ FusionPlan planFusion(func::FuncOp func,
         return true;
     return false;
   };
+  // Attention's softmaxes first: their scale and mask ops join no loop.
+  planSoftmaxFusions(block, fusion, [&](Operation *op, Operation *at) {
+    if (op->getAttr(CleaveDialect::kStageAttrName) !=
+        at->getAttr(CleaveDialect::kStageAttrName))
+      return false;
+    if (!microbatched)
+      return true;
+    int64_t m = std::max(StepPhases::microbatchOf(op),
+                         StepPhases::microbatchOf(at));
+    Operation *first = op->isBeforeInBlock(at) ? op : at;
+    Operation *last = first == op ? at : op;
+    return !otherMicrobatchBetween(first, last, m);
+  });
   // Tails from the last op up, each taking in the fusible producers of its
   // operands whose one use is in the group, and theirs in turn: a tree of
   // ops (a chain is one) of the tail's shape. An op read twice (GELU's
   // input, say) stays a buffer the loop reads.
   llvm::DenseSet<Operation *> grouped;
+  for (auto &[at, softmax] : fusion.softmaxAt) {
+    grouped.insert(at);
+    grouped.insert(softmax.softmax);
+  }
+  for (Operation *op : fusion.fusedAway)
+    grouped.insert(op);
   for (Operation &tail : llvm::reverse(block.without_terminator())) {
     if (grouped.contains(&tail) || !isFusible(&tail))
       continue;

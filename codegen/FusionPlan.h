@@ -14,6 +14,35 @@
 
 namespace mlir::cleave {
 
+/// A softmax that applies attention's scale and mask inside its line loop
+/// (runtime softmaxMasked), or a softmax gradient that applies their
+/// gradients to its result there (softmaxGradMasked), so that neither the
+/// scaled nor the masked scores are ever stored:
+///
+///   forward:  softmax(where(c, x * s, fill))      softmax(x / s + mask)
+///   backward: where(c, softmax_grad(y, dy), 0) * s
+///
+/// The scale s and the fill are one-element tensors, the mask or condition
+/// c broadcasts to the scores (any dims of size 1), each part is optional
+/// and each intermediate has the one use in the pattern.
+struct SoftmaxFusion {
+  /// The softmax, log-softmax or softmax gradient.
+  Operation *softmax = nullptr;
+  /// Every op of the pattern, in block order.
+  SmallVector<Operation *> ops;
+  /// The scores the forward kernel reads (before scaling).
+  Value input;
+  /// The scale; `divide` when the scores are divided by it.
+  Value scale;
+  bool divide = false;
+  /// An additive mask (forward only) or a where's condition and fill, the
+  /// value kept where the condition is `keepWhen`.
+  Value mask;
+  Value condition;
+  Value fill;
+  bool keepWhen = true;
+};
+
 /// Where the ops of a function run when not where they stand: trees of
 /// fusible elementwise ops whose intermediate values have one use each (an
 /// op of the tree, up to its root, the last op) run as one loop at the
@@ -32,11 +61,17 @@ struct FusionPlan {
   /// where the transpose stands and writes the transposed result through
   /// strides (planStridedMatmuls); the matmul is in fusedAway.
   llvm::DenseMap<Operation *, Operation *> matmulAt;
+  /// Softmaxes with attention's scale and mask, by the op where the kernel
+  /// runs: the softmax itself (the scale and mask ops before it are fused
+  /// away), or the last scale or mask op after a softmax gradient (which
+  /// is fused away with the ops before).
+  llvm::DenseMap<Operation *, SoftmaxFusion> softmaxAt;
 };
 
 /// Plans `func`'s single block. `isElementwise` says which ops compute per
 /// element (the emitter knows a body for them); such an op joins a loop
-/// when every operand has the result's shape or a single element.
+/// when every operand has the result's shape or a single element. Softmax
+/// fusions (SoftmaxFusion) are planned first, and their ops join no loop.
 FusionPlan planFusion(func::FuncOp func,
                       llvm::function_ref<bool(Operation *)> isElementwise);
 

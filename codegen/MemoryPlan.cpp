@@ -1,6 +1,7 @@
 //===- MemoryPlan.cpp - static scratch memory for a training step ---------===//
 
 #include "codegen/MemoryPlan.h"
+#include "codegen/FusionPlan.h"
 
 #include "dialects/cleave/CleaveOps.h"
 #include "runtime/cuda/KernelScratch.h"
@@ -55,14 +56,15 @@ namespace {
 /// stage's ops rather than the whole step per stage.
 class MemoryPlanner {
 public:
-  MemoryPlanner(func::FuncOp func,
-                const llvm::DenseMap<Operation *, Operation *> &executedAt,
+  MemoryPlanner(func::FuncOp func, const FusionPlan &fusion,
                 int64_t numStages);
   MemoryPlan plan(int64_t stage) const;
 
 private:
   func::FuncOp func;
   const llvm::DenseMap<Operation *, Operation *> &executedAt;
+  /// Ops whose results are never stored (FusionPlan::fusedAway).
+  const llvm::DenseSet<Operation *> &fusedAway;
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t end = 0;
   /// Reshapes, optimizer updates and rows of inputs (planMemory's first
@@ -77,11 +79,9 @@ private:
   std::vector<SmallVector<Operation *>> stageOps;
 };
 
-MemoryPlanner::MemoryPlanner(
-    func::FuncOp func,
-    const llvm::DenseMap<Operation *, Operation *> &executedAt,
-    int64_t numStages)
-    : func(func), executedAt(executedAt) {
+MemoryPlanner::MemoryPlanner(func::FuncOp func, const FusionPlan &fusion,
+                             int64_t numStages)
+    : func(func), executedAt(fusion.executedAt), fusedAway(fusion.fusedAway) {
   Block &body = func.getBody().front();
   int64_t index = 0;
   for (Operation &op : body)
@@ -226,7 +226,7 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
   llvm::DenseMap<Value, std::pair<int64_t, int64_t>> range;
   SmallVector<Value> roots;
   for (Operation *op : ops) {
-    if (isa<ConstantOp>(op))
+    if (isa<ConstantOp>(op) || fusedAway.contains(op))
       continue;
     for (Value result : op->getResults()) {
       if (!isHeldOnStage(result, stage))
@@ -348,19 +348,15 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
 
 } // namespace
 
-MemoryPlan
-planMemory(func::FuncOp func,
-           const llvm::DenseMap<Operation *, Operation *> &executedAt,
-           int64_t stage) {
-  return MemoryPlanner(func, executedAt, stage < 0 ? 0 : stage + 1)
-      .plan(stage);
+MemoryPlan planMemory(func::FuncOp func, const FusionPlan &fusion,
+                      int64_t stage) {
+  return MemoryPlanner(func, fusion, stage < 0 ? 0 : stage + 1).plan(stage);
 }
 
-std::vector<MemoryPlan>
-planMemoryOfStages(func::FuncOp func,
-                   const llvm::DenseMap<Operation *, Operation *> &executedAt,
-                   int64_t numStages) {
-  MemoryPlanner planner(func, executedAt, numStages > 1 ? numStages : 0);
+std::vector<MemoryPlan> planMemoryOfStages(func::FuncOp func,
+                                           const FusionPlan &fusion,
+                                           int64_t numStages) {
+  MemoryPlanner planner(func, fusion, numStages > 1 ? numStages : 0);
   std::vector<MemoryPlan> plans;
   for (int64_t s = 0; s < std::max<int64_t>(numStages, 1); ++s)
     plans.push_back(planner.plan(numStages > 1 ? s : -1));

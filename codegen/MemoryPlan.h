@@ -44,24 +44,25 @@ struct MemoryPlan {
   }
 };
 
+struct FusionPlan;
+
 /// Plans `func`'s single block. Constants, arguments and rows of inputs are
-/// not placed.
-/// `executedAt` maps ops whose operands are read up to a later op (a fused
-/// loop's members, run at its tail; a collective started early and finished
-/// there) to that op: their operands stay live until it. In a program
-/// split into pipeline stages, plans the ops of `stage` (-1: all ops).
-MemoryPlan
-planMemory(func::FuncOp func,
-           const llvm::DenseMap<Operation *, Operation *> &executedAt,
-           int64_t stage = -1);
+/// not placed, nor the results of ops `fusion` runs inside a later op
+/// (FusionPlan::fusedAway: values held in registers, transposes read
+/// through strides). `fusion.executedAt` maps ops whose operands are read
+/// up to a later op (a fused loop's members, run at its tail; a collective
+/// started early and finished there) to that op: their operands stay live
+/// until it. In a program split into pipeline stages, plans the ops of
+/// `stage` (-1: all ops).
+MemoryPlan planMemory(func::FuncOp func, const FusionPlan &fusion,
+                      int64_t stage = -1);
 
 /// planMemory of every stage of a step split into `numStages` pipeline
 /// stages (one plan, of all ops, when `numStages` is 1): the same plans,
 /// with what every stage shares planned once.
-std::vector<MemoryPlan>
-planMemoryOfStages(func::FuncOp func,
-                   const llvm::DenseMap<Operation *, Operation *> &executedAt,
-                   int64_t numStages);
+std::vector<MemoryPlan> planMemoryOfStages(func::FuncOp func,
+                                           const FusionPlan &fusion,
+                                           int64_t numStages);
 
 /// Bytes of a statically shaped tensor.
 int64_t tensorBytes(Type type);
