@@ -46,6 +46,11 @@ void cropWeight(const float *w, const Shape &wShape, const ConvCrop &crop,
 void uncropWeight(const float *dwc, const ConvCrop &crop, float *dw,
                   const Shape &wShape);
 
+/// w += alpha * dwc at the live taps (an SGD step with alpha = -lr); the
+/// dead taps, whose gradient is zero, are not touched.
+void addCroppedWeight(const float *dwc, float alpha, const ConvCrop &crop,
+                      float *w, const Shape &wShape);
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_CONVOLUTIONCROP_H

@@ -26,7 +26,14 @@
 namespace cleave::rt {
 namespace {
 
-using detail::kParallelGrain;
+/// The smallest tensor whose passes run on the OpenMP threads: 2^18 floats
+/// (1 MiB), a pass of 50-150 us on one core. Each pass on more threads is
+/// a parallel region that wakes the sleeping threads (the benchmarks'
+/// OMP_WAIT_POLICY=PASSIVE: 25-50 us per region on the 2-core dev machine),
+/// and a BatchNorm makes three: at the elementwise grain (2^15) ResNet-18's
+/// BatchNorms (2^13 to 2^18 floats at 32x32, batch 16) took 2.1 ms of its
+/// step on 2 threads against 1.6 on 1.
+constexpr int64_t kBatchNormGrain = int64_t{1} << 18;
 
 /// Buffers of this thread, kept between calls (a row of doubles can pass
 /// glibc's mmap threshold, which would map and fault fresh pages per call).
@@ -56,7 +63,7 @@ struct Rows {
 template <typename F, typename G>
 void sumOverSamples(const Rows &r, double *acc, F f, double *acc2, G g) {
   int64_t blocks = (r.row + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+#pragma omp parallel for schedule(static) if (r.elements() > kBatchNormGrain)
   for (int64_t blk = 0; blk < blocks; ++blk) {
     int64_t lo = blk * kBlock, hi = std::min(r.row, lo + kBlock);
     CLEAVE_SIMD
@@ -180,7 +187,7 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
   spread(r, coef, aRow);
   spread(r, coef + r.channels, bRow);
   // y = x * a + b along each sample's row.
-#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+#pragma omp parallel for schedule(static) if (r.elements() > kBatchNormGrain)
   for (int64_t b = 0; b < r.n; ++b) {
     const float *xb = x + b * r.row;
     float *yb = y + b * r.row;
@@ -223,7 +230,7 @@ void gradFromStatistics(const float *dy, const float *x, const Rows &r,
   const float *m = rows, *rstd = rows + r.row, *g = rows + 2 * r.row,
               *mDy = rows + 3 * r.row, *mDyXhat = rows + 4 * r.row;
   // dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-#pragma omp parallel for schedule(static) if (r.elements() > kParallelGrain)
+#pragma omp parallel for schedule(static) if (r.elements() > kBatchNormGrain)
   for (int64_t b = 0; b < r.n; ++b) {
     const float *xb = x + b * r.row, *dyb = dy + b * r.row;
     float *dxb = dx + b * r.row;

@@ -583,16 +583,7 @@ void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
     float *dwc = cropBuffer(crop.wShape.numElements());
     dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads,
                            dilations, group, dwc, crop.wShape);
-    int64_t planes = wShape.dims[0] * wShape.dims[1];
-    int64_t kh = wShape.dims[2], kw = wShape.dims[3];
-    int64_t ch = crop.wShape.dims[2], cw = crop.wShape.dims[3];
-    for (int64_t p = 0; p < planes; ++p)
-      for (int64_t r = 0; r < ch; ++r) {
-        const float *g = dwc + (p * ch + r) * cw;
-        float *wr = w + (p * kh + crop.lo[0] + r) * kw + crop.lo[1];
-        for (int64_t c = 0; c < cw; ++c)
-          wr[c] = wr[c] + -lr * g[c];
-      }
+    addCroppedWeight(dwc, -lr, crop, w, wShape);
     return;
   }
   int64_t n = wShape.numElements();

@@ -50,6 +50,15 @@ void useOpenMPThreadsOnly() {
   (void)once;
 }
 
+/// The smallest product (m * n * k) split over the OpenMP threads: 2^22,
+/// 8 MFLOP, about 35 us on one core. Each parallel region wakes the
+/// sleeping threads (the benchmarks' OMP_WAIT_POLICY=PASSIVE) and waits
+/// for the last of them: 25-50 us per region on the 2-core dev machine
+/// (a VM), which a smaller product does not earn back. (It was 2^18,
+/// OpenBLAS's own threading threshold; mlp-512's 10-class layer then took
+/// 5 us on one thread and 50-60 on two.)
+constexpr int64_t kThreadedProduct = int64_t{1} << 22;
+
 } // namespace
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
@@ -68,10 +77,10 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   useOpenMPThreadsOnly();
   int64_t lda = transA ? m : k;
   int64_t ldb = transB ? k : n;
-  // Threads for products above OpenBLAS's own threading threshold, unless
-  // a caller already runs this on one of its threads.
+  // Threads for products that pay for them, unless a caller already runs
+  // this on one of its threads.
   int threads = detail::inParallel() ? 1 : detail::maxThreads();
-  if (threads == 1 || m * n * k < (int64_t{1} << 18))
+  if (threads == 1 || m * n * k < kThreadedProduct)
     return blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
                     n);
   // One block of C per thread: whole rows when C is tall, else columns
@@ -158,7 +167,7 @@ void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
                                   transC ? m : n);
   // The products are small (a head's): one per thread at a time.
   bool parallel = count > 1 && !detail::inParallel() &&
-                  count * m * n * k >= (int64_t{1} << 18);
+                  count * m * n * k >= kThreadedProduct;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t bi = 0; bi < count; ++bi) {
     int64_t aOff = 0, bOff = 0, cOff = 0, rest = bi;

@@ -13,6 +13,7 @@
 #include "runtime/OneDnnConvolution.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
 
 #include <cstdlib>
 #include <map>
@@ -255,6 +256,29 @@ Entry &lookup(ConvPass pass, OneDnnLayout layout, const Shape &xShape,
   return *slot;
 }
 
+/// Reorders of up to this many bytes run on the calling thread alone. A
+/// reorder is a copy, 15-60 us for the activations and (cropped) weights of
+/// ResNet-18 at 32x32; on more threads each is a parallel region of its
+/// own, which wakes the sleeping threads (OMP_WAIT_POLICY=PASSIVE, 25-50 us
+/// per region on the 2-core dev machine) for a share of that copy: three
+/// such regions per call made oneDNN's part of the step no faster on 2
+/// threads than on 1.
+constexpr size_t kSerialReorderBytes = size_t{2} << 20;
+
+/// Runs a reorder, on this thread alone where it is small. oneDNN's
+/// OpenMP build sizes each parallel region by omp_get_max_threads().
+void runReorder(dnnl::primitive &reorder, dnnl::stream &s, const memory &from,
+                const memory &to) {
+  int threads = omp_get_max_threads();
+  bool serial =
+      threads > 1 && from.get_desc().get_size() <= kSerialReorderBytes;
+  if (serial)
+    omp_set_num_threads(1);
+  reorder.execute(s, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  if (serial)
+    omp_set_num_threads(threads);
+}
+
 /// Runs the entry on the program's tensors: inputs reordered into the
 /// primitive's layouts, outputs back into the program's.
 void execute(Entry &e, const std::map<int, const void *> &pointers) {
@@ -273,7 +297,7 @@ void execute(Entry &e, const std::map<int, const void *> &pointers) {
     if (op->output)
       outputs.emplace_back(op, user);
     else
-      op->toTaken.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, mine}});
+      runReorder(op->toTaken, s, user, mine);
     args.emplace(op->arg, mine);
   }
   if (size_t bytes = e.scratchDesc.get_size())
@@ -281,8 +305,7 @@ void execute(Entry &e, const std::map<int, const void *> &pointers) {
                  memory(e.scratchDesc, eng, workspaces[4].get(bytes)));
   e.prim.execute(s, args);
   for (auto &[op, user] : outputs)
-    op->toPlain.execute(
-        s, {{DNNL_ARG_FROM, args.at(op->arg)}, {DNNL_ARG_TO, user}});
+    runReorder(op->toPlain, s, args.at(op->arg), user);
   s.wait();
 }
 

@@ -545,6 +545,47 @@ TEST(ConvolutionCrop, GradWeightSgdUpdatesInPlace) {
   }
 }
 
+TEST(ConvolutionCrop, LargeWeightsOnThreads) {
+  // Weights of 2^20 floats or more are cropped, uncropped and updated on the
+  // OpenMP threads: each live tap against its index, one tap per plane
+  // (ResNet-18's 512x512x3x3 on a 1x1 image) and a 2x2 block of taps.
+  ScopedThreads threads(2);
+  for (const ConvCase &cc :
+       {ConvCase{{1, 512, 1, 1}, {512, 512, 3, 3}, {1, 512, 1, 1}, {1, 1},
+                 {1, 1, 1, 1}, {1, 1}, 1},
+        ConvCase{{1, 256, 2, 2}, {512, 256, 3, 3}, {1, 512, 1, 1}, {2, 2},
+                 {1, 1, 1, 1}, {1, 1}, 1}}) {
+    ConvCrop crop;
+    ASSERT_TRUE(cropDeadTaps(cc.x, cc.w, cc.y, cc.strides.data(),
+                             cc.pads.data(), cc.dilations.data(), crop));
+    ASSERT_GE(cc.w.numElements(), int64_t{1} << 20);
+    int64_t planes = cc.w[0] * cc.w[1], kh = cc.w[2], kw = cc.w[3];
+    int64_t ch = crop.wShape[2], cw = crop.wShape[3];
+    auto live = [&](int64_t i) {
+      int64_t r = i / kw % kh, c = i % kw;
+      return r >= crop.lo[0] && r < crop.hi[0] && c >= crop.lo[1] &&
+             c < crop.hi[1];
+    };
+    auto w = randomVector(cc.w.numElements(), 41);
+    std::vector<float> wc(crop.wShape.numElements(), -1.0f);
+    cropWeight(w.data(), cc.w, crop, wc.data());
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t r = 0; r < ch; ++r)
+        for (int64_t c = 0; c < cw; ++c)
+          ASSERT_EQ(wc[(p * ch + r) * cw + c],
+                    w[(p * kh + crop.lo[0] + r) * kw + crop.lo[1] + c])
+              << "plane " << p;
+    std::vector<float> dw(w.size(), 7.0f);
+    uncropWeight(wc.data(), crop, dw.data(), cc.w);
+    std::vector<float> updated = w;
+    addCroppedWeight(wc.data(), -0.5f, crop, updated.data(), cc.w);
+    for (size_t i = 0; i < w.size(); ++i) {
+      ASSERT_EQ(dw[i], live(i) ? w[i] : 0.0f) << "at " << i;
+      ASSERT_EQ(updated[i], live(i) ? w[i] + -0.5f * w[i] : w[i]) << "at " << i;
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
