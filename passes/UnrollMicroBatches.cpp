@@ -308,17 +308,25 @@ Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
     }
     return sum;
   }
-  // Accumulating, each micro-batch's part is added to the running sum as
-  // soon as it exists, so that one part is alive at a time (an embedding
-  // table's gradient per micro-batch, say), as PyTorch's .grad does; the
-  // adds are the same chain, in the same order.
+  // Each micro-batch's part is added to the running sum as soon as it
+  // exists, so that one part is alive at a time (an embedding table's
+  // gradient per micro-batch, a ZeRO block's), as PyTorch's .grad does;
+  // the adds are the same chain, in the same order. With pipeline stages
+  // the add is micro-batch m's (its backward pass), so that the schedule
+  // runs it there.
   Value sum = parts.front();
-  for (Value part : ArrayRef<Value>(parts).drop_front()) {
+  for (auto [m, part] : llvm::enumerate(ArrayRef<Value>(parts))) {
+    if (m == 0)
+      continue;
     OpBuilder at = b;
-    if (accumulate)
-      if (Operation *last = laterDefinition(sum, part))
-        at.setInsertionPointAfter(last);
-    sum = AddOp::create(at, loc, input.getType(), sum, part);
+    if (Operation *last = laterDefinition(sum, part))
+      at.setInsertionPointAfter(last);
+    auto add = AddOp::create(at, loc, input.getType(), sum, part);
+    if (!accumulate && part.getDefiningOp() &&
+        part.getDefiningOp()->hasAttr(CleaveDialect::kMicroBatchAttrName))
+      add->setAttr(CleaveDialect::kMicroBatchAttrName,
+                   at.getDenseI64ArrayAttr({static_cast<int64_t>(m)}));
+    sum = add;
   }
   return sum;
 }

@@ -6,8 +6,10 @@
 // --shard 'x=[mb,_]' --shard 'y=[mb]'), then unrolled: the arguments become
 // the whole batch, each micro-batch reads its rows, the batch-dependent
 // ops run once per micro-batch (every forward op first, then every
-// backward op), the all_reduce over mb becomes adds, and mb leaves the
-// mesh (here the last axis: the module loses its mesh).
+// backward op), the all_reduce over mb becomes adds, each adding a
+// micro-batch's part as soon as it exists and marked as that
+// micro-batch's (the pipeline schedule runs it in its passes), and mb
+// leaves the mesh (here the last axis: the module loses its mesh).
 
 // CHECK: module {
 // CHECK: func.func @two(%arg0: tensor<4x3xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<{{\[\[}}], []]>}, %arg1: tensor<4xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<{{\[\[}}]]>}
@@ -17,12 +19,12 @@
 // CHECK: %[[L0:.*]], %{{.*}} = cleave.softmax_cross_entropy {{.*}}cleave.microbatch = array<i64: 0, 6>
 // CHECK: cleave.matmul %[[X1]], %arg2 {cleave.microbatch = array<i64: 1, 3>}
 // CHECK: %[[L1:.*]], %{{.*}} = cleave.softmax_cross_entropy {{.*}}cleave.microbatch = array<i64: 1, 6>
+// CHECK-NEXT: %[[L:.*]] = cleave.add %[[L0]], %[[L1]] {cleave.microbatch = array<i64: 1>} : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // CHECK: cleave.softmax_cross_entropy_grad {{.*}}cleave.microbatch = array<i64: 0, 10>
 // CHECK: %[[G0:.*]] = cleave.matmul {{.*}}cleave.microbatch = array<i64: 0, 18>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
 // CHECK: cleave.softmax_cross_entropy_grad {{.*}}cleave.microbatch = array<i64: 1, 10>
 // CHECK: %[[G1:.*]] = cleave.matmul {{.*}}cleave.microbatch = array<i64: 1, 18>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
-// CHECK: %[[L:.*]] = cleave.add %[[L0]], %[[L1]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// CHECK: %[[G:.*]] = cleave.add %[[G0]], %[[G1]] : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+// CHECK-NEXT: %[[G:.*]] = cleave.add %[[G0]], %[[G1]] {cleave.microbatch = array<i64: 1>} : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
 // CHECK: cleave.sgd %arg2, %[[G]]
 // CHECK-NOT: cleave.all_reduce
 // CHECK: return
