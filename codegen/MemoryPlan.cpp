@@ -195,13 +195,14 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
       plan.storageOf[gemm.getResult()] = c;
   }
   // A sum over ranks of a value nothing else reads (a gradient, typically)
-  // is taken in that value's buffer: no copy, no second buffer.
+  // is taken in that value's buffer: no copy, no second buffer. Also when
+  // that buffer is a chain's whose every value only the next reads (a
+  // gradient accumulated over micro-batches by GEMMs).
   for (Operation *op : allReduces) {
     auto allReduce = cast<AllReduceOp>(op);
     for (auto [in, out] :
          llvm::zip(allReduce.getInputs(), allReduce.getResults()))
-      if (in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
-          !isa<ConstantOp>(in.getDefiningOp()))
+      if (readOnceInScratch(in))
         plan.storageOf[out] = in;
   }
   // A ReLU of a value nothing else reads (a layer's pre-activation, as the
