@@ -555,22 +555,81 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
 
 /// predictBytesSent's numbers, walking the program once: each rank's sum
 /// over the collectives (bytesSentBy) of its stage; in `ofMicrobatches`,
-/// the part of micro-batches' collectives.
+/// the part of micro-batches' collectives. What a rank sends in a
+/// collective depends only on its stage and its index in the collective's
+/// group, and collectives alike (a repeated layer's) send alike: so each
+/// kind of collective of a stage is evaluated once per group index (at a
+/// rank of that index), counted, and each rank reads its index's total
+/// (a 1024-rank mesh would otherwise evaluate every collective per rank).
 std::vector<BytesByKind>
 bytesSentPerRank(func::FuncOp step, MeshAttr mesh, int64_t pipelineAxis,
                  bool ringOnly, std::vector<BytesByKind> &ofMicrobatches) {
-  // Each stage's collectives (every collective without stages): a rank
-  // sends in its stage's only.
   ArrayRef<int64_t> sizes = mesh.getAxisSizes();
   int64_t stages = pipelineAxis >= 0 ? sizes[pipelineAxis] : 1;
-  std::vector<SmallVector<Operation *>> collectives(stages);
-  llvm::DenseSet<Operation *> ofMicrobatch;
-  for (Operation &op : step.getBody().front())
-    if (isCollective(&op)) {
-      forEachStage(&op, stages, pipelineAxis,
-                   [&](int64_t s) { collectives[s].push_back(&op); });
-      if (microbatchOfOp(&op) >= 0)
-        ofMicrobatch.insert(&op);
+  // A collective's kind: its op, inherent attributes (axes, dims, roots,
+  // stages) and types; with how many of it the stage has, by whether it is
+  // a micro-batch's.
+  using Signature = std::vector<const void *>;
+  struct Count {
+    Operation *op = nullptr;
+    int64_t all = 0, ofMicrobatch = 0;
+  };
+  std::vector<std::map<Signature, Count>> counts(stages);
+  for (Operation &op : step.getBody().front()) {
+    if (!isCollective(&op))
+      continue;
+    Attribute inherent = op.getPropertiesAsAttribute();
+    Signature signature{op.getName().getAsOpaquePointer(),
+                        inherent ? inherent.getAsOpaquePointer()
+                                 : op.getAttrDictionary().getAsOpaquePointer()};
+    for (Type type : op.getOperandTypes())
+      signature.push_back(type.getAsOpaquePointer());
+    for (Type type : op.getResultTypes())
+      signature.push_back(type.getAsOpaquePointer());
+    bool ofMicrobatch = microbatchOfOp(&op) >= 0;
+    forEachStage(&op, stages, pipelineAxis, [&](int64_t s) {
+      Count &count = counts[s][signature];
+      count.op = count.op ? count.op : &op;
+      ++count.all;
+      count.ofMicrobatch += ofMicrobatch;
+    });
+  }
+  // Per stage and group (its axes, major to minor): the bytes a rank of
+  // each group index sends.
+  struct GroupTotals {
+    SmallVector<int64_t> axes;
+    std::vector<BytesByKind> all, ofMicrobatches;
+  };
+  std::vector<std::map<SmallVector<int64_t>, GroupTotals>> totals(stages);
+  for (int64_t s = 0; s < stages; ++s)
+    for (auto &[signature, count] : counts[s]) {
+      SmallVector<int64_t> axes;
+      if (auto names = count.op->getAttrOfType<ArrayAttr>("axes"))
+        for (auto name : names.getAsRange<StringAttr>())
+          axes.push_back(mesh.getAxisIndex(name.getValue()));
+      int64_t size = 1;
+      for (int64_t a : axes)
+        size *= sizes[a];
+      GroupTotals &group = totals[s][axes];
+      group.axes = axes;
+      group.all.resize(size, BytesByKind{});
+      group.ofMicrobatches.resize(size, BytesByKind{});
+      SmallVector<int64_t> coords(sizes.size(), 0);
+      if (pipelineAxis >= 0)
+        coords[pipelineAxis] = s;
+      for (int64_t index = 0; index < size; ++index) {
+        for (int64_t i = axes.size() - 1, rest = index; i >= 0; --i) {
+          coords[axes[i]] = rest % sizes[axes[i]];
+          rest /= sizes[axes[i]];
+        }
+        int kind = -1;
+        int64_t sent = bytesSentBy(count.op, mesh, coords,
+                                   pipelineAxis >= 0 ? s : -1, ringOnly, kind);
+        if (kind < 0)
+          continue;
+        group.all[index][kind] += sent * count.all;
+        group.ofMicrobatches[index][kind] += sent * count.ofMicrobatch;
+      }
     }
   std::vector<BytesByKind> bytes(mesh.getNumRanks(), BytesByKind{});
   ofMicrobatches.assign(mesh.getNumRanks(), BytesByKind{});
@@ -580,15 +639,15 @@ bytesSentPerRank(func::FuncOp step, MeshAttr mesh, int64_t pipelineAxis,
       coords[a] = rest % sizes[a];
       rest /= sizes[a];
     }
-    int64_t stage = pipelineAxis >= 0 ? coords[pipelineAxis] : -1;
-    for (Operation *op : collectives[std::max<int64_t>(stage, 0)]) {
-      int kind = -1;
-      int64_t sent = bytesSentBy(op, mesh, coords, stage, ringOnly, kind);
-      if (kind < 0)
-        continue;
-      bytes[rank][kind] += sent;
-      if (ofMicrobatch.contains(op))
-        ofMicrobatches[rank][kind] += sent;
+    int64_t stage = pipelineAxis >= 0 ? coords[pipelineAxis] : 0;
+    for (auto &[axes, group] : totals[stage]) {
+      int64_t index = 0;
+      for (int64_t a : axes)
+        index = index * sizes[a] + coords[a];
+      for (size_t kind = 0; kind < bytes[rank].size(); ++kind) {
+        bytes[rank][kind] += group.all[index][kind];
+        ofMicrobatches[rank][kind] += group.ofMicrobatches[index][kind];
+      }
     }
   }
   return bytes;
