@@ -84,6 +84,32 @@ void softmaxShortLines(const float *x, const AxisView &view, bool log, float *y,
   });
 }
 
+/// The mask's offset of every line of a softmax along `axis` (LineMasking's
+/// lineOffsets), walked as an odometer over the other dims: no division
+/// per line, which cost as much as the masking itself on lines of 64.
+std::vector<int64_t> maskLineOffsets(const LineMasking &masking,
+                                     const Shape &shape, int axis) {
+  if (axis < 0)
+    axis += shape.rank;
+  BroadcastIndex index(masking.masking.maskShape, shape);
+  AxisView view(shape, axis);
+  std::vector<int64_t> offsets(view.lines());
+  int64_t counter[kMaxRank] = {}, at = 0;
+  for (int64_t &offset : offsets) {
+    offset = at;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      if (d == axis)
+        continue;
+      at += index.strides[d];
+      if (++counter[d] < shape.dims[d])
+        break;
+      at -= counter[d] * index.strides[d];
+      counter[d] = 0;
+    }
+  }
+  return offsets;
+}
+
 } // namespace
 
 void softmax(const float *x, const Shape &shape, int axis, bool log, float *y) {
@@ -98,6 +124,11 @@ void softmaxMasked(const float *x, const Shape &shape, int axis, bool log,
                    const SoftmaxMasking &masking, float *y) {
   AxisView view(shape, axis);
   MaskedSoftmaxLine line{x, y, view, log, LineMasking(masking, shape, axis)};
+  std::vector<int64_t> offsets;
+  if (masking.mask || masking.condition) {
+    offsets = maskLineOffsets(line.masking, shape, axis);
+    line.masking.lineOffsets = offsets.data();
+  }
   if (view.inner == 1 && view.d < kShortLine)
     softmaxShortLines(x, view, log, y, &line);
   else
@@ -115,9 +146,14 @@ void softmaxGradMasked(const float *y, const float *dy, const Shape &shape,
                        int axis, bool log, const SoftmaxMasking &masking,
                        float *dx) {
   AxisView view(shape, axis);
-  runItems(view.lines(), shape.numElements(),
-           MaskedSoftmaxGradLine{y, dy, dx, view, log,
-                                 LineMasking(masking, shape, axis)});
+  MaskedSoftmaxGradLine line{y, dy, dx, view, log,
+                             LineMasking(masking, shape, axis)};
+  std::vector<int64_t> offsets;
+  if (masking.condition) {
+    offsets = maskLineOffsets(line.masking, shape, axis);
+    line.masking.lineOffsets = offsets.data();
+  }
+  runItems(view.lines(), shape.numElements(), line);
 }
 
 void layerNorm(const float *x, const Shape &shape, int axis, const float *scale,

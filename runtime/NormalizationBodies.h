@@ -155,39 +155,86 @@ struct SoftmaxLine {
 /// loop of optional parts would branch per element).
 struct LineMasking {
   rt::SoftmaxMasking masking;
-  /// Where the mask or condition of an element of the softmax's tensor is.
-  BroadcastIndex maskIndex;
-  /// That index's step along the axis.
-  int64_t maskStep;
+  /// Where the mask of element i of the softmax's tensor is: the mask's
+  /// broadcast strides with adjacent dims merged where they index alike
+  /// (a causal [1, 1, S, S] mask is one dim of S * S, repeated), so that a
+  /// line's offset costs a division or two, not two per dim.
+  int rank = 0;
+  int64_t dims[rt::kMaxRank] = {};
+  int64_t strides[rt::kMaxRank] = {};
+  /// The mask's step along the axis.
+  int64_t maskStep = 0;
+  /// The mask's offset of each line, when the caller tabled them (the cpu
+  /// kernels: without a division per line); else computed by offset().
+  const int64_t *lineOffsets = nullptr;
 
   LineMasking(const rt::SoftmaxMasking &masking, const rt::Shape &shape,
               int axis)
-      : masking(masking), maskIndex(masking.maskShape, shape),
-        maskStep(maskIndex.strides[axis < 0 ? axis + shape.rank : axis]) {}
+      : masking(masking) {
+    BroadcastIndex index(masking.maskShape, shape);
+    maskStep = index.strides[axis < 0 ? axis + shape.rank : axis];
+    for (int d = 0; d < index.rank; ++d) {
+      if (index.dims[d] == 1)
+        continue;
+      bool merges = rank > 0 && (strides[rank - 1] == 0
+                                     ? index.strides[d] == 0
+                                     : strides[rank - 1] ==
+                                           index.strides[d] * index.dims[d]);
+      if (merges) {
+        dims[rank - 1] *= index.dims[d];
+        strides[rank - 1] = index.strides[d];
+      } else {
+        dims[rank] = index.dims[d];
+        strides[rank] = index.strides[d];
+        ++rank;
+      }
+    }
+  }
 
-  /// z *= scale (or /= scale).
+  /// The mask's offset of line `line`, which starts at flat index `start`.
+  CLEAVE_HD int64_t lineOffset(int64_t line, int64_t start) const {
+    return lineOffsets ? lineOffsets[line] : offset(start);
+  }
+
+  /// The mask's offset for flat element i.
+  CLEAVE_HD int64_t offset(int64_t i) const {
+    int64_t at = 0;
+    for (int d = rank - 1; d >= 0 && i > 0; --d) {
+      at += (i % dims[d]) * strides[d];
+      i /= dims[d];
+    }
+    return at;
+  }
+
+  /// z = x * scale (or x / scale); z = x without a scale. z may be x.
   template <typename Step>
-  CLEAVE_HD void scale(float *zl, int64_t d, Step step) const {
-    if (!masking.scale)
+  CLEAVE_HD void scale(const float *xl, float *zl, int64_t d,
+                       Step step) const {
+    if (!masking.scale) {
+      if (xl != zl) {
+        CLEAVE_SIMD
+        for (int64_t i = 0; i < d; ++i)
+          zl[i * step] = xl[i * step];
+      }
       return;
+    }
     const float s = *masking.scale;
     if (masking.divide) {
       CLEAVE_SIMD
       for (int64_t i = 0; i < d; ++i)
-        zl[i * step] = zl[i * step] / s;
+        zl[i * step] = xl[i * step] / s;
     } else {
       CLEAVE_SIMD
       for (int64_t i = 0; i < d; ++i)
-        zl[i * step] = zl[i * step] * s;
+        zl[i * step] = xl[i * step] * s;
     }
   }
 
   /// z += mask, then z = where(condition == keepWhen, z, fill), for the line
-  /// that starts at flat index `start`.
+  /// whose mask starts at offset `at`.
   template <typename Step, typename MaskStep>
-  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t start,
+  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t at,
                       MaskStep maskStep) const {
-    const int64_t at = maskIndex.offset(start);
     if (masking.mask) {
       const float *ml = masking.mask + at;
       CLEAVE_SIMD
@@ -197,24 +244,39 @@ struct LineMasking {
     if (masking.condition) {
       const bool *cl = masking.condition + at;
       const float fill = *masking.fill;
-      const bool keep = masking.keepWhen;
-      CLEAVE_SIMD
-      for (int64_t i = 0; i < d; ++i)
-        zl[i * step] =
-            loadElement(cl, i * maskStep) == keep ? zl[i * step] : fill;
+      // As mapTernary's Where: a select of two values loaded whatever the
+      // byte (g++ vectorizes no load under a condition, nor a comparison
+      // of the byte with a variable).
+      if (masking.keepWhen) {
+        CLEAVE_SIMD
+        for (int64_t i = 0; i < d; ++i) {
+          const float z = zl[i * step];
+          zl[i * step] = loadElement(cl, i * maskStep) ? z : fill;
+        }
+      } else {
+        CLEAVE_SIMD
+        for (int64_t i = 0; i < d; ++i) {
+          const float z = zl[i * step];
+          zl[i * step] = loadElement(cl, i * maskStep) ? fill : z;
+        }
+      }
     }
   }
 
   /// mask() with the mask's step a constant where it is 1 or 0 (a mask
   /// along the last axis, or repeated along it), so that it vectorizes.
   template <typename Step>
-  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t start) const {
+  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t line,
+                      int64_t start) const {
+    if (!masking.mask && !masking.condition)
+      return;
+    const int64_t at = lineOffset(line, start);
     if (maskStep == 1)
-      mask(zl, d, step, start, std::integral_constant<int64_t, 1>());
+      mask(zl, d, step, at, std::integral_constant<int64_t, 1>());
     else if (maskStep == 0)
-      mask(zl, d, step, start, std::integral_constant<int64_t, 0>());
+      mask(zl, d, step, at, std::integral_constant<int64_t, 0>());
     else
-      mask(zl, d, step, start, maskStep);
+      mask(zl, d, step, at, maskStep);
   }
 };
 
@@ -232,15 +294,9 @@ struct MaskedSoftmaxLine {
   template <typename Step>
   CLEAVE_HD float load(int64_t line, Step step) const {
     const int64_t start = view.start(line), d = view.d;
-    const float *xl = x + start;
     float *yl = y + start;
-    if (xl != yl) {
-      CLEAVE_SIMD
-      for (int64_t i = 0; i < d; ++i)
-        yl[i * step] = xl[i * step];
-    }
-    masking.scale(yl, d, step);
-    masking.mask(yl, d, step, start);
+    masking.scale(x + start, yl, d, step);
+    masking.mask(yl, d, step, line, start);
     return SoftmaxLine::lineMax(yl, d, step);
   }
 
@@ -316,8 +372,8 @@ struct MaskedSoftmaxGradLine {
     const int64_t start = view.start(line);
     float *dxl = dx + start;
     SoftmaxGradLine::run(y + start, dy + start, dxl, view.d, step, log);
-    masking.mask(dxl, view.d, step, start);
-    masking.scale(dxl, view.d, step);
+    masking.mask(dxl, view.d, step, line, start);
+    masking.scale(dxl, dxl, view.d, step);
   }
 
   CLEAVE_HD void operator()(int64_t line) const {
