@@ -169,11 +169,23 @@ private:
   void placeSharedOps();
   /// The stage (rank coordinate) that runs chunk `chunk`.
   int64_t rankOf(int64_t chunk) const { return chunk % numRanks; }
+  /// Records `op`'s chunk. Its `cleave.stage` is written once every op's
+  /// chunk is known (writeStages): setting an attribute rebuilds the op's
+  /// whole dictionary, and ops change chunks on the way.
   void setStage(Operation *op, int64_t chunk) {
     stage[op] = chunk;
+    if (stagesWritten)
+      writeStage(op, chunk);
+  }
+  void writeStage(Operation *op, int64_t chunk) {
     op->setAttr(CleaveDialect::kStageAttrName,
                 IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                  rankOf(chunk)));
+  }
+  void writeStages() {
+    for (auto [op, chunk] : stage)
+      writeStage(op, chunk);
+    stagesWritten = true;
   }
   /// What the schedule needs to know of each op.
   llvm::DenseMap<Operation *, ScheduledOp> scheduleInfo() const;
@@ -194,6 +206,7 @@ private:
   llvm::DenseSet<Operation *> everywhere;
   llvm::SetVector<Operation *> forward;
   llvm::DenseMap<Operation *, int64_t> stage;
+  bool stagesWritten = false;
   /// Where parameters and optimizer state live.
   llvm::DenseMap<Value, int64_t> home;
   /// Tied parameters: the last stage that reads them forward.
@@ -865,6 +878,7 @@ LogicalResult StageAssigner::run() {
     reportChunks();
   readOriginalsAcrossChunks();
   insertTransfers();
+  writeStages();
   placeSharedOps();
   if (schedule.schedule != PipelineSchedule::GPipe &&
       failed(orderForSchedule(body, scheduleInfo(), schedule, func.getLoc())))
