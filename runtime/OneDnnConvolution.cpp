@@ -269,14 +269,21 @@ constexpr size_t kSerialReorderBytes = size_t{2} << 20;
 /// OpenMP build sizes each parallel region by omp_get_max_threads().
 void runReorder(dnnl::primitive &reorder, dnnl::stream &s, const memory &from,
                 const memory &to) {
-  int threads = omp_get_max_threads();
-  bool serial =
-      threads > 1 && from.get_desc().get_size() <= kSerialReorderBytes;
-  if (serial)
-    omp_set_num_threads(1);
+  // The thread count comes back however execute returns (it throws
+  // dnnl::error).
+  struct Threads {
+    int saved = omp_get_max_threads();
+    bool serial;
+    explicit Threads(bool small) : serial(small && saved > 1) {
+      if (serial)
+        omp_set_num_threads(1);
+    }
+    ~Threads() {
+      if (serial)
+        omp_set_num_threads(saved);
+    }
+  } threads(from.get_desc().get_size() <= kSerialReorderBytes);
   reorder.execute(s, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
-  if (serial)
-    omp_set_num_threads(threads);
 }
 
 /// Runs the entry on the program's tensors: inputs reordered into the
