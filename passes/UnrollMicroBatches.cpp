@@ -129,10 +129,6 @@ private:
   Block &body;
   StringAttr axis;
   int64_t count;
-  /// The number (cleave.microbatch's second entry) the next sum's adds
-  /// get: after the original ops', one per sum, so that a sum's adds of
-  /// every micro-batch are copies of one op as the clones are.
-  int64_t nextSumNumber = 0;
   /// PyTorch's accumulation order (see the pass's `accumulate` option).
   bool accumulate;
   /// Per micro-batch: the clones of the original values.
@@ -319,7 +315,6 @@ Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
   // the add is micro-batch m's (its backward pass), so that the schedule
   // runs it there.
   Value sum = parts.front();
-  int64_t number = nextSumNumber++;
   for (auto [m, part] : llvm::enumerate(ArrayRef<Value>(parts))) {
     if (m == 0)
       continue;
@@ -327,10 +322,13 @@ Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
     if (Operation *last = laterDefinition(sum, part))
       at.setInsertionPointAfter(last);
     auto add = AddOp::create(at, loc, input.getType(), sum, part);
-    if (!accumulate && part.getDefiningOp() &&
-        part.getDefiningOp()->hasAttr(CleaveDialect::kMicroBatchAttrName))
-      add->setAttr(CleaveDialect::kMicroBatchAttrName,
-                   at.getDenseI64ArrayAttr({static_cast<int64_t>(m), number}));
+    // Numbered as the op whose part it adds (a loss's adds are forward,
+    // a gradient's backward: StepPhases).
+    if (Operation *def = part.getDefiningOp(); def && !accumulate)
+      if (auto copyOf = def->getAttrOfType<DenseI64ArrayAttr>(
+              CleaveDialect::kMicroBatchAttrName);
+          copyOf && copyOf.size() == 2)
+        add->setAttr(CleaveDialect::kMicroBatchAttrName, copyOf);
     sum = add;
   }
   return sum;
@@ -460,7 +458,6 @@ LogicalResult Unroller::run() {
   SmallVector<Operation *> original;
   for (Operation &op : body.without_terminator())
     original.push_back(&op);
-  nextSumNumber = static_cast<int64_t>(original.size());
 
   // Phases: a sum over micro-batches ends one; the ops after it (that read
   // it) belong to the next.
