@@ -312,8 +312,7 @@ Value Unroller::sumOverMicroBatches(OpBuilder &b, Value input, Location loc) {
   // exists, so that one part is alive at a time (an embedding table's
   // gradient per micro-batch, a ZeRO block's), as PyTorch's .grad does;
   // the adds are the same chain, in the same order. With pipeline stages
-  // the add is micro-batch m's (its backward pass), so that the schedule
-  // runs it there.
+  // the add is micro-batch m's, so that the schedule runs it in m's pass.
   Value sum = parts.front();
   for (auto [m, part] : llvm::enumerate(ArrayRef<Value>(parts))) {
     if (m == 0)
