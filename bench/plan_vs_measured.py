@@ -25,7 +25,12 @@ SkylakeX where the CPU has AVX-512.
 
 Models: mlp (test/models/export_models.py, 784-128-64-10, global batch 64),
 wide (784-4096-4096-1024-10, 24.6M weights, global batch 64), transformer
-(test/models/zoo's transformer_pre_norm, global batch 32).
+(test/models/zoo's transformer_pre_norm, global batch 32), cnn
+(export_models.py's CNN, global batch 64), gpt (export_models.py's GPT,
+2 layers of width 32, sequence 16, global batch 16).
+
+Printed with each table: when it ran (UTC) and the load average at its
+start and end (this machine is shared: other processes take cores).
 """
 
 import argparse
@@ -43,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MPIRUN = ["mpirun", "--oversubscribe"] + (
     ["--allow-run-as-root"] if os.geteuid() == 0 else [])
-MODELS = {"mlp": 64, "wide": 64, "transformer": 32}
+MODELS = {"mlp": 64, "wide": 64, "transformer": 32, "cnn": 64, "gpt": 16}
 
 
 def export(name, out):
@@ -62,6 +67,18 @@ if name == "transformer":
     model, names, axes, _ = zoo_models.MODELS["transformer_pre_norm"]()
     args = (torch.randint(1, zoo_models.VOCAB, (2, zoo_models.SEQ)),
             torch.randint(0, zoo_models.VOCAB, (2, zoo_models.SEQ)))
+elif name == "cnn":
+    model = export_models.CNN()
+    names = ["x", "y"]
+    axes = {{"x": {{0: "batch"}}, "y": {{0: "batch"}}}}
+    args = (torch.randn(2, 1, 28, 28), torch.randint(0, 10, (2,)))
+elif name == "gpt":
+    cfg = export_models.GPTConfig()
+    model = export_models.GPT(cfg)
+    names = ["idx", "targets"]
+    axes = {{"idx": {{0: "batch"}}, "targets": {{0: "batch"}}}}
+    args = (torch.randint(0, cfg.vocab_size, (2, cfg.n_positions)),
+            torch.randint(0, cfg.vocab_size, (2, cfg.n_positions)))
 elif name in zoo_models.MODELS:
     # A zoo image model (32x32).
     model, names, axes, _ = zoo_models.MODELS[name]()
@@ -192,8 +209,13 @@ def main():
         cluster = os.path.join(work, "local.yaml")
         run([opts.cleave, "calibrate", "-o", cluster, "--ranks",
              str(opts.ranks), "--threads", str(threads)], env)
+    def now():
+        return (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) +
+                ", load %.1f" % os.getloadavg()[0])
+    print(f"started {now()}", flush=True)
     summary = []
     for name in opts.models.split(","):
+        started = now()
         batch = MODELS[name]
         model = export(name, work)
         plan_json = os.path.join(work, name + ".plan.json")
@@ -202,17 +224,31 @@ def main():
              str(opts.top), "--json", plan_json])
         with open(plan_json) as f:
             plans = json.load(f)["plans"]
-        rows = []
+        rows, failed = [], []
         for plan in plans:
             program = os.path.join(work, f"{name}-{plan['rank']}")
-            run([opts.cleave, "compile", model] + plan["flags"] +
-                ["-o", program])
+            # A plan the compiler refuses is a planner bug: reported, not
+            # timed.
+            p = subprocess.run([opts.cleave, "compile", model] +
+                               plan["flags"] + ["-o", program],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                error = next((line for line in p.stderr.splitlines()
+                              if "error:" in line), p.stderr.strip())
+                failed.append((plan["rank"], " ".join(
+                    f for f in plan["flags"][1:]
+                    if not f.startswith("--input-shape")), error))
+                continue
             measured = step_seconds(program, opts.ranks, env, opts.seconds,
                                     opts.rounds) * 1e3
             rows.append(dict(rank=plan["rank"], mesh=plan["mesh_flag"],
                              strategy=plan["strategy"],
                              mb=plan["microbatches"],
+                             flags=" ".join(f for f in plan["flags"][1:]
+                                            if not f.startswith(
+                                                "--input-shape")),
                              predicted=plan["predicted"]["step_ms"],
+                             comm=plan["predicted"]["exposed_comm_ms"],
                              measured=measured,
                              peak=plan["predicted"]["peak_bytes_per_rank"],
                              allocated=allocated_bytes(program, opts.ranks,
@@ -223,23 +259,28 @@ def main():
         fastest = min(r["measured"] for r in rows)
         chosen = rows[0]["measured"]
         summary.append((name, len(rows), errors[len(errors) // 2], rho,
-                        chosen / fastest - 1))
-        print(f"\n{name} (global batch {batch}, {opts.ranks} ranks):")
-        print("| # | mesh | strategy | micro-batches | predicted ms | "
+                        chosen / fastest - 1, len(failed)))
+        print(f"\n{name} (global batch {batch}, {opts.ranks} ranks; "
+              f"{started} to {now()}):")
+        print("| # | flags | predicted ms (exposed comm) | "
               "measured ms | predicted/measured | predicted peak bytes | "
               "allocated bytes |")
-        print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['rank']} | {r['mesh']} | {r['strategy']} | "
-                  f"{r['mb']} | {r['predicted']:.3f} | {r['measured']:.3f} | "
+            print(f"| {r['rank']} | `{r['flags']}` | "
+                  f"{r['predicted']:.3f} ({r['comm']:.3f}) | "
+                  f"{r['measured']:.3f} | "
                   f"{r['predicted'] / r['measured']:.2f} | {r['peak']} | "
-                  f"{r['allocated']} |")
+                  f"{r['allocated']} |", flush=True)
+        for rank, flags, error in failed:
+            print(f"| {rank} | `{flags}` | does not compile: {error} |")
     print("\n| model | plans run | median error of predicted step | "
-          "Spearman | plan ranked first vs fastest measured |")
-    print("|---|---:|---:|---:|---:|")
-    for name, n, err, rho, gap in summary:
+          "Spearman | plan ranked first vs fastest measured | plans that "
+          "do not compile |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, n, err, rho, gap, bad in summary:
         print(f"| {name} | {n} | {err * 100:.0f}% | {rho:.2f} | "
-              f"+{gap * 100:.0f}% |")
+              f"+{gap * 100:.0f}% | {bad} |")
     print(f"\ncluster file: {cluster}; work directory: {work}")
     if not opts.keep:
         shutil.rmtree(work, ignore_errors=True)
