@@ -45,6 +45,11 @@ struct TensorParallelPlan {
   SmallVector<BlockArgument> vocabularyTables;
   /// The output head (a column-parallel split is a split by vocabulary).
   std::optional<LinearLayer> head;
+  /// Where a split attention block's features become heads and back: the
+  /// reshapes between [..., H x D] and [..., H, D] on its paths. A tensor
+  /// split of the features lands on the H heads, so the degree must
+  /// divide H.
+  SmallVector<std::pair<Operation *, int64_t>> headReshapes;
 };
 
 TensorParallelPlan findTensorParallelLayers(func::FuncOp func);
