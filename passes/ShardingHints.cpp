@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 
 using namespace mlir;
@@ -265,10 +266,24 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
     }
     for (const LinearLayer &layer : plan.rowParallel)
       tensorParallel[layer.weight] = {1 - layer.outputDim, "tp"};
+    // Attention splits by heads: a degree that does not divide them would
+    // leave propagation a split it cannot make (Megatron-LM refuses it too).
+    int64_t tp = mesh.getAxisSize("tp");
+    for (auto [reshape, heads] : plan.headReshapes)
+      if (heads % tp != 0) {
+        std::string node = reshape->getName().getStringRef().str();
+        if (auto name = dyn_cast<NameLoc>(reshape->getLoc()))
+          node = ("ONNX node '" + name.getName().getValue() + "'").str();
+        return fail(llvm::formatv(
+            "{0} splits attention by heads over tp={1}, but {2} reshapes "
+            "to {3} head{4}, which do not divide into {1}; use a tp degree "
+            "that divides {3}, or another --strategy",
+            preset, tp, node, heads, heads == 1 ? "" : "s")
+                        .str());
+      }
     // Split by vocabulary where the vocabulary divides: embedding rows
     // (each rank looks up its rows, and the lookups are summed) and the
     // head's output features (the logits are gathered for the loss).
-    int64_t tp = mesh.getAxisSize("tp");
     auto divides = [&](BlockArgument arg, int64_t dim) {
       return cast<ShapedType>(arg.getType()).getDimSize(dim) % tp == 0;
     };

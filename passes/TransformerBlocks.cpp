@@ -86,6 +86,20 @@ bool splitsWithinHeads(SplitOp split) {
          out[rank - 2] * out[rank - 1] == in.back();
 }
 
+/// The heads H of a reshape between [..., H x D] and [..., H, D] (either
+/// way), if it is one.
+std::optional<int64_t> headsOf(ReshapeOp reshape) {
+  ArrayRef<int64_t> in = reshape.getInput().getType().getShape();
+  ArrayRef<int64_t> out = reshape.getResult().getType().getShape();
+  if (in.size() > out.size())
+    std::swap(in, out);
+  if (out.size() != in.size() + 1 || in.empty() ||
+      out.drop_back(2) != in.drop_back() || out.end()[-2] <= 1 ||
+      out.end()[-2] * out.back() != in.back())
+    return std::nullopt;
+  return out.end()[-2];
+}
+
 } // namespace
 
 TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
@@ -135,6 +149,7 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
     SmallVector<Value> worklist{second.input};
     llvm::DenseSet<Value> visited;
     llvm::SetVector<size_t> sources;
+    SmallVector<std::pair<Operation *, int64_t>> headReshapes;
     bool crossesHeads = false, splitsFused = false, blocked = false;
     while (!worklist.empty() && !blocked) {
       Value value = worklist.pop_back_val();
@@ -151,6 +166,9 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
         crossesHeads = true;
       } else if (auto split = dyn_cast<SplitOp>(def)) {
         splitsFused |= !splitsWithinHeads(split);
+      } else if (auto reshape = dyn_cast<ReshapeOp>(def)) {
+        if (std::optional<int64_t> heads = headsOf(reshape))
+          headReshapes.push_back({reshape, *heads});
       } else if (!def->hasTrait<cleave::OpTrait::Broadcasting>() &&
                  !def->hasTrait<mlir::OpTrait::Elementwise>() &&
                  !isa<ReshapeOp, TransposeOp, SoftmaxOp, SliceOp>(def)) {
@@ -169,6 +187,8 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
       continue;
     plan.rowParallel.push_back(second.layer);
     assigned.insert(index);
+    if (crossesHeads)
+      llvm::append_range(plan.headReshapes, headReshapes);
     if (!crossesHeads || !splitsFused) {
       plan.columnParallel.push_back(linears[first].layer);
       assigned.insert(first);
