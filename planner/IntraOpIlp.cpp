@@ -206,12 +206,17 @@ private:
         (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);
     return std::max(compute, memory) * 1e6 + cluster.opOverheadUs;
   }
-  /// A collective of `steps` messages sending `bytes` from each rank,
-  /// timed as the cost model times it.
-  double collectiveUs(int64_t steps, double bytes, bool interNode) {
+  /// The collective `kind` over a buffer of `bufferBytes` in a group of
+  /// `group` ranks, each sending `bytes` in `steps` messages: timed as the
+  /// cost model times it (Cluster::collectiveSeconds: the link's measured
+  /// collectives where it has them, else latency and bandwidth).
+  double collectiveUs(MeasuredCollective kind, double bufferBytes,
+                      double bytes, int64_t group, int64_t steps,
+                      bool interNode) {
     const Link &link = interNode ? cluster.interNode : cluster.intraNode;
-    return steps * link.latencyUs +
-           bytes / (link.bandwidthGBs * 1e9 * cluster.networkEfficiency) * 1e6;
+    return cluster.collectiveSeconds(link, kind, bufferBytes, bytes, group,
+                                     steps) *
+           1e6;
   }
   /// An all-reduce of `bytes` over a group of `group` ranks.
   double allReduceUs(double bytes, int64_t group, bool interNode);
@@ -397,9 +402,7 @@ void Formulation::addOps() {
           double split = choice.operandDims[0] >= 0 ? t : 1;
           double sum = (forward ? 1 : 2) * channelBytes / split;
           for (int i = 0; i < (forward ? 2 : 1); ++i)
-            choice.dataUs += collectiveUs(2 * (d - 1),
-                                          2.0 * double(d - 1) / double(d) * sum,
-                                          problem.dataInterNode);
+            choice.dataUs += allReduceUs(sum, d, problem.dataInterNode);
           choice.dataUs +=
               ops * cluster.opOverheadUs +
               passes * inputBytes / split /
@@ -474,7 +477,8 @@ double Formulation::allReduceUs(double bytes, int64_t t, bool interNode) {
   if (doubling)
     for (steps = 0; (int64_t(1) << steps) < t; ++steps)
       ;
-  return collectiveUs(steps, sent, interNode);
+  return collectiveUs(MeasuredCollective::AllReduce, bytes, sent, t, steps,
+                      interNode);
 }
 
 double Formulation::reshardUs(Value value, Placement from, Placement to) {
@@ -486,7 +490,8 @@ double Formulation::reshardUs(Value value, Placement from, Placement to) {
   // Gather what is split, then slice what the target splits (a local
   // copy of one block), as the partitioner lowers a reshard.
   if (from.dim >= 0)
-    us += collectiveUs(t - 1, (t - 1) * bytes / t, problem.interNode);
+    us += collectiveUs(MeasuredCollective::AllGather, bytes,
+                       (t - 1) * bytes / t, t, t - 1, problem.interNode);
   if (to.dim >= 0)
     us += 2 * bytes / t /
               (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency) *

@@ -23,9 +23,10 @@
 // sharding some consumer needs that its producer does not give, one
 // reshard (all-gather, then a local slice where the consumer wants another
 // dimension split), as the partitioner inserts them (one per value and
-// target). The collectives are timed as the cost model times them: steps
-// x latency + bytes / (bandwidth x efficiency) on the link the axis
-// crosses. Products of two strategies (a value's producer and a target)
+// target). The collectives are timed as the cost model times them
+// (Cluster::collectiveSeconds on the link the axis crosses: the runtime's
+// measured all-reduce and all-gather where the cluster file has them,
+// else steps x latency + bytes / (bandwidth x efficiency)). Products of two strategies (a value's producer and a target)
 // are linearised with one continuous variable each.
 //
 // Constraint: the parameters, their gradients and optimizer state each
