@@ -74,12 +74,6 @@ void planSoftmaxFusions(Block &block, FusionPlan &fusion,
         !isF32(op.getResult(0)))
       continue;
     ArrayRef<int64_t> shape = tensorType(op.getResult(0)).getShape();
-    // Rows along the last dimension only (attention's scores): the masked
-    // kernels' line walk hung on a softmax over an inner axis
-    // (test/gradcheck/nll.onnxtxt, normalization.onnxtxt); not fused there.
-    auto axis = op.getAttrOfType<IntegerAttr>("axis");
-    if (!axis || axis.getInt() != static_cast<int64_t>(shape.size()) - 1)
-      continue;
     SoftmaxFusion f;
     f.softmax = &op;
     SmallVector<Operation *> group;

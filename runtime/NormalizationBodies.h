@@ -231,10 +231,12 @@ struct LineMasking {
   }
 
   /// z += mask, then z = where(condition == keepWhen, z, fill), for the line
-  /// whose mask starts at offset `at`.
+  /// whose mask starts at offset `at`. (Not an overload of mask(): with
+  /// MaskStep = int64_t, mask(zl, d, step, at, maskStep) chose that more
+  /// specialized overload, itself, and never returned.)
   template <typename Step, typename MaskStep>
-  CLEAVE_HD void mask(float *zl, int64_t d, Step step, int64_t at,
-                      MaskStep maskStep) const {
+  CLEAVE_HD void maskAt(float *zl, int64_t d, Step step, int64_t at,
+                        MaskStep maskStep) const {
     if (masking.mask) {
       const float *ml = masking.mask + at;
       CLEAVE_SIMD
@@ -272,11 +274,11 @@ struct LineMasking {
       return;
     const int64_t at = lineOffset(line, start);
     if (maskStep == 1)
-      mask(zl, d, step, at, std::integral_constant<int64_t, 1>());
+      maskAt(zl, d, step, at, std::integral_constant<int64_t, 1>());
     else if (maskStep == 0)
-      mask(zl, d, step, at, std::integral_constant<int64_t, 0>());
+      maskAt(zl, d, step, at, std::integral_constant<int64_t, 0>());
     else
-      mask(zl, d, step, at, maskStep);
+      maskAt(zl, d, step, at, maskStep);
   }
 };
 

@@ -18,10 +18,12 @@
 #include "runtime/TrainingBodies.h"
 
 #include "test/unit/runtime/RuntimeTestUtil.h"
+#include "test/unit/shared-bodies/HangGuard.h"
 #include "test/unit/shared-bodies/RunOnHost.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -42,7 +44,9 @@ void expectClose(const std::vector<float> &got,
 
 /// expectClose where NaN and infinities (a max over NaN, an empty max or
 /// mean) must match exactly.
-void expectCloseNonFinite(std::vector<float> got, std::vector<float> want) {
+void expectCloseNonFinite(std::vector<float> got, std::vector<float> want,
+                          const char *what = "") {
+  SCOPED_TRACE(what);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     if (std::isfinite(want[i]))
@@ -165,6 +169,214 @@ TEST(RowBodies, MaskedSoftmaxLinesMatchCpu) {
                                       LineMasking(masking, c.shape, c.axis)});
       expectCloseNonFinite(got, want);
     }
+}
+
+/// A masked softmax case against the naive reference below: the mask's (or
+/// condition's) shape broadcasts to the scores' shape.
+struct MaskedReferenceCase {
+  Shape shape;
+  int axis;
+  Shape maskShape;
+};
+
+/// The flat offset in a tensor of shape `mask`, numpy-broadcast to `shape`,
+/// of flat element i of `shape`: plain index arithmetic, dim by dim.
+int64_t broadcastOffset(const Shape &shape, const Shape &mask, int64_t i) {
+  int64_t index[kMaxRank] = {};
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    index[d] = i % shape.dims[d];
+    i /= shape.dims[d];
+  }
+  int64_t at = 0;
+  for (int j = 0; j < mask.rank; ++j) {
+    int d = j + shape.rank - mask.rank;
+    at = at * mask.dims[j] + (mask.dims[j] == 1 ? 0 : index[d]);
+  }
+  return at;
+}
+
+/// The flat indices of each line along `axis`: all elements that differ
+/// only in the axis' index, in order.
+std::vector<std::vector<int64_t>> naiveLines(const Shape &shape, int axis) {
+  if (axis < 0)
+    axis += shape.rank;
+  int64_t inner = 1;
+  for (int d = axis + 1; d < shape.rank; ++d)
+    inner *= shape.dims[d];
+  std::vector<std::vector<int64_t>> lines;
+  for (int64_t i = 0; i < shape.numElements(); ++i) {
+    if (i / inner % shape.dims[axis] != 0)
+      continue;
+    std::vector<int64_t> line;
+    for (int64_t k = 0; k < shape.dims[axis]; ++k)
+      line.push_back(i + k * inner);
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+/// softmax(where(c == keepWhen, x * scale + mask, fill)) along `axis` (or
+/// its log), each part only where `masking` has it, the softmax in double.
+std::vector<float> naiveMaskedSoftmax(const std::vector<float> &x,
+                                      const Shape &shape, int axis, bool log,
+                                      const SoftmaxMasking &masking) {
+  // The scale and the mask in float, as the unfused graph's Mul and Add
+  // round them: a line masked by -1e4 throughout keeps only float's
+  // resolution at 1e4 of its scores.
+  std::vector<double> z(x.size());
+  for (int64_t i = 0; i < shape.numElements(); ++i) {
+    float v = x[i];
+    if (masking.scale)
+      v = masking.divide ? v / *masking.scale : v * *masking.scale;
+    int64_t at = broadcastOffset(shape, masking.maskShape, i);
+    if (masking.mask)
+      v += masking.mask[at];
+    if (masking.condition && masking.condition[at] != masking.keepWhen)
+      v = *masking.fill;
+    z[i] = v;
+  }
+  std::vector<float> y(x.size());
+  for (const std::vector<int64_t> &line : naiveLines(shape, axis)) {
+    double maxVal = -INFINITY, sum = 0.0;
+    for (int64_t i : line)
+      maxVal = std::max(maxVal, z[i]);
+    for (int64_t i : line)
+      sum += std::exp(z[i] - maxVal);
+    for (int64_t i : line)
+      y[i] = static_cast<float>(log ? z[i] - maxVal - std::log(sum)
+                                    : std::exp(z[i] - maxVal) / sum);
+  }
+  return y;
+}
+
+/// softmaxGradMasked's dx: the softmax's gradient from y and dy, then
+/// where(c == keepWhen, dx, fill), then the scale, in double.
+std::vector<float> naiveMaskedSoftmaxGrad(const std::vector<float> &y,
+                                          const std::vector<float> &dy,
+                                          const Shape &shape, int axis,
+                                          bool log,
+                                          const SoftmaxMasking &masking) {
+  std::vector<float> dx(y.size());
+  for (const std::vector<int64_t> &line : naiveLines(shape, axis)) {
+    double sum = 0.0;
+    for (int64_t i : line)
+      sum += log ? double(dy[i]) : double(dy[i]) * y[i];
+    for (int64_t i : line) {
+      double g = log ? dy[i] - std::exp(double(y[i])) * sum
+                     : y[i] * (dy[i] - sum);
+      int64_t at = broadcastOffset(shape, masking.maskShape, i);
+      if (masking.condition && masking.condition[at] != masking.keepWhen)
+        g = *masking.fill;
+      if (masking.scale)
+        g = masking.divide ? g / *masking.scale : g * *masking.scale;
+      dx[i] = static_cast<float>(g);
+    }
+  }
+  return dx;
+}
+
+/// softmaxMasked and softmaxGradMasked, the cpu kernels (lines offsets
+/// tabled, short lines in blocks) and the work items the cuda target
+/// launches (offsets computed per line), against the naive reference, on
+/// lines along inner axes (strided, the mask's step along the axis neither
+/// 0 nor 1 in most) and the last: masks varying along the axis, repeated
+/// along it, of lower rank, size 1 in various dims; a scale multiplied or
+/// divided or none; an additive mask, a where-condition keeping on true or
+/// on false with a -inf or finite fill, or both.
+TEST(RowBodies, MaskedSoftmaxMatchesNaiveReference) {
+  HangGuard guard("RowBodies.MaskedSoftmaxMatchesNaiveReference");
+  std::vector<MaskedReferenceCase> cases = {
+      {{2, 5, 3}, 1, {2, 5, 3}},       {{2, 5, 3}, 1, {5, 3}},
+      {{2, 5, 3}, -2, {5, 1}},         {{2, 5, 3}, 1, {2, 1, 3}},
+      {{4, 3, 2, 2}, 1, {4, 3, 2, 2}}, {{4, 3, 2, 2}, 1, {1, 3, 1, 2}},
+      {{4, 3, 2, 2}, 1, {4, 1, 2, 1}}, {{4, 3, 2, 2}, 2, {3, 2, 2}},
+      {{4, 3, 2, 2}, 2, {4, 1, 2, 1}}, {{4, 3, 2, 2}, 2, {1}},
+      {{4, 3, 2, 2}, 0, {4, 3, 1, 2}}, {{8, 3, 2}, 1, {3, 2}},
+      {{2, 40, 3}, 1, {40, 3}},        {{3, 5, 7}, -1, {5, 7}},
+      {{2, 3, 40}, 2, {2, 1, 40}},     {{2, 3, 40}, 2, {3, 1}}};
+  struct Variant {
+    bool additive, condition, keepWhen, divide, scaled;
+    float fill;
+  };
+  std::vector<Variant> variants = {
+      {true, false, true, false, true, 0.0f},
+      {true, false, true, true, true, 0.0f},
+      {true, false, true, false, false, 0.0f},
+      {false, true, true, false, true, -INFINITY},
+      {false, true, false, true, true, -3.0f},
+      {true, true, false, false, true, -INFINITY}};
+  uint32_t seed = 500;
+  for (const MaskedReferenceCase &c : cases)
+    for (const Variant &v : variants)
+      for (bool log : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "shape rank " << c.shape.rank << " dim0 "
+                     << c.shape.dims[0] << " axis " << c.axis << " mask rank "
+                     << c.maskShape.rank << " additive " << v.additive
+                     << " condition " << v.condition << " keepWhen "
+                     << v.keepWhen << " divide " << v.divide << " scaled "
+                     << v.scaled << " log " << log);
+        int64_t n = c.shape.numElements(), m = c.maskShape.numElements();
+        auto x = randomVector(n, seed++, -5.0f, 5.0f);
+        auto dy = randomVector(n, seed++);
+        auto noise = randomVector(m, seed++);
+        std::vector<float> additive(m);
+        std::unique_ptr<bool[]> condition(new bool[m]);
+        for (int64_t i = 0; i < m; ++i) {
+          additive[i] = noise[i] > 0.6f ? -1e4f : 3.0f * noise[i];
+          condition[i] = (noise[i] > -0.3f) == v.keepWhen;
+        }
+        // Every line keeps an element: no all-masked (NaN) line. Keeping
+        // more elements of the mask never drops one of another line.
+        for (const std::vector<int64_t> &line : naiveLines(c.shape, c.axis)) {
+          bool kept = false;
+          for (int64_t i : line)
+            kept |= condition[broadcastOffset(c.shape, c.maskShape, i)] ==
+                    v.keepWhen;
+          if (!kept)
+            condition[broadcastOffset(c.shape, c.maskShape, line[0])] =
+                v.keepWhen;
+        }
+        const float scale = 0.4f, fill = v.fill, zero = 0.0f;
+        SoftmaxMasking masking;
+        if (v.scaled)
+          masking.scale = &scale;
+        masking.divide = v.divide;
+        if (v.additive)
+          masking.mask = additive.data();
+        if (v.condition) {
+          masking.condition = condition.get();
+          masking.keepWhen = v.keepWhen;
+          masking.fill = &fill;
+        }
+        masking.maskShape = c.maskShape;
+        std::vector<float> want =
+            naiveMaskedSoftmax(x, c.shape, c.axis, log, masking);
+        std::vector<float> cpu(n), items(n);
+        softmaxMasked(x.data(), c.shape, c.axis, log, masking, cpu.data());
+        expectCloseNonFinite(cpu, want, "forward, cpu kernel");
+        AxisView view(c.shape, c.axis);
+        runOnHost(view.lines(),
+                  MaskedSoftmaxLine{x.data(), items.data(), view, log,
+                                    LineMasking(masking, c.shape, c.axis)});
+        expectCloseNonFinite(items, want, "forward, work items");
+
+        // The backward has no additive mask; its fill is the gradient's 0.
+        masking.mask = nullptr;
+        if (v.condition)
+          masking.fill = &zero;
+        const std::vector<float> y = want;
+        want = naiveMaskedSoftmaxGrad(y, dy, c.shape, c.axis, log, masking);
+        softmaxGradMasked(y.data(), dy.data(), c.shape, c.axis, log, masking,
+                          cpu.data());
+        expectCloseNonFinite(cpu, want, "backward, cpu kernel");
+        runOnHost(view.lines(),
+                  MaskedSoftmaxGradLine{y.data(), dy.data(), items.data(),
+                                        view, log,
+                                        LineMasking(masking, c.shape,
+                                                    c.axis)});
+        expectCloseNonFinite(items, want, "backward, work items");
+      }
 }
 
 //===----------------------------------------------------------------------===//
