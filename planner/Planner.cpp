@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -75,6 +76,30 @@ private:
   ScopedDiagnosticHandler capture;
 };
 
+/// Layouts partitioned at a batch and predicted, by layout and batch: a
+/// layout's two-micro-batch template serves its 1F1B and interleaved
+/// layouts and each recomputation retry of either (17% of a 175B search
+/// partitioned a template already partitioned). Shared by the search's
+/// threads; two may compute the same entry at once (the same result).
+class EvaluationMemo {
+public:
+  std::optional<Candidate> find(const std::string &key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = known.find(key);
+    if (it == known.end())
+      return std::nullopt;
+    return it->second;
+  }
+  void store(const std::string &key, const Candidate &candidate) {
+    std::lock_guard<std::mutex> lock(mutex);
+    known.try_emplace(key, candidate);
+  }
+
+private:
+  std::mutex mutex;
+  std::map<std::string, Candidate> known;
+};
+
 /// Partitions a copy of the step for `candidate.layout` and predicts it.
 /// With `emit`, also has the emitter write the program (checkEmits). The
 /// partitioned module of a plan that fits moves to `kept` when given.
@@ -82,8 +107,23 @@ private:
 void evaluateOnce(MLIRContext &context, const StepSource &steps,
                   const SearchOptions &options, Candidate &candidate,
                   bool emit = false, OwningOpRef<ModuleOp> *kept = nullptr,
-                  int64_t globalBatch = 0) {
+                  int64_t globalBatch = 0,
+                  EvaluationMemo *memo = nullptr) {
   const PlanLayout &layout = candidate.layout;
+  // Only what is predicted alone is remembered (a module or the emitter's
+  // check is not).
+  std::string memoKey;
+  if (memo && !emit && !kept) {
+    memoKey = layout.key() + "|" + std::to_string(globalBatch);
+    if (std::optional<Candidate> known = memo->find(memoKey)) {
+      candidate = std::move(*known);
+      return;
+    }
+  }
+  llvm::scope_exit remember([&] {
+    if (!memoKey.empty())
+      memo->store(memoKey, candidate);
+  });
   Refusal rejectWith(context, candidate);
   std::string stepName;
   bool distributed = layout.ranks() > 1 || layout.microbatches > 1;
@@ -188,15 +228,22 @@ void recomputeToFit(Candidate &candidate, Attempt attempt) {
 /// `globalBatch`, the step at that batch (evaluateOnce).
 void evaluate(MLIRContext &context, const StepSource &steps,
               const SearchOptions &options, Candidate &candidate,
-              OwningOpRef<ModuleOp> *kept = nullptr, int64_t globalBatch = 0) {
-  std::map<std::string, int64_t> scratch;
+              OwningOpRef<ModuleOp> *kept = nullptr, int64_t globalBatch = 0,
+              EvaluationMemo *memo = nullptr) {
+  std::map<std::string, Candidate::RecomputeTrial> trials;
   auto record = [&](const Candidate &tried) {
-    if (tried.prediction)
-      scratch[tried.layout.recompute] =
-          tried.prediction->scratchBytes + tried.prediction->workspaceBytes;
+    if (!tried.prediction)
+      return;
+    const Prediction &p = *tried.prediction;
+    Candidate::RecomputeTrial &trial = trials[tried.layout.recompute];
+    trial.scratchBytes = p.scratchBytes + p.workspaceBytes;
+    trial.maxStageComputeMs = p.maxStageComputeMs;
+    trial.stageMemory = p.stageMemory;
+    for (const StageShare &share : p.stageShares)
+      trial.stashedBytes.push_back(share.stashedBytes);
   };
   evaluateOnce(context, steps, options, candidate, /*emit=*/false, kept,
-               globalBatch);
+               globalBatch, memo);
   record(candidate);
   if (!options.given && doesNotFit(candidate) &&
       candidate.prediction->persistentBytes <= options.cluster.memoryBytes())
@@ -205,11 +252,11 @@ void evaluate(MLIRContext &context, const StepSource &steps,
       retry.layout = candidate.layout;
       retry.layout.recompute = mode;
       evaluateOnce(context, steps, options, retry, /*emit=*/false, kept,
-                   globalBatch);
+                   globalBatch, memo);
       record(retry);
       return retry;
     });
-  candidate.scratchByRecompute = std::move(scratch);
+  candidate.trials = std::move(trials);
 }
 
 /// How far rollPrediction's estimate may be from the unrolled step's
@@ -252,7 +299,8 @@ int64_t unrolledOps(const PlanLayout &layout, const Prediction &two) {
 /// false, leaving the candidate as it was, when the template cannot be
 /// built (the layout is then unrolled).
 bool estimateRolled(MLIRContext &context, const StepSource &steps,
-                    const SearchOptions &options, Candidate &candidate) {
+                    const SearchOptions &options, Candidate &candidate,
+                    EvaluationMemo *memo = nullptr) {
   const PlanLayout &layout = candidate.layout;
   Candidate two;
   two.layout = layout;
@@ -261,7 +309,7 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
   if (layout.schedule == PipelineSchedule::Interleaved)
     two.layout.schedule = PipelineSchedule::OneFOneB;
   int64_t batch = options.globalBatch / layout.microbatches * 2;
-  evaluate(context, steps, options, two, /*kept=*/nullptr, batch);
+  evaluate(context, steps, options, two, /*kept=*/nullptr, batch, memo);
   if (!two.prediction)
     return false;
   Candidate rolled;
@@ -291,7 +339,7 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
       Candidate retry;
       retry.layout = layout;
       retry.layout.recompute = mode;
-      if (!estimateRolled(context, steps, options, retry))
+      if (!estimateRolled(context, steps, options, retry, memo))
         retry.rejected = "the compiler cannot build it";
       return retry;
     });
@@ -579,6 +627,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   // Layouts evaluated ahead of the search on the other threads (the
   // search takes their results in its own order).
   unsigned threads = searchThreads(context, options.threads);
+  EvaluationMemo memo;
   std::optional<Speculation<Evaluated>> ahead(std::in_place, threads);
   auto onceAt = [&](const PlanLayout &layout, int64_t globalBatch) {
     std::string key = "once|" + layout.key() + "|" + std::to_string(globalBatch);
@@ -587,7 +636,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       Evaluated e;
       e.candidate.layout = layout;
       evaluateOnce(context, steps, options, e.candidate, /*emit=*/false,
-                   /*kept=*/nullptr, globalBatch);
+                   /*kept=*/nullptr, globalBatch, &memo);
       return e;
     }));
   };
@@ -605,7 +654,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
         "estimate|" + layout.key(), std::function<Evaluated()>([&, layout] {
           Evaluated e;
           e.candidate.layout = layout;
-          e.built = estimateRolled(context, steps, options, e.candidate);
+          e.built = estimateRolled(context, steps, options, e.candidate, &memo);
           return e;
         }));
   };
@@ -723,57 +772,39 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     auto it = single.find(oneMicrobatch(c->layout).key());
     return it == single.end() || !it->second->prediction ? nullptr : it->second;
   };
-  auto lowerBound = [&](const Candidate *c) {
-    const Candidate *sibling = siblingOf(c);
-    if (!sibling)
-      return 0.0;
-    int64_t stages = c->layout.pipelineAxis.empty()
-                         ? 1
-                         : c->layout.axisSize(c->layout.pipelineAxis);
-    double bubble = pipelineBubble(stages, c->layout.microbatches,
-                                   c->layout.virtualStages);
-    return sibling->prediction->maxStageComputeMs / (1 - bubble);
-  };
   // A micro-batch holds at least 1/m of the one-micro-batch layout's
   // scratch (scratch grows with the batch, from what it holds at none):
   // recomputation modes whose share still cannot fit are not tried, and a
   // layout that cannot fit even with full recomputation is rejected.
   auto recomputeFromSibling = [&](Candidate &candidate,
                                   const Candidate &sibling) {
-    const std::map<std::string, int64_t> &scratch = sibling.scratchByRecompute;
     const PlanLayout &layout = candidate.layout;
-    // The sibling's own mode, whose memory is known per stage: its
-    // activations shrink to 1/m, but the stashed part stays for each
-    // micro-batch the schedule keeps in flight, and gradient buffers stay.
-    auto stagedNeeds = [&]() {
-      const Prediction &p = *sibling.prediction;
-      int64_t stages = static_cast<int64_t>(p.stageMemory.size());
+    // Per stage, what a mode's trial held: its activations shrink to 1/m,
+    // but the stashed part stays for each micro-batch the schedule keeps
+    // in flight, and gradient buffers stay.
+    auto cannotFit = [&](const char *mode) {
+      auto it = sibling.trials.find(mode);
+      if (it == sibling.trials.end())
+        return false;
+      const Candidate::RecomputeTrial &trial = it->second;
+      int64_t stages = static_cast<int64_t>(trial.stageMemory.size());
       double most = 0, m = double(layout.microbatches);
+      int64_t workspace = sibling.prediction->workspaceBytes;
       for (int64_t s = 0; s < stages; ++s) {
-        const StageMemory &memory = p.stageMemory[s];
-        double stashed = std::min<double>(p.stageShares[s].stashedBytes,
+        const StageMemory &memory = trial.stageMemory[s];
+        double stashed = std::min<double>(trial.stashedBytes[s],
                                           memory.activations);
         double inFlight = microbatchesInFlight(
             layout.schedule, stages, s, layout.microbatches,
             layout.virtualStages, /*overlapping=*/false);
         most = std::max(
             most, memory.parameters + memory.optimizerState +
-                      memory.gradients + p.workspaceBytes +
+                      memory.gradients + workspace +
                       kSiblingScratchMargin *
                           ((memory.activations - stashed) / m +
                            stashed * inFlight / m));
       }
-      return most;
-    };
-    auto cannotFit = [&](const char *mode) {
-      if (mode == sibling.layout.recompute)
-        return stagedNeeds() > memory;
-      auto it = scratch.find(mode);
-      return it != scratch.end() &&
-             sibling.prediction->persistentBytes +
-                     kSiblingScratchMargin * it->second /
-                         candidate.layout.microbatches >
-                 memory;
+      return most > memory;
     };
     if (candidate.layout.recompute != "none" || !cannotFit("none"))
       return;
@@ -783,11 +814,38 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
           "layout's memory ({0} of scratch) split into {1} micro-batches "
           "(activations 1/{1}, stashed ones per micro-batch in flight) needs "
           "more than the device has, {2} (not partitioned)",
-          formatBytes(scratch.at("full")), candidate.layout.microbatches,
+          formatBytes(sibling.trials.at("full").scratchBytes),
+          candidate.layout.microbatches,
           formatBytes(static_cast<int64_t>(memory)));
       return;
     }
     candidate.layout.recompute = "selective";
+  };
+  // A lower bound on `c`'s step: its one-micro-batch sibling's busiest
+  // stage's compute, with the least recomputation `c` may fit with (more
+  // micro-batches may need less than the sibling did: none computes less
+  // than selective, selective less than full), stretched by the bubble.
+  auto lowerBound = [&](const Candidate *c) {
+    const Candidate *sibling = siblingOf(c);
+    if (!sibling)
+      return 0.0;
+    Candidate least;
+    least.layout = c->layout;
+    recomputeFromSibling(least, *sibling);
+    double compute = 0;
+    for (const char *mode : {"none", "selective", "full"}) {
+      auto it = sibling->trials.find(mode);
+      if (it != sibling->trials.end())
+        compute = it->second.maxStageComputeMs;
+      if (least.layout.recompute == mode)
+        break;
+    }
+    int64_t stages = c->layout.pipelineAxis.empty()
+                         ? 1
+                         : c->layout.axisSize(c->layout.pipelineAxis);
+    double bubble = pipelineBubble(stages, c->layout.microbatches,
+                                   c->layout.virtualStages);
+    return compute / (1 - bubble);
   };
   std::stable_sort(later.begin(), later.end(),
                    [&](const Candidate *a, const Candidate *b) {

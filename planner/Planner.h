@@ -74,9 +74,19 @@ struct Candidate {
   std::string rejected;
   /// For axes, whether their collectives cross nodes.
   std::map<std::string, bool> interNode;
-  /// The scratch (with kernel workspace) each recomputation mode tried
-  /// needed: bounds the same layout with more micro-batches.
-  std::map<std::string, int64_t> scratchByRecompute;
+  /// What each recomputation mode tried needed: bounds the same layout
+  /// with more micro-batches, which may need less recomputation than this
+  /// one did.
+  struct RecomputeTrial {
+    /// Scratch with kernel workspace.
+    int64_t scratchBytes = 0;
+    double maxStageComputeMs = 0;
+    std::vector<StageMemory> stageMemory;
+    /// Per stage, the activations a micro-batch stashes for its backward
+    /// pass (StageShare::stashedBytes).
+    std::vector<int64_t> stashedBytes;
+  };
+  std::map<std::string, RecomputeTrial> trials;
 };
 
 struct SearchOptions {
