@@ -275,7 +275,7 @@ std::vector<float> naiveMaskedSoftmaxGrad(const std::vector<float> &y,
   return dx;
 }
 
-/// softmaxMasked and softmaxGradMasked, the cpu kernels (lines offsets
+/// softmaxMasked and softmaxGradMasked, the cpu kernels (line offsets
 /// tabled, short lines in blocks) and the work items the cuda target
 /// launches (offsets computed per line), against the naive reference, on
 /// lines along inner axes (strided, the mask's step along the axis neither
@@ -298,13 +298,15 @@ TEST(RowBodies, MaskedSoftmaxMatchesNaiveReference) {
     bool additive, condition, keepWhen, divide, scaled;
     float fill;
   };
-  std::vector<Variant> variants = {
-      {true, false, true, false, true, 0.0f},
-      {true, false, true, true, true, 0.0f},
-      {true, false, true, false, false, 0.0f},
-      {false, true, true, false, true, -INFINITY},
-      {false, true, false, true, true, -3.0f},
-      {true, true, false, false, true, -INFINITY}};
+  // Every combination: no scale, a product or a quotient; an additive mask
+  // or not; no where, one keeping on true (a -inf fill) or on false (-3).
+  std::vector<Variant> variants;
+  for (int scaling = 0; scaling < 3; ++scaling)
+    for (bool additive : {false, true})
+      for (int select = 0; select < 3; ++select)
+        variants.push_back({additive, select != 0, select != 2,
+                            scaling == 2, scaling != 0,
+                            select == 2 ? -3.0f : -INFINITY});
   uint32_t seed = 500;
   for (const MaskedReferenceCase &c : cases)
     for (const Variant &v : variants)
