@@ -6,8 +6,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <map>
-#include <set>
 
 namespace cleave::planner {
 
@@ -68,95 +69,105 @@ double leastScratch(const Prediction &least,
   return scratch + least.workspaceBytes;
 }
 
-std::string familyOf(const PlanLayout &layout) {
+std::string familyKey(const PlanLayout &layout) {
   return layout.meshText() + "|" + strategyName(layout.strategy).str() + "|" +
          layout.pipelineAxis;
 }
 
 } // namespace
 
-void rejectFamiliesThatCannotFit(
+FamilyMemoryBounds::FamilyMemoryBounds(
     const SearchOptions &options, std::vector<Candidate> &candidates,
-    const PredictAtBatch &predict,
-    const std::function<double(const PlanLayout &)> &heldBytes,
-    const Candidate *exempt,
-    const std::function<void(const PlanLayout &layout, int64_t globalBatch)>
-        &prefetch) {
-  if (options.given || !options.hints.empty())
+    std::function<double(const PlanLayout &)> heldBytes,
+    const Candidate *exempt)
+    : options(options), heldBytes(std::move(heldBytes)) {
+  if (options.given || !options.hints.empty() || !this->heldBytes)
     return;
-  // Each family's members and its most micro-batches.
-  std::map<std::string, std::vector<Candidate *>> families;
-  std::map<std::string, int64_t> mostMicrobatches;
   for (Candidate &candidate : candidates) {
     if (!candidate.rejected.empty() ||
         !enumerated(candidate.layout.strategy))
       continue;
-    std::string family = familyOf(candidate.layout);
-    families[family].push_back(&candidate);
-    int64_t &most = mostMicrobatches[family];
-    most = std::max(most, candidate.layout.microbatches);
+    Family &family = families[familyKey(candidate.layout)];
+    family.members.push_back(&candidate);
+    family.mostMicrobatches =
+        std::max(family.mostMicrobatches, candidate.layout.microbatches);
   }
   if (exempt)
-    families.erase(familyOf(exempt->layout));
-  double memory = options.cluster.memoryBytes();
-  // A family's least-memory layout: one micro-batch (of the family's
-  // smallest size), full recomputation; and the key of the families
-  // splitting only state on its mesh that share its scratch.
-  auto leastOf = [&](const std::string &family,
-                     const std::vector<Candidate *> &members) {
-    PlanLayout least = members.front()->layout;
-    least.microbatches = 1;
-    least.virtualStages = 1;
-    least.recompute = "full";
-    if (!least.pipelineAxis.empty())
-      least.schedule = PipelineSchedule::OneFOneB;
-    std::string shareKey = least.meshText() + "|" + least.pipelineAxis + "|" +
-                           std::to_string(mostMicrobatches[family]);
-    return std::make_pair(least, shareKey);
-  };
-  if (prefetch) {
-    std::set<std::string> shared;
-    for (auto &[family, members] : families) {
-      auto [least, shareKey] = leastOf(family, members);
-      if (!splitsOnlyState(least.strategy) || shared.insert(shareKey).second)
-        prefetch(least, options.globalBatch / mostMicrobatches[family]);
-    }
+    families.erase(familyKey(exempt->layout));
+}
+
+const FamilyMemoryBounds::Family *
+FamilyMemoryBounds::familyOf(const Candidate &candidate) const {
+  auto it = families.find(familyKey(candidate.layout));
+  if (it == families.end() || it->second.bounded ||
+      !llvm::is_contained(it->second.members, &candidate))
+    return nullptr;
+  return &it->second;
+}
+
+// A family's least-memory layout: one micro-batch (of the family's
+// smallest size), full recomputation.
+std::pair<PlanLayout, std::string>
+FamilyMemoryBounds::leastOf(const Family &family) const {
+  PlanLayout least = family.members.front()->layout;
+  least.microbatches = 1;
+  least.virtualStages = 1;
+  least.recompute = "full";
+  if (!least.pipelineAxis.empty())
+    least.schedule = PipelineSchedule::OneFOneB;
+  std::string shareKey = least.meshText() + "|" + least.pipelineAxis + "|" +
+                         std::to_string(family.mostMicrobatches);
+  return {least, shareKey};
+}
+
+std::optional<std::pair<PlanLayout, int64_t>>
+FamilyMemoryBounds::pending(const Candidate &candidate) const {
+  const Family *family = familyOf(candidate);
+  if (!family)
+    return std::nullopt;
+  auto [least, shareKey] = leastOf(*family);
+  if (splitsOnlyState(least.strategy) && sharedScratch.count(shareKey))
+    return std::nullopt;
+  return std::make_pair(least,
+                        options.globalBatch / family->mostMicrobatches);
+}
+
+void FamilyMemoryBounds::bound(const Candidate &candidate,
+                               const PredictAtBatch &predict) {
+  if (!familyOf(candidate))
+    return;
+  Family &family = families[familyKey(candidate.layout)];
+  family.bounded = true;
+  auto [least, shareKey] = leastOf(family);
+  int64_t most = family.mostMicrobatches;
+  double needed = 0;
+  std::string how;
+  auto shared = sharedScratch.find(shareKey);
+  if (splitsOnlyState(least.strategy) && shared != sharedScratch.end()) {
+    needed = shared->second * (1 - kSharedScratchMargin) + heldBytes(least);
+    how = "(from another strategy's scratch on this mesh; not partitioned)";
+  } else {
+    std::optional<Prediction> p = predict(least, options.globalBatch / most);
+    if (!p)
+      return;
+    double scratch = leastScratch(*p, family.members, most);
+    if (splitsOnlyState(least.strategy))
+      sharedScratch[shareKey] = scratch;
+    needed = p->persistentBytes + scratch;
+    how = "(only that layout partitioned)";
   }
-  // The scratch (and kernel workspace) of a mesh's least-memory layout for
-  // the strategies that split only state, by mesh and micro-batch count.
-  std::map<std::string, double> sharedScratch;
-  for (auto &[family, members] : families) {
-    auto [least, shareKey] = leastOf(family, members);
-    int64_t most = mostMicrobatches[family];
-    double needed = 0;
-    std::string how;
-    auto shared = sharedScratch.find(shareKey);
-    if (splitsOnlyState(least.strategy) && shared != sharedScratch.end()) {
-      needed = shared->second * (1 - kSharedScratchMargin) + heldBytes(least);
-      how = "(from another strategy's scratch on this mesh; not partitioned)";
-    } else {
-      std::optional<Prediction> p =
-          predict(least, options.globalBatch / most);
-      if (!p)
-        continue;
-      double scratch = leastScratch(*p, members, most);
-      if (splitsOnlyState(least.strategy))
-        sharedScratch[shareKey] = scratch;
-      needed = p->persistentBytes + scratch;
-      how = "(only that layout partitioned)";
-    }
-    if (needed <= memory)
-      continue;
-    int64_t samples = options.globalBatch / most / least.axisSize("dp");
-    for (Candidate *candidate : members)
-      candidate->rejected = llvm::formatv(
+  if (needed <= options.cluster.memoryBytes())
+    return;
+  int64_t samples = options.globalBatch / most / least.axisSize("dp");
+  for (Candidate *member : family.members)
+    if (member->rejected.empty())
+      member->rejected = llvm::formatv(
           "does not fit: even one micro-batch of {0} samples per "
           "data-parallel rank (the smallest of its mesh and strategy) with "
           "full recomputation needs at least {1} per rank, the device has "
           "{2} {3}",
           samples, formatBytes(static_cast<int64_t>(needed)),
           formatBytes(options.cluster.memoryBytes()), how);
-  }
 }
 
 } // namespace cleave::planner

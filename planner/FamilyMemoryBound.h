@@ -11,7 +11,9 @@
 // family is rejected after partitioning it alone: for a big model, most
 // of the search. Plain data parallelism, ZeRO-1 and ZeRO-2 of one mesh keep
 // the same scratch (they differ in what they hold), so one of them bounds
-// the others without partitioning them.
+// the others without partitioning them. A family is bounded only when the
+// search reaches it: families that cannot beat the plans found are never
+// partitioned at all.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,10 @@
 #include "planner/Planner.h"
 
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace cleave::planner {
 
@@ -29,21 +35,50 @@ namespace cleave::planner {
 using PredictAtBatch = std::function<std::optional<Prediction>(
     const PlanLayout &layout, int64_t globalBatch)>;
 
-/// Rejects every unrejected candidate of a family whose least-memory
-/// layout (predicted by `predict`) does not fit, saying what that layout
-/// needs; `heldBytes` is rejectByHeldBytes's lower bound on what a layout
-/// holds. The family of `exempt` is left to the search (it names what the
-/// smallest plan needs when nothing fits). Only for the strategies the
-/// search enumerates, without user hints. `prefetch`, where given, is told
-/// first every layout `predict` will be asked for (unless one of them
-/// cannot be built), so that they can be evaluated on other threads.
-void rejectFamiliesThatCannotFit(
-    const SearchOptions &options, std::vector<Candidate> &candidates,
-    const PredictAtBatch &predict,
-    const std::function<double(const PlanLayout &)> &heldBytes,
-    const Candidate *exempt,
-    const std::function<void(const PlanLayout &layout, int64_t globalBatch)>
-        &prefetch = nullptr);
+/// The family bounds of a search, each computed when the search first
+/// reaches one of the family's layouts (a family none of whose layouts
+/// can beat the plans found is never partitioned). Only for the
+/// strategies the search enumerates, without user hints; the family of
+/// `exempt` is left to the search (it names what the smallest plan needs
+/// when nothing fits). `heldBytes` is rejectByHeldBytes's lower bound on
+/// what a layout holds.
+class FamilyMemoryBounds {
+public:
+  FamilyMemoryBounds(const SearchOptions &options,
+                     std::vector<Candidate> &candidates,
+                     std::function<double(const PlanLayout &)> heldBytes,
+                     const Candidate *exempt);
+
+  /// The least-memory layout and global batch that bounding `candidate`'s
+  /// family would partition; nothing when that needs no partition (no
+  /// bound, bounded already, or another strategy's scratch on the mesh
+  /// stands for it).
+  std::optional<std::pair<PlanLayout, int64_t>>
+  pending(const Candidate &candidate) const;
+
+  /// Bounds `candidate`'s family once: when its least-memory layout
+  /// (predicted by `predict`) does not fit, every unrejected member is
+  /// rejected, saying what that layout needs.
+  void bound(const Candidate &candidate, const PredictAtBatch &predict);
+
+private:
+  struct Family {
+    std::vector<Candidate *> members;
+    int64_t mostMicrobatches = 0;
+    bool bounded = false;
+  };
+  const Family *familyOf(const Candidate &candidate) const;
+  /// The family's least-memory layout and the key of the families that
+  /// split only state on its mesh and share its scratch.
+  std::pair<PlanLayout, std::string> leastOf(const Family &family) const;
+
+  const SearchOptions &options;
+  std::function<double(const PlanLayout &)> heldBytes;
+  std::map<std::string, Family> families;
+  /// The scratch (and kernel workspace) of a mesh's least-memory layout
+  /// for the strategies that split only state, by mesh and micro-batches.
+  std::map<std::string, double> sharedScratch;
+};
 
 } // namespace cleave::planner
 

@@ -7,6 +7,7 @@
 #include "planner/FamilyMemoryBound.h"
 #include "planner/RolledStep.h"
 #include "planner/Speculation.h"
+#include "planner/StepBound.h"
 
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
@@ -237,7 +238,8 @@ void evaluate(MLIRContext &context, const StepSource &steps,
     const Prediction &p = *tried.prediction;
     Candidate::RecomputeTrial &trial = trials[tried.layout.recompute];
     trial.scratchBytes = p.scratchBytes + p.workspaceBytes;
-    trial.maxStageComputeMs = p.maxStageComputeMs;
+    for (const StageShare &share : p.stageShares)
+      trial.meanStageComputeMs += share.computeMs / p.stageShares.size();
     trial.stageMemory = p.stageMemory;
     for (const StageShare &share : p.stageShares)
       trial.stashedBytes.push_back(share.stashedBytes);
@@ -444,6 +446,13 @@ PlanLayout oneMicrobatch(PlanLayout layout) {
     layout.schedule = PipelineSchedule::OneFOneB;
   layout.recompute = "none";
   return layout;
+}
+
+/// The share of `layout`'s step its pipeline waits (0 without stages).
+double bubbleOf(const PlanLayout &layout) {
+  int64_t stages =
+      layout.pipelineAxis.empty() ? 1 : layout.axisSize(layout.pipelineAxis);
+  return pipelineBubble(stages, layout.microbatches, layout.virtualStages);
 }
 
 /// The partitioned modules of the fastest plans found so far (as many as
@@ -678,21 +687,28 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   std::function<double(const PlanLayout &)> heldBytes;
   const Candidate *least =
       rejectByHeldBytes(steps, options, candidates, heldBytes);
-  if (heldBytes && options.stepAtBatch)
-    rejectFamiliesThatCannotFit(
-        options, candidates,
-        [&](const PlanLayout &layout,
-            int64_t globalBatch) -> std::optional<Prediction> {
-          return take(onceAt(layout, globalBatch)).candidate.prediction;
-        },
-        heldBytes, least,
-        [&](const PlanLayout &layout, int64_t globalBatch) {
-          prefetch(onceAt(layout, globalBatch));
-        });
-  // First every layout of one micro-batch, then those of more, most
-  // promising first, skipping what cannot reach the plans kept.
-  std::map<std::string, const Candidate *> single;
-  std::vector<Candidate *> later;
+  FamilyMemoryBounds familyBounds(
+      options, candidates,
+      options.stepAtBatch ? heldBytes
+                          : std::function<double(const PlanLayout &)>(),
+      least);
+  // A lower bound on every layout's step before any is partitioned
+  // (planner/StepBound.h): the search goes through the layouts by it
+  // and stops where none left can beat the plans found.
+  double computeBoundMs =
+      options.given ? 0
+                    : stepComputeBoundMs(distributedStep(steps),
+                                         options.cluster, options.precision);
+  result.computeBoundMs = computeBoundMs;
+  auto analyticBound = [&](const Candidate *c) {
+    return computeBoundMs / c->layout.ranks() / (1 - bubbleOf(c->layout));
+  };
+  // Each layout of one micro-batch by its key: the sibling that bounds
+  // the same layout with more micro-batches.
+  std::map<std::string, Candidate *> single;
+  for (Candidate &candidate : candidates)
+    if (candidate.layout.microbatches == 1)
+      single[oneMicrobatch(candidate.layout).key()] = &candidate;
   std::vector<double> fitting;
   KeptModules kept(options.keep);
   // (What evaluate and estimateRolled do to a candidate depends on its
@@ -752,22 +768,6 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       fitting.push_back(candidate.prediction->stepMs * (1 + timeTolerance));
     return true;
   };
-  for (Candidate &candidate : candidates)
-    if (candidate.rejected.empty() && candidate.layout.microbatches == 1 &&
-        !options.given)
-      prefetch(evaluation(candidate.layout));
-  for (Candidate &candidate : candidates) {
-    if (candidate.layout.microbatches > 1 && !options.given) {
-      later.push_back(&candidate);
-      continue;
-    }
-    if (options.given && candidate.rejected.empty() &&
-        decideByEstimate(candidate))
-      continue;
-    if (candidate.rejected.empty())
-      evaluateAndKeep(candidate);
-    single[oneMicrobatch(candidate.layout).key()] = &candidate;
-  }
   auto siblingOf = [&](const Candidate *c) -> const Candidate * {
     auto it = single.find(oneMicrobatch(c->layout).key());
     return it == single.end() || !it->second->prediction ? nullptr : it->second;
@@ -821,14 +821,16 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     }
     candidate.layout.recompute = "selective";
   };
-  // A lower bound on `c`'s step: its one-micro-batch sibling's busiest
-  // stage's compute, with the least recomputation `c` may fit with (more
-  // micro-batches may need less than the sibling did: none computes less
-  // than selective, selective less than full), stretched by the bubble.
+  // A lower bound on `c`'s step: the analytic one, or its one-micro-batch
+  // sibling's mean stage compute, with the least recomputation `c` may fit
+  // with (more micro-batches may need less than the sibling did: none
+  // computes less than selective, selective less than full), stretched by
+  // the bubble (pipelineStepMs is at least that for any split of the work
+  // between the stages).
   auto lowerBound = [&](const Candidate *c) {
     const Candidate *sibling = siblingOf(c);
     if (!sibling)
-      return 0.0;
+      return analyticBound(c);
     Candidate least;
     least.layout = c->layout;
     recomputeFromSibling(least, *sibling);
@@ -836,21 +838,12 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     for (const char *mode : {"none", "selective", "full"}) {
       auto it = sibling->trials.find(mode);
       if (it != sibling->trials.end())
-        compute = it->second.maxStageComputeMs;
+        compute = it->second.meanStageComputeMs;
       if (least.layout.recompute == mode)
         break;
     }
-    int64_t stages = c->layout.pipelineAxis.empty()
-                         ? 1
-                         : c->layout.axisSize(c->layout.pipelineAxis);
-    double bubble = pipelineBubble(stages, c->layout.microbatches,
-                                   c->layout.virtualStages);
-    return compute / (1 - bubble);
+    return std::max(analyticBound(c), compute / (1 - bubbleOf(c->layout)));
   };
-  std::stable_sort(later.begin(), later.end(),
-                   [&](const Candidate *a, const Candidate *b) {
-                     return lowerBound(a) < lowerBound(b);
-                   });
   // What the compiler cannot build in one micro-batch (more stages than
   // layers, a preset that does not match) it cannot build in several.
   auto unbuildableSibling = [&](const Candidate *c) -> const Candidate * {
@@ -863,8 +856,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     return nullptr;
   };
   // Not partitioned: beaten by the plans found (then by all found later:
-  // the candidates come by their bound, and the plans only get faster),
-  // or the sibling's parameters and state alone do not fit.
+  // the plans only get faster), or the sibling's parameters and state
+  // alone do not fit.
   auto prunable = [&](const Candidate *c) {
     const Candidate *sibling = siblingOf(c);
     std::sort(fitting.begin(), fitting.end());
@@ -874,11 +867,59 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
                                  options.cluster.memoryBytes();
     return c->rejected.empty() && (beaten || tooBig);
   };
+  // The search's order: by the analytic bound (stable: a layout's one
+  // micro-batch before its others where they tie), so that it can stop
+  // where the plans found are faster than any layout left can be.
+  std::vector<Candidate *> order;
+  for (Candidate &candidate : candidates)
+    order.push_back(&candidate);
+  if (!options.given)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const Candidate *a, const Candidate *b) {
+                       return analyticBound(a) < analyticBound(b);
+                     });
+  std::set<const Candidate *> reached;
+  auto beyondReach = [&](const Candidate *c) {
+    std::sort(fitting.begin(), fitting.end());
+    return !options.given &&
+           static_cast<int64_t>(fitting.size()) >= options.keep &&
+           analyticBound(c) >= fitting[options.keep - 1];
+  };
+  auto boundFamily = [&](const Candidate &c) {
+    familyBounds.bound(c, [&](const PlanLayout &layout, int64_t globalBatch)
+                              -> std::optional<Prediction> {
+      return take(onceAt(layout, globalBatch)).candidate.prediction;
+    });
+  };
+  // Evaluates a layout of one micro-batch (once): as a plan, and as the
+  // sibling of its layouts of more.
+  auto evaluateSingle = [&](Candidate *c) {
+    if (!reached.insert(c).second)
+      return;
+    boundFamily(*c);
+    if (options.given && c->rejected.empty() && decideByEstimate(*c))
+      return;
+    if (c->rejected.empty())
+      evaluateAndKeep(*c);
+  };
+  auto singleOf = [&](const Candidate *c) -> Candidate * {
+    auto it = single.find(oneMicrobatch(c->layout).key());
+    return it == single.end() ? nullptr : it->second;
+  };
   // What the loop below evaluates first for `c` when it reaches it, as
   // far as the plans found so far tell.
   auto firstWork = [&](const Candidate *c)
       -> std::optional<std::pair<std::string, std::function<Evaluated()>>> {
-    if (!c->rejected.empty() || unbuildableSibling(c) || prunable(c))
+    if (reached.count(c) || !c->rejected.empty() || beyondReach(c))
+      return std::nullopt;
+    if (auto least = familyBounds.pending(*c))
+      return onceAt(least->first, least->second);
+    if (c->layout.microbatches == 1 || options.given)
+      return evaluation(c->layout);
+    if (Candidate *s = singleOf(c); s && !reached.count(s) &&
+                                    s->rejected.empty())
+      return evaluation(s->layout);
+    if (unbuildableSibling(c) || prunable(c))
       return std::nullopt;
     Candidate copy;
     copy.layout = c->layout;
@@ -893,14 +934,30 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   // would idle while this thread evaluates what was not queued).
   size_t lookahead = 2 * (threads - 1);
   std::vector<Candidate *> pruned;
-  for (size_t i = 0; i < later.size(); ++i) {
-    for (size_t j = i + 1, queued = 0;
-         j < later.size() && queued < lookahead; ++j)
-      if (auto work = firstWork(later[j])) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    Candidate *candidate = order[i];
+    if (reached.count(candidate))
+      continue;
+    for (size_t j = i + 1, queued = 0; j < order.size() && queued < lookahead;
+         ++j)
+      if (auto work = firstWork(order[j])) {
         prefetch(std::move(*work));
         ++queued;
       }
-    Candidate *candidate = later[i];
+    if (candidate->rejected.empty() && beyondReach(candidate)) {
+      ++result.pruned;
+      pruned.push_back(candidate);
+      reached.insert(candidate);
+      continue;
+    }
+    if (candidate->layout.microbatches == 1 || options.given) {
+      evaluateSingle(candidate);
+      continue;
+    }
+    reached.insert(candidate);
+    boundFamily(*candidate);
+    if (Candidate *s = singleOf(candidate))
+      evaluateSingle(s);
     const Candidate *sibling = siblingOf(candidate);
     if (const Candidate *unbuildable = unbuildableSibling(candidate)) {
       candidate->rejected = unbuildable->rejected +

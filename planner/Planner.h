@@ -80,7 +80,9 @@ struct Candidate {
   struct RecomputeTrial {
     /// Scratch with kernel workspace.
     int64_t scratchBytes = 0;
-    double maxStageComputeMs = 0;
+    /// The stages' mean compute (ms): what a pipeline's step is at least
+    /// (mV + p - 1) / (mV) of, however unequal its stages.
+    double meanStageComputeMs = 0;
     std::vector<StageMemory> stageMemory;
     /// Per stage, the activations a micro-batch stashes for its backward
     /// pass (StageShare::stashedBytes).
@@ -141,6 +143,10 @@ struct SearchResult {
   /// without being unrolled (rejected, bounded out or predicted by it).
   int64_t rolled = 0;
   double seconds = 0;
+  /// The ms one device computes the step's matrix products at the least
+  /// (planner/StepBound.h): every layout's step is at least this over its
+  /// ranks, stretched by its bubble. 0 when not computed (a given layout).
+  double computeBoundMs = 0;
 };
 
 /// The training step to partition, built once per kind: `distributed`

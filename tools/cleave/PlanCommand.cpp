@@ -416,9 +416,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       search.given ? "layout evaluated" : "layouts searched", result.seconds,
       result.plans.size(), result.rejected.size());
   if (result.pruned)
-    os << llvm::formatv(", {0} with more micro-batches not partitioned "
-                        "(bound: slower than the top {1}, or parameters "
-                        "and state alone too big)",
+    os << llvm::formatv(", {0} not partitioned (bound: slower than the "
+                        "top {1}, or parameters and state alone too big)",
                         result.pruned, search.keep);
   if (result.rolled)
     os << llvm::formatv(", {0} with more micro-batches estimated from 2 "
@@ -498,6 +497,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                                                 result.rejected.size())},
              {"pruned", result.pruned},
              {"estimated", result.rolled},
+             {"compute_bound_ms", result.computeBoundMs},
              {"seconds", result.seconds}}}};
     llvm::json::Value value(std::move(root));
     if (!json_.empty()) {
