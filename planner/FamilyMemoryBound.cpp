@@ -132,6 +132,11 @@ FamilyMemoryBounds::pending(const Candidate &candidate) const {
                         options.globalBatch / family->mostMicrobatches);
 }
 
+double FamilyMemoryBounds::leastNeeded(const Candidate &candidate) const {
+  auto it = families.find(familyKey(candidate.layout));
+  return it == families.end() ? 0 : it->second.needed;
+}
+
 void FamilyMemoryBounds::bound(const Candidate &candidate,
                                const PredictAtBatch &predict) {
   if (!familyOf(candidate))
@@ -156,6 +161,7 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
     needed = p->persistentBytes + scratch;
     how = "(only that layout partitioned)";
   }
+  family.needed = needed;
   if (needed <= options.cluster.memoryBytes())
     return;
   int64_t samples = options.globalBatch / most / least.axisSize("dp");

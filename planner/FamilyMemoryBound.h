@@ -61,11 +61,16 @@ public:
   /// rejected, saying what that layout needs.
   void bound(const Candidate &candidate, const PredictAtBatch &predict);
 
+  /// What the least-memory layout of `candidate`'s family needs per rank,
+  /// once bounded (0 when not known).
+  double leastNeeded(const Candidate &candidate) const;
+
 private:
   struct Family {
     std::vector<Candidate *> members;
     int64_t mostMicrobatches = 0;
     bool bounded = false;
+    double needed = 0;
   };
   const Family *familyOf(const Candidate &candidate) const;
   /// The family's least-memory layout and the key of the families that

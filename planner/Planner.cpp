@@ -15,12 +15,12 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,51 +80,47 @@ private:
 /// Layouts partitioned at a batch and predicted, by layout and batch: a
 /// layout's two-micro-batch template serves its 1F1B and interleaved
 /// layouts and each recomputation retry of either (17% of a 175B search
-/// partitioned a template already partitioned). Shared by the search's
-/// threads; two may compute the same entry at once (the same result).
+/// partitioned a template already partitioned), and what another thread
+/// evaluated ahead (a recomputation retry the search may need next) is
+/// taken, not computed again. A thread asking for what another is
+/// computing waits for it (evaluating one layout never asks for another).
 class EvaluationMemo {
 public:
-  std::optional<Candidate> find(const std::string &key) {
-    std::lock_guard<std::mutex> lock(mutex);
+  /// The prediction and reason for `key`: remembered, awaited from the
+  /// thread computing it, or `compute`d here (`computed` then set).
+  Candidate get(const std::string &key, llvm::function_ref<Candidate()> compute,
+                bool &computed) {
+    std::unique_lock<std::mutex> lock(mutex);
     auto it = known.find(key);
-    if (it == known.end())
-      return std::nullopt;
-    return it->second;
-  }
-  void store(const std::string &key, const Candidate &candidate) {
-    std::lock_guard<std::mutex> lock(mutex);
-    known.try_emplace(key, candidate);
+    if (it != known.end()) {
+      std::shared_future<Candidate> result = it->second;
+      lock.unlock();
+      computed = false;
+      return result.get();
+    }
+    std::promise<Candidate> promise;
+    known.emplace(key, promise.get_future().share());
+    lock.unlock();
+    Candidate result = compute();
+    promise.set_value(result);
+    computed = true;
+    return result;
   }
 
 private:
   std::mutex mutex;
-  std::map<std::string, Candidate> known;
+  std::map<std::string, std::shared_future<Candidate>> known;
 };
 
 /// Partitions a copy of the step for `candidate.layout` and predicts it.
 /// With `emit`, also has the emitter write the program (checkEmits). The
 /// partitioned module of a plan that fits moves to `kept` when given.
 /// With `globalBatch`, the step is options.stepAtBatch's at that batch.
-void evaluateOnce(MLIRContext &context, const StepSource &steps,
-                  const SearchOptions &options, Candidate &candidate,
-                  bool emit = false, OwningOpRef<ModuleOp> *kept = nullptr,
-                  int64_t globalBatch = 0,
-                  EvaluationMemo *memo = nullptr) {
+void partitionAndPredict(MLIRContext &context, const StepSource &steps,
+                         const SearchOptions &options, Candidate &candidate,
+                         bool emit, OwningOpRef<ModuleOp> *kept,
+                         int64_t globalBatch) {
   const PlanLayout &layout = candidate.layout;
-  // Only what is predicted alone is remembered (a module or the emitter's
-  // check is not).
-  std::string memoKey;
-  if (memo && !emit && !kept) {
-    memoKey = layout.key() + "|" + std::to_string(globalBatch);
-    if (std::optional<Candidate> known = memo->find(memoKey)) {
-      candidate = std::move(*known);
-      return;
-    }
-  }
-  llvm::scope_exit remember([&] {
-    if (!memoKey.empty())
-      memo->store(memoKey, candidate);
-  });
   Refusal rejectWith(context, candidate);
   std::string stepName;
   bool distributed = layout.ranks() > 1 || layout.microbatches > 1;
@@ -185,6 +181,34 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
             : std::string(),
         formatBytes(options.cluster.memoryBytes()));
   if (kept && candidate.rejected.empty())
+    *kept = std::move(module);
+}
+
+/// partitionAndPredict, through `memo` where given (not with `emit`):
+/// its prediction and reason are what any thread found for the layout at
+/// that batch. The module is kept only where this call partitioned it.
+void evaluateOnce(MLIRContext &context, const StepSource &steps,
+                  const SearchOptions &options, Candidate &candidate,
+                  bool emit = false, OwningOpRef<ModuleOp> *kept = nullptr,
+                  int64_t globalBatch = 0, EvaluationMemo *memo = nullptr) {
+  if (!memo || emit)
+    return partitionAndPredict(context, steps, options, candidate, emit,
+                               kept, globalBatch);
+  OwningOpRef<ModuleOp> module;
+  bool computed = false;
+  Candidate result = memo->get(
+      candidate.layout.key() + "|" + std::to_string(globalBatch),
+      [&] {
+        Candidate fresh;
+        fresh.layout = candidate.layout;
+        partitionAndPredict(context, steps, options, fresh, emit,
+                            kept ? &module : nullptr, globalBatch);
+        return fresh;
+      },
+      computed);
+  candidate.prediction = std::move(result.prediction);
+  candidate.rejected = std::move(result.rejected);
+  if (kept && computed)
     *kept = std::move(module);
 }
 
@@ -654,7 +678,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
         "evaluate|" + layout.key(), std::function<Evaluated()>([&, layout] {
           Evaluated e;
           e.candidate.layout = layout;
-          evaluate(context, steps, options, e.candidate, &e.module);
+          evaluate(context, steps, options, e.candidate, &e.module, 0, &memo);
           return e;
         }));
   };
@@ -891,12 +915,42 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       return take(onceAt(layout, globalBatch)).candidate.prediction;
     });
   };
+  // The recomputation retries `c` will likely need (evaluate and
+  // estimateRolled try full, then selective, where none does not fit),
+  // for the other threads to partition while this one tries none: where
+  // its family's least-memory layout needs half the device or its
+  // one-micro-batch sibling needed recomputation.
+  auto speculateRetries = [&](const Candidate *c) {
+    if (threads < 2 || options.given || c->layout.recompute != "none")
+      return;
+    const Candidate *sibling =
+        c->layout.microbatches > 1 ? siblingOf(c) : nullptr;
+    bool pressed = familyBounds.leastNeeded(*c) > memory / 2 ||
+                   (sibling && sibling->layout.recompute != "none");
+    if (!pressed)
+      return;
+    PlanLayout layout = c->layout;
+    int64_t batch = 0;
+    if (rollable(options, layout)) {
+      batch = options.globalBatch / layout.microbatches * 2;
+      layout.microbatches = 2;
+      layout.virtualStages = 1;
+      if (layout.schedule == PipelineSchedule::Interleaved)
+        layout.schedule = PipelineSchedule::OneFOneB;
+    }
+    for (const char *mode : {"full", "selective"}) {
+      layout.recompute = mode;
+      prefetch(onceAt(layout, batch));
+    }
+  };
   // Evaluates a layout of one micro-batch (once): as a plan, and as the
   // sibling of its layouts of more.
   auto evaluateSingle = [&](Candidate *c) {
     if (!reached.insert(c).second)
       return;
     boundFamily(*c);
+    if (c->rejected.empty())
+      speculateRetries(c);
     if (options.given && c->rejected.empty() && decideByEstimate(*c))
       return;
     if (c->rejected.empty())
@@ -971,6 +1025,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     }
     if (candidate->rejected.empty() && sibling)
       recomputeFromSibling(*candidate, *sibling);
+    if (candidate->rejected.empty())
+      speculateRetries(candidate);
     if (candidate->rejected.empty() && !decideByEstimate(*candidate))
       evaluateAndKeep(*candidate);
   }
