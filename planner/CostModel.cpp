@@ -310,6 +310,11 @@ struct StageTime {
   double total = 0, compute = 0, flops = 0;
   /// What the ops of micro-batches took (StageShare).
   double microbatchBusy = 0, microbatchCompute = 0, microbatchFlops = 0;
+  /// The hand-overs to and from other stages (send_recv) the stage takes
+  /// part in, as its clock runs them (a receiver's hand-off only), those
+  /// it sends, and each for micro-batches' (StageShare).
+  double handOver = 0, sentHandOver = 0;
+  double microbatchHandOver = 0, microbatchSentHandOver = 0;
 };
 
 /// One stage's clocks as the emitted program runs its step: compute in
@@ -426,11 +431,20 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
         int kind = -1;
         int64_t bytes =
             bytesSentBy(&op, mesh, clock.coords, stage, ringOnly, kind);
-        clock.runCollective(&op,
-                            timer.collectiveSeconds(&op, bytes, clock.coords),
-                            timer.bucketCopySeconds(&op));
+        double seconds = timer.collectiveSeconds(&op, bytes, clock.coords);
+        clock.runCollective(&op, seconds, timer.bucketCopySeconds(&op));
         if (ofMicrobatch)
           times[s].microbatchBusy += clock.now - before;
+        if (auto transfer = dyn_cast<SendRecvOp>(op);
+            transfer && transfer.getSource() != transfer.getDest()) {
+          bool sends = transfer.getSource() == s;
+          times[s].handOver += seconds;
+          times[s].sentHandOver += sends ? seconds : 0;
+          if (ofMicrobatch) {
+            times[s].microbatchHandOver += seconds;
+            times[s].microbatchSentHandOver += sends ? seconds : 0;
+          }
+        }
         return;
       }
       if (!cost)
@@ -913,11 +927,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   std::vector<double> traffic = stagesTraffic(step, stages, pipelineAxis);
   for (double &bytes : traffic)
     bytes *= timer.byteScale;
-  StageTime slowest;
-  for (auto [s, time] : llvm::enumerate(timeStages(
-           step, timer, mesh, stages, pipelineAxis, ringOnly, traffic))) {
-    if (time.total > slowest.total)
-      slowest = time;
+  std::vector<StageTime> times = timeStages(step, timer, mesh, stages,
+                                            pipelineAxis, ringOnly, traffic);
+  for (auto [s, time] : llvm::enumerate(times)) {
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, time.compute * 1e3);
     StageShare &share = p.stageShares[s];
     share.busyMs = time.total * 1e3;
@@ -926,13 +938,22 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     share.microbatchBusyMs = time.microbatchBusy * 1e3;
     share.microbatchComputeMs = time.microbatchCompute * 1e3;
     share.microbatchFlops = time.microbatchFlops;
+    share.handOverMs = time.handOver * 1e3;
+    share.sentHandOverMs = time.sentHandOver * 1e3;
+    share.microbatchHandOverMs = time.microbatchHandOver * 1e3;
+    share.microbatchSentHandOverMs = time.microbatchSentHandOver * 1e3;
   }
-  p.bubbleFraction = pipelineBubble(stages, microbatches, virtualStages);
+  // The stage whose busy time, with the others' fill and drain, makes the
+  // step; its compute and exposed communication, the rest waiting.
+  size_t critical = 0;
+  p.stepMs = pipelineStepMs(p.stageShares, microbatches, virtualStages,
+                            &critical);
+  const StageTime &slowest = times[critical];
   double busy = slowest.total * 1e3;
   p.computeMs = slowest.compute * 1e3;
   p.exposedCommMs = busy - p.computeMs;
-  p.stepMs = busy / (1 - p.bubbleFraction);
   p.bubbleMs = p.stepMs - busy;
+  p.bubbleFraction = p.stepMs > 0 ? p.bubbleMs / p.stepMs : 0;
   p.flopsPerRank = slowest.flops;
   simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, traffic,
                    phases, p);
@@ -949,6 +970,45 @@ llvm::Error checkEmits(func::FuncOp step, Target target) {
   if (failed(emitProgram(step, options)))
     return llvm::make_error<DiagnosedError>();
   return llvm::Error::success();
+}
+
+double pipelineStepMs(ArrayRef<StageShare> stages, int64_t microbatches,
+                      int64_t virtualStages, size_t *critical) {
+  if (critical)
+    *critical = 0;
+  if (stages.empty())
+    return 0;
+  if (stages.size() == 1)
+    return stages[0].busyMs;
+  // Every stage's work without its hand-overs, and every hand-over once,
+  // whole (as its sender runs it).
+  double work = 0, handOvers = 0;
+  for (const StageShare &stage : stages) {
+    work += stage.busyMs - stage.handOverMs;
+    handOvers += stage.sentHandOverMs;
+  }
+  double chunks = double(microbatches * virtualStages);
+  double step = -1, slowest = -1;
+  for (auto [k, stage] : llvm::enumerate(stages)) {
+    // Stage k busy throughout; the other stages' work and the hand-overs
+    // not in k's busy time, 1/(mV) of them, fill and drain around it.
+    double others = (work - (stage.busyMs - stage.handOverMs)) +
+                    (handOvers - stage.handOverMs);
+    double candidate = stage.busyMs + std::max(0.0, others) / chunks;
+    // Without micro-batches every k gives the same sum: the busiest.
+    bool tie = std::abs(candidate - step) <= 1e-9 * std::max(candidate, step);
+    if (candidate > step && !tie) {
+      step = candidate;
+      slowest = stage.busyMs;
+      if (critical)
+        *critical = k;
+    } else if (tie && stage.busyMs > slowest) {
+      slowest = stage.busyMs;
+      if (critical)
+        *critical = k;
+    }
+  }
+  return step;
 }
 
 double pipelineBubble(int64_t stages, int64_t microbatches,

@@ -99,6 +99,12 @@ struct HeldTensor {
 struct StageShare {
   double busyMs = 0, computeMs = 0, flops = 0;
   double microbatchBusyMs = 0, microbatchComputeMs = 0, microbatchFlops = 0;
+  /// The hand-overs (send_recv between stages) in busyMs: as the stage's
+  /// clock runs them (a receiver's hand-off only, its wait for the message
+  /// not counted), and those it sends (whole); each for micro-batches'
+  /// too (pipelineStepMs).
+  double handOverMs = 0, sentHandOverMs = 0;
+  double microbatchHandOverMs = 0, microbatchSentHandOverMs = 0;
   int64_t stashedBytes = 0, handedOnBytes = 0;
   bool microbatchesOverlap = false;
 };
@@ -108,8 +114,9 @@ struct Prediction {
   /// with two micro-batches of the same size) rather than the partitioned
   /// step's own numbers.
   bool estimated = false;
-  /// The slowest stage's step: compute, communication not hidden behind
-  /// compute, pipeline bubble; step = their sum.
+  /// The step (pipelineStepMs) as the critical stage's compute, its
+  /// communication not hidden behind compute, and the rest of the step it
+  /// waits (the pipeline bubble); step = their sum.
   double computeMs = 0, exposedCommMs = 0, bubbleMs = 0, stepMs = 0;
   double bubbleFraction = 0;
   /// The most compute time of any stage (a lower bound on the step of the
@@ -177,7 +184,27 @@ llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
 /// diagnostics are reported) when it cannot.
 llvm::Error checkEmits(mlir::func::FuncOp step, mlir::cleave::Target target);
 
-/// The share of a pipelined step its stages wait: (p - 1) / (m V + p - 1)
+/// A pipelined step from its stages' shares (busy time of each stage's
+/// ops and collectives for all `microbatches`, through `virtualStages`
+/// chunks, and the hand-overs in it): the stage k that makes it longest
+/// is busy throughout, and around it the pipeline fills and drains
+/// through 1/(mV) of every other stage's work and of the hand-overs not in
+/// k's busy time:
+///
+///   step = max_k busy_k + (sum_{s != k} (busy_s - handOver_s)
+///                          + sum_s sentHandOver_s - handOver_k) / (m V)
+///
+/// With equal stages and no hand-overs, busy x (mV + p - 1) / (mV), the
+/// classic bubble (pipelineBubble); without micro-batches (m = V = 1) the
+/// stages run one after another: every stage's work plus every hand-over
+/// once, whatever k (the busiest is reported). Unequal stages no longer
+/// pay the slowest one's time for every other stage's turn (the 25M-weight
+/// MLP's pp=2 with one micro-batch, stages busy 119 and 27 ms, was
+/// predicted 238 ms). `critical`: k.
+double pipelineStepMs(llvm::ArrayRef<StageShare> stages, int64_t microbatches,
+                      int64_t virtualStages, size_t *critical = nullptr);
+
+/// The share of a pipelined step its stages wait, with equal stages: (p - 1) / (m V + p - 1)
 /// for p stages, m micro-batches and V chunks per stage (GPipe and 1F1B:
 /// V = 1; the interleaved schedule's V times smaller fill and drain).
 double pipelineBubble(int64_t stages, int64_t microbatches,
