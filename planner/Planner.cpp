@@ -282,6 +282,21 @@ void evaluate(MLIRContext &context, const StepSource &steps,
       record(retry);
       return retry;
     });
+  // A one-micro-batch layout that fits with no recomputation is the
+  // sibling of the same layout with more micro-batches, which it bounds
+  // with each mode it tried (recomputeFromSibling): selective too, though
+  // it cannot fit where full does not, so that those layouts are known to
+  // need full recomputation (and its compute) without partitioning them.
+  if (!options.given && !globalBatch && candidate.layout.microbatches == 1 &&
+      doesNotFit(candidate) && trials.count("full") &&
+      !trials.count("selective")) {
+    Candidate retry;
+    retry.layout = candidate.layout;
+    retry.layout.recompute = "selective";
+    evaluateOnce(context, steps, options, retry, /*emit=*/false,
+                 /*kept=*/nullptr, globalBatch, memo);
+    record(retry);
+  }
   candidate.trials = std::move(trials);
 }
 
@@ -420,9 +435,12 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
         if (m >= 1 && !llvm::is_contained(counts, m))
           counts.push_back(m);
       llvm::sort(counts);
+      int64_t most = options.maxMicrobatches
+                         ? options.maxMicrobatches
+                         : std::max<int64_t>(16, 8 * pp);
       auto addMicrobatches = [&](PlanLayout layout, bool explore) {
         for (int64_t m : counts) {
-          if (m > options.maxMicrobatches)
+          if (m > most)
             break;
           if (local % m != 0)
             continue;
@@ -843,7 +861,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
           formatBytes(static_cast<int64_t>(memory)));
       return;
     }
-    candidate.layout.recompute = "selective";
+    candidate.layout.recompute = cannotFit("selective") ? "full" : "selective";
   };
   // A lower bound on `c`'s step: the analytic one, or its one-micro-batch
   // sibling's mean stage compute, with the least recomputation `c` may fit

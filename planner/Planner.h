@@ -96,8 +96,10 @@ struct SearchOptions {
   int64_t ranks = 1;
   int64_t globalBatch = 1;
   mlir::cleave::Target target = mlir::cleave::Target::Cuda;
-  /// The largest micro-batch count tried (powers of two up to it).
-  int64_t maxMicrobatches = 16;
+  /// The largest micro-batch count tried; 0: 16, and 8 per stage for a
+  /// pipeline of more than 2 stages (Megatron-LM's runs keep 3-24
+  /// micro-batches per stage in flight to shrink the bubble).
+  int64_t maxMicrobatches = 0;
   /// How many of the fastest plans must be exact: a layout with more
   /// micro-batches is not partitioned when a lower bound on its step
   /// (its one-micro-batch sibling's busiest stage's compute, stretched by

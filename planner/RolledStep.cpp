@@ -40,33 +40,33 @@ Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
   // The template's two micro-batches stand for m: (m / 2 - 1) more pairs.
   double more = double(microbatches) / 2 - 1;
 
-  // Time: each stage's busy time grows by its micro-batches' share; the
-  // slowest stage is stretched by the schedule's bubble.
-  const StageShare *slowest = nullptr;
-  double slowestBusy = -1, slowestCompute = 0, slowestFlops = 0;
+  // Time: each stage's busy time (and the hand-overs in it) grows by its
+  // micro-batches' share; the step is the pipeline's over those stages
+  // (pipelineStepMs, as predictStep times the unrolled step).
   p.maxStageComputeMs = 0;
   for (StageShare &share : p.stageShares) {
     share.busyMs += more * share.microbatchBusyMs;
     share.computeMs += more * share.microbatchComputeMs;
     share.flops += more * share.microbatchFlops;
+    share.handOverMs += more * share.microbatchHandOverMs;
+    share.sentHandOverMs += more * share.microbatchSentHandOverMs;
     share.microbatchBusyMs *= microbatches / 2.0;
     share.microbatchComputeMs *= microbatches / 2.0;
     share.microbatchFlops *= microbatches / 2.0;
+    share.microbatchHandOverMs *= microbatches / 2.0;
+    share.microbatchSentHandOverMs *= microbatches / 2.0;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, share.computeMs);
-    if (share.busyMs > slowestBusy) {
-      slowest = &share;
-      slowestBusy = share.busyMs;
-      slowestCompute = share.computeMs;
-      slowestFlops = share.flops;
-    }
   }
-  if (slowest) {
-    p.bubbleFraction = pipelineBubble(stages, microbatches, virtualStages);
-    p.computeMs = slowestCompute;
-    p.exposedCommMs = slowestBusy - slowestCompute;
-    p.stepMs = slowestBusy / (1 - p.bubbleFraction);
-    p.bubbleMs = p.stepMs - slowestBusy;
-    p.flopsPerRank = slowestFlops;
+  if (!p.stageShares.empty()) {
+    size_t critical = 0;
+    p.stepMs = pipelineStepMs(p.stageShares, microbatches, virtualStages,
+                              &critical);
+    const StageShare &slowest = p.stageShares[critical];
+    p.computeMs = slowest.computeMs;
+    p.exposedCommMs = slowest.busyMs - slowest.computeMs;
+    p.bubbleMs = p.stepMs - slowest.busyMs;
+    p.bubbleFraction = p.stepMs > 0 ? p.bubbleMs / p.stepMs : 0;
+    p.flopsPerRank = slowest.flops;
   }
 
   // Memory: each micro-batch the schedule keeps in flight beyond the

@@ -60,8 +60,9 @@ public:
              cl::sub(sub_)),
         maxMicrobatches_("max-microbatches",
                          cl::desc("Largest micro-batch count searched "
-                                  "(powers of two; default 16)"),
-                         cl::init(16), cl::sub(sub_)),
+                                  "(default 0: 16, or 8 per stage for "
+                                  "pipelines of more stages)"),
+                         cl::init(0), cl::sub(sub_)),
         maxUnrolledOps_(
             "max-unrolled-ops",
             cl::desc("Largest step (ops once its micro-batches are "
@@ -203,8 +204,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                 "step over all ranks (a positive number)");
   if (top_ < 1)
     return fail("--top must be at least 1");
-  if (maxMicrobatches_ < 1)
-    return fail("--max-microbatches must be at least 1");
+  if (maxMicrobatches_ < 0)
+    return fail("--max-microbatches must not be negative (0: the default, "
+                "16 or 8 per pipeline stage)");
   if (maxUnrolledOps_ < 0)
     return fail("--max-unrolled-ops must not be negative");
   std::optional<planner::Precision> precision =
