@@ -831,7 +831,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       const Candidate::RecomputeTrial &trial = it->second;
       int64_t stages = static_cast<int64_t>(trial.stageMemory.size());
       double most = 0, m = double(layout.microbatches);
-      int64_t workspace = sibling.prediction->workspaceBytes;
+      // Kernels' workspace grows with the micro-batch (their im2col and
+      // reduction buffers): a micro-batch's is taken as 1/m of the whole
+      // batch's, as its activations are.
+      double workspace = double(sibling.prediction->workspaceBytes);
       for (int64_t s = 0; s < stages; ++s) {
         const StageMemory &memory = trial.stageMemory[s];
         double stashed = std::min<double>(trial.stashedBytes[s],
@@ -841,9 +844,9 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
             layout.virtualStages, /*overlapping=*/false);
         most = std::max(
             most, memory.parameters + memory.optimizerState +
-                      memory.gradients + workspace +
+                      memory.gradients +
                       kSiblingScratchMargin *
-                          ((memory.activations - stashed) / m +
+                          ((memory.activations - stashed + workspace) / m +
                            stashed * inFlight / m));
       }
       return most > memory;
