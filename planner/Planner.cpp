@@ -168,8 +168,15 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
     if (llvm::Error error = checkEmits(step, options.target))
       return rejectWith(std::move(error));
   }
-  candidate.prediction = *prediction;
   int64_t needed = prediction->peakBytesPerRank + prediction->workspaceBytes;
+  // A plan is a program the compiler builds: a layout that fits is
+  // verified (its passes ran without the verifier), so that no sharding
+  // compile's verifier refuses is ranked (the emit check above runs on the
+  // plans shown only).
+  if (!emit && needed <= options.cluster.memoryBytes() &&
+      failed(mlir::verify(*module)))
+    return rejectWith(llvm::make_error<DiagnosedError>());
+  candidate.prediction = *prediction;
   if (needed > options.cluster.memoryBytes())
     candidate.rejected = llvm::formatv(
         "does not fit: needs {0} per rank (parameters and "
