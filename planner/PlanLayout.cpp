@@ -7,6 +7,8 @@
 
 #include "planner/Planner.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -70,6 +72,8 @@ std::vector<std::string> PlanLayout::flags() const {
   if (virtualStages > 1)
     flags.insert(flags.end(),
                  {"--virtual-stages", std::to_string(virtualStages)});
+  if (!pipelineCuts.empty())
+    flags.insert(flags.end(), {"--pipeline-cuts", llvm::join(pipelineCuts, ",")});
   if (microbatches > 1)
     flags.insert(flags.end(), {"--microbatches", std::to_string(microbatches)});
   if (recompute != "none")
@@ -139,7 +143,8 @@ std::string PlanLayout::key() const {
          "|" + pipelineScheduleName(schedule).str() + "|" +
          std::to_string(virtualStages) + "|" + std::to_string(microbatches) +
          "|" + recompute + (intraOp ? "|ilp" : "") +
-         (bucketMb > 0 ? "|bucket=" + bucketText(bucketMb) : "");
+         (bucketMb > 0 ? "|bucket=" + bucketText(bucketMb) : "") +
+         (pipelineCuts.empty() ? "" : "|cuts=" + llvm::join(pipelineCuts, ","));
 }
 
 } // namespace cleave::planner

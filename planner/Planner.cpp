@@ -149,6 +149,7 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
   lo.schedule = layout.schedule;
   lo.virtualStages = layout.virtualStages;
   lo.recompute = layout.recompute;
+  lo.pipelineCuts = layout.pipelineCuts;
   // A copy to predict, not to compile: the passes are compile's, verified
   // there.
   lo.verifyEachPass = false;

@@ -48,6 +48,10 @@ struct PlanLayout {
   /// The tensor axis' shardings from the intra-op ILP (IntraOpIlp.h), when
   /// no preset splits it: its hints join the flags as --shard.
   std::optional<IntraOpPlan> intraOp;
+  /// The ONNX nodes each later stage (or chunk) starts with, the user's
+  /// --pipeline-cuts; empty: cut by estimated work. (The search does not
+  /// cut by hand; a given layout may.)
+  std::vector<std::string> pipelineCuts;
 
   std::string meshText() const;
   int64_t ranks() const;

@@ -138,18 +138,16 @@ std::string ms(double value) {
 
 llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   const DistributionFlags &d = distribution_;
-  // The planner's layouts carry no hand cut yet.
-  if (d.pipelineCuts.getNumOccurrences())
-    return failure("--pipeline-cuts applies to cleave compile; cleave plan "
-                   "evaluates pipeline stages cut by estimated work");
   bool search = !d.strategy.getNumOccurrences() || d.strategy == kAutoStrategy;
   if (d.mesh.empty() && search && d.pipeline.empty() &&
       !d.microbatches.getNumOccurrences() &&
       !d.pipelineSchedule.getNumOccurrences() &&
-      !d.virtualStages.getNumOccurrences() && !d.recompute.getNumOccurrences())
+      !d.virtualStages.getNumOccurrences() && !d.recompute.getNumOccurrences() &&
+      !d.pipelineCuts.getNumOccurrences())
     return std::nullopt;
   if (d.strategy == kAutoStrategy)
     return failure("--strategy auto searches; drop --mesh, --pipeline, "
+                   "--pipeline-cuts, "
                    "--pipeline-schedule, --virtual-stages, --recompute and "
                    "--microbatches, or give the layout's preset");
   PlanLayout layout;
@@ -173,6 +171,7 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   layout.schedule = d.pipelineSchedule;
   layout.virtualStages = d.virtualStages;
   layout.recompute = d.recompute;
+  layout.pipelineCuts.assign(d.pipelineCuts.begin(), d.pipelineCuts.end());
   return layout;
 }
 
