@@ -413,6 +413,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   Block &body = func.getBody().front();
   // Rules read global shapes, so take them all before types change.
   llvm::DenseMap<Operation *, std::optional<OpShardingRule>> rules;
+  rules.reserve(body.getOperations().size());
   for (Operation &op : body)
     rules[&op] = getShardingRule(&op);
   for (BlockArgument arg : body.getArguments()) {
@@ -460,23 +461,46 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     if (!shardings)
       return op.emitOpError("has no sharding; run cleave-propagate-sharding "
                             "first");
-    SmallVector<ShardingAttr> operandShardings, resultShardings;
-    for (Value operand : op.getOperands()) {
-      const Placement &placement = placements[operand];
-      SmallVector<SmallVector<StringAttr>> dims(placement.dims.begin(),
-                                                placement.dims.end());
-      operandShardings.push_back(ShardingAttr::get(context, dims, {}, {}));
-    }
+    // (Looked up first: operator[] may insert and move the entries.)
+    for (Value operand : op.getOperands())
+      (void)placements[operand];
+    SmallVector<const Placement *> operandPlacements;
+    for (Value operand : op.getOperands())
+      operandPlacements.push_back(&placements.find(operand)->second);
+    SmallVector<ShardingAttr> resultShardings;
     llvm::append_range(resultShardings, shardings.getAsRange<ShardingAttr>());
     const std::optional<OpShardingRule> &rule = rules[&op];
     SmallVector<AxisList> factorAxes;
-    if (rule)
-      factorAxes = getFactorAxes(*rule, operandShardings, resultShardings);
+    if (rule) {
+      AxisList scratch;
+      factorAxes = getFactorAxes(
+          *rule,
+          [&](unsigned index, int64_t dim) -> ArrayRef<StringAttr> {
+            return operandPlacements[index]->dims[dim];
+          },
+          [&](unsigned index, int64_t dim) -> ArrayRef<StringAttr> {
+            scratch = resultShardings[index].getDimAxes(dim);
+            return scratch;
+          });
+    }
     for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+      // An operand already as required converts to itself: skip building
+      // the sharding (most operands of most ops).
+      const Placement &have = placements[op.getOperand(i)];
+      bool asRequired = have.partial.empty();
+      for (int64_t d = 0, e = have.dims.size(); asRequired && d < e; ++d)
+        asRequired = ArrayRef<StringAttr>(have.dims[d]) ==
+                     (rule ? getRequiredOperandDimAxes(*rule, i, d, factorAxes)
+                           : ArrayRef<StringAttr>());
+      if (asRequired) {
+        // Set all the same: setting an operand moves its use to the front
+        // of the value's use list, which later passes walk.
+        op.setOperand(i, op.getOperand(i));
+        continue;
+      }
       ShardingAttr required =
           rule ? getRequiredOperandSharding(context, *rule, i, factorAxes)
-               : ShardingAttr::getReplicated(
-                     context, operandShardings[i].getDims().size());
+               : ShardingAttr::getReplicated(context, have.dims.size());
       op.setOperand(i, convert(op.getOperand(i), required, &op));
     }
     if (rule && isa<GatherOp, GatherGradOp>(op)) {

@@ -605,6 +605,22 @@ std::optional<OpShardingRule> mlir::cleave::getShardingRule(Operation *op) {
 SmallVector<AxisList> mlir::cleave::getFactorAxes(
     const OpShardingRule &rule, ArrayRef<ShardingAttr> operands,
     ArrayRef<ShardingAttr> results) {
+  // Each answer is copied before the next is asked for: one scratch list.
+  AxisList scratch;
+  auto view = [&scratch](ArrayRef<ShardingAttr> shardings) {
+    return [&scratch, shardings](unsigned index,
+                                 int64_t dim) -> ArrayRef<StringAttr> {
+      scratch = shardings[index].getDimAxes(dim);
+      return scratch;
+    };
+  };
+  return getFactorAxes(rule, view(operands), view(results));
+}
+
+SmallVector<AxisList> mlir::cleave::getFactorAxes(
+    const OpShardingRule &rule,
+    function_ref<ArrayRef<StringAttr>(unsigned, int64_t)> operandAxes,
+    function_ref<ArrayRef<StringAttr>(unsigned, int64_t)> resultAxes) {
   SmallVector<AxisList> axes(rule.factorSizes.size());
   SmallVector<bool> onResult(rule.factorSizes.size(), false);
   for (auto [index, factors] : llvm::enumerate(rule.resultFactors))
@@ -612,12 +628,12 @@ SmallVector<AxisList> mlir::cleave::getFactorAxes(
       if (f >= 0) {
         onResult[f] = true;
         if (axes[f].empty())
-          axes[f] = AxisList(results[index].getDimAxes(dim));
+          axes[f] = AxisList(resultAxes(index, dim));
       }
   for (auto [index, factors] : llvm::enumerate(rule.operandFactors))
     for (auto [dim, f] : llvm::enumerate(factors))
       if (f >= 0 && !onResult[f] && axes[f].empty())
-        axes[f] = AxisList(operands[index].getDimAxes(dim));
+        axes[f] = AxisList(operandAxes(index, dim));
   // An axis splits at most one factor: later claims lose (the operand is
   // then resharded).
   // Contracting factors claim first: a value split along a dimension the
@@ -651,6 +667,14 @@ ShardingAttr mlir::cleave::getRequiredOperandSharding(
     dims.push_back(f >= 0 ? SmallVector<StringAttr>(factorAxes[f])
                           : SmallVector<StringAttr>());
   return ShardingAttr::get(context, dims, {}, {});
+}
+
+ArrayRef<StringAttr>
+mlir::cleave::getRequiredOperandDimAxes(const OpShardingRule &rule,
+                                        unsigned index, int64_t dim,
+                                        ArrayRef<AxisList> factorAxes) {
+  int64_t f = rule.operandFactors[index][dim];
+  return f >= 0 ? ArrayRef<StringAttr>(factorAxes[f]) : ArrayRef<StringAttr>();
 }
 
 AxisList mlir::cleave::getResultPartialAxes(const OpShardingRule &rule,

@@ -59,6 +59,20 @@ SmallVector<AxisList> getFactorAxes(const OpShardingRule &rule,
                                     ArrayRef<ShardingAttr> operands,
                                     ArrayRef<ShardingAttr> results);
 
+/// The same with each operand's and result's dimension axes read by
+/// `operandAxes(index, dim)` and `resultAxes(index, dim)`, for callers that
+/// hold them unattributed (no ShardingAttr built just to be read).
+SmallVector<AxisList> getFactorAxes(
+    const OpShardingRule &rule,
+    function_ref<ArrayRef<StringAttr>(unsigned, int64_t)> operandAxes,
+    function_ref<ArrayRef<StringAttr>(unsigned, int64_t)> resultAxes);
+
+/// The dimension axes of operand `index` under `factorAxes` (empty for a
+/// dimension on no factor): getRequiredOperandSharding's dims, unbuilt.
+ArrayRef<StringAttr> getRequiredOperandDimAxes(const OpShardingRule &rule,
+                                               unsigned index, int64_t dim,
+                                               ArrayRef<AxisList> factorAxes);
+
 /// The sharding operand `index` must have for `factorAxes` (never partial).
 ShardingAttr getRequiredOperandSharding(MLIRContext *context,
                                         const OpShardingRule &rule,

@@ -248,11 +248,23 @@ ShardingAttr ShardingAttr::get(MLIRContext *context,
                                ArrayRef<SmallVector<StringAttr>> dims,
                                ArrayRef<StringAttr> replicated,
                                ArrayRef<StringAttr> partial) {
-  SmallVector<Attribute> dimAttrs;
+  // Most lists are empty or repeat one another: unique each distinct list
+  // once (every ArrayAttr::get hashes and locks the context's uniquer, and
+  // the partitioner builds shardings for every operand of every op).
+  SmallVector<std::pair<ArrayRef<StringAttr>, ArrayAttr>, 4> built;
+  auto listAttr = [&](ArrayRef<StringAttr> axes) {
+    for (auto &[list, attr] : built)
+      if (list == axes)
+        return attr;
+    ArrayAttr attr = axisListAttr(context, axes);
+    built.emplace_back(axes, attr);
+    return attr;
+  };
+  SmallVector<Attribute, 6> dimAttrs;
   for (ArrayRef<StringAttr> axes : dims)
-    dimAttrs.push_back(axisListAttr(context, axes));
-  return get(context, ArrayAttr::get(context, dimAttrs),
-             axisListAttr(context, replicated), axisListAttr(context, partial));
+    dimAttrs.push_back(listAttr(axes));
+  return get(context, ArrayAttr::get(context, dimAttrs), listAttr(replicated),
+             listAttr(partial));
 }
 
 ShardingAttr ShardingAttr::getReplicated(MLIRContext *context, int64_t rank) {
