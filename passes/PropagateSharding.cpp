@@ -95,19 +95,6 @@ public:
 private:
   bool propagate(const Tie &tie);
   ShardingAttr shardingOf(Value value);
-  /// `op`'s sharding rule, computed once (run, splitBiasOffContractions and
-  /// materialize each need it).
-  const std::optional<OpShardingRule> &ruleOf(Operation *op) {
-    auto [it, inserted] = rules.try_emplace(op);
-    if (inserted)
-      it->second = getShardingRule(op);
-    return it->second;
-  }
-  /// Erases `op`, and its rule: a new op may take its address.
-  void eraseOp(Operation *op) {
-    rules.erase(op);
-    op->erase();
-  }
   ValueState &stateOf(Value value) {
     auto [it, inserted] = state.try_emplace(value);
     if (inserted)
@@ -116,7 +103,6 @@ private:
   }
 
   MeshAttr mesh;
-  llvm::DenseMap<Operation *, std::optional<OpShardingRule>> rules;
   llvm::DenseMap<Value, ValueState> state;
   /// Axes a value must stay whole over (a sharding's `replicated`).
   llvm::DenseMap<Value, AxisList> forbidden;
@@ -244,9 +230,8 @@ bool Propagator::propagate(const Tie &tie) {
 
 void Propagator::run(func::FuncOp func) {
   SmallVector<Tie> ties;
-  rules.reserve(func.getBody().front().getOperations().size());
   for (Operation &op : func.getBody().front().without_terminator())
-    if (const std::optional<OpShardingRule> &rule = ruleOf(&op))
+    if (std::optional<OpShardingRule> rule = getShardingRule(&op))
       ties.push_back(tieFromRule(&op, *rule));
   llvm::append_range(ties, updateTies);
   // Each round can only strengthen assignments, so this terminates; the
@@ -290,7 +275,7 @@ void Propagator::splitBiasOffContractions(func::FuncOp func) {
     state[sum] = stateOf(gemm.getResult());
     gemm.replaceAllUsesWith(sum.getResult());
     state.erase(gemm.getResult());
-    eraseOp(gemm);
+    gemm.erase();
   }
   // The same for a convolution's bias when its input channels (or kernel
   // window) are split: the bias, as [M, 1, ..., 1], is added after the
@@ -318,12 +303,12 @@ void Propagator::splitBiasOffContractions(func::FuncOp func) {
     state[sum] = stateOf(conv.getResult());
     conv.replaceAllUsesWith(sum.getResult());
     state.erase(conv.getResult());
-    eraseOp(conv);
+    conv.erase();
   }
 }
 
 bool Propagator::contractionIsSplit(Operation *op) {
-  const std::optional<OpShardingRule> &rule = ruleOf(op);
+  std::optional<OpShardingRule> rule = getShardingRule(op);
   SmallVector<ShardingAttr> operands, results;
   for (Value v : op->getOperands())
     operands.push_back(shardingOf(v));
@@ -395,27 +380,15 @@ void Propagator::materialize(func::FuncOp func, bool report) {
                  ArrayAttr::get(context, {reshard.getSharding()}));
       continue;
     }
-    const std::optional<OpShardingRule> &rule = ruleOf(&op);
-    SmallVector<ShardingAttr> operands;
+    std::optional<OpShardingRule> rule = getShardingRule(&op);
+    SmallVector<ShardingAttr> operands, wished;
     for (Value v : op.getOperands())
       operands.push_back(produced.lookup(v));
+    for (Value v : op.getResults())
+      wished.push_back(shardingOf(v));
     SmallVector<AxisList> factorAxes;
-    if (rule) {
-      // The results' wishes read from the state, as shardingOf would.
-      AxisList scratch;
-      factorAxes = getFactorAxes(
-          *rule,
-          [&](unsigned index, int64_t dim) -> ArrayRef<StringAttr> {
-            scratch = operands[index].getDimAxes(dim);
-            return scratch;
-          },
-          [&](unsigned index, int64_t dim) -> ArrayRef<StringAttr> {
-            const std::optional<DimAssignment> &assigned =
-                stateOf(op.getResult(index))[dim];
-            return assigned ? ArrayRef<StringAttr>(assigned->axes)
-                            : ArrayRef<StringAttr>();
-          });
-    }
+    if (rule)
+      factorAxes = getFactorAxes(*rule, operands, wished);
     for (auto [index, result] : llvm::enumerate(op.getResults())) {
       SmallVector<SmallVector<StringAttr>> dims;
       int64_t rank = cast<ShapedType>(result.getType()).getRank();
@@ -432,29 +405,12 @@ void Propagator::materialize(func::FuncOp func, bool report) {
     }
     op.setAttr(CleaveDialect::kShardingAttrName,
                ArrayAttr::get(context, resultAttrs));
-    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
-      // Most operands are as required: compare before building.
-      ArrayAttr dims = operands[i].getDims();
-      bool asRequired = !rule || rule->operandFactors[i].size() == dims.size();
-      for (int64_t d = 0, e = dims.size(); asRequired && d < e; ++d) {
-        ArrayRef<StringAttr> want =
-            rule ? getRequiredOperandDimAxes(*rule, i, d, factorAxes)
-                 : ArrayRef<StringAttr>();
-        auto have = cast<ArrayAttr>(dims[d]);
-        asRequired = have.size() == want.size() &&
-                     llvm::equal(have.getValue(), want,
-                                 [](Attribute a, StringAttr b) {
-                                   return a == b;
-                                 });
-      }
-      if (asRequired)
-        continue;
+    for (unsigned i = 0; i < op.getNumOperands(); ++i)
       reshardOperand(&op, i,
                      rule ? getRequiredOperandSharding(context, *rule, i,
                                                        factorAxes)
                           : ShardingAttr::getReplicated(
                                 context, operands[i].getDims().size()));
-    }
   }
   // Updates leave with their tensor's sharding, everything else whole.
   llvm::DenseMap<Value, Value> updateTarget;
