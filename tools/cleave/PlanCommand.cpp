@@ -580,6 +580,15 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     for (const Candidate &c : result.rejected)
       if (c.prediction && (!smallest || needs(c) < needs(*smallest)))
         smallest = &c;
+    if (smallest &&
+        llvm::StringRef(smallest->rejected).starts_with("may not fit"))
+      return fail(llvm::formatv(
+          "no plan is known to fit {0} devices of {1}: the closest ({2}) "
+          "needs about {3} per rank, estimated from 2 micro-batches and too "
+          "close to the limit to trust; raise --max-unrolled-ops to predict "
+          "it exactly, or use devices with more memory, or more of them",
+          ranks, planner::formatBytes(cluster->memoryBytes()),
+          smallest->layout.summary(), planner::formatBytes(needs(*smallest))));
     if (smallest && needs(*smallest) > cluster->memoryBytes())
       return fail(llvm::formatv(
           "no plan fits {0} devices of {1}: the smallest ({2}) needs {3} "
