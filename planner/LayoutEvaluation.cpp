@@ -11,6 +11,8 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <tuple>
+
 namespace cleave::planner {
 
 using namespace mlir;
@@ -235,6 +237,16 @@ int64_t unrolledOps(const PlanLayout &layout, const Prediction &two) {
   return two.ops + (layout.microbatches / 2 - 1) * two.microbatchOps;
 }
 
+std::pair<PlanLayout, int64_t> rolledTemplate(const SearchOptions &options,
+                                              const PlanLayout &layout) {
+  PlanLayout two = layout;
+  two.microbatches = 2;
+  two.virtualStages = 1;
+  if (layout.schedule == PipelineSchedule::Interleaved)
+    two.schedule = PipelineSchedule::OneFOneB;
+  return {two, options.globalBatch / layout.microbatches * 2};
+}
+
 /// Predicts a micro-batched `candidate` by rolling out the same layout
 /// with two micro-batches of the same size (partitioned at the global
 /// batch that gives them that size, 1F1B for the interleaved schedule):
@@ -248,12 +260,8 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
                     EvaluationMemo *memo) {
   const PlanLayout &layout = candidate.layout;
   Candidate two;
-  two.layout = layout;
-  two.layout.microbatches = 2;
-  two.layout.virtualStages = 1;
-  if (layout.schedule == PipelineSchedule::Interleaved)
-    two.layout.schedule = PipelineSchedule::OneFOneB;
-  int64_t batch = options.globalBatch / layout.microbatches * 2;
+  int64_t batch;
+  std::tie(two.layout, batch) = rolledTemplate(options, layout);
   evaluate(context, steps, options, two, /*kept=*/nullptr, batch, memo);
   if (!two.prediction)
     return false;

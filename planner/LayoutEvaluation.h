@@ -26,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace cleave::planner {
 
@@ -139,6 +140,12 @@ bool rollable(const SearchOptions &options, const PlanLayout &layout);
 
 /// The ops of `layout`'s unrolled step, from its template's prediction.
 int64_t unrolledOps(const PlanLayout &layout, const Prediction &two);
+
+/// The layout and global batch `layout` is rolled out from: two
+/// micro-batches of its size, one chunk per stage (1F1B for the
+/// interleaved schedule).
+std::pair<PlanLayout, int64_t> rolledTemplate(const SearchOptions &options,
+                                              const PlanLayout &layout);
 
 /// Predicts a micro-batched `candidate` by rolling out the same layout
 /// with two micro-batches of the same size (1F1B for the interleaved

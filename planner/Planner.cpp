@@ -26,6 +26,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 namespace cleave::planner {
 
@@ -468,9 +469,14 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       fitting.push_back(candidate.prediction->stepMs * (1 + timeTolerance));
     return true;
   };
-  auto siblingOf = [&](const Candidate *c) -> const Candidate * {
+  auto singleOf = [&](const Candidate *c) -> Candidate * {
     auto it = single.find(oneMicrobatch(c->layout).key());
-    return it == single.end() || !it->second->prediction ? nullptr : it->second;
+    return it == single.end() ? nullptr : it->second;
+  };
+  // The one-micro-batch layout once predicted.
+  auto siblingOf = [&](const Candidate *c) -> const Candidate * {
+    const Candidate *s = singleOf(c);
+    return s && s->prediction ? s : nullptr;
   };
   // A micro-batch holds at least 1/m of the one-micro-batch layout's
   // scratch (scratch grows with the batch, from what it holds at none):
@@ -550,12 +556,11 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   // What the compiler cannot build in one micro-batch (more stages than
   // layers, a preset that does not match) it cannot build in several.
   auto unbuildableSibling = [&](const Candidate *c) -> const Candidate * {
-    auto it = single.find(oneMicrobatch(c->layout).key());
-    if (c->rejected.empty() && it != single.end() &&
-        !it->second->prediction &&
-        llvm::StringRef(it->second->rejected)
+    const Candidate *s = singleOf(c);
+    if (c->rejected.empty() && s && !s->prediction &&
+        llvm::StringRef(s->rejected)
             .starts_with("the compiler cannot build it"))
-      return it->second;
+      return s;
     return nullptr;
   };
   // Not partitioned: beaten by the plans found (then by all found later:
@@ -610,13 +615,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       return;
     PlanLayout layout = c->layout;
     int64_t batch = 0;
-    if (rollable(options, layout)) {
-      batch = options.globalBatch / layout.microbatches * 2;
-      layout.microbatches = 2;
-      layout.virtualStages = 1;
-      if (layout.schedule == PipelineSchedule::Interleaved)
-        layout.schedule = PipelineSchedule::OneFOneB;
-    }
+    if (rollable(options, layout))
+      std::tie(layout, batch) = rolledTemplate(options, layout);
     for (const char *mode : {"full", "selective"}) {
       layout.recompute = mode;
       prefetch(onceAt(layout, batch));
@@ -634,10 +634,6 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       return;
     if (c->rejected.empty())
       evaluateAndKeep(*c);
-  };
-  auto singleOf = [&](const Candidate *c) -> Candidate * {
-    auto it = single.find(oneMicrobatch(c->layout).key());
-    return it == single.end() ? nullptr : it->second;
   };
   // What the loop below evaluates first for `c` when it reaches it, as
   // far as the plans found so far tell.
