@@ -92,6 +92,15 @@ Environment, identical for both processes (printed as the "env" line):
   PyTorch's fastest setting in the measurement above. --env KEY=VALUE
   (repeatable) sets a variable in both environments (KEY= unsets it), e.g.
   --env OMP_WAIT_POLICY= to see libgomp's default.
+  With more than one thread the wait policy decides the result, and the two
+  sides' fastest settings differ: PyTorch needs PASSIVE for its two pools,
+  while Cleave has one pool and libgomp's default (spin about 3 ms after a
+  region, then sleep) wakes its second thread in microseconds where PASSIVE
+  costs 25-50 us a region. --wait-policies (default passive,default at more
+  than one thread) times each side under every listed policy, in the same
+  alternating rounds, and each side's row is its fastest policy by median,
+  named in the table; the JSON has every policy's rounds. A user running
+  the binary without setting anything gets libgomp's default.
 
 sgemm reference: the worker calls cblas_sgemm of the same library through
 ctypes with T threads: a large 1024x4096x4096 product ("peak"), and, per
@@ -581,14 +590,18 @@ def detect_coretype(flags):
     return out.stdout.strip()
 
 
-def timing_env(opts, coretype):
+WAIT_POLICIES = {"passive": "PASSIVE", "active": "ACTIVE", "default": None}
+
+
+def timing_env(opts, coretype, policy="passive"):
     env = dict(os.environ)
     for k in list(env):
         if k.startswith(("OMP_", "GOMP_", "OPENBLAS_", "KMP_")):
             del env[k]
     t = str(opts.threads)
-    env.update(OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t,
-               OMP_WAIT_POLICY="PASSIVE")
+    env.update(OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t)
+    if WAIT_POLICIES[policy]:
+        env["OMP_WAIT_POLICY"] = WAIT_POLICIES[policy]
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
     env["LD_LIBRARY_PATH"] = ":".join(
@@ -631,6 +644,11 @@ def main():
                     metavar="KEY=VALUE",
                     help="set (KEY= unsets) a variable in both timing "
                          "environments; repeatable")
+    ap.add_argument("--wait-policies", metavar="P[,P...]",
+                    help="OMP_WAIT_POLICY settings to time each side under "
+                         "(passive, default, active); each side is reported "
+                         "at its fastest (default: passive,default with more "
+                         "than one thread, passive with one)")
     ap.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin",
                                                      "cleave"))
     ap.add_argument("--markdown", action="store_true")
@@ -652,7 +670,18 @@ def main():
     cpu, flags = cpu_flags()
     coretype = (detect_coretype(flags) if opts.coretype == "auto" else
                 None if opts.coretype == "none" else opts.coretype)
-    env = timing_env(opts, coretype)
+    policies = (opts.wait_policies.split(",") if opts.wait_policies else
+                ["passive", "default"] if opts.threads > 1 else ["passive"])
+    for pol in policies:
+        if pol not in WAIT_POLICIES:
+            ap.error(f"unknown wait policy {pol!r} (passive, default, "
+                     "active)")
+    if any(kv.startswith("OMP_WAIT_POLICY=") for kv in opts.env) and \
+            len(policies) > 1:
+        ap.error("--env OMP_WAIT_POLICY=... fixes the policy: give "
+                 "--wait-policies one policy, or leave --env out")
+    envs = {pol: timing_env(opts, coretype, pol) for pol in policies}
+    env = envs[policies[0]]
     load = os.getloadavg()[0]
     work = opts.keep or tempfile.mkdtemp(prefix="cleave-bench-")
     os.makedirs(work, exist_ok=True)
@@ -695,28 +724,40 @@ def main():
             floor = w.ask(cmd="gemms", calls=calls, seconds=0.5)
             blas_path = resolved_blas(binary, env)
 
-            # Calibrate both, then alternate rounds.
+            # Calibrate both (under the first policy), then alternate
+            # rounds: every policy of both sides in each round.
             est = run_cleave(binary, 10, batch, env)["step_s"]
             cl_steps = max(10, int(opts.seconds / 0.8 / max(est, 1e-6)))
-            tw = Worker(env)
-            t_est = tw.ask(cmd="setup", model=name)["estimate"]
+            tws = {pol: Worker(envs[pol]) for pol in policies}
+            t_est = min(tw.ask(cmd="setup", model=name)["estimate"]
+                        for tw in tws.values())
             t_steps = max(5, int(opts.seconds / max(t_est, 1e-6)))
             t_warm = max(2, t_steps // 10)
-            cl, pt, peaks = [], [], []
+            cl_by = {pol: [] for pol in policies}
+            pt_by = {pol: [] for pol in policies}
+            peaks = []
             for r in range(opts.rounds):
-                c = run_cleave(binary, cl_steps, batch, env)
-                cl.append(c["step_s"])
-                p = tw.ask(cmd="run", steps=t_steps, warmup=t_warm)
-                pt.append(p["seconds"] / p["steps"])
+                for pol in policies:
+                    c = run_cleave(binary, cl_steps, batch, envs[pol])
+                    cl_by[pol].append(c["step_s"])
+                    p = tws[pol].ask(cmd="run", steps=t_steps, warmup=t_warm)
+                    pt_by[pol].append(p["seconds"] / p["steps"])
                 if model_flops(name, batch):
                     # The machine's speed drifts (shared hosts): each round
                     # has its own peak, and each rate is a fraction of it.
                     pk = w.ask(cmd="gemms", calls=peak_calls, seconds=0.5)
                     peaks.append(pk["flops"] / pk["seconds"] / 1e9)
-            tw.close()
+            for tw in tws.values():
+                tw.close()
+            cl_pol = min(policies, key=lambda q: statistics.median(cl_by[q]))
+            pt_pol = min(policies, key=lambda q: statistics.median(pt_by[q]))
+            cl, pt = cl_by[cl_pol], pt_by[pt_pol]
             res = dict(model=name, batch=batch, cleave_s=statistics.median(cl),
                        torch_s=statistics.median(pt), cleave_runs=cl,
-                       torch_runs=pt, cleave_steps=cl_steps,
+                       torch_runs=pt, cleave_policy=cl_pol,
+                       torch_policy=pt_pol,
+                       cleave_runs_by_policy=cl_by,
+                       torch_runs_by_policy=pt_by, cleave_steps=cl_steps,
                        torch_steps=t_steps, cleave_last_loss=c["loss"],
                        torch_last_loss=p["loss"], gemm_calls=len(calls),
                        gemm_flops=floor["flops"],
@@ -737,9 +778,12 @@ def main():
                     for s, pk in zip(pt, peaks))
                 all_peaks.extend(peaks)
             results.append(res)
-            log(f"{name}: Cleave {fmt_ms(res['cleave_s'])} ms "
-                f"{[fmt_ms(v) for v in cl]}, PyTorch {fmt_ms(res['torch_s'])} "
-                f"ms {[fmt_ms(v) for v in pt]}, OpenBLAS GEMMs "
+            by_pol = "; ".join(
+                f"{q}: Cleave {[fmt_ms(v) for v in cl_by[q]]}, PyTorch "
+                f"{[fmt_ms(v) for v in pt_by[q]]}" for q in policies)
+            log(f"{name}: Cleave {fmt_ms(res['cleave_s'])} ms ({cl_pol}), "
+                f"PyTorch {fmt_ms(res['torch_s'])} ms ({pt_pol}) [{by_pol}], "
+                f"OpenBLAS GEMMs "
                 f"{fmt_ms(floor['seconds'])} ms ({len(calls)} sgemm calls), "
                 f"Cleave's BLAS {blas_path}")
         w.close()
@@ -752,8 +796,10 @@ def main():
     envline = (f"{cpu}, {os.cpu_count()} cores (load avg {load:.2f} at "
                f"start); threads {opts.threads}: OMP_NUM_THREADS="
                f"{env['OMP_NUM_THREADS']} OPENBLAS_NUM_THREADS="
-               f"{env['OPENBLAS_NUM_THREADS']} OMP_WAIT_POLICY="
-               f"{env.get('OMP_WAIT_POLICY', 'default')} OPENBLAS_CORETYPE="
+               f"{env['OPENBLAS_NUM_THREADS']} OMP_WAIT_POLICY "
+               f"{'/'.join(policies)}"
+               f"{' (each side at its fastest)' if len(policies) > 1 else ''}"
+               f" OPENBLAS_CORETYPE="
                f"{env.get('OPENBLAS_CORETYPE', 'unset')} for both (Cleave "
                f"runs OpenBLAS single-threaded on its OpenMP threads); "
                f"{info['openblas_config'].split(' NO_')[0]} "
@@ -778,8 +824,12 @@ def main():
                   f"({r['percent_cleave']:.0f}%), "
                   f"PyTorch {r['model_gflops_torch']:.1f} "
                   f"({r['percent_torch']:.0f}%)")
-        rows.append([r["model"], str(r["batch"]), fmt_ms(r["cleave_s"]),
-                     fmt_ms(r["torch_s"]), f"{r['ratio']:.2f}x",
+        tag = ((lambda q: f" ({q})") if len(policies) > 1 else
+               (lambda q: ""))
+        rows.append([r["model"], str(r["batch"]),
+                     fmt_ms(r["cleave_s"]) + tag(r["cleave_policy"]),
+                     fmt_ms(r["torch_s"]) + tag(r["torch_policy"]),
+                     f"{r['ratio']:.2f}x",
                      fmt_ms(r["gemm_floor_s"]), gf])
     if opts.markdown:
         print("| " + " | ".join(head) + " |")
