@@ -58,7 +58,11 @@ class MemoryPlanner {
 public:
   MemoryPlanner(func::FuncOp func, const FusionPlan &fusion,
                 int64_t numStages);
-  MemoryPlan plan(int64_t stage) const;
+  /// The plan of `stage`'s ops (-1: all). With `stageOnly`, its storage
+  /// entries are those of the stage's own values (the arena is the same):
+  /// planning every stage of a deep pipeline then costs each stage's ops,
+  /// not the whole step per stage.
+  MemoryPlan plan(int64_t stage, bool stageOnly = false) const;
 
 private:
   func::FuncOp func;
@@ -141,15 +145,42 @@ MemoryPlanner::MemoryPlanner(func::FuncOp func, const FusionPlan &fusion,
       continue;
     }
     auto attr = op.getAttrOfType<IntegerAttr>(CleaveDialect::kStageAttrName);
-    for (int64_t s = 0; s < numStages; ++s)
-      if (!attr || attr.getInt() == s)
-        stageOps[s].push_back(&op);
+    if (attr && attr.getInt() >= 0 && attr.getInt() < numStages) {
+      stageOps[attr.getInt()].push_back(&op);
+      continue;
+    }
+    if (attr)
+      continue;
+    for (SmallVector<Operation *> &onStage : stageOps)
+      onStage.push_back(&op);
   }
 }
 
-MemoryPlan MemoryPlanner::plan(int64_t stage) const {
-  MemoryPlan plan = shared;
+MemoryPlan MemoryPlanner::plan(int64_t stage, bool stageOnly) const {
   ArrayRef<Operation *> ops = stageOps[stage < 0 ? 0 : stage];
+  MemoryPlan plan;
+  if (!stageOnly) {
+    plan = shared;
+  } else {
+    for (Operation *op : ops)
+      for (Value result : op->getResults()) {
+        if (Value storage = shared.storageOf.lookup(result))
+          plan.storageOf[result] = storage;
+        if (auto rows = shared.rowsOfInput.find(result);
+            rows != shared.rowsOfInput.end())
+          plan.rowsOfInput.insert(*rows);
+      }
+  }
+  // The ops of a kind the rules below look at: the step's, or the stage's.
+  auto ofKind = [&](ArrayRef<Operation *> all, auto isKind) {
+    if (!stageOnly)
+      return SmallVector<Operation *>(all);
+    SmallVector<Operation *> kind;
+    for (Operation *op : ops)
+      if (isKind(op))
+        kind.push_back(op);
+    return kind;
+  };
   // A send_recv reads its input on the sending stage and defines its result
   // on the receiving one.
   auto reads = [&](Operation &op) {
@@ -163,7 +194,8 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
   // its scaled product to the parameter itself, where the update is. Not
   // when the GEMM reads a buffer that an update writes (a parameter fed
   // straight into a layer): run at the update, it could read the new value.
-  for (Operation *op : sgds) {
+  for (Operation *op :
+       ofKind(sgds, [](Operation *op) { return isa<SgdOp>(op); })) {
     auto sgd = cast<SgdOp>(op);
     if (sgd.getMomentumBuffer() || sgd.getLrFactor() ||
         !sgd.getWeightDecay().isZero() || !runsOnStage(sgd, stage))
@@ -188,7 +220,8 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
         return false;
     return true;
   };
-  for (Operation *op : gemms) {
+  for (Operation *op :
+       ofKind(gemms, [](Operation *op) { return isa<GemmOp>(op); })) {
     auto gemm = cast<GemmOp>(op);
     if (Value c = gemm.getC();
         c && c.getType() == gemm.getType() && readOnceInScratch(c))
@@ -198,7 +231,8 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
   // is taken in that value's buffer: no copy, no second buffer. Also when
   // that buffer is a chain's whose every value only the next reads (a
   // gradient accumulated over micro-batches by GEMMs).
-  for (Operation *op : allReduces) {
+  for (Operation *op : ofKind(
+           allReduces, [](Operation *op) { return isa<AllReduceOp>(op); })) {
     auto allReduce = cast<AllReduceOp>(op);
     for (auto [in, out] :
          llvm::zip(allReduce.getInputs(), allReduce.getResults()))
@@ -213,7 +247,8 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
     Operation *at = executedAt.lookup(op);
     return at && at != op;
   };
-  for (Operation *op : relus) {
+  for (Operation *op :
+       ofKind(relus, [](Operation *op) { return isa<ReluOp>(op); })) {
     auto relu = cast<ReluOp>(op);
     if (Value in = relu.getInput();
         in.hasOneUse() && plan.root(in) == in && in.getDefiningOp() &&
@@ -270,7 +305,9 @@ MemoryPlan MemoryPlanner::plan(int64_t stage) const {
       for (Value input : def->getOperands())
         gradients.insert(plan.root(input));
   };
-  for (Operation *op : updates) {
+  for (Operation *op : ofKind(updates, [](Operation *op) {
+         return isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
+       })) {
     if (auto sgd = dyn_cast<SgdOp>(op))
       addGradient(sgd.getGrad());
     else if (auto adamw = dyn_cast<AdamwOp>(op))
@@ -359,8 +396,9 @@ std::vector<MemoryPlan> planMemoryOfStages(func::FuncOp func,
                                            int64_t numStages) {
   MemoryPlanner planner(func, fusion, numStages > 1 ? numStages : 0);
   std::vector<MemoryPlan> plans;
+  plans.reserve(std::max<int64_t>(numStages, 1));
   for (int64_t s = 0; s < std::max<int64_t>(numStages, 1); ++s)
-    plans.push_back(planner.plan(numStages > 1 ? s : -1));
+    plans.push_back(planner.plan(numStages > 1 ? s : -1, numStages > 1));
   return plans;
 }
 

@@ -58,8 +58,9 @@ MemoryPlan planMemory(func::FuncOp func, const FusionPlan &fusion,
                       int64_t stage = -1);
 
 /// planMemory of every stage of a step split into `numStages` pipeline
-/// stages (one plan, of all ops, when `numStages` is 1): the same plans,
-/// with what every stage shares planned once.
+/// stages (one plan, of all ops, when `numStages` is 1), with what every
+/// stage shares planned once: the same arenas and offsets, but each
+/// stage's plan holds the storage of that stage's values only.
 std::vector<MemoryPlan> planMemoryOfStages(func::FuncOp func,
                                            const FusionPlan &fusion,
                                            int64_t numStages);

@@ -132,9 +132,14 @@ FamilyMemoryBounds::pending(const Candidate &candidate) const {
                         options.globalBatch / family->mostMicrobatches);
 }
 
-double FamilyMemoryBounds::leastNeeded(const Candidate &candidate) const {
+double
+FamilyMemoryBounds::fullRecomputeEstimate(const Candidate &candidate) const {
   auto it = families.find(familyKey(candidate.layout));
-  return it == families.end() ? 0 : it->second.needed;
+  if (it == families.end() || !it->second.bounded)
+    return 0;
+  const Family &family = it->second;
+  return family.persistent + family.scratch * double(family.mostMicrobatches) /
+                                 double(candidate.layout.microbatches);
 }
 
 void FamilyMemoryBounds::bound(const Candidate &candidate,
@@ -149,6 +154,8 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
   std::string how;
   auto shared = sharedScratch.find(shareKey);
   if (splitsOnlyState(least.strategy) && shared != sharedScratch.end()) {
+    family.scratch = shared->second;
+    family.persistent = heldBytes(least);
     needed = shared->second * (1 - kSharedScratchMargin) + heldBytes(least);
     how = "(from another strategy's scratch on this mesh; not partitioned)";
   } else {
@@ -158,6 +165,8 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
     double scratch = leastScratch(*p, family.members, most);
     if (splitsOnlyState(least.strategy))
       sharedScratch[shareKey] = scratch;
+    family.scratch = scratch;
+    family.persistent = p->persistentBytes;
     needed = p->persistentBytes + scratch;
     how = "(only that layout partitioned)";
   }

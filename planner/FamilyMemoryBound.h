@@ -61,9 +61,12 @@ public:
   /// rejected, saying what that layout needs.
   void bound(const Candidate &candidate, const PredictAtBatch &predict);
 
-  /// What the least-memory layout of `candidate`'s family needs per rank,
-  /// once bounded (0 when not known).
-  double leastNeeded(const Candidate &candidate) const;
+  /// About what `candidate` needs per rank with full recomputation, once
+  /// its family is bounded (0 when not known): the least-memory layout's
+  /// state and its scratch grown with the micro-batch size. An estimate,
+  /// not a bound (scratch is not all activations): it only steers what the
+  /// search's other threads evaluate ahead.
+  double fullRecomputeEstimate(const Candidate &candidate) const;
 
 private:
   struct Family {
@@ -71,6 +74,8 @@ private:
     int64_t mostMicrobatches = 0;
     bool bounded = false;
     double needed = 0;
+    /// The least-memory layout's parameters and state, and its scratch.
+    double persistent = 0, scratch = 0;
   };
   const Family *familyOf(const Candidate &candidate) const;
   /// The family's least-memory layout and the key of the families that

@@ -368,8 +368,9 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
           return e;
         }));
   };
-  auto prefetch = [&](std::pair<std::string, std::function<Evaluated()>> work) {
-    ahead->prefetch(work.first, std::move(work.second));
+  auto prefetch = [&](std::pair<std::string, std::function<Evaluated()>> work,
+                      bool urgent = false) {
+    ahead->prefetch(work.first, std::move(work.second), urgent);
   };
   auto take = [&](std::pair<std::string, std::function<Evaluated()>> work) {
     return ahead->take(work.first, work.second);
@@ -602,14 +603,15 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   // The recomputation retries `c` will likely need (evaluate and
   // estimateRolled try full, then selective, where none does not fit),
   // for the other threads to partition while this one tries none: where
-  // its family's least-memory layout needs half the device or its
+  // even full recomputation would need about half the device (its family's
+  // least-memory layout, grown to its micro-batch size) or its
   // one-micro-batch sibling needed recomputation.
   auto speculateRetries = [&](const Candidate *c) {
     if (threads < 2 || options.given || c->layout.recompute != "none")
       return;
     const Candidate *sibling =
         c->layout.microbatches > 1 ? siblingOf(c) : nullptr;
-    bool pressed = familyBounds.leastNeeded(*c) > memory / 2 ||
+    bool pressed = familyBounds.fullRecomputeEstimate(*c) > memory / 2 ||
                    (sibling && sibling->layout.recompute != "none");
     if (!pressed)
       return;
@@ -617,9 +619,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     int64_t batch = 0;
     if (rollable(options, layout))
       std::tie(layout, batch) = rolledTemplate(options, layout);
-    for (const char *mode : {"full", "selective"}) {
+    // Needed before the layouts queued ahead: first, full then selective.
+    for (const char *mode : {"selective", "full"}) {
       layout.recompute = mode;
-      prefetch(onceAt(layout, batch));
+      prefetch(onceAt(layout, batch), /*urgent=*/true);
     }
   };
   // Evaluates a layout of one micro-batch (once): as a plan, and as the

@@ -30,7 +30,8 @@ namespace cleave::planner {
 /// Results of type `Result` by key, computed ahead on `threads - 1` worker
 /// threads (none for one thread: everything is computed when taken).
 /// Work must depend on its key alone, and be safe to run on several
-/// threads at once; it runs in the order it was queued.
+/// threads at once; it runs in the order it was queued (urgent work
+/// first).
 template <typename Result> class Speculation {
 public:
   explicit Speculation(unsigned threads) {
@@ -53,8 +54,11 @@ public:
     pool->wait();
   }
 
-  /// Queues `work` for `key`, unless it is queued or done already.
-  void prefetch(const std::string &key, std::function<Result()> work) {
+  /// Queues `work` for `key`, unless it is queued or done already: last,
+  /// or with `urgent` first (what the search needs next, before what it
+  /// may need later).
+  void prefetch(const std::string &key, std::function<Result()> work,
+                bool urgent = false) {
     if (!pool)
       return;
     {
@@ -64,7 +68,10 @@ public:
         return;
       it->second = std::make_shared<Entry>();
       it->second->work = std::move(work);
-      queue.push_back(it->second);
+      if (urgent)
+        queue.push_front(it->second);
+      else
+        queue.push_back(it->second);
     }
     pool->async([this] {
       std::unique_lock<std::mutex> lock(mutex);
