@@ -203,6 +203,52 @@ private:
 /// A link's `collectives` (Link::collectives): per group size measured
 /// (a whole number >= 2), for each kind measured a mapping of buffer bytes
 /// to bus bandwidth in GB/s.
+/// efficiency.gemm: smallest dimension -> {mn: fraction, k: fraction}.
+llvm::Error readGemmEfficiency(Reader &reader, const Tree *node,
+                               Cluster &c) {
+  const char *where = "efficiency.gemm";
+  if (node->kind != Tree::Mapping || node->entries.empty())
+    return reader.error(where,
+                        "must be a mapping of a matrix product's smallest "
+                        "dimension to its fractions of peak ({8: {mn: 0.2, "
+                        "k: 0.15}, 64: {mn: 0.6, k: 0.5}})",
+                        node);
+  for (auto &[dimText, value] : node->entries) {
+    std::string at = Reader::join(where, dimText);
+    double dim = 0;
+    if (llvm::StringRef(dimText).getAsDouble(dim) || dim < 1 ||
+        dim != std::floor(dim) || dim > 1e9)
+      return reader.error(at,
+                          "is not a dimension: the keys here are whole "
+                          "numbers, at least 1",
+                          value.get());
+    GemmEfficiency point;
+    point.smallestDim = static_cast<int64_t>(dim);
+    if (llvm::any_of(c.gemmEfficiency, [&](const GemmEfficiency &other) {
+          return other.smallestDim == point.smallestDim;
+        }))
+      return reader.error(at, "is given twice", value.get());
+    auto fractions = reader.entries(value.get(), at, {"mn", "k"});
+    if (!fractions)
+      return fractions.takeError();
+    for (auto [key, out] :
+         {std::pair{"mn", &point.mn}, std::pair{"k", &point.k}}) {
+      if (llvm::Error e = reader.number(*fractions, key, at, *out))
+        return e;
+      if (*out > 1)
+        return reader.error(Reader::join(at, key),
+                            "is a fraction of peak and must be at most 1",
+                            fractions->lookup(key));
+    }
+    c.gemmEfficiency.push_back(point);
+  }
+  llvm::sort(c.gemmEfficiency,
+             [](const GemmEfficiency &a, const GemmEfficiency &b) {
+               return a.smallestDim < b.smallestDim;
+             });
+  return llvm::Error::success();
+}
+
 llvm::Error readCollectives(Reader &reader, const Tree *node,
                             llvm::StringRef linkKey, Link &link) {
   std::string where = (linkKey + ".collectives").str();
@@ -468,10 +514,13 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   }
 
   if (auto node = top->lookup("efficiency")) {
-    auto entries =
-        reader.entries(node, "efficiency", {"compute", "memory", "network"});
+    auto entries = reader.entries(node, "efficiency",
+                                  {"compute", "memory", "network", "gemm"});
     if (!entries)
       return entries.takeError();
+    if (const Tree *gemm = entries->lookup("gemm"))
+      if (llvm::Error e = readGemmEfficiency(reader, gemm, c))
+        return std::move(e);
     for (auto [key, out] : {std::pair{"compute", &c.computeEfficiency},
                             std::pair{"memory", &c.memoryEfficiency},
                             std::pair{"network", &c.networkEfficiency}}) {
@@ -485,6 +534,35 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     }
   }
   return c;
+}
+
+double Cluster::matrixEfficiency(double m, double n, double k) const {
+  if (gemmEfficiency.empty() || !(m > 0 && n > 0 && k > 0))
+    return computeEfficiency;
+  double smallest = std::min({m, n, k});
+  bool summed = k <= std::min(m, n);
+  auto at = [&](const GemmEfficiency &point) {
+    return summed ? point.k : point.mn;
+  };
+  if (smallest <= gemmEfficiency.front().smallestDim)
+    return at(gemmEfficiency.front());
+  for (size_t i = 1; i < gemmEfficiency.size(); ++i) {
+    const GemmEfficiency &below = gemmEfficiency[i - 1],
+                         &above = gemmEfficiency[i];
+    if (smallest > above.smallestDim)
+      continue;
+    double t = std::log2(smallest / double(below.smallestDim)) /
+               std::log2(double(above.smallestDim) / below.smallestDim);
+    return at(below) + t * (at(above) - at(below));
+  }
+  return at(gemmEfficiency.back());
+}
+
+double Cluster::bestMatrixEfficiency() const {
+  double best = computeEfficiency;
+  for (const GemmEfficiency &point : gemmEfficiency)
+    best = std::max({best, point.mn, point.k});
+  return best;
 }
 
 llvm::StringRef kernelName(Kernel kernel) {

@@ -99,6 +99,15 @@ struct KernelRate {
   double rowNs = 0, elementNs = 0;
 };
 
+/// The fraction of peak a matrix product reaches when its smallest
+/// dimension is `smallestDim`: `mn` where that is a row or column count of
+/// the result (a layer's forward product or input gradient at a small
+/// batch), `k` where it is the summed dimension (its weight gradient).
+struct GemmEfficiency {
+  int64_t smallestDim = 0;
+  double mn = 0, k = 0;
+};
+
 struct Cluster {
   std::string name;
   /// The target programs are compiled for: "cuda" or "cpu".
@@ -140,8 +149,21 @@ struct Cluster {
   /// Fractions of peak reached in practice: matrix products, memory-bound
   /// ops, links.
   double computeEfficiency = 1, memoryEfficiency = 1, networkEfficiency = 1;
+  /// Matrix products by their smallest dimension (`cleave calibrate`
+  /// measures them; by increasing smallestDim, empty: computeEfficiency
+  /// for every product).
+  std::vector<GemmEfficiency> gemmEfficiency;
   /// Where the numbers come from (shown in `cleave plan`'s header).
   std::string source;
+
+  /// The fraction of peak an M x N x K matrix product reaches: from
+  /// gemmEfficiency by its smallest dimension (linear in log2 of it between
+  /// the dimensions measured, the nearest one's outside them), or
+  /// computeEfficiency without measurements or dimensions (0: unknown).
+  double matrixEfficiency(double m, double n, double k) const;
+
+  /// The most any matrix product reaches (a lower bound's rate).
+  double bestMatrixEfficiency() const;
 
   int64_t memoryBytes() const {
     return static_cast<int64_t>(memoryGiB * 1024 * 1024 * 1024);

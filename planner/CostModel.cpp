@@ -120,7 +120,10 @@ public:
           type &&
           (type.getElementType().isBF16() || type.getElementType().isF16()))
         peak = cluster.peakTflopsBf16;
-    double compute = cost.flops / (peak * 1e12 * cluster.computeEfficiency);
+    double efficiency =
+        cost.matrix ? cluster.matrixEfficiency(cost.m, cost.n, cost.k)
+                    : cluster.computeEfficiency;
+    double compute = cost.flops / (peak * 1e12 * efficiency);
     double bytes = cost.bytes * byteScale;
     // Each operand comes from the smallest cache holding both what passed
     // through since it was last touched (its reuse distance; the whole

@@ -118,14 +118,23 @@ OpCost costOf(Operation *op) {
   setKernel(op, cost);
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     auto lhs = cast<ShapedType>(matmul.getLhs().getType());
+    auto result = cast<ShapedType>(matmul.getType());
     double k = lhs.getRank() ? lhs.getDimSize(lhs.getRank() - 1) : 1;
     cost.flops = 2 * elements(matmul.getResult()) * k;
     cost.matrix = true;
+    int64_t rank = result.getRank();
+    cost.m = rank >= 2 ? result.getDimSize(rank - 2) : 1;
+    cost.n = rank >= 1 ? result.getDimSize(rank - 1) : 1;
+    cost.k = k;
   } else if (auto gemm = dyn_cast<GemmOp>(op)) {
     auto a = cast<ShapedType>(gemm.getA().getType());
+    auto result = cast<ShapedType>(gemm.getType());
     double k = a.getDimSize(gemm.getTransA() ? 0 : 1);
     cost.flops = 2 * elements(gemm.getResult()) * k;
     cost.matrix = true;
+    cost.m = result.getDimSize(0);
+    cost.n = result.getDimSize(1);
+    cost.k = k;
   } else if (auto conv = dyn_cast<ConvOp>(op)) {
     cost.flops =
         2 * elements(conv.getResult()) * perOutputElement(conv.getWeight());

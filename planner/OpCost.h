@@ -27,6 +27,9 @@ struct OpCost {
   double bytes = 0;
   /// A matrix product (runs on the matrix units: the precision's peak).
   bool matrix = false;
+  /// Its dimensions, of one matrix where batched (0 where not known: a
+  /// convolution's).
+  double m = 0, n = 0, k = 0;
   /// The op moves no data (a constant, a view): free.
   bool free = false;
   /// A kernel with a measured rate (Cluster::kernelRates), its rows and

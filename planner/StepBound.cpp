@@ -15,11 +15,13 @@ double stepComputeBoundMs(func::FuncOp step, const Cluster &cluster,
   if (!step)
     return 0;
   // The cost model's rates (StepTimer::opSeconds): a matrix product at the
-  // bf16 peak in bf16 (or with a 16-bit result), else at the fp32 peak; an
-  // op also pays overheads and memory traffic, never less.
-  double fp32 = cluster.peakTflopsFp32 * 1e12 * cluster.computeEfficiency;
+  // bf16 peak in bf16 (or with a 16-bit result), else at the fp32 peak,
+  // times the best efficiency any product's shape reaches (a split changes
+  // the shapes); an op also pays overheads and memory traffic, never less.
+  double efficiency = cluster.bestMatrixEfficiency();
+  double fp32 = cluster.peakTflopsFp32 * 1e12 * efficiency;
   double bf16 = std::max(cluster.peakTflopsBf16, cluster.peakTflopsFp32) *
-                1e12 * cluster.computeEfficiency;
+                1e12 * efficiency;
   if (fp32 <= 0 || bf16 <= 0)
     return 0;
   double seconds = 0;

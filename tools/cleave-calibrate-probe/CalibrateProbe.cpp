@@ -2,7 +2,8 @@
 //
 // Runs under mpirun with the ranks and threads a training program would
 // have, and measures what the cost model needs for the cpu target: the
-// runtime's GEMM (the kernel programs call) in three shape classes,
+// runtime's GEMM (the kernel programs call) in three shape classes and
+// by the smallest dimension of a linear layer's products,
 // memory, L2 and last-level cache bandwidth, the cost of an op and of
 // handing work to another thread, and the rates of the kernels the
 // roofline misses (planner/Cluster.h, Kernel), all ranks at once (they
@@ -85,15 +86,38 @@ template <typename Op> double secondsPerCall(Op op, double seconds) {
   return slowest;
 }
 
-double gemmGflops(int64_t m, int64_t n, int64_t k, double seconds) {
+double gemmGflops(int64_t m, int64_t n, int64_t k, double seconds,
+                  bool transA = false, bool transB = false) {
   std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
   double t = secondsPerCall(
       [&] {
-        cleave::rt::gemm(false, false, m, n, k, 1.0f, a.data(), b.data(),
+        cleave::rt::gemm(transA, transB, m, n, k, 1.0f, a.data(), b.data(),
                          0.0f, c.data());
       },
       seconds);
   return 2.0 * m * n * k / t / 1e9;
+}
+
+/// GEMM GFLOP/s by the product's smallest dimension d, as a linear layer
+/// of 1024 x 1024 runs them on d rows (Cluster::gemmEfficiency): with d
+/// rows of the result, its forward product (X W^T: the runtime's skinny
+/// kernel where that pays) and input gradient (dY W), by their mean time
+/// per flop; summing over d, its weight gradient (dY^T X). A JSON array of
+/// [d, rows GFLOP/s, summed GFLOP/s].
+std::string gemmByDimension(double seconds) {
+  std::string out;
+  for (int64_t d : {8, 16, 32, 64, 128, 256, 512}) {
+    double forward = gemmGflops(d, 1024, 1024, seconds, false, true);
+    double inputGrad = gemmGflops(d, 1024, 1024, seconds);
+    double weightGrad = gemmGflops(1024, 1024, d, seconds, true, false);
+    double rows = 2 / (1 / forward + 1 / inputGrad);
+    char point[96];
+    std::snprintf(point, sizeof point, "%s[%lld, %.3f, %.3f]",
+                  out.empty() ? "" : ", ", static_cast<long long>(d), rows,
+                  weightGrad);
+    out += point;
+  }
+  return "[" + out + "]";
 }
 
 /// STREAM's triad a = b + s c on arrays of n floats, on the OpenMP
@@ -508,6 +532,7 @@ int main(int argc, char **argv) {
   double large = gemmGflops(1024, 1024, 1024, seconds);
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
+  std::string byDimension = gemmByDimension(seconds / 4);
   // Memory: arrays of 32 MiB; cache: three arrays in half the L2.
   double triad = triadGBs(int64_t{8} << 20, seconds);
   long l2 = cacheSize(2, _SC_LEVEL2_CACHE_SIZE);
@@ -551,14 +576,16 @@ int main(int argc, char **argv) {
   }
   if (rank == 0)
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
-                "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f}, "
+                "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f, "
+                "\"by_dimension\": %s}, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
                 "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f, "
                 "\"hand_off_us\": %.3f, \"kernels\": %s, "
                 "\"collectives\": [%s], \"overlap\": %.3f}\n",
-                ranks, omp_get_max_threads(), large, medium, skinny, triad,
+                ranks, omp_get_max_threads(), large, medium, skinny,
+                byDimension.c_str(), triad,
                 cacheTriad, cacheBytes, llcTriad, llcBytes, latency,
                 bandwidth, overhead * 1e6, handOff * 1e6,
                 kernels.c_str(), collectives.c_str(), overlap);

@@ -270,9 +270,35 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
                           "bytes, per group size\n{2}",
                           bandwidth, latency, collectives)
                 .str();
-  // The cost model has one GEMM rate: the large GEMM's is the peak and the
-  // smaller classes' mean fraction of it the compute efficiency.
+  // The large GEMM's rate is the peak, the smaller classes' mean fraction
+  // of it the compute efficiency (products of unknown shape: convolutions);
+  // the products by smallest dimension their own fractions of it.
   double efficiency = std::min(1.0, (medium + skinny) / 2 / large);
+  std::string gemmByDimension;
+  const llvm::json::Array *byDimension =
+      gemm ? gemm->getArray("by_dimension") : nullptr;
+  if (!byDimension || byDimension->empty())
+    return fail("the probe gave no GEMM rates by dimension: '" +
+                (*text)->getBuffer().trim() + "'");
+  for (const llvm::json::Value &pointValue : *byDimension) {
+    const llvm::json::Array *point = pointValue.getAsArray();
+    auto at = [&](size_t i) {
+      return point && point->size() == 3 ? (*point)[i].getAsNumber()
+                                         : std::nullopt;
+    };
+    std::optional<double> dim = at(0), rows = at(1), summed = at(2);
+    if (!dim || !rows || !summed || !(*dim >= 1) || !(*rows > 0) ||
+        !(*summed > 0))
+      return fail("the probe's GEMM rate by dimension is not a dimension "
+                  "and two positive rates: '" +
+                  (*text)->getBuffer().trim() + "'");
+    gemmByDimension +=
+        llvm::formatv("{0}{1:f0}: {{mn: {2:f3}, k: {3:f3}}",
+                      gemmByDimension.empty() ? "" : ", ", *dim,
+                      std::min(1.0, *rows / large),
+                      std::min(1.0, *summed / large))
+            .str();
+  }
   std::string yaml = llvm::formatv(
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
       "(all ranks at once, as a run has them).\n"
@@ -302,11 +328,16 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "{14}"
       "intra_node:{19}"
       "inter_node:{19}"
-      "efficiency: {{compute: {10:f3}, memory: 1, network: 1}\n",
+      "efficiency:\n"
+      "  compute: {10:f3}\n"
+      "  memory: 1\n"
+      "  network: 1\n"
+      "  gemm: {{{21}}  # by smallest dimension: mn with that many rows or "
+      "columns, k summing over it\n",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
       overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link,
-      overlap);
+      overlap, gemmByDimension);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
