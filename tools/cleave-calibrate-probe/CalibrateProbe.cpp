@@ -106,7 +106,7 @@ double gemmGflops(int64_t m, int64_t n, int64_t k, double seconds,
 /// [d, rows GFLOP/s, summed GFLOP/s].
 std::string gemmByDimension(double seconds) {
   std::string out;
-  for (int64_t d : {8, 16, 32, 64, 128, 256, 512}) {
+  for (int64_t d : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
     double forward = gemmGflops(d, 1024, 1024, seconds, false, true);
     double inputGrad = gemmGflops(d, 1024, 1024, seconds);
     double weightGrad = gemmGflops(1024, 1024, d, seconds, true, false);
