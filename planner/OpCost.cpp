@@ -122,9 +122,14 @@ OpCost costOf(Operation *op) {
     double k = lhs.getRank() ? lhs.getDimSize(lhs.getRank() - 1) : 1;
     cost.flops = 2 * elements(matmul.getResult()) * k;
     cost.matrix = true;
+    // A product by one matrix runs as one GEMM over all the rows; a batched
+    // one as a product per matrix.
     int64_t rank = result.getRank();
-    cost.m = rank >= 2 ? result.getDimSize(rank - 2) : 1;
+    auto rhs = cast<ShapedType>(matmul.getRhs().getType());
     cost.n = rank >= 1 ? result.getDimSize(rank - 1) : 1;
+    cost.m = rhs.getRank() <= 2 ? elements(matmul.getResult()) / cost.n
+             : rank >= 2        ? result.getDimSize(rank - 2)
+                                : 1;
     cost.k = k;
   } else if (auto gemm = dyn_cast<GemmOp>(op)) {
     auto a = cast<ShapedType>(gemm.getA().getType());
