@@ -203,49 +203,85 @@ private:
 /// A link's `collectives` (Link::collectives): per group size measured
 /// (a whole number >= 2), for each kind measured a mapping of buffer bytes
 /// to bus bandwidth in GB/s.
-/// efficiency.gemm: smallest dimension -> {mn: fraction, k: fraction}.
+/// A whole number of at least 1 in a key of efficiency.gemm.
+bool wholeKey(llvm::StringRef text, int64_t &out) {
+  double value = 0;
+  if (text.getAsDouble(value) || value < 1 || value != std::floor(value) ||
+      value > 1e9)
+    return false;
+  out = static_cast<int64_t>(value);
+  return true;
+}
+
+/// efficiency.gemm: width -> smallest dimension -> {mn: fraction,
+/// k: fraction}.
 llvm::Error readGemmEfficiency(Reader &reader, const Tree *node,
                                Cluster &c) {
   const char *where = "efficiency.gemm";
+  const char *shape = "({256: {8: {mn: 0.4, k: 0.9}, 64: {mn: 0.8, k: "
+                      "0.9}}, 1024: {8: {mn: 0.2, k: 0.3}}})";
   if (node->kind != Tree::Mapping || node->entries.empty())
     return reader.error(where,
-                        "must be a mapping of a matrix product's smallest "
-                        "dimension to its fractions of peak ({8: {mn: 0.2, "
-                        "k: 0.15}, 64: {mn: 0.6, k: 0.5}})",
+                        llvm::Twine("must be a mapping of the geometric mean "
+                                    "of a product's two larger dimensions "
+                                    "to mappings of its smallest dimension "
+                                    "to its fractions of peak ") +
+                            shape,
                         node);
-  for (auto &[dimText, value] : node->entries) {
-    std::string at = Reader::join(where, dimText);
-    double dim = 0;
-    if (llvm::StringRef(dimText).getAsDouble(dim) || dim < 1 ||
-        dim != std::floor(dim) || dim > 1e9)
-      return reader.error(at,
-                          "is not a dimension: the keys here are whole "
-                          "numbers, at least 1",
-                          value.get());
-    GemmEfficiency point;
-    point.smallestDim = static_cast<int64_t>(dim);
-    if (llvm::any_of(c.gemmEfficiency, [&](const GemmEfficiency &other) {
-          return other.smallestDim == point.smallestDim;
+  for (auto &[widthText, widthNode] : node->entries) {
+    std::string widthAt = Reader::join(where, widthText);
+    GemmEfficiencyAtWidth atWidth;
+    if (!wholeKey(widthText, atWidth.width))
+      return reader.error(widthAt,
+                          "is not a width: the keys here are whole numbers, "
+                          "at least 1",
+                          widthNode.get());
+    if (llvm::any_of(c.gemmEfficiency, [&](const GemmEfficiencyAtWidth &o) {
+          return o.width == atWidth.width;
         }))
-      return reader.error(at, "is given twice", value.get());
-    auto fractions = reader.entries(value.get(), at, {"mn", "k"});
-    if (!fractions)
-      return fractions.takeError();
-    for (auto [key, out] :
-         {std::pair{"mn", &point.mn}, std::pair{"k", &point.k}}) {
-      if (llvm::Error e = reader.number(*fractions, key, at, *out))
-        return e;
-      if (*out > 1)
-        return reader.error(Reader::join(at, key),
-                            "is a fraction of peak and must be at most 1",
-                            fractions->lookup(key));
+      return reader.error(widthAt, "is given twice", widthNode.get());
+    if (widthNode->kind != Tree::Mapping || widthNode->entries.empty())
+      return reader.error(widthAt,
+                          llvm::Twine("must be a mapping of the smallest "
+                                      "dimension to fractions of peak ") +
+                              shape,
+                          widthNode.get());
+    for (auto &[dimText, value] : widthNode->entries) {
+      std::string at = Reader::join(widthAt, dimText);
+      GemmEfficiency point;
+      if (!wholeKey(dimText, point.smallestDim))
+        return reader.error(at,
+                            "is not a dimension: the keys here are whole "
+                            "numbers, at least 1",
+                            value.get());
+      if (llvm::any_of(atWidth.points, [&](const GemmEfficiency &other) {
+            return other.smallestDim == point.smallestDim;
+          }))
+        return reader.error(at, "is given twice", value.get());
+      auto fractions = reader.entries(value.get(), at, {"mn", "k"});
+      if (!fractions)
+        return fractions.takeError();
+      for (auto [key, out] :
+           {std::pair{"mn", &point.mn}, std::pair{"k", &point.k}}) {
+        if (llvm::Error e = reader.number(*fractions, key, at, *out))
+          return e;
+        if (*out > 1)
+          return reader.error(Reader::join(at, key),
+                              "is a fraction of peak and must be at most 1",
+                              fractions->lookup(key));
+      }
+      atWidth.points.push_back(point);
     }
-    c.gemmEfficiency.push_back(point);
+    llvm::sort(atWidth.points,
+               [](const GemmEfficiency &a, const GemmEfficiency &b) {
+                 return a.smallestDim < b.smallestDim;
+               });
+    c.gemmEfficiency.push_back(std::move(atWidth));
   }
-  llvm::sort(c.gemmEfficiency,
-             [](const GemmEfficiency &a, const GemmEfficiency &b) {
-               return a.smallestDim < b.smallestDim;
-             });
+  llvm::sort(c.gemmEfficiency, [](const GemmEfficiencyAtWidth &a,
+                                  const GemmEfficiencyAtWidth &b) {
+    return a.width < b.width;
+  });
   return llvm::Error::success();
 }
 
@@ -536,32 +572,51 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   return c;
 }
 
+namespace {
+
+/// `value` at `x` from points (position, value) by increasing position:
+/// linear in log2 of the position between two, the nearest outside them.
+template <typename Points, typename Position, typename Value>
+double logInterpolate(const Points &points, double x, Position position,
+                      Value value) {
+  if (x <= position(points.front()))
+    return value(points.front());
+  for (size_t i = 1; i < points.size(); ++i) {
+    double below = position(points[i - 1]), above = position(points[i]);
+    if (x > above)
+      continue;
+    double t = std::log2(x / below) / std::log2(above / below);
+    return value(points[i - 1]) +
+           t * (value(points[i]) - value(points[i - 1]));
+  }
+  return value(points.back());
+}
+
+} // namespace
+
 double Cluster::matrixEfficiency(double m, double n, double k) const {
   if (gemmEfficiency.empty() || !(m > 0 && n > 0 && k > 0))
     return computeEfficiency;
   double smallest = std::min({m, n, k});
   bool summed = k <= std::min(m, n);
-  auto at = [&](const GemmEfficiency &point) {
-    return summed ? point.k : point.mn;
+  double width = std::sqrt(m * n * k / smallest);
+  auto atWidth = [&](const GemmEfficiencyAtWidth &table) {
+    return logInterpolate(
+        table.points, smallest,
+        [](const GemmEfficiency &p) { return double(p.smallestDim); },
+        [&](const GemmEfficiency &p) { return summed ? p.k : p.mn; });
   };
-  if (smallest <= gemmEfficiency.front().smallestDim)
-    return at(gemmEfficiency.front());
-  for (size_t i = 1; i < gemmEfficiency.size(); ++i) {
-    const GemmEfficiency &below = gemmEfficiency[i - 1],
-                         &above = gemmEfficiency[i];
-    if (smallest > above.smallestDim)
-      continue;
-    double t = std::log2(smallest / double(below.smallestDim)) /
-               std::log2(double(above.smallestDim) / below.smallestDim);
-    return at(below) + t * (at(above) - at(below));
-  }
-  return at(gemmEfficiency.back());
+  return logInterpolate(
+      gemmEfficiency, width,
+      [](const GemmEfficiencyAtWidth &t) { return double(t.width); },
+      atWidth);
 }
 
 double Cluster::bestMatrixEfficiency() const {
   double best = computeEfficiency;
-  for (const GemmEfficiency &point : gemmEfficiency)
-    best = std::max({best, point.mn, point.k});
+  for (const GemmEfficiencyAtWidth &table : gemmEfficiency)
+    for (const GemmEfficiency &point : table.points)
+      best = std::max({best, point.mn, point.k});
   return best;
 }
 

@@ -108,6 +108,13 @@ struct GemmEfficiency {
   double mn = 0, k = 0;
 };
 
+/// GemmEfficiency of products whose other two dimensions have the
+/// geometric mean `width` (by increasing smallestDim).
+struct GemmEfficiencyAtWidth {
+  int64_t width = 0;
+  std::vector<GemmEfficiency> points;
+};
+
 struct Cluster {
   std::string name;
   /// The target programs are compiled for: "cuda" or "cpu".
@@ -149,17 +156,18 @@ struct Cluster {
   /// Fractions of peak reached in practice: matrix products, memory-bound
   /// ops, links.
   double computeEfficiency = 1, memoryEfficiency = 1, networkEfficiency = 1;
-  /// Matrix products by their smallest dimension (`cleave calibrate`
-  /// measures them; by increasing smallestDim, empty: computeEfficiency
-  /// for every product).
-  std::vector<GemmEfficiency> gemmEfficiency;
+  /// Matrix products by the size of their other two dimensions and by
+  /// their smallest (`cleave calibrate` measures them; by increasing
+  /// width; empty: computeEfficiency for every product).
+  std::vector<GemmEfficiencyAtWidth> gemmEfficiency;
   /// Where the numbers come from (shown in `cleave plan`'s header).
   std::string source;
 
   /// The fraction of peak an M x N x K matrix product reaches: from
-  /// gemmEfficiency by its smallest dimension (linear in log2 of it between
-  /// the dimensions measured, the nearest one's outside them), or
-  /// computeEfficiency without measurements or dimensions (0: unknown).
+  /// gemmEfficiency by its smallest dimension and the geometric mean of
+  /// the other two (linear in log2 of each between the sizes measured, the
+  /// nearest one's outside them), or computeEfficiency without
+  /// measurements or dimensions (0: unknown).
   double matrixEfficiency(double m, double n, double k) const;
 
   /// The most any matrix product reaches (a lower bound's rate).

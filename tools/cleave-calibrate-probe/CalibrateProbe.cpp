@@ -98,25 +98,27 @@ double gemmGflops(int64_t m, int64_t n, int64_t k, double seconds,
   return 2.0 * m * n * k / t / 1e9;
 }
 
-/// GEMM GFLOP/s by the product's smallest dimension d, as a linear layer
-/// of 1024 x 1024 runs them on d rows (Cluster::gemmEfficiency): with d
-/// rows of the result, its forward product (X W^T: the runtime's skinny
-/// kernel where that pays) and input gradient (dY W), by their mean time
-/// per flop; summing over d, its weight gradient (dY^T X). A JSON array of
-/// [d, rows GFLOP/s, summed GFLOP/s].
+/// GEMM GFLOP/s by the product's smallest dimension d and its other two
+/// (Cluster::gemmEfficiency), as a linear layer of width x width runs them
+/// on d rows: with d rows of the result, its forward product (X W^T: the
+/// runtime's skinny kernel where that pays) and input gradient (dY W), by
+/// their mean time per flop; summing over d, its weight gradient (dY^T X).
+/// Layers of 256 (a weight in the L2 cache) and 1024 (one read from
+/// memory). A JSON array of [width, d, rows GFLOP/s, summed GFLOP/s].
 std::string gemmByDimension(double seconds) {
   std::string out;
-  for (int64_t d : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
-    double forward = gemmGflops(d, 1024, 1024, seconds, false, true);
-    double inputGrad = gemmGflops(d, 1024, 1024, seconds);
-    double weightGrad = gemmGflops(1024, 1024, d, seconds, true, false);
-    double rows = 2 / (1 / forward + 1 / inputGrad);
-    char point[96];
-    std::snprintf(point, sizeof point, "%s[%lld, %.3f, %.3f]",
-                  out.empty() ? "" : ", ", static_cast<long long>(d), rows,
-                  weightGrad);
-    out += point;
-  }
+  for (int64_t width : {256, 1024})
+    for (int64_t d : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
+      double forward = gemmGflops(d, width, width, seconds, false, true);
+      double inputGrad = gemmGflops(d, width, width, seconds);
+      double weightGrad = gemmGflops(width, width, d, seconds, true, false);
+      double rows = 2 / (1 / forward + 1 / inputGrad);
+      char point[128];
+      std::snprintf(point, sizeof point, "%s[%lld, %lld, %.3f, %.3f]",
+                    out.empty() ? "" : ", ", static_cast<long long>(width),
+                    static_cast<long long>(d), rows, weightGrad);
+      out += point;
+    }
   return "[" + out + "]";
 }
 

@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 #include <unistd.h>
 
@@ -280,25 +281,30 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   if (!byDimension || byDimension->empty())
     return fail("the probe gave no GEMM rates by dimension: '" +
                 (*text)->getBuffer().trim() + "'");
+  std::map<int64_t, std::string> byWidth;
   for (const llvm::json::Value &pointValue : *byDimension) {
     const llvm::json::Array *point = pointValue.getAsArray();
     auto at = [&](size_t i) {
-      return point && point->size() == 3 ? (*point)[i].getAsNumber()
+      return point && point->size() == 4 ? (*point)[i].getAsNumber()
                                          : std::nullopt;
     };
-    std::optional<double> dim = at(0), rows = at(1), summed = at(2);
-    if (!dim || !rows || !summed || !(*dim >= 1) || !(*rows > 0) ||
-        !(*summed > 0))
-      return fail("the probe's GEMM rate by dimension is not a dimension "
-                  "and two positive rates: '" +
+    std::optional<double> width = at(0), dim = at(1), rows = at(2),
+                          summed = at(3);
+    if (!width || !dim || !rows || !summed || !(*width >= 1) ||
+        !(*dim >= 1) || !(*rows > 0) || !(*summed > 0))
+      return fail("the probe's GEMM rate by dimension is not a width, a "
+                  "dimension and two positive rates: '" +
                   (*text)->getBuffer().trim() + "'");
-    gemmByDimension +=
-        llvm::formatv("{0}{1:f0}: {{mn: {2:f3}, k: {3:f3}}",
-                      gemmByDimension.empty() ? "" : ", ", *dim,
-                      std::min(1.0, *rows / large),
-                      std::min(1.0, *summed / large))
-            .str();
+    std::string &points = byWidth[static_cast<int64_t>(*width)];
+    points += llvm::formatv("{0}{1:f0}: {{mn: {2:f3}, k: {3:f3}}",
+                            points.empty() ? "" : ", ", *dim,
+                            std::min(1.0, *rows / large),
+                            std::min(1.0, *summed / large))
+                  .str();
   }
+  for (const auto &[width, points] : byWidth)
+    gemmByDimension +=
+        llvm::formatv("    {0}: {{{1}}\n", width, points).str();
   std::string yaml = llvm::formatv(
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
       "(all ranks at once, as a run has them).\n"
@@ -332,8 +338,9 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  compute: {10:f3}\n"
       "  memory: 1\n"
       "  network: 1\n"
-      "  gemm: {{{21}}  # by smallest dimension: mn with that many rows or "
-      "columns, k summing over it\n",
+      "  gemm:  # by the other two dimensions (their geometric mean), then "
+      "the smallest: mn with that many rows or columns, k summing over it\n"
+      "{21}",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
       overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link,
