@@ -14,6 +14,11 @@
 // batch split over ranks has each pass as a kernel of its own (its sums
 // are all-reduced in between), the same loops.
 //
+// On several threads each takes whole channels, so that its statistics,
+// coefficients and output need no other thread's: one parallel region per
+// op, no barrier (three regions, one per pass, made ResNet-18's BatchNorms
+// slower on 2 threads than on 1).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelSupport.h"
@@ -26,14 +31,13 @@
 namespace cleave::rt {
 namespace {
 
-/// The smallest tensor whose passes run on the OpenMP threads: 2^18 floats
-/// (1 MiB), a pass of 50-150 us on one core. Each pass on more threads is
-/// a parallel region that wakes the sleeping threads (the benchmarks'
-/// OMP_WAIT_POLICY=PASSIVE: 25-50 us per region on the 2-core dev machine),
-/// and a BatchNorm makes three: at the elementwise grain (2^15) ResNet-18's
-/// BatchNorms (2^13 to 2^18 floats at 32x32, batch 16) took 2.1 ms of its
-/// step on 2 threads against 1.6 on 1.
-constexpr int64_t kBatchNormGrain = int64_t{1} << 18;
+/// The smallest tensor whose op runs on the OpenMP threads: the elementwise
+/// grain, 2^15 floats. A region costs 2-5 us where the threads spin
+/// (libgomp's default wait policy) and 25-50 us where they sleep
+/// (OMP_WAIT_POLICY=PASSIVE, the 2-core dev machine); an op is one region,
+/// and at 2^16 floats (ResNet-18's layer1 at batch 16) its gradient takes
+/// about 65 us on one core.
+constexpr int64_t kBatchNormGrain = detail::kParallelGrain;
 
 /// Buffers of this thread, kept between calls (a row of doubles can pass
 /// glibc's mmap threshold, which would map and fault fresh pages per call).
@@ -56,16 +60,33 @@ struct Rows {
   int64_t elements() const { return n * row; }
 };
 
+/// This thread's channels [lo, hi): all of them outside a parallel region.
+struct Channels {
+  int64_t lo, hi;
+  explicit Channels(const Rows &r) {
+    int64_t t = detail::threadNum(), threads = detail::numThreads();
+    lo = r.channels * t / threads;
+    hi = r.channels * (t + 1) / threads;
+  }
+};
+
+/// Runs f(Channels) on the OpenMP threads, each with its share of the
+/// channels, or on this one for a small tensor.
+template <typename F> void overChannels(const Rows &r, F f) {
+#pragma omp parallel if (r.elements() > kBatchNormGrain && r.channels > 1)
+  f(Channels(r));
+}
+
 /// acc[j] = sum over samples b of f(b * row + j, j), for every position j
-/// of a row, in double, and acc2[j] likewise of g where acc2 is given: one
-/// pass (and one OpenMP region, each of which wakes sleeping threads) for
-/// both. Blocks of positions on the OpenMP threads.
+/// of channels ch's part of a row, in double, and acc2[j] likewise of g
+/// where acc2 is given: one pass for both, blocks of positions one after
+/// another.
 template <typename F, typename G>
-void sumOverSamples(const Rows &r, double *acc, F f, double *acc2, G g) {
-  int64_t blocks = (r.row + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (r.elements() > kBatchNormGrain)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    int64_t lo = blk * kBlock, hi = std::min(r.row, lo + kBlock);
+void sumOverSamples(const Rows &r, Channels ch, double *acc, F f, double *acc2,
+                    G g) {
+  int64_t first = ch.lo * r.s, last = ch.hi * r.s;
+  for (int64_t lo = first; lo < last; lo += kBlock) {
+    int64_t hi = std::min(last, lo + kBlock);
     CLEAVE_SIMD
     for (int64_t j = lo; j < hi; ++j)
       acc[j] = 0.0;
@@ -91,8 +112,9 @@ void sumOverSamples(const Rows &r, double *acc, F f, double *acc2, G g) {
   }
 }
 
-template <typename F> void sumOverSamples(const Rows &r, double *acc, F f) {
-  sumOverSamples(r, acc, f, nullptr, f);
+template <typename F>
+void sumOverSamples(const Rows &r, Channels ch, double *acc, F f) {
+  sumOverSamples(r, ch, acc, f, nullptr, f);
 }
 
 /// The sum of acc over channel c's positions.
@@ -105,10 +127,10 @@ double channelSum(const Rows &r, const double *acc, int64_t c) {
   return sum;
 }
 
-/// row[j] = perChannel[c of j].
+/// row[j] = perChannel[c of j], for channels ch's part of the row.
 template <typename T, typename U>
-void spread(const Rows &r, const U *perChannel, T *row) {
-  for (int64_t c = 0; c < r.channels; ++c) {
+void spread(const Rows &r, Channels ch, const U *perChannel, T *row) {
+  for (int64_t c = ch.lo; c < ch.hi; ++c) {
     T v = static_cast<T>(perChannel[c]);
     T *p = row + c * r.s;
     for (int64_t i = 0; i < r.s; ++i)
@@ -120,28 +142,29 @@ void spread(const Rows &r, const U *perChannel, T *row) {
 /// into mean and var; meanRow holds the means spread over a row. With dy
 /// (the backward pass), the same two passes also leave sum(dy) in
 /// sums[c] and sum(dy * (x - mean)) in sums[channels + c].
-void batchStats(const float *x, const Rows &r, double *mean, double *var,
+void batchStats(const float *x, const Rows &r, Channels ch, double *mean,
+                double *var,
                 double *meanRow, double *acc, const float *dy = nullptr,
                 double *acc2 = nullptr, double *sums = nullptr) {
   double count = static_cast<double>(r.n * r.s);
   sumOverSamples(
-      r, acc, [&](int64_t e, int64_t) { return double(x[e]); }, dy ? acc2 : nullptr,
-      [&](int64_t e, int64_t) { return double(dy[e]); });
-  for (int64_t c = 0; c < r.channels; ++c) {
+      r, ch, acc, [&](int64_t e, int64_t) { return double(x[e]); },
+      dy ? acc2 : nullptr, [&](int64_t e, int64_t) { return double(dy[e]); });
+  for (int64_t c = ch.lo; c < ch.hi; ++c) {
     mean[c] = channelSum(r, acc, c) / count;
     if (dy)
       sums[c] = channelSum(r, acc2, c);
   }
-  spread(r, mean, meanRow);
+  spread(r, ch, mean, meanRow);
   sumOverSamples(
-      r, acc,
+      r, ch, acc,
       [&](int64_t e, int64_t j) {
         double d = x[e] - meanRow[j];
         return d * d;
       },
       dy ? acc2 : nullptr,
       [&](int64_t e, int64_t j) { return double(dy[e]) * (x[e] - meanRow[j]); });
-  for (int64_t c = 0; c < r.channels; ++c) {
+  for (int64_t c = ch.lo; c < ch.hi; ++c) {
     var[c] = channelSum(r, acc, c) / count;
     if (dy)
       sums[r.channels + c] = channelSum(r, acc2, c);
@@ -160,57 +183,73 @@ void batchNorm(const float *x, const Shape &shape, const float *scale,
   double *mean = scratch<0, double>(2 * r.channels), *var = mean + r.channels;
   float *coef = scratch<1, float>(2 * r.channels);
   bool batch = training && (batchMean || r.n * r.s > 0);
-  if (batch && batchMean) {
-    for (int64_t c = 0; c < r.channels; ++c) {
-      mean[c] = batchMean[c];
-      var[c] = batchVar[c];
-    }
-  } else if (batch) {
-    batchStats(x, r, mean, var, scratch<2, double>(r.row),
-               scratch<3, double>(r.row));
-  }
-  for (int64_t c = 0; c < r.channels; ++c) {
-    // As BatchNormChannel (NormalizationBodies.h) computes them.
-    float m = batch ? static_cast<float>(mean[c]) : runningMean[c];
-    float v = batch ? static_cast<float>(var[c]) : runningVar[c];
-    if (newRunningMean)
-      newRunningMean[c] =
-          batch ? momentum * runningMean[c] + (1.0f - momentum) * m : m;
-    if (newRunningVar)
-      newRunningVar[c] =
-          batch ? momentum * runningVar[c] + (1.0f - momentum) * v : v;
-    float a = scale[c] * (1.0f / std::sqrt(v + epsilon));
-    coef[c] = a;
-    coef[r.channels + c] = bias[c] - m * a;
+  double *meanRow = nullptr, *acc = nullptr;
+  if (batch && !batchMean) {
+    meanRow = scratch<2, double>(r.row);
+    acc = scratch<3, double>(r.row);
   }
   float *aRow = scratch<4, float>(2 * r.row), *bRow = aRow + r.row;
-  spread(r, coef, aRow);
-  spread(r, coef + r.channels, bRow);
-  // y = x * a + b along each sample's row.
-#pragma omp parallel for schedule(static) if (r.elements() > kBatchNormGrain)
-  for (int64_t b = 0; b < r.n; ++b) {
-    const float *xb = x + b * r.row;
-    float *yb = y + b * r.row;
-    CLEAVE_SIMD
-    for (int64_t j = 0; j < r.row; ++j)
-      yb[j] = xb[j] * aRow[j] + bRow[j];
-  }
+  overChannels(r, [&](Channels ch) {
+    if (batch && batchMean) {
+      for (int64_t c = ch.lo; c < ch.hi; ++c) {
+        mean[c] = batchMean[c];
+        var[c] = batchVar[c];
+      }
+    } else if (batch) {
+      batchStats(x, r, ch, mean, var, meanRow, acc);
+    }
+    for (int64_t c = ch.lo; c < ch.hi; ++c) {
+      // As BatchNormChannel (NormalizationBodies.h) computes them.
+      float m = batch ? static_cast<float>(mean[c]) : runningMean[c];
+      float v = batch ? static_cast<float>(var[c]) : runningVar[c];
+      if (newRunningMean)
+        newRunningMean[c] =
+            batch ? momentum * runningMean[c] + (1.0f - momentum) * m : m;
+      if (newRunningVar)
+        newRunningVar[c] =
+            batch ? momentum * runningVar[c] + (1.0f - momentum) * v : v;
+      float a = scale[c] * (1.0f / std::sqrt(v + epsilon));
+      coef[c] = a;
+      coef[r.channels + c] = bias[c] - m * a;
+    }
+    spread(r, ch, coef, aRow);
+    spread(r, ch, coef + r.channels, bRow);
+    // y = x * a + b along each sample's part of a row.
+    int64_t lo = ch.lo * r.s, hi = ch.hi * r.s;
+    for (int64_t b = 0; b < r.n; ++b) {
+      const float *xb = x + b * r.row;
+      float *yb = y + b * r.row;
+      CLEAVE_SIMD
+      for (int64_t j = lo; j < hi; ++j)
+        yb[j] = xb[j] * aRow[j] + bRow[j];
+    }
+  });
 }
 
 namespace {
 
+/// Buffers for gradFromStatistics, taken on the calling thread before its
+/// region (scratch is per thread).
+struct GradScratch {
+  float *k, *rows;
+  explicit GradScratch(const Rows &r)
+      : k(scratch<1, float>(5 * r.channels)),
+        rows(scratch<4, float>(5 * r.row)) {}
+};
+
 /// Phase 2 of batchNormGrad, from a batch's mean, var, sum(dy) (sums[c])
 /// and sum(dy * (x - mean)) (sums[channels + c]) over `count` elements per
-/// channel: dScale, dBias (may be null) and dx of these rows.
+/// channel: dScale, dBias (may be null) and dx of channels ch.
 void gradFromStatistics(const float *dy, const float *x, const Rows &r,
+                        Channels ch, const GradScratch &buf,
                         const float *scale, const double *mean,
                         const double *var, const double *sums, double count,
                         float epsilon, float *dx, float *dScale,
                         float *dBias) {
   // Per channel, as BatchNormGradChannel's coefficients: mean, rstd,
   // scale * rstd, mean(dy), mean(dy * xhat).
-  float *k = scratch<1, float>(5 * r.channels);
-  for (int64_t c = 0; c < r.channels; ++c) {
+  float *k = buf.k;
+  for (int64_t c = ch.lo; c < ch.hi; ++c) {
     float rstd = static_cast<float>(1.0 / std::sqrt(var[c] + epsilon));
     double sumDyXhat = sums[r.channels + c] * rstd;
     dScale[c] = static_cast<float>(sumDyXhat);
@@ -224,18 +263,18 @@ void gradFromStatistics(const float *dy, const float *x, const Rows &r,
   }
   if (r.elements() == 0)
     return;
-  float *rows = scratch<4, float>(5 * r.row);
+  float *rows = buf.rows;
   for (int i = 0; i < 5; ++i)
-    spread(r, k + i * r.channels, rows + i * r.row);
+    spread(r, ch, k + i * r.channels, rows + i * r.row);
   const float *m = rows, *rstd = rows + r.row, *g = rows + 2 * r.row,
               *mDy = rows + 3 * r.row, *mDyXhat = rows + 4 * r.row;
   // dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-#pragma omp parallel for schedule(static) if (r.elements() > kBatchNormGrain)
+  int64_t lo = ch.lo * r.s, hi = ch.hi * r.s;
   for (int64_t b = 0; b < r.n; ++b) {
     const float *xb = x + b * r.row, *dyb = dy + b * r.row;
     float *dxb = dx + b * r.row;
     CLEAVE_SIMD
-    for (int64_t j = 0; j < r.row; ++j) {
+    for (int64_t j = lo; j < hi; ++j) {
       float xhat = (xb[j] - m[j]) * rstd[j];
       dxb[j] = g[j] * (dyb[j] - mDy[j] - xhat * mDyXhat[j]);
     }
@@ -259,23 +298,29 @@ void batchNormGrad(const float *dy, const float *x, const Shape &shape,
   }
   double *mean = scratch<0, double>(2 * r.channels), *var = mean + r.channels;
   double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row);
+  double *acc2 = scratch<6, double>(r.row);
   // sum(dy) and sum(dy * (x - mean)) per channel, in the statistics' two
   // passes; xhat = (x - mean) * rstd.
   double *sums = scratch<5, double>(2 * r.channels);
-  batchStats(x, r, mean, var, meanRow, acc, dy, scratch<6, double>(r.row),
-             sums);
-  gradFromStatistics(dy, x, r, scale, mean, var, sums,
-                     static_cast<double>(r.n * r.s), epsilon, dx, dScale,
-                     dBias);
+  GradScratch buf(r);
+  overChannels(r, [&](Channels ch) {
+    batchStats(x, r, ch, mean, var, meanRow, acc, dy, acc2, sums);
+    gradFromStatistics(dy, x, r, ch, buf, scale, mean, var, sums,
+                       static_cast<double>(r.n * r.s), epsilon, dx, dScale,
+                       dBias);
+  });
 }
 
 void batchNormSum(const float *x, const Shape &shape, double divisor,
                   float *out) {
   Rows r(shape);
   double *acc = scratch<3, double>(r.row);
-  sumOverSamples(r, acc, [&](int64_t e, int64_t) { return double(x[e]); });
-  for (int64_t c = 0; c < r.channels; ++c)
-    out[c] = static_cast<float>(channelSum(r, acc, c) / divisor);
+  overChannels(r, [&](Channels ch) {
+    sumOverSamples(r, ch, acc,
+                   [&](int64_t e, int64_t) { return double(x[e]); });
+    for (int64_t c = ch.lo; c < ch.hi; ++c)
+      out[c] = static_cast<float>(channelSum(r, acc, c) / divisor);
+  });
 }
 
 void batchNormSquaredDeviationSum(const float *x, const Shape &shape,
@@ -283,13 +328,15 @@ void batchNormSquaredDeviationSum(const float *x, const Shape &shape,
                                   float *out) {
   Rows r(shape);
   double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row);
-  spread(r, mean, meanRow);
-  sumOverSamples(r, acc, [&](int64_t e, int64_t j) {
-    double d = x[e] - meanRow[j];
-    return d * d;
+  overChannels(r, [&](Channels ch) {
+    spread(r, ch, mean, meanRow);
+    sumOverSamples(r, ch, acc, [&](int64_t e, int64_t j) {
+      double d = x[e] - meanRow[j];
+      return d * d;
+    });
+    for (int64_t c = ch.lo; c < ch.hi; ++c)
+      out[c] = static_cast<float>(channelSum(r, acc, c) / divisor);
   });
-  for (int64_t c = 0; c < r.channels; ++c)
-    out[c] = static_cast<float>(channelSum(r, acc, c) / divisor);
 }
 
 void batchNormGradSums(const float *dy, const float *x, const Shape &shape,
@@ -297,16 +344,18 @@ void batchNormGradSums(const float *dy, const float *x, const Shape &shape,
   Rows r(shape);
   double *meanRow = scratch<2, double>(r.row), *acc = scratch<3, double>(r.row),
          *acc2 = scratch<6, double>(r.row);
-  spread(r, mean, meanRow);
-  sumOverSamples(
-      r, acc, [&](int64_t e, int64_t) { return double(dy[e]); }, acc2,
-      [&](int64_t e, int64_t j) {
-        return double(dy[e]) * (x[e] - meanRow[j]);
-      });
-  for (int64_t c = 0; c < r.channels; ++c) {
-    sumDy[c] = static_cast<float>(channelSum(r, acc, c));
-    sumDyCentered[c] = static_cast<float>(channelSum(r, acc2, c));
-  }
+  overChannels(r, [&](Channels ch) {
+    spread(r, ch, mean, meanRow);
+    sumOverSamples(
+        r, ch, acc, [&](int64_t e, int64_t) { return double(dy[e]); }, acc2,
+        [&](int64_t e, int64_t j) {
+          return double(dy[e]) * (x[e] - meanRow[j]);
+        });
+    for (int64_t c = ch.lo; c < ch.hi; ++c) {
+      sumDy[c] = static_cast<float>(channelSum(r, acc, c));
+      sumDyCentered[c] = static_cast<float>(channelSum(r, acc2, c));
+    }
+  });
 }
 
 void batchNormGradFromSums(const float *dy, const float *x, const Shape &shape,
@@ -318,14 +367,17 @@ void batchNormGradFromSums(const float *dy, const float *x, const Shape &shape,
   Rows r(shape);
   double *m = scratch<0, double>(2 * r.channels), *v = m + r.channels;
   double *sums = scratch<5, double>(2 * r.channels);
-  for (int64_t c = 0; c < r.channels; ++c) {
-    m[c] = mean[c];
-    v[c] = var[c];
-    sums[c] = sumDy[c];
-    sums[r.channels + c] = sumDyCentered[c];
-  }
-  gradFromStatistics(dy, x, r, scale, m, v, sums, count, epsilon, dx, dScale,
-                     dBias);
+  GradScratch buf(r);
+  overChannels(r, [&](Channels ch) {
+    for (int64_t c = ch.lo; c < ch.hi; ++c) {
+      m[c] = mean[c];
+      v[c] = var[c];
+      sums[c] = sumDy[c];
+      sums[r.channels + c] = sumDyCentered[c];
+    }
+    gradFromStatistics(dy, x, r, ch, buf, scale, m, v, sums, count, epsilon,
+                       dx, dScale, dBias);
+  });
 }
 
 } // namespace cleave::rt

@@ -637,66 +637,6 @@ std::vector<float> avgDivisors(const Window3 &w, bool countIncludePad) {
 
 } // namespace
 
-void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
-             const int64_t *strides, const int64_t *pads,
-             const int64_t *dilations, float *y, const Shape &yShape) {
-  Window3 win(xShape, yShape, kernel, strides, pads, dilations);
-  std::vector<TapRange> taps = tapRanges(win);
-  int64_t planes = xShape.dims[0] * xShape.dims[1];
-  int64_t inSize = win.inSize(), oSize = win.outSize();
-  bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *xp = x + p * inSize;
-    float *yp = y + p * oSize;
-    // A window wholly in the padding gives -inf. NaN wins, as in torch and
-    // numpy. A select, not a branch: which of two values is larger is a
-    // coin flip to the branch predictor.
-    std::fill(yp, yp + oSize, -std::numeric_limits<float>::infinity());
-    forEachTap(win, taps, [&](int64_t o, int64_t i) {
-      float v = xp[i];
-      yp[o] = v > yp[o] || v != v ? v : yp[o];
-    });
-  }
-}
-
-void maxPoolGrad(const float *dy, const Shape &yShape, const float *x,
-                 const Shape &xShape, const int64_t *kernel,
-                 const int64_t *strides, const int64_t *pads,
-                 const int64_t *dilations, float *dx) {
-  Window3 win(xShape, yShape, kernel, strides, pads, dilations);
-  std::vector<TapRange> taps = tapRanges(win);
-  int64_t planes = xShape.dims[0] * xShape.dims[1];
-  int64_t inSize = win.inSize(), oSize = win.outSize();
-  std::fill(dx, dx + planes * inSize, 0.0f);
-  bool parallel = planes * oSize * win.kernelSize() > kParallelGrain;
-#pragma omp parallel if (parallel)
-  {
-    // Each window's first argmax (-1: none in bounds), found as maxPool
-    // finds the max.
-    std::vector<float> best(oSize);
-    std::vector<int64_t> arg(oSize);
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < planes; ++p) {
-      const float *xp = x + p * inSize;
-      const float *dyp = dy + p * oSize;
-      float *dxp = dx + p * inSize;
-      std::fill(arg.begin(), arg.end(), -1);
-      forEachTap(win, taps, [&](int64_t o, int64_t i) {
-        float v = xp[i], b = best[o];
-        int64_t a = arg[o];
-        // Non-short-circuit operators, so that this compiles to selects.
-        bool take = (a < 0) | (v > b) | ((v != v) & (b == b));
-        best[o] = take ? v : b;
-        arg[o] = take ? i : a;
-      });
-      for (int64_t o = 0; o < oSize; ++o)
-        if (arg[o] >= 0)
-          dxp[arg[o]] += dyp[o];
-    }
-  }
-}
-
 void avgPool(const float *x, const Shape &xShape, const int64_t *kernel,
              const int64_t *strides, const int64_t *pads, bool countIncludePad,
              float *y, const Shape &yShape) {
