@@ -108,7 +108,7 @@ struct ApplyShardingHintsPass
     if (layout.microbatches > 1)
       if (llvm::Error error = splitBatchesOver(step, mesh, kMicroBatchAxis))
         return error;
-    if (layout.strategy == Strategy::Zero3)
+    if (zeroStage(layout.strategy) == 3)
       gatherParametersForCompute(step);
     return llvm::Error::success();
   }

@@ -147,7 +147,7 @@ LayoutPasses layoutPasses(const LayoutOptions &layout) {
   passes.reportReshards = layout.reportReshards;
   passes.recompute = layout.recompute;
   passes.bucketMb = layout.bucketMb;
-  passes.reduceScatterGradients = layout.strategy != Strategy::Zero1;
+  passes.reduceScatterGradients = reduceScattersGradients(layout.strategy);
   passes.microbatches = layout.microbatches;
   passes.pipelineAxis = layout.pipelineAxis;
   passes.schedule = pipelineScheduleName(layout.schedule).str();
@@ -220,7 +220,8 @@ struct LayoutPipelineFields : PassPipelineOptions<Derived> {
     }
     passes.recompute = recompute;
     passes.bucketMb = bucketMb;
-    passes.reduceScatterGradients = strategy != "zero1";
+    passes.reduceScatterGradients = reduceScattersGradients(
+        parseStrategy(strategy).value_or(Strategy::None));
     passes.microbatches = microbatches;
     passes.pipelineAxis = pipeline;
     passes.schedule = schedule;

@@ -180,9 +180,20 @@ std::optional<std::string> literalGlob(StringRef pattern) {
   return literal;
 }
 
+constexpr StringLiteral kStateSuffixes[] = {".momentum_buffer", ".exp_avg",
+                                            ".exp_avg_sq"};
+
 bool isOptimizerState(StringRef name) {
-  return name.ends_with(".momentum_buffer") || name.ends_with(".exp_avg") ||
-         name.ends_with(".exp_avg_sq");
+  return llvm::any_of(kStateSuffixes,
+                      [&](StringRef suffix) { return name.ends_with(suffix); });
+}
+
+/// The parameter an optimizer state belongs to ("w.exp_avg" -> "w").
+StringRef stateParameter(StringRef name) {
+  for (StringRef suffix : kStateSuffixes)
+    if (name.consume_back(suffix))
+      break;
+  return name;
 }
 
 } // namespace
@@ -211,17 +222,53 @@ StringRef mlir::cleave::strategyName(Strategy strategy) {
     return "zero3";
   case Strategy::Megatron:
     return "megatron";
+  case Strategy::MegatronZero1:
+    return "megatron+zero1";
+  case Strategy::MegatronZero2:
+    return "megatron+zero2";
+  case Strategy::MegatronZero3:
+    return "megatron+zero3";
   }
   return "auto";
 }
 
+namespace {
+
+constexpr Strategy kStrategies[] = {
+    Strategy::None,          Strategy::DataParallel,  Strategy::Zero1,
+    Strategy::Zero2,         Strategy::Zero3,         Strategy::Megatron,
+    Strategy::MegatronZero1, Strategy::MegatronZero2, Strategy::MegatronZero3};
+
+} // namespace
+
 std::optional<Strategy> mlir::cleave::parseStrategy(StringRef name) {
-  for (Strategy strategy :
-       {Strategy::None, Strategy::DataParallel, Strategy::Zero1,
-        Strategy::Zero2, Strategy::Zero3, Strategy::Megatron})
+  for (Strategy strategy : kStrategies)
     if (strategyName(strategy) == name)
       return strategy;
   return std::nullopt;
+}
+
+int mlir::cleave::zeroStage(Strategy strategy) {
+  switch (strategy) {
+  case Strategy::Zero1:
+  case Strategy::MegatronZero1:
+    return 1;
+  case Strategy::Zero2:
+  case Strategy::MegatronZero2:
+    return 2;
+  case Strategy::Zero3:
+  case Strategy::MegatronZero3:
+    return 3;
+  default:
+    return 0;
+  }
+}
+
+bool mlir::cleave::isMegatron(Strategy strategy) {
+  return strategy == Strategy::Megatron ||
+         strategy == Strategy::MegatronZero1 ||
+         strategy == Strategy::MegatronZero2 ||
+         strategy == Strategy::MegatronZero3;
 }
 
 llvm::Expected<std::vector<ShardingHint>>
@@ -230,15 +277,20 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
   std::vector<ShardingHint> hints;
   if (strategy == Strategy::None)
     return hints;
-  bool megatron = strategy == Strategy::Megatron;
+  bool megatron = isMegatron(strategy);
+  int zero = zeroStage(strategy);
   std::string preset = ("the '" + strategyName(strategy) + "' preset").str();
   int64_t dpIndex = mesh.getAxisIndex("dp");
-  if (dpIndex < 0 && !megatron)
-    return fail(preset + " needs a mesh axis named 'dp' (for example "
-                         "dp=4)");
+  if (dpIndex < 0 && (!megatron || zero > 0))
+    return fail(preset + " needs a mesh axis named 'dp' (for example " +
+                (megatron ? "dp=2,tp=2" : "dp=4") + ")" +
+                (megatron ? "; without one, use --strategy megatron" : ""));
   if (megatron && mesh.getAxisIndex("tp") < 0)
     return fail(preset + " needs a mesh axis named 'tp' (for example "
-                         "dp=2,tp=2)");
+                         "dp=2,tp=2)" +
+                (zero > 0 ? "; without one, use --strategy zero" +
+                                std::to_string(zero)
+                          : std::string()));
   int64_t dp = dpIndex >= 0 ? mesh.getAxisSizes()[dpIndex] : 1;
   std::string origin = "strategy " + strategyName(strategy).str();
   auto hintFor = [&](StringRef name, int64_t rank, int64_t splitDim,
@@ -251,7 +303,31 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
     hint.origin = origin;
     hints.push_back(std::move(hint));
   };
+  // A tensor Megatron splits over tp on `tpDim`, and ZeRO over dp too: dp
+  // on the first other dimension that divides by dp. One without such a
+  // dimension (a tp-split bias) stays whole over dp: splitting its tp
+  // blocks further ({tp,dp}) loses to the split of its gradient, which
+  // propagation takes from the tp-split compute, so the update would run
+  // on whole tp blocks and gather the state (and, for ZeRO-3, the
+  // parameter would end up unsplit over dp anyway).
+  auto tensorAndZeroHint = [&](StringRef name, BlockArgument arg,
+                               int64_t tpDim) {
+    auto shape = cast<ShapedType>(arg.getType()).getShape();
+    ShardingHint hint;
+    hint.pattern = escapeGlob(name);
+    hint.dims.resize(shape.size());
+    hint.dims[tpDim] = {"tp"};
+    for (auto [dim, size] : llvm::enumerate(shape))
+      if (int64_t(dim) != tpDim && size % dp == 0) {
+        hint.dims[dim].push_back("dp");
+        break;
+      }
+    hint.origin = origin;
+    hints.push_back(std::move(hint));
+  };
   llvm::DenseMap<BlockArgument, std::pair<int64_t, StringRef>> tensorParallel;
+  // By parameter name, Megatron's split: what its optimizer states follow.
+  llvm::StringMap<int64_t> tensorParallelByName;
   if (megatron) {
     TensorParallelPlan plan = findTensorParallelLayers(func);
     if (plan.rowParallel.empty())
@@ -297,6 +373,9 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
         tensorParallel[plan.head->bias] = {0, "tp"};
     }
   }
+  for (auto [arg, name] : namedArguments(func))
+    if (auto it = tensorParallel.find(arg); it != tensorParallel.end())
+      tensorParallelByName[name] = it->second.first;
   // ZeRO splits each tensor along its first dimension that divides.
   auto zeroDim = [&](BlockArgument arg) -> int64_t {
     auto shape = cast<ShapedType>(arg.getType()).getShape();
@@ -312,8 +391,17 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
     bool isParam = func.getArgAttr(arg.getArgNumber(),
                                    CleaveDialect::kParamAttrName) != nullptr;
     if (auto it = tensorParallel.find(arg); it != tensorParallel.end()) {
-      hintFor(name, rank, it->second.first, it->second.second);
-    } else if (megatron && isOptimizerState(name)) {
+      if (zero == 3)
+        tensorAndZeroHint(name, arg, it->second.first);
+      else
+        hintFor(name, rank, it->second.first, it->second.second);
+    } else if (megatron && isOptimizerState(name) &&
+               tensorParallelByName.count(stateParameter(name))) {
+      // States follow their parameter's tp split, ZeRO's dp split on top.
+      if (zero > 0)
+        tensorAndZeroHint(name, arg,
+                          tensorParallelByName.lookup(stateParameter(name)));
+    } else if (megatron && zero == 0 && isOptimizerState(name)) {
       // States follow their parameter through the optimizer op.
     } else if (isInput) {
       if (rank == 0 || cast<ShapedType>(arg.getType()).getDimSize(0) % dp)
@@ -325,9 +413,9 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
                                                .getDimSize(0))) +
                     "; use a batch size divisible by " + Twine(dp));
       hintFor(name, rank, 0);
-    } else if (strategy != Strategy::DataParallel && isOptimizerState(name)) {
+    } else if (zero > 0 && isOptimizerState(name)) {
       hintFor(name, rank, zeroDim(arg));
-    } else if (strategy == Strategy::Zero3 && isParam) {
+    } else if (zero == 3 && isParam) {
       hintFor(name, rank, zeroDim(arg));
     } else {
       hintFor(name, rank, -1);
@@ -459,20 +547,31 @@ llvm::Error mlir::cleave::splitBatchesOver(func::FuncOp func, MeshAttr mesh,
 
 void mlir::cleave::gatherParametersForCompute(func::FuncOp func) {
   MLIRContext *context = func.getContext();
+  auto dp = StringAttr::get(context, "dp");
   for (BlockArgument arg : func.getArguments()) {
     auto sharding = func.getArgAttrOfType<ShardingAttr>(
         arg.getArgNumber(), CleaveDialect::kShardingAttrName);
     if (!func.getArgAttr(arg.getArgNumber(), CleaveDialect::kParamAttrName) ||
-        !sharding || sharding.isFullyReplicated())
+        !sharding)
       continue;
-    auto whole = ShardingAttr::getReplicated(
-        context, cast<ShapedType>(arg.getType()).getRank());
+    // The sharding compute reads: the stored one without dp.
+    SmallVector<SmallVector<StringAttr>> dims;
+    bool splitOverDp = false;
+    for (int64_t d = 0, e = cast<ShapedType>(arg.getType()).getRank(); d < e;
+         ++d) {
+      SmallVector<StringAttr> &axes = dims.emplace_back(sharding.getDimAxes(d));
+      splitOverDp |= llvm::is_contained(axes, dp);
+      llvm::erase(axes, dp);
+    }
+    if (!splitOverDp)
+      continue;
+    auto gathered = ShardingAttr::get(context, dims, {}, {});
     for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
       Operation *user = use.getOwner();
       if (isa<SgdOp, AdamwOp, func::ReturnOp>(user))
         continue;
       OpBuilder b(user);
-      auto reshard = ReshardOp::create(b, user->getLoc(), arg, whole);
+      auto reshard = ReshardOp::create(b, user->getLoc(), arg, gathered);
       use.set(reshard);
     }
   }

@@ -54,20 +54,48 @@ std::string escapeGlob(llvm::StringRef name);
 /// The hint's sharding alone, "[dp,_]" (as hints files write it).
 std::string formatShardingDims(const ShardingHint &hint);
 
-/// The distribution strategies `--strategy` offers.
-enum class Strategy { None, DataParallel, Zero1, Zero2, Zero3, Megatron };
+/// The distribution strategies `--strategy` offers. MegatronZeroN is
+/// Megatron's tensor parallelism over `tp` with ZeRO stage N over `dp`
+/// inside it (Megatron-LM's distributed optimizer is stage 1).
+enum class Strategy {
+  None,
+  DataParallel,
+  Zero1,
+  Zero2,
+  Zero3,
+  Megatron,
+  MegatronZero1,
+  MegatronZero2,
+  MegatronZero3
+};
 
-/// The preset's name as `--strategy` spells it ("dp", "zero1", ...).
+/// The preset's name as `--strategy` spells it ("dp", "zero1",
+/// "megatron+zero1", ...).
 StringRef strategyName(Strategy strategy);
 /// The preset of that name; none for an unknown name.
 std::optional<Strategy> parseStrategy(StringRef name);
 
+/// The ZeRO stage a preset applies over `dp`: 0 (none), 1 (optimizer
+/// states split), 2 (+ gradients reduce-scattered) or 3 (+ parameters
+/// split, gathered per use).
+int zeroStage(Strategy strategy);
+/// Whether the preset splits the transformer's layers over `tp`.
+bool isMegatron(Strategy strategy);
+/// Whether partial gradients that must become split are reduce-scattered
+/// (every preset but ZeRO-1's, which all-reduces them and keeps a slice).
+inline bool reduceScattersGradients(Strategy strategy) {
+  return zeroStage(strategy) != 1;
+}
+
 /// Hints a strategy implies for `func` on `mesh`: the batch split over the
-/// axis `dp` (required, except for Megatron where it is optional), and for
-/// Megatron the transformer's linear layer pairs split over the axis `tp`
-/// (column- then row-parallel, see TransformerBlocks.h).
-/// ZeRO-3 also makes parameters whole before every compute use (reshards
-/// the partitioner turns into all-gathers).
+/// axis `dp` (required, except for Megatron without ZeRO where it is
+/// optional), and for Megatron the transformer's linear layer pairs split
+/// over the axis `tp` (column- then row-parallel, see TransformerBlocks.h).
+/// ZeRO splits optimizer states (stage 3: parameters too) over `dp` along
+/// their first dimension that divides by dp and that `tp` does not split
+/// (a tensor split over `tp` with no such dimension stays whole over dp).
+/// ZeRO-3 also gathers parameters over `dp` before every compute use (see
+/// gatherParametersForCompute).
 llvm::Expected<std::vector<ShardingHint>>
 strategyHints(Strategy strategy, func::FuncOp func, MeshAttr mesh);
 
@@ -103,9 +131,10 @@ struct ShardingLayout {
 /// origins for messages).
 std::unique_ptr<Pass> createApplyShardingHintsPass(ShardingLayout layout);
 
-/// For ZeRO-3: feeds every use of a split parameter other than its
-/// optimizer update through a reshard to whole, one per use, so each
-/// gathered copy lives only as long as that use.
+/// For ZeRO-3: feeds every use of a parameter split over `dp` other than
+/// its optimizer update through a reshard that gathers it over `dp` (and
+/// keeps any other split, such as Megatron's over `tp`), one per use, so
+/// each gathered copy lives only as long as that use.
 void gatherParametersForCompute(func::FuncOp func);
 
 } // namespace mlir::cleave

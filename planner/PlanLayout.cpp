@@ -101,19 +101,19 @@ std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
       return "pipeline stages (interleaved 1F1B, " +
              std::to_string(virtualStages) + " chunks per stage)";
     }
-  if (axis == "tp" && strategy == Strategy::Megatron)
+  if (axis == "tp" && isMegatron(strategy))
     return "tensor parallel (Megatron)";
   if (axis == "tp" && intraOp)
     return llvm::formatv("tensor parallel (intra-op ILP: {0} of {1} "
                          "parameters and states split)",
                          intraOp->splitTensors, intraOp->tensors);
   if (axis == "dp")
-    switch (strategy) {
-    case Strategy::Zero1:
+    switch (zeroStage(strategy)) {
+    case 1:
       return "data parallel, ZeRO-1 (optimizer state split)";
-    case Strategy::Zero2:
+    case 2:
       return "data parallel, ZeRO-2 (+ gradients reduce-scattered)";
-    case Strategy::Zero3:
+    case 3:
       return "data parallel, ZeRO-3 (+ parameters split)";
     default:
       return "data parallel";

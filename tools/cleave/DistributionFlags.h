@@ -46,6 +46,18 @@ struct DistributionFlags {
                      clEnumValN(mlir::cleave::Strategy::Megatron, "megatron",
                                 "transformer MLP/attention layers column- then "
                                 "row-parallel over 'tp', batch over 'dp'"),
+                     clEnumValN(mlir::cleave::Strategy::MegatronZero1,
+                                "megatron+zero1",
+                                "megatron + optimizer state split over 'dp' "
+                                "(Megatron-LM's distributed optimizer)"),
+                     clEnumValN(mlir::cleave::Strategy::MegatronZero2,
+                                "megatron+zero2",
+                                "megatron+zero1 + gradients reduce-scattered "
+                                "over 'dp'"),
+                     clEnumValN(mlir::cleave::Strategy::MegatronZero3,
+                                "megatron+zero3",
+                                "megatron+zero2 + parameters split over 'dp', "
+                                "gathered per use"),
                      clEnumValN(kAutoStrategy, "auto",
                                 "the planner chooses mesh, preset, stages and "
                                 "micro-batches for --cluster and --ranks "
