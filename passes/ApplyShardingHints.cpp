@@ -131,7 +131,8 @@ struct ApplyShardingHintsPass
     if (!preset) {
       module.emitError() << "unknown strategy '" << strategy
                          << "'; the presets are none, dp, zero1, zero2, "
-                            "zero3 and megatron";
+                            "zero3, megatron, megatron+zero1, "
+                            "megatron+zero2 and megatron+zero3";
       return std::nullopt;
     }
     layout.strategy = *preset;

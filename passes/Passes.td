@@ -341,15 +341,17 @@ def ApplyShardingHintsPass
     3. a `strategy` preset's hints (`dp`, `zero1`, `zero2`, `zero3`:
        the batch over the axis `dp`, optimizer states, gradients and
        parameters split over it by stage; `megatron`: the transformer's
-       linear layers column- then row-parallel over `tp`), weaker than any
-       hint given;
+       linear layers column- then row-parallel over `tp`;
+       `megatron+zero1|2|3`: both, ZeRO splitting over `dp` what Megatron
+       splits over `tp` on another dimension), weaker than any hint given;
     4. the `hints` (`GLOB=[d0,d1,...]@PRIORITY`, each dim `_`, an axis or
        `{a,b}`): per argument the strongest matching hint sets
        `cleave.sharding` and `cleave.priority`;
     5. with micro-batches, the batch (dimension 0) of every data input is
        split over `microbatch` as well, innermost;
-    6. for `zero3`, every compute use of a split parameter reads it through
-       a `cleave.reshard` to whole (gathered per use).
+    6. for ZeRO-3 (`zero3`, `megatron+zero3`), every compute use of a
+       parameter split over `dp` reads it through a `cleave.reshard` that
+       gathers it over `dp` only (per use), keeping any other split.
 
     Errors (at the step): a hint that names no tensor, names an axis the
     mesh lacks, does not match the tensor's rank or does not divide its
@@ -372,7 +374,8 @@ def ApplyShardingHintsPass
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
            "the device mesh, NAME=SIZE,... (empty: the module's)">,
     Option<"strategy", "strategy", "std::string", /*default=*/"\"none\"",
-           "a preset: none, dp, zero1, zero2, zero3 or megatron">,
+           "a preset: none, dp, zero1, zero2, zero3, megatron or "
+           "megatron+zero1|2|3">,
     ListOption<"hints", "hints", "std::string",
                "sharding hints GLOB=[d0,...]@PRIORITY (quote each one)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",

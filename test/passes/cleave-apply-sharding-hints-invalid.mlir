@@ -7,7 +7,7 @@
 
 // Errors are at the step and name the hint and where it came from.
 // NODP: error: the 'dp' preset needs a mesh axis named 'dp' (for example dp=4)
-// STRATEGY: error: unknown strategy 'fsdp'; the presets are none, dp, zero1, zero2, zero3 and megatron
+// STRATEGY: error: unknown strategy 'fsdp'; the presets are none, dp, zero1, zero2, zero3, megatron, megatron+zero1, megatron+zero2 and megatron+zero3
 // MESH: error: mesh 'tp' is not a list of NAME=SIZE axes with sizes >= 1 (for example mesh=dp=2,tp=2)
 // MB: error: input 'x' has a batch of 8, which does not divide into 3 micro-batches; use a batch size divisible by 3
 // NOMESH: error: no mesh to shard over: give the pass a mesh or the module a 'cleave.mesh' attribute

@@ -555,8 +555,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       if (flags[i] != "--strategy" && flags[i] != "--shard")
         hos << " " << flags[i] << " " << flags[i + 1];
     hos << " --shard-file " << emitHints_ << " -o train\n";
-    if (best.layout.strategy == Strategy::Zero3 ||
-        best.layout.strategy == Strategy::Zero1)
+    if (mlir::cleave::zeroStage(best.layout.strategy) == 3 ||
+        mlir::cleave::zeroStage(best.layout.strategy) == 1)
       hos << "# (--strategy " << mlir::cleave::strategyName(best.layout.strategy)
           << " also changes how gradients and parameters move, which hints "
              "do not say: use the flags above for the plan itself.)\n";
