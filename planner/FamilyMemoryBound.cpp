@@ -170,7 +170,6 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
     needed = p->persistentBytes + scratch;
     how = "(only that layout partitioned)";
   }
-  family.needed = needed;
   if (needed <= options.cluster.memoryBytes())
     return;
   int64_t samples = options.globalBatch / most / least.axisSize("dp");

@@ -73,7 +73,6 @@ private:
     std::vector<Candidate *> members;
     int64_t mostMicrobatches = 0;
     bool bounded = false;
-    double needed = 0;
     /// The least-memory layout's parameters and state, and its scratch.
     double persistent = 0, scratch = 0;
   };
