@@ -25,15 +25,13 @@ constexpr double kSharedScratchMargin = 0.05;
 /// short: the rolled estimate's memory tolerance (planner/Planner.cpp).
 constexpr double kRolledStashMargin = 0.15;
 
+/// Whether the strategy differs from the others of its mesh and tensor
+/// split only in what it holds: data parallelism and ZeRO-1/2, alone or
+/// inside Megatron's tensor split.
 bool splitsOnlyState(Strategy strategy) {
-  return strategy == Strategy::DataParallel || strategy == Strategy::Zero1 ||
-         strategy == Strategy::Zero2;
+  return strategy != Strategy::None && zeroStage(strategy) < 3;
 }
 
-bool enumerated(Strategy strategy) {
-  return strategy == Strategy::None || strategy == Strategy::Megatron ||
-         strategy == Strategy::Zero3 || splitsOnlyState(strategy);
-}
 
 /// The least scratch (with kernel workspace) of any of `members`, from the
 /// prediction `least` of one micro-batch of the family's smallest size
@@ -84,8 +82,7 @@ FamilyMemoryBounds::FamilyMemoryBounds(
   if (options.given || !options.hints.empty() || !this->heldBytes)
     return;
   for (Candidate &candidate : candidates) {
-    if (!candidate.rejected.empty() ||
-        !enumerated(candidate.layout.strategy))
+    if (!candidate.rejected.empty())
       continue;
     Family &family = families[familyKey(candidate.layout)];
     family.members.push_back(&candidate);
@@ -115,8 +112,13 @@ FamilyMemoryBounds::leastOf(const Family &family) const {
   least.recompute = "full";
   if (!least.pipelineAxis.empty())
     least.schedule = PipelineSchedule::OneFOneB;
+  // Megatron's tensor split and the intra-op ILP's keep other scratch
+  // than plain data parallelism on a mesh.
+  const char *split = least.intraOp              ? "ilp"
+                      : isMegatron(least.strategy) ? "megatron"
+                                                   : "dp";
   std::string shareKey = least.meshText() + "|" + least.pipelineAxis + "|" +
-                         std::to_string(family.mostMicrobatches);
+                         std::to_string(family.mostMicrobatches) + "|" + split;
   return {least, shareKey};
 }
 

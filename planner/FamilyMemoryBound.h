@@ -10,8 +10,9 @@
 // When that one does not fit, no layout of the family does, and the
 // family is rejected after partitioning it alone: for a big model, most
 // of the search. Plain data parallelism, ZeRO-1 and ZeRO-2 of one mesh keep
-// the same scratch (they differ in what they hold), so one of them bounds
-// the others without partitioning them. A family is bounded only when the
+// the same scratch (they differ in what they hold), and so do Megatron and
+// Megatron with ZeRO-1 or 2: one of them bounds the others without
+// partitioning them. A family is bounded only when the
 // search reaches it: families that cannot beat the plans found are never
 // partitioned at all.
 //
@@ -37,8 +38,8 @@ using PredictAtBatch = std::function<std::optional<Prediction>(
 
 /// The family bounds of a search, each computed when the search first
 /// reaches one of the family's layouts (a family none of whose layouts
-/// can beat the plans found is never partitioned). Only for the
-/// strategies the search enumerates, without user hints; the family of
+/// can beat the plans found is never partitioned). Only for a search
+/// without user hints; the family of
 /// `exempt` is left to the search (it names what the smallest plan needs
 /// when nothing fits). `heldBytes` is rejectByHeldBytes's lower bound on
 /// what a layout holds.

@@ -137,8 +137,14 @@ void addIntraOpLayouts(const StepSource &steps, const SearchOptions &options,
   std::vector<Candidate> added;
   for (Candidate &megatron : candidates) {
     const PlanLayout &layout = megatron.layout;
-    if (layout.strategy != Strategy::Megatron || !megatron.rejected.empty())
+    if (!isMegatron(layout.strategy) || !megatron.rejected.empty())
       continue;
+    if (layout.strategy != Strategy::Megatron) {
+      megatron.rejected =
+          "the 'megatron' preset finds no transformer MLP or attention block "
+          "in this model (not partitioned)";
+      continue;
+    }
     megatron.rejected = "the 'megatron' preset finds no transformer MLP or "
                         "attention block in this model; its tensor "
                         "parallelism comes from the intra-op ILP instead "

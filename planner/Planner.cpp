@@ -121,6 +121,14 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
       if (tp > 1) {
         layout.strategy = Strategy::Megatron;
         addMicrobatches(layout, pp > 1);
+        // ZeRO over the data axis inside Megatron's tensor split
+        // (Megatron-LM's distributed optimizer is ZeRO-1).
+        if (dp > 1)
+          for (Strategy zero : {Strategy::MegatronZero1, Strategy::MegatronZero2,
+                                Strategy::MegatronZero3}) {
+            layout.strategy = zero;
+            addMicrobatches(layout, pp > 1);
+          }
         continue;
       }
       layout.strategy = dp > 1 ? Strategy::DataParallel : Strategy::None;
@@ -242,11 +250,9 @@ rejectByHeldBytes(const StepSource &steps, const SearchOptions &options,
   auto heldBytes = [params, state](const PlanLayout &layout) {
     int64_t dp = layout.axisSize("dp");
     double model = double(layout.ranks()) / dp;
-    bool zero = layout.strategy == Strategy::Zero1 ||
-                layout.strategy == Strategy::Zero2 ||
-                layout.strategy == Strategy::Zero3;
-    return params / (model * (layout.strategy == Strategy::Zero3 ? dp : 1)) +
-           state / (model * (zero ? dp : 1));
+    int stage = zeroStage(layout.strategy);
+    return params / (model * (stage == 3 ? dp : 1)) +
+           state / (model * (stage >= 1 ? dp : 1));
   };
   // The layout holding the least is partitioned whatever its bound, so
   // that a search where nothing fits still says what the smallest needs.
@@ -293,6 +299,34 @@ void rejectMicrobatchesThatChangeBatchNorm(const StepSource &steps,
           "micro-batches would change what the model's BatchNorm computes "
           "(statistics per micro-batch, not per batch); not chosen unless "
           "asked for with --microbatches (not partitioned)";
+}
+
+/// ZeRO-1 and 2 split the optimizer's state (and the gradients that update
+/// it) over the data axis: for an optimizer that keeps none (SGD without
+/// momentum) they build the same program as the strategy without them, so
+/// the search does not partition them twice.
+void rejectZeroWithoutState(const StepSource &steps,
+                            const SearchOptions &options,
+                            std::vector<Candidate> &candidates) {
+  func::FuncOp step = options.given ? func::FuncOp() : distributedStep(steps);
+  if (!step)
+    return;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (step.getArgAttr(i, CleaveDialect::kStateAttrName))
+      return;
+  for (Candidate &candidate : candidates) {
+    Strategy strategy = candidate.layout.strategy;
+    if (!candidate.rejected.empty() || candidate.layout.intraOp ||
+        (zeroStage(strategy) != 1 && zeroStage(strategy) != 2))
+      continue;
+    Strategy same =
+        isMegatron(strategy) ? Strategy::Megatron : Strategy::DataParallel;
+    candidate.rejected = llvm::formatv(
+        "the same program as --strategy {0}: the optimizer keeps no state "
+        "for ZeRO-1 or 2 to split (not partitioned)",
+        strategyName(same));
+    candidate.sameProgram = true;
+  }
 }
 
 /// What evaluating a layout gives: the candidate (its layout, prediction,
@@ -386,6 +420,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   }
   result.candidates = candidates.size();
   rejectMicrobatchesThatChangeBatchNorm(steps, options, candidates);
+  rejectZeroWithoutState(steps, options, candidates);
   std::function<double(const PlanLayout &)> heldBytes;
   const Candidate *least =
       rejectByHeldBytes(steps, options, candidates, heldBytes);
@@ -746,8 +781,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
          ++i) {
       const Candidate &plan = result.plans[i];
       if (plan.layout.axisSize("dp") > 1 && !plan.prediction->estimated &&
-          plan.layout.strategy != Strategy::Zero2 &&
-          plan.layout.strategy != Strategy::Zero3)
+          zeroStage(plan.layout.strategy) < 2)
         tried.push_back(plan.layout);
     }
     for (const PlanLayout &layout : tried)
@@ -832,6 +866,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     result.plans.erase(result.plans.begin() + i);
   }
   std::stable_sort(result.rejected.begin(), result.rejected.end(), faster);
+  std::stable_partition(result.rejected.begin(), result.rejected.end(),
+                        [](const Candidate &c) { return !c.sameProgram; });
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

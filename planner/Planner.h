@@ -2,7 +2,8 @@
 //
 // Enumerates the layouts the compiler can build for a device count
 // (every dp x tp x pp factorisation with tp inside a node; ZeRO stages
-// 0-3 on data parallelism; Megatron tensor parallelism where the model's
+// 0-3 on data parallelism, alone or inside Megatron's tensor split;
+// Megatron tensor parallelism where the model's
 // blocks match the preset; GPipe stages; micro-batch counts), partitions
 // the training step for each with partitionForLayout, predicts it with
 // the cost model and ranks the plans that fit device memory. A plan is
@@ -76,6 +77,9 @@ struct Candidate {
   std::optional<Prediction> prediction;
   /// Why the layout is not a plan ("" for a plan).
   std::string rejected;
+  /// Rejected only because another layout builds the same program (listed
+  /// after the other rejected layouts).
+  bool sameProgram = false;
   /// For axes, whether their collectives cross nodes.
   std::map<std::string, bool> interNode;
   /// What each recomputation mode tried needed: bounds the same layout

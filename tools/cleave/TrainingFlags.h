@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -183,9 +184,15 @@ struct TrainingFlags {
       if (flag.getNumOccurrences())
         flags.push_back("--" + flag.ArgStr.str() + "=" + value);
     };
+    // The shortest text that reads back as the same double ("0.9", not
+    // "0.90000000000000002").
     auto number = [](double value) {
       char text[32];
-      std::snprintf(text, sizeof(text), "%.17g", value);
+      for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof(text), "%.*g", digits, value);
+        if (std::strtod(text, nullptr) == value)
+          break;
+      }
       return std::string(text);
     };
     add(optimizer, optimizer == Optimizer::Sgd ? "sgd" : "adamw");

@@ -9,7 +9,10 @@ in full), which must not fit either:
     into m micro-batches): the layout itself with full recomputation; one
     line per layout.
 
-usage: check_family_bound.py PLAN.json MODEL CLUSTER
+usage: check_family_bound.py PLAN.json MODEL CLUSTER [FLAG...]
+
+The FLAGs (the search's training flags, --optimizer ...) join each
+evaluation.
 """
 
 import json
@@ -21,6 +24,7 @@ import tempfile
 
 def main():
     plan_path, model, cluster = sys.argv[1:4]
+    training = sys.argv[4:]
     plan = json.load(open(plan_path))
     rejected = [p for p in plan["rejected"]
                 if "(the smallest of its mesh and strategy)" in p.get("reason", "")]
@@ -40,7 +44,7 @@ def main():
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             subprocess.run(["cleave", "plan", model, "--cluster", cluster,
                             "--global-batch", str(samples * dp), "--json", out.name]
-                           + flags, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           + flags + training, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             alone = json.load(open(out.name))
         exact = (alone["plans"] + alone["rejected"])[0]
         verdict = ("does not fit either" if exact.get("reason", "").startswith("does not fit")
@@ -55,7 +59,7 @@ def main():
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             subprocess.run(["cleave", "plan", model, "--cluster", cluster,
                             "--global-batch", str(plan["global_batch"]),
-                            "--json", out.name] + flags,
+                            "--json", out.name] + flags + training,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             alone = json.load(open(out.name))
         exact = (alone["plans"] + alone["rejected"])[0]
