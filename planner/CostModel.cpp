@@ -671,8 +671,9 @@ bytesSentPerRank(func::FuncOp step, MeshAttr mesh, int64_t pipelineAxis,
 }
 
 /// Per stage, what micro-batches hold (StageShare): the bytes micro-batch
-/// 0's forward ops produce there that its backward ops read (a received
-/// activation counts on the receiving stage), and the bytes the
+/// 0's forward ops produce there that its backward ops read or that it
+/// sends to the next stage (a received activation counts on the receiving
+/// stage), and the bytes the
 /// micro-batches' ops hand to the ops run once a step (the accumulated
 /// gradients). A step without micro-batches is one micro-batch: what its
 /// forward pass keeps for its backward pass.
@@ -701,12 +702,23 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
     int64_t microbatch = whole ? 0 : microbatchOf.lookup(&op);
     if (microbatch < 0)
       continue;
-    bool forward = microbatch == 0 && phases.phaseOf(&op) == StepPhase::Forward;
+    // A received activation (a transfer of a forward op's result) is held
+    // on the receiving stage as the forward ops' results are.
+    auto transfer = dyn_cast<SendRecvOp>(op);
+    Operation *sent = transfer ? transfer->getOperand(0).getDefiningOp() : nullptr;
+    bool forward = microbatch == 0 &&
+                   (phases.phaseOf(transfer && sent ? sent : &op) ==
+                    StepPhase::Forward);
     int64_t stashed = 0, handed = 0;
     for (Value result : op.getResults()) {
       bool toBackward = false, toStep = false;
       for (Operation *user : result.getUsers()) {
-        toBackward |= forward && phases.phaseOf(user) == StepPhase::Backward;
+        // A value sent to the next stage is held until its send is waited
+        // for, after the stage's later forward passes: the memory plan keeps
+        // it with each micro-batch in flight, as what the backward pass
+        // reads.
+        toBackward |= forward && (phases.phaseOf(user) == StepPhase::Backward ||
+                                  isa<SendRecvOp>(user));
         toStep |= !whole && !isa<func::ReturnOp>(user) &&
                   microbatchOf.lookup(user) < 0;
       }
