@@ -90,11 +90,18 @@ FailureOr<EmittedProgram> Emitter::run() {
                 mesh.getNumRanks(), names, sizes, mesh.getAxisNames().size())
             .str();
   }
-  if (numStages > 1)
-    meshText += formatv("  // The loss is computed by stage {0}.\n"
-                        "  program.pipeline = PipelineSpec{{{1}, {0}};\n",
-                        lossStage, pipelineAxis)
+  if (numStages > 1) {
+    std::string stageArenas;
+    for (int64_t bytes : program.stageArenaBytes)
+      stageArenas += (stageArenas.empty() ? "" : ", ") + std::to_string(bytes);
+    meshText += formatv("  // The loss is computed by stage {0}; each stage's "
+                        "own scratch plan.\n"
+                        "  static const int64_t kStageArenaBytes[] = {{{2}};\n"
+                        "  program.pipeline = PipelineSpec{{{1}, {0}, "
+                        "kStageArenaBytes};\n",
+                        lossStage, pipelineAxis, stageArenas)
                     .str();
+  }
   auto [checksText, numChecks] = indexChecks();
   auto [traceText, numTraceOps] = traceTable();
   program.arenaBytes = arenaBytes;

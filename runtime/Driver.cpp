@@ -11,6 +11,7 @@
 #include "runtime/DriverData.h"
 #include "runtime/GlobalTensors.h"
 #include "runtime/KernelSupport.h"
+#include "runtime/PeakMemory.h"
 #include "runtime/Program.h"
 #include "runtime/RunOutputs.h"
 #include "runtime/RunReports.h"
@@ -26,6 +27,9 @@ int runProgram(const Program &program, int argc, char **argv) {
   startDevice(program, global);
   checkOutputLocations(options, global);
 
+  // --print-memory-peak measures from here: every tensor, the arena and
+  // the data are allocated after.
+  PeakMemoryMeter meter(options.printMemoryPeak);
   // Tensor by tensor, in table order: its memory, then its first value.
   TensorStore store(program, global);
   TrainingData data(global, options);
@@ -69,9 +73,10 @@ int runProgram(const Program &program, int argc, char **argv) {
     reports.afterStep(step, context.loss);
     checkpointer.afterStep(step, reports);
   }
+  meter.stop();
   reports.finishSteps();
   writeFinalOutputs(program, options, store);
-  reports.printSummaries();
+  reports.printSummaries(meter);
   if (program.device)
     program.device->stop();
   finalizeMesh();

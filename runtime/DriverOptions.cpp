@@ -19,7 +19,8 @@ const char *kUsage =
     "          [--resume | --overwrite-checkpoints]] [--dump-params DIR]\n"
     "          [--dump-outputs DIR] [--export-onnx FILE]\n"
     "          [--shuffle SEED] [--seed S]\n"
-    "          [--quiet] [--print-comm] [--print-memory] [--dump-local DIR]\n"
+    "          [--quiet] [--print-comm] [--print-memory]\n"
+    "          [--print-memory-peak] [--dump-local DIR]\n"
     "          [--collective-timeout SECONDS] [--allow-non-finite]\n"
     "          [--trace FILE [--trace-steps A:B]]\n"
     "Trains the model compiled into this program.\n"
@@ -59,6 +60,9 @@ const char *kUsage =
     "                     states as DIR/rank<R>/<name>.npy\n"
     "  --print-memory     print each rank's bytes of parameters and state\n"
     "                     and of scratch (activations, gradients)\n"
+    "  --print-memory-peak  print how far each rank's resident set rose,\n"
+    "                     at its highest, from just before the tensors were\n"
+    "                     allocated to the end of the steps (measured; Linux)\n"
     "  --print-comm       print the bytes each rank sent per step, by\n"
     "                     collective kind\n"
     "  --trace FILE       write a timeline of steps A to B-1 (--trace-steps\n"
@@ -158,6 +162,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
       options.dumpLocal = takeValue();
     } else if (arg == "--print-memory") {
       options.printMemory = true;
+    } else if (arg == "--print-memory-peak") {
+      options.printMemoryPeak = true;
     } else if (arg == "--print-comm") {
       options.printComm = true;
     } else if (arg == "--export-onnx") {

@@ -21,8 +21,8 @@ struct RunOptions {
   std::string data, log, dumpParams, dumpOutputs, init, checkpointDir,
       exportOnnx, dumpLocal, trace;
   bool synthetic = false, quiet = false, resume = false, shuffle = false,
-       printComm = false, printMemory = false, overwriteCheckpoints = false,
-       allowNonFinite = false;
+       printComm = false, printMemory = false, printMemoryPeak = false,
+       overwriteCheckpoints = false, allowNonFinite = false;
   int64_t steps = 1, checkpointEvery = 0;
   uint64_t seed = 1234, shuffleSeed = 0;
   int64_t collectiveTimeout = kDefaultCollectiveTimeoutSeconds;

@@ -67,6 +67,10 @@ struct TensorSpec {
 struct PipelineSpec {
   int axis = -1;
   int lossStage = 0;
+  /// Each stage's own scratch plan, indexed by stage; every rank allocates
+  /// the largest (Program::arenaBytes) and touches its own
+  /// (--print-memory-peak compares with it). Null: not known.
+  const int64_t *stageArenaBytes = nullptr;
 };
 
 /// An integer graph input the step reads as class labels or gather

@@ -9,7 +9,9 @@
 //    "scratch":N},...]}
 // `cleave report` draws the memory and refuses a log of another program
 // than the plan. Every number is the program's own (deterministic: two
-// runs of one program write the same record).
+// runs of one program write the same record): the plan, not a
+// measurement. What a rank measured it used varies from run to run and is
+// printed apart, by --print-memory-peak (PeakMemory.h).
 //
 //===----------------------------------------------------------------------===//
 

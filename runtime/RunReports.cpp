@@ -66,6 +66,41 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
   std::fflush(stdout);
 }
 
+/// --print-memory-peak: rank 0 prints every rank's measured growth
+/// (PeakMemory.h) beside the compiler's plan for it: its parameters and
+/// state, and the scratch of its own stage (--print-memory gives the
+/// largest stage's, which every rank allocates but only that one touches).
+void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
+                         const GlobalTensors &global) {
+  const Program &program = global.program;
+  int64_t scratch = global.stage >= 0 && program.pipeline.stageArenaBytes
+                        ? program.pipeline.stageArenaBytes[global.stage]
+                        : program.arenaBytes;
+  std::vector<int64_t> mine = {growth.peak, growth.file, persistentBytes,
+                               scratch};
+  std::vector<int64_t> all(mine);
+  int ranks = global.distributed ? worldSize() : 1;
+  if (global.distributed) {
+    all.resize(4 * ranks);
+    allGather(mine.data(), all.data(), 4 * sizeof(int64_t),
+              allAxes(program.mesh));
+    if (!isMeshRoot())
+      return;
+  }
+  std::printf("measured memory per rank (the resident set's rise from "
+              "before the tensors to its highest by the last step):\n");
+  for (int r = 0; r < ranks; ++r) {
+    const int64_t *at = &all[4 * r];
+    std::printf("  rank %d: peak %lld bytes, of which file-backed %lld; "
+                "planned %lld (parameters and state %lld, scratch of its "
+                "stage %lld)\n",
+                r, static_cast<long long>(at[0]), static_cast<long long>(at[1]),
+                static_cast<long long>(at[2] + at[3]),
+                static_cast<long long>(at[2]), static_cast<long long>(at[3]));
+  }
+  std::fflush(stdout);
+}
+
 } // namespace
 
 RunReports::RunReports(const Program &program, const RunOptions &options,
@@ -196,9 +231,11 @@ void RunReports::finishSteps() {
         static_cast<long long>(options.traceLast), options.trace.c_str());
 }
 
-void RunReports::printSummaries() {
+void RunReports::printSummaries(const PeakMemoryMeter &meter) {
   if (options.printMemory)
     printMemory(store.persistentBytes(), program.arenaBytes, global);
+  if (meter.enabled())
+    printMeasuredMemory(meter.growth(), store.persistentBytes(), global);
   if (options.printComm)
     printCommunication(stepComm, options.steps - firstStep, global);
 }

@@ -2,7 +2,8 @@
 //
 // Part of the Cleave runtime: plain C++ (no MLIR). The log (--log, one JSON
 // record per step), the progress lines on stderr, the trace (--trace), and
-// the summaries at the end (--print-memory, --print-comm).
+// the summaries at the end (--print-memory, --print-memory-peak,
+// --print-comm).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include "runtime/Collectives.h"
 #include "runtime/DriverOptions.h"
+#include "runtime/PeakMemory.h"
 #include "runtime/Program.h"
 #include "runtime/TensorStore.h"
 
@@ -40,8 +42,9 @@ public:
   bool syncLog(std::string &error);
   /// Closes the log and writes the trace.
   void finishSteps();
-  /// --print-memory and --print-comm.
-  void printSummaries();
+  /// --print-memory, --print-memory-peak (what `meter` measured) and
+  /// --print-comm.
+  void printSummaries(const PeakMemoryMeter &meter);
 
 private:
   /// A log that cannot be written (a full disk, /dev/full) ends the run:

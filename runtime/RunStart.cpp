@@ -102,6 +102,10 @@ RunOptions startRun(const Program &program, int &argc, char **&argv) {
   // (isnan is a question one may ask); training on NaN never helps.
   if (!program.training)
     options.allowNonFinite = true;
+  if (options.printMemoryPeak && program.device)
+    failRun("--print-memory-peak measures the host's resident set, and this "
+            "program keeps its tensors in GPU memory; it is for the cpu "
+            "target");
   setCollectiveTimeout(options.collectiveTimeout);
   // A one-rank program started as several ranks would train several
   // independent copies; Open MPI tells each process how many there are.
@@ -164,6 +168,7 @@ void requireRankAgreement(const Program &program, const RunOptions &options,
   agreement.addFlag("--dump-outputs", !options.dumpOutputs.empty());
   agreement.addFlag("--dump-local", !options.dumpLocal.empty());
   agreement.addFlag("--print-memory", options.printMemory);
+  agreement.addFlag("--print-memory-peak", options.printMemoryPeak);
   agreement.addFlag("--trace", !options.trace.empty());
   agreement.addValue("--trace-steps", options.traceFirst,
                      !options.trace.empty());

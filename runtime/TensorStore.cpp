@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 
 namespace cleave::rt {
 
@@ -22,6 +23,19 @@ Buffer allocate(int64_t bytes, const std::string &what) {
             "; the machine has too little memory for this model and batch");
   std::memset(p, 0, size ? size : 64);
   return Buffer(static_cast<char *>(p), [](void *p) { std::free(p); });
+}
+
+/// Zeros, as `allocate` gives, but mapped untouched: the kernel backs a
+/// page with RAM when it is first written, so the resident set
+/// (--print-memory-peak) counts the pages used, not the bytes reserved.
+Buffer allocateUntouched(int64_t bytes, const std::string &what) {
+  size_t size = bytes > 0 ? static_cast<size_t>(bytes) : 64;
+  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    failRun("cannot map " + std::to_string(bytes) + " bytes for " + what +
+            "; the machine has too little memory for this model and batch");
+  return Buffer(static_cast<char *>(p), [size](void *p) { munmap(p, size); });
 }
 
 /// Page-locked host memory from the device, which copies it to the device
@@ -77,9 +91,9 @@ void TensorStore::setInitialValue(int i, const RunOptions &options) {
 void TensorStore::allocateStepMemory(bool report) {
   stepPointers = pointers;
   if (!device) {
-    hostArena =
-        allocate(program.arenaBytes, "the scratch arena (activations and "
-                                     "gradients)");
+    hostArena = allocateUntouched(program.arenaBytes,
+                                  "the scratch arena (activations and "
+                                  "gradients)");
     arenaStart = hostArena.get();
     return;
   }
@@ -109,10 +123,12 @@ void TensorStore::allocateWholeCopies() {
     return;
   for (int i = 0; i < program.numTensors; ++i)
     if (global.isSplit(i)) {
-      wholeBuffers.push_back(allocate(global.wholeBytes(i),
-                                      "the whole of tensor '" +
-                                          std::string(program.tensors[i].name) +
-                                          "'"));
+      // Untouched until a checkpoint, dump, export or load fills it: a
+      // run that writes none holds no RAM for the whole model.
+      wholeBuffers.push_back(
+          allocateUntouched(global.wholeBytes(i),
+                            "the whole of tensor '" +
+                                std::string(program.tensors[i].name) + "'"));
       whole[i] = wholeBuffers.back().get();
     }
 }

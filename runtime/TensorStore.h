@@ -39,7 +39,8 @@ public:
   /// the kernels' workspaces, reported first when `report`.
   void allocateStepMemory(bool report);
   /// Whole copies of the tensors ranks hold parts of (after the step's
-  /// memory, so that a device that lacks memory says so first).
+  /// memory, so that a device that lacks memory says so first), mapped
+  /// untouched: they take RAM from the first time files fill them.
   void allocateWholeCopies();
 
   /// Copies the tensors of the given roles to the device, or back to

@@ -66,7 +66,7 @@ module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
 // CPU-NEXT: return trainStepOfStage0(ctx);
 // CPU-NEXT: case 1:
 // CPU-NEXT: return trainStepOfStage1(ctx);
-// CPU: program.pipeline = PipelineSpec{0, 0};
+// CPU: program.pipeline = PipelineSpec{0, 0, kStageArenaBytes};
 
 // CUDA-LABEL: static void stepPart(
 // CUDA: sendRecv(first, nullptr, 32 * 4, 1, kNoPeer, AxisGroup{{[{][{]0[}]}}, 1});  // handover
