@@ -18,7 +18,10 @@ and RECOMPUTE in none, full: the stdout of a pp=2 run with --print-memory
     buffer (in /proc/PID/smaps, 524 KiB touched on this model with the
     kernels OpenBLAS picks on the test machine, Cooperlake; 384 KiB with
     OPENBLAS_CORETYPE=Haswell) and MPI's and the heap's bookkeeping:
-    610-710 KiB in all (470-570 KiB with Haswell's kernels).
+    610-710 KiB in all (470-570 KiB with Haswell's kernels). Where
+    transparent huge pages are always on, a write can bring a 2 MiB page
+    to the arena's end, whose last stretch a stage need not fill: 2 MiB
+    more.
 
 Across runs, activation memory (measured minus parameters and state):
 
@@ -36,6 +39,16 @@ import re
 import sys
 
 MIB = 1 << 20
+
+
+def unplanned_allowance():
+    """1 MiB, and a huge page more where the kernel hands them out unasked."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            always = "[always]" in f.read()
+    except OSError:
+        always = False
+    return MIB + (2 * MIB if always else 0)
 PLANNED = re.compile(r"rank (\d+): parameters and state (\d+) bytes, "
                      r"scratch (\d+) bytes")
 MEASURED = re.compile(r"rank (\d+): peak (\d+) bytes, of which file-backed "
@@ -79,6 +92,7 @@ def main():
                            a.scale_plan)
             for s in SCHEDULES for m in MICROBATCHES for r in RECOMPUTE}
     ok = True
+    allowance = unplanned_allowance()
 
     def report(good, text):
         nonlocal ok
@@ -98,7 +112,7 @@ def main():
                f"measurement are --print-memory's")
         for rank, v in sorted(run.ranks.items()):
             over = v["measured"] - v["planned"]
-            report(-0.05 * v["planned"] <= over <= 0.05 * v["planned"] + MIB,
+            report(-0.05 * v["planned"] <= over <= 0.05 * v["planned"] + allowance,
                    f"{s} m={m} {r} rank {rank}: measured {v['measured']} "
                    f"bytes, planned {v['planned']:.0f} ({over / 1024:+.0f} "
                    f"KiB)")
