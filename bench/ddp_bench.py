@@ -24,6 +24,7 @@ alone.
 
 import argparse
 import os
+import queue as queue_module
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench  # noqa: E402  (export and progress-line parsing)
 
-MODELS = {"mlp": 128, "mlp-large": 64, "gpt": 2, "gpt-d128": 16}  # global batch
+# Global batch: twice bench.py's one-rank batch for the models of issue 21.
+MODELS = {"mlp": 128, "mlp-large": 64, "gpt": 2, "gpt-d128": 16,
+          "mlp-512": 128, "cnn": 16, "resnet18": 32, "mobilenet_v2": 32,
+          "gpt-d768": 8}
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
@@ -59,9 +63,9 @@ def global_inputs(name, batch):
         cfg = export_models.GPTConfig()
         idx = torch.randint(0, cfg.vocab_size, (batch, cfg.n_positions))
         return model, (idx, torch.randint(0, cfg.vocab_size,
-                                          (batch, cfg.n_positions))), []
-    model, args, _, _, extra = bench.build_model(name)
-    return model, args, extra
+                                          (batch, cfg.n_positions))), None, []
+    model, args, _, dynamic, extra = bench.build_model(name)
+    return model, args, dynamic, extra
 
 
 def ddp_worker(rank, ranks, name, batch, steps, port, queue):
@@ -70,7 +74,7 @@ def ddp_worker(rank, ranks, name, batch, steps, port, queue):
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=ranks)
-    model, args, _ = global_inputs(name, batch)
+    model, args, _, _ = global_inputs(name, batch)
     local = batch // ranks
     args = tuple(a[rank * local:(rank + 1) * local] for a in args)
     # gloo cannot broadcast bool buffers (the GPT's causal mask); they are
@@ -102,7 +106,19 @@ def run_ddp(name, batch, ranks, steps):
              for r in range(ranks)]
     for p in procs:
         p.start()
-    times = [queue.get() for _ in procs]
+    # A worker that fails never reports: stop waiting when one has died.
+    times = []
+    while len(times) < len(procs):
+        try:
+            times.append(queue.get(timeout=5))
+        except queue_module.Empty:
+            failed = [p.exitcode for p in procs
+                      if p.exitcode not in (None, 0)]
+            if failed:
+                for p in procs:
+                    p.terminate()
+                raise RuntimeError(f"a DDP worker for {name} exited with "
+                                   f"{failed[0]} (its traceback is above)")
     for p in procs:
         p.join()
     return max(times)
@@ -110,18 +126,14 @@ def run_ddp(name, batch, ranks, steps):
 
 def run_cleave(name, batch, ranks, steps, work):
     import torch
-    model, args, extra = global_inputs(name, batch)
+    model, args, dynamic, extra = global_inputs(name, batch)
     path = os.path.join(work, f"{name}.onnx")
     names = ["idx", "targets"] if name.startswith("gpt") else ["x", "y"]
-    dynamic = ({"x": {0: "batch"}, "y": {0: "batch"}}
-               if name == "mlp" else None)
     model.train()
     torch.onnx.export(model, args, path, input_names=names,
                       output_names=["loss"], dynamic_axes=dynamic,
                       opset_version=bench.OPSET, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.TRAINING)
-    if name == "mlp":
-        extra = ["--input-shape", f"batch={batch}"]
     binary = os.path.join(work, name)
     subprocess.run([os.path.join(ROOT, "build", "bin", "cleave"), "compile",
                     path, *extra, "--optimizer", "sgd", "--lr", str(bench.LR),
