@@ -705,10 +705,11 @@ void microbatchMemory(func::FuncOp step, const StepPhases &phases,
     // A received activation (a transfer of a forward op's result) is held
     // on the receiving stage as the forward ops' results are.
     auto transfer = dyn_cast<SendRecvOp>(op);
-    Operation *sent = transfer ? transfer->getOperand(0).getDefiningOp() : nullptr;
-    bool forward = microbatch == 0 &&
-                   (phases.phaseOf(transfer && sent ? sent : &op) ==
-                    StepPhase::Forward);
+    Operation *sent =
+        transfer ? transfer->getOperand(0).getDefiningOp() : nullptr;
+    bool forward =
+        microbatch == 0 &&
+        (phases.phaseOf(transfer && sent ? sent : &op) == StepPhase::Forward);
     int64_t stashed = 0, handed = 0;
     for (Value result : op.getResults()) {
       bool toBackward = false, toStep = false;

@@ -32,7 +32,6 @@ bool splitsOnlyState(Strategy strategy) {
   return strategy != Strategy::None && zeroStage(strategy) < 3;
 }
 
-
 /// The least scratch (with kernel workspace) of any of `members`, from the
 /// prediction `least` of one micro-batch of the family's smallest size
 /// (1 / `most` of a data-parallel rank's batch): a member of m
@@ -114,7 +113,7 @@ FamilyMemoryBounds::leastOf(const Family &family) const {
     least.schedule = PipelineSchedule::OneFOneB;
   // Megatron's tensor split and the intra-op ILP's keep other scratch
   // than plain data parallelism on a mesh.
-  const char *split = least.intraOp              ? "ilp"
+  const char *split = least.intraOp                ? "ilp"
                       : isMegatron(least.strategy) ? "megatron"
                                                    : "dp";
   std::string shareKey = least.meshText() + "|" + least.pipelineAxis + "|" +

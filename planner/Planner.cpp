@@ -124,8 +124,9 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
         // ZeRO over the data axis inside Megatron's tensor split
         // (Megatron-LM's distributed optimizer is ZeRO-1).
         if (dp > 1)
-          for (Strategy zero : {Strategy::MegatronZero1, Strategy::MegatronZero2,
-                                Strategy::MegatronZero3}) {
+          for (Strategy zero :
+               {Strategy::MegatronZero1, Strategy::MegatronZero2,
+                Strategy::MegatronZero3}) {
             layout.strategy = zero;
             addMicrobatches(layout, pp > 1);
           }
