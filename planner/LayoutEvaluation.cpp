@@ -263,8 +263,10 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
   int64_t batch;
   std::tie(two.layout, batch) = rolledTemplate(options, layout);
   evaluate(context, steps, options, two, /*kept=*/nullptr, batch, memo);
-  if (!two.prediction)
+  if (!two.prediction) {
+    candidate.rejected = two.rejected;
     return false;
+  }
   Candidate rolled;
   rolled.layout = layout;
   rolled.layout.recompute = two.layout.recompute;

@@ -150,8 +150,9 @@ std::pair<PlanLayout, int64_t> rolledTemplate(const SearchOptions &options,
 /// Predicts a micro-batched `candidate` by rolling out the same layout
 /// with two micro-batches of the same size (1F1B for the interleaved
 /// schedule): candidate.prediction is the estimate, candidate.rejected
-/// says when it needs more memory than the device has. Returns false,
-/// leaving the candidate as it was, when the template cannot be built.
+/// says when it needs more memory than the device has. Returns false when
+/// the template cannot be built, with the template's reason in
+/// candidate.rejected.
 bool estimateRolled(mlir::MLIRContext &context, const StepSource &steps,
                     const SearchOptions &options, Candidate &candidate,
                     EvaluationMemo *memo = nullptr);
