@@ -116,12 +116,51 @@ def compile_program(model, flags, ranks, work, name):
 
 def trace_idle(binary, work, name):
     """Each stage's idle share of three traced steps and its idle over
-    compute time."""
+    compute time, and the first traced step's timelines."""
     trace = os.path.join(work, name + ".trace.json")
     subprocess.run([binary, "--synthetic", "--steps", "5", "--quiet",
                     "--trace", trace, "--trace-steps", "2:5"],
                    env=environment(), check=True)
-    return idle_by_rank(trace)
+    return idle_by_rank(trace), timelines(trace)
+
+
+def timelines(trace, columns=96):
+    """Each rank's first traced step as a line of `columns` characters
+    over one time axis shared by the ranks (from the earliest rank's start
+    of that step to the latest one's end): in each column what the rank
+    spent most of it on, F forward, B backward, U optimizer update, o
+    other work of the step, and . nothing (the bubble, waits for
+    hand-overs)."""
+    with open(trace) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    steps = [e for e in events if e.get("cat") == "step"]
+    first = min(e["args"]["step"] for e in steps)
+    steps = {e["pid"]: e for e in steps if e["args"]["step"] == first}
+    start = min(e["ts"] for e in steps.values())
+    end = max(e["ts"] + e["dur"] for e in steps.values())
+    width = (end - start) / columns
+    marks = {"forward": "F", "backward": "B", "update": "U", "other": "o"}
+    lines = []
+    for pid in sorted(steps):
+        spent = [dict() for _ in range(columns)]
+        for e in events:
+            mark = marks.get(e.get("cat"))
+            if e.get("ph") != "X" or e["pid"] != pid or mark is None or \
+                    e.get("args", {}).get("step") != first:
+                continue
+            lo, hi = e["ts"], e["ts"] + e["dur"]
+            for c in range(max(0, int((lo - start) / width)),
+                           min(columns, int((hi - start) / width) + 1)):
+                a, b = start + c * width, start + (c + 1) * width
+                overlap = min(hi, b) - max(lo, a)
+                if overlap > 0:
+                    spent[c][mark] = spent[c].get(mark, 0) + overlap
+        line = "".join(
+            max(cell, key=cell.get) if cell and sum(cell.values()) >= width / 2
+            else "." for cell in spent)
+        lines.append(f"stage {pid}: {line}")
+    return lines, (end - start) / 1e3
 
 
 def load_average():
@@ -162,6 +201,9 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--timelines", action="store_true",
+                        help="also print each pipeline's traced step, one "
+                        "line per stage")
     opts = parser.parse_args()
     m, v, p = opts.microbatches, opts.virtual_stages, 2
     rows = []
@@ -192,9 +234,12 @@ def main():
                 best[i] = min(best[i], seconds)
                 print(f"{label}: {seconds * 1e3:.1f} ms/step",
                       file=sys.stderr)
+        drawn = []
         for i, (label, flags, ranks, chunks) in enumerate(runs):
-            idle = (trace_idle(programs[i], work, f"run{i}")
-                    if "--pipeline" in flags else None)
+            idle = None
+            if "--pipeline" in flags:
+                idle, (lines, ms) = trace_idle(programs[i], work, f"run{i}")
+                drawn.append((label, lines, ms))
             rows.append((label, ranks, best[i], chunks, idle))
     load_after = load_average()
     single = rows[0][2]
@@ -234,6 +279,16 @@ def main():
           f"traced step (--trace) each stage spends in no compute slice; "
           f"idle / compute: that time over the stage's compute time, against "
           f"(p-1)/(mV) (V = 1 but for interleaved).")
+    if opts.timelines:
+        print()
+        print("Traced steps (F forward, B backward, U update, o other, "
+              ". no compute), each over its own step's time:")
+        print("```")
+        for label, lines, ms in drawn:
+            print(f"{label} ({ms:.1f} ms)")
+            for line in lines:
+                print("  " + line)
+        print("```")
     return 0
 
 
