@@ -264,15 +264,18 @@ void Propagator::splitBiasOffContractions(func::FuncOp func) {
       Value beta = ConstantOp::create(
           b, loc, DenseElementsAttr::get(scalar, gemm.getBetaAttr()));
       c = MulOp::create(b, loc, cType, c, beta);
-      state[c] = stateOf(gemm.getC());
+      // A copy: inserting into `state` may move what stateOf refers to.
+      ValueState cState = stateOf(gemm.getC());
+      state[c] = std::move(cState);
     }
     auto product = GemmOp::create(
         b, loc, gemm.getType(), gemm.getA(), gemm.getB(), Value(),
         gemm.getAlphaAttr(), b.getF32FloatAttr(0.0f), gemm.getTransAAttr(),
         gemm.getTransBAttr());
     auto sum = AddOp::create(b, loc, gemm.getType(), product, c);
-    state[product] = stateOf(gemm.getResult());
-    state[sum] = stateOf(gemm.getResult());
+    ValueState resultState = stateOf(gemm.getResult());
+    state[product] = resultState;
+    state[sum] = std::move(resultState);
     gemm.replaceAllUsesWith(sum.getResult());
     state.erase(gemm.getResult());
     gemm.erase();
@@ -299,8 +302,9 @@ void Propagator::splitBiasOffContractions(func::FuncOp func) {
     biasState.resize(biasShape.size());
     state[bias] = biasState;
     auto sum = AddOp::create(b, loc, resultType, product, bias);
-    state[product] = stateOf(conv.getResult());
-    state[sum] = stateOf(conv.getResult());
+    ValueState resultState = stateOf(conv.getResult());
+    state[product] = resultState;
+    state[sum] = std::move(resultState);
     conv.replaceAllUsesWith(sum.getResult());
     state.erase(conv.getResult());
     conv.erase();
