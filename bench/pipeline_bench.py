@@ -121,19 +121,19 @@ def trace_idle(binary, work, name):
     subprocess.run([binary, "--synthetic", "--steps", "5", "--quiet",
                     "--trace", trace, "--trace-steps", "2:5"],
                    env=environment(), check=True)
-    return idle_by_rank(trace), timelines(trace)
-
-
-def timelines(trace, columns=96):
-    """Each rank's first traced step as a line of `columns` characters
-    over one time axis shared by the ranks (from the earliest rank's start
-    of that step to the latest one's end): in each column what the rank
-    spent most of it on, F forward, B backward, U optimizer update, o
-    other work of the step, and . nothing (the bubble, waits for
-    hand-overs)."""
     with open(trace) as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return idle_by_rank(events), timelines(events)
+
+
+def timelines(events, columns=96):
+    """From a trace's events, each rank's first traced step as a line of
+    `columns` characters over one time axis shared by the ranks (from the
+    earliest rank's start of that step to the latest one's end): in each
+    column what the rank spent most of it on, F forward, B backward, U
+    optimizer update, o other work of the step, and . nothing (the bubble,
+    waits for hand-overs)."""
     steps = [e for e in events if e.get("cat") == "step"]
     first = min(e["args"]["step"] for e in steps)
     steps = {e["pid"]: e for e in steps if e["args"]["step"] == first}
@@ -168,15 +168,12 @@ def load_average():
         return float(f.read().split()[0])
 
 
-def idle_by_rank(trace):
+def idle_by_rank(events):
     """Per rank, from its traced step: the share of the step spent in no
     compute slice (forward, backward, update, other: the bubble and the
     waits for hand-overs, as the timeline shows them), and that idle time
     over the rank's compute time, Megatron's bubble fraction, whose ideal
     is (p - 1) / (m V)."""
-    with open(trace) as f:
-        doc = json.load(f)
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
     # Summed over the traced steps: (step time, compute time) per rank.
     totals = {}
     for step in (e for e in events if e.get("cat") == "step"):

@@ -139,16 +139,14 @@ void addIntraOpLayouts(const StepSource &steps, const SearchOptions &options,
     const PlanLayout &layout = megatron.layout;
     if (!isMegatron(layout.strategy) || !megatron.rejected.empty())
       continue;
+    std::string noBlocks = "the 'megatron' preset finds no transformer MLP "
+                           "or attention block in this model";
     if (layout.strategy != Strategy::Megatron) {
-      megatron.rejected =
-          "the 'megatron' preset finds no transformer MLP or attention block "
-          "in this model (not partitioned)";
+      megatron.rejected = noBlocks + " (not partitioned)";
       continue;
     }
-    megatron.rejected = "the 'megatron' preset finds no transformer MLP or "
-                        "attention block in this model; its tensor "
-                        "parallelism comes from the intra-op ILP instead "
-                        "(not partitioned)";
+    megatron.rejected = noBlocks + "; its tensor parallelism comes from the "
+                                   "intra-op ILP instead (not partitioned)";
     IntraOpProblem problem;
     problem.axisSize = layout.axisSize("tp");
     problem.dataDegree = layout.axisSize("dp");

@@ -253,8 +253,8 @@ std::pair<PlanLayout, int64_t> rolledTemplate(const SearchOptions &options,
 /// candidate.prediction is the estimate, candidate.rejected says when it
 /// needs more memory than the device has. A searched layout whose
 /// estimate does not fit tries recomputation as evaluate does. Returns
-/// false, leaving the candidate as it was, when the template cannot be
-/// built (the layout is then unrolled).
+/// false when the template cannot be built, with the template's reason in
+/// candidate.rejected.
 bool estimateRolled(MLIRContext &context, const StepSource &steps,
                     const SearchOptions &options, Candidate &candidate,
                     EvaluationMemo *memo) {

@@ -468,33 +468,28 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     if (!rollable(options, candidate.layout))
       return false;
     Evaluated e = take(estimate(candidate.layout));
+    bool interleaved =
+        candidate.layout.schedule == PipelineSchedule::Interleaved;
     // What the compiler cannot build for a few micro-batches of this size
     // (a stage cut, a schedule that cannot order the step) it cannot build
     // for more, where unrolling them all would take far longer to find
     // out: the template is this layout with 2 of them; an interleaved
     // layout's is 1F1B over one chunk per stage, so the interleaved
     // schedule is tried with as many micro-batches as stages, its least.
-    auto unbuildable = [](const Candidate &c) {
-      return !c.prediction && llvm::StringRef(c.rejected).starts_with(
-                                  "the compiler cannot build it");
-    };
     if (!e.built) {
       const PlanLayout &layout = candidate.layout;
-      int64_t stages = layout.axisSize(layout.pipelineAxis);
-      Candidate fewer = e.candidate;
-      int64_t tried = 2;
-      if (layout.schedule == PipelineSchedule::Interleaved &&
-          layout.microbatches > stages) {
-        PlanLayout probe = layout;
-        probe.microbatches = stages;
-        fewer = take(onceAt(probe, options.globalBatch /
-                                       layout.microbatches * stages))
-                    .candidate;
-        tried = stages;
-      } else if (layout.schedule == PipelineSchedule::Interleaved) {
+      int64_t tried = interleaved ? layout.axisSize(layout.pipelineAxis) : 2;
+      if (layout.microbatches <= tried)
         return false;
-      }
-      if (!unbuildable(fewer))
+      PlanLayout probe = layout;
+      probe.microbatches = tried;
+      Candidate fewer =
+          interleaved ? take(onceAt(probe, options.globalBatch /
+                                               layout.microbatches * tried))
+                            .candidate
+                      : std::move(e.candidate);
+      if (fewer.prediction || !llvm::StringRef(fewer.rejected)
+                                   .starts_with("the compiler cannot build it"))
         return false;
       candidate.rejected =
           fewer.rejected + llvm::formatv(" (with {0} micro-batches of the "
@@ -506,8 +501,6 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     Candidate rolled = std::move(e.candidate);
     const Prediction &p = *rolled.prediction;
     double needed = p.peakBytesPerRank + p.workspaceBytes;
-    bool interleaved =
-        candidate.layout.schedule == PipelineSchedule::Interleaved;
     double tolerance =
         interleaved ? kInterleavedTolerance : kRolledMemoryTolerance;
     double timeTolerance =
