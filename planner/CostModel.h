@@ -114,6 +114,10 @@ struct Prediction {
   /// with two micro-batches of the same size) rather than the partitioned
   /// step's own numbers.
   bool estimated = false;
+  /// Where the estimate comes from the same layout on the model cut down to
+  /// fewer of its identical layers (LayerRolledStep.h): the templates'
+  /// stages (they hold one layer each, then two), and the model's layers.
+  int64_t layerTemplateStages = 0, modelLayers = 0;
   /// The step (pipelineStepMs) as the critical stage's compute, its
   /// communication not hidden behind compute, and the rest of the step it
   /// waits (the pipeline bubble); step = their sum.

@@ -2,6 +2,8 @@
 
 #include "planner/FamilyMemoryBound.h"
 
+#include "planner/LayerRolledStep.h"
+
 #include "planner/RolledStep.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -169,9 +171,13 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
     family.scratch = scratch;
     family.persistent = p->persistentBytes;
     needed = p->persistentBytes + scratch;
-    how = "(only that layout partitioned)";
+    how = p->layerTemplateStages
+              ? "(only that layout predicted, from fewer of the model's layers)"
+              : "(only that layout partitioned)";
   }
-  if (needed <= options.cluster.memoryBytes())
+  // A prediction from fewer layers rejects only beyond its tolerance.
+  double slack = options.rollLayers ? 1 - kLayerRolledTolerance : 1;
+  if (needed * slack <= options.cluster.memoryBytes())
     return;
   int64_t samples = options.globalBatch / most / least.axisSize("dp");
   for (Candidate *member : family.members)

@@ -2,6 +2,7 @@
 
 #include "planner/LayoutEvaluation.h"
 
+#include "planner/LayerRolledStep.h"
 #include "planner/RolledStep.h"
 
 #include "codegen/MemoryPlan.h"
@@ -23,18 +24,21 @@ namespace {
 /// Partitions a copy of the step for `candidate.layout` and predicts it.
 /// With `emit`, also has the emitter write the program (checkEmits). The
 /// partitioned module of a plan that fits moves to `kept` when given.
-/// With `globalBatch`, the step is options.stepAtBatch's at that batch.
+/// With `globalBatch`, the step is options.stepAtBatch's at that batch;
+/// with `layers`, options.stepWithLayers' (the model cut down to that
+/// many of its repeated layers; at the search's batch without one).
 void partitionAndPredict(MLIRContext &context, const StepSource &steps,
                          const SearchOptions &options, Candidate &candidate,
                          bool emit, OwningOpRef<ModuleOp> *kept,
-                         int64_t globalBatch) {
+                         int64_t globalBatch, int64_t layers = 0) {
   const PlanLayout &layout = candidate.layout;
   Refusal rejectWith(context, candidate);
   std::string stepName;
   bool distributed = layout.ranks() > 1 || layout.microbatches > 1;
   llvm::Expected<ModuleOp> base =
-      globalBatch ? options.stepAtBatch(globalBatch, stepName)
-                  : steps(distributed, stepName);
+      layers        ? options.stepWithLayers(layers, globalBatch, stepName)
+      : globalBatch ? options.stepAtBatch(globalBatch, stepName)
+                    : steps(distributed, stepName);
   if (!base)
     return rejectWith(base.takeError());
   OwningOpRef<ModuleOp> module = base->clone();
@@ -100,6 +104,64 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
     *kept = std::move(module);
 }
 
+/// Whether the search's first pass predicts `layout` from fewer layers
+/// (a layout of one rank and one micro-batch builds another step).
+bool rollsLayers(const SearchOptions &options, const PlanLayout &layout) {
+  return options.rollLayers && options.layers && options.stepWithLayers &&
+         (layout.ranks() > 1 || layout.microbatches > 1);
+}
+
+/// Predicts `candidate.layout` from the same layout on the model cut down
+/// to fewer layers (LayerRolledStep.h); the interleaved schedule through
+/// its two-micro-batch 1F1B template (RolledStep.h). Where a template
+/// cannot be built, the layout is partitioned in full.
+void predictFromLayers(MLIRContext &context, const StepSource &steps,
+                       const SearchOptions &options, Candidate &candidate,
+                       int64_t globalBatch) {
+  const PlanLayout &layout = candidate.layout;
+  int64_t batch = globalBatch ? globalBatch : options.globalBatch;
+  std::optional<Prediction> predicted;
+  if (layout.schedule == PipelineSchedule::Interleaved) {
+    Candidate two;
+    two.layout = rolledTemplate(options, layout).first;
+    predictFromLayers(context, steps, options, two,
+                      batch / layout.microbatches * 2);
+    if (!two.prediction || !two.prediction->layerTemplateStages)
+      return partitionAndPredict(context, steps, options, candidate,
+                                 /*emit=*/false, nullptr, globalBatch);
+    predicted = rollPrediction(*two.prediction, two.layout.schedule,
+                               layout.schedule, layout.microbatches,
+                               layout.virtualStages);
+  } else {
+    std::array<Prediction, 2> shallow;
+    for (const auto &[i, t] :
+         llvm::enumerate(layerTemplates(layout, options.layers->startNames))) {
+      Candidate c;
+      c.layout = t.layout;
+      partitionAndPredict(context, steps, options, c, /*emit=*/false,
+                          /*kept=*/nullptr, batch, t.layers);
+      if (!c.prediction)
+        return partitionAndPredict(context, steps, options, candidate,
+                                   /*emit=*/false, nullptr, globalBatch);
+      shallow[i] = *c.prediction;
+    }
+    predicted = rollLayers(layout, shallow[0], shallow[1],
+                           options.layers->count);
+  }
+  const Prediction &p = *predicted;
+  int64_t needed = p.peakBytesPerRank + p.workspaceBytes;
+  if (needed > options.cluster.memoryBytes())
+    candidate.rejected = llvm::formatv(
+        "does not fit: needs about {0} per rank (estimated from {1} and {2} "
+        "of the model's {3} identical layers: parameters and state {4}, "
+        "scratch {5}), the device has {6}",
+        formatBytes(needed), p.layerTemplateStages,
+        2 * p.layerTemplateStages, p.modelLayers,
+        formatBytes(p.persistentBytes), formatBytes(p.scratchBytes),
+        formatBytes(options.cluster.memoryBytes()));
+  candidate.prediction = std::move(predicted);
+}
+
 } // namespace
 
 /// partitionAndPredict, through `memo` where given (not with `emit`):
@@ -109,9 +171,16 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
                   const SearchOptions &options, Candidate &candidate,
                   bool emit, OwningOpRef<ModuleOp> *kept,
                   int64_t globalBatch, EvaluationMemo *memo) {
+  if (!emit && rollsLayers(options, candidate.layout))
+    kept = nullptr;
+  auto compute = [&](Candidate &fresh, OwningOpRef<ModuleOp> *module) {
+    if (!emit && rollsLayers(options, fresh.layout))
+      return predictFromLayers(context, steps, options, fresh, globalBatch);
+    partitionAndPredict(context, steps, options, fresh, emit, module,
+                        globalBatch);
+  };
   if (!memo || emit)
-    return partitionAndPredict(context, steps, options, candidate, emit,
-                               kept, globalBatch);
+    return compute(candidate, kept);
   OwningOpRef<ModuleOp> module;
   bool computed = false;
   Candidate result = memo->get(
@@ -119,8 +188,7 @@ void evaluateOnce(MLIRContext &context, const StepSource &steps,
       [&] {
         Candidate fresh;
         fresh.layout = candidate.layout;
-        partitionAndPredict(context, steps, options, fresh, emit,
-                            kept ? &module : nullptr, globalBatch);
+        compute(fresh, kept ? &module : nullptr);
         return fresh;
       },
       computed);

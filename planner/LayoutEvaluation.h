@@ -157,6 +157,27 @@ bool estimateRolled(mlir::MLIRContext &context, const StepSource &steps,
                     const SearchOptions &options, Candidate &candidate,
                     EvaluationMemo *memo = nullptr);
 
+/// Whether plan `a` ranks before `b`: predicted first, faster, smaller,
+/// then by key.
+bool fasterPlan(const Candidate &a, const Candidate &b);
+
+/// One search over the layouts (searchPlans' pass: with
+/// options.rollLayers, every layout predicted from fewer layers, the plans
+/// not finished).
+SearchResult searchLayouts(mlir::MLIRContext &context, const StepSource &steps,
+                           const SearchOptions &options);
+
+/// What a search does once it has ranked its plans: the fastest plan that
+/// all-reduces gradients is tried with smaller buckets, the plans shown
+/// are written by the emitter (from the module `takeKept` gives for a
+/// layout's key, or partitioned again), and the rejected layouts are
+/// ranked.
+void finishSearch(mlir::MLIRContext &context, const StepSource &steps,
+                  const SearchOptions &options, SearchResult &result,
+                  llvm::function_ref<mlir::OwningOpRef<mlir::ModuleOp>(
+                      const std::string &)>
+                      takeKept);
+
 } // namespace cleave::planner
 
 #endif // CLEAVE_PLANNER_LAYOUTEVALUATION_H

@@ -5,6 +5,7 @@
 #include "planner/IntraOpLayouts.h"
 
 #include "planner/FamilyMemoryBound.h"
+#include "planner/LayerRolledStep.h"
 #include "planner/LayoutEvaluation.h"
 #include "planner/RolledStep.h"
 #include "planner/Speculation.h"
@@ -339,6 +340,22 @@ struct Evaluated {
   bool built = true;
 };
 
+} // namespace
+
+bool fasterPlan(const Candidate &a, const Candidate &b) {
+  if (a.prediction.has_value() != b.prediction.has_value())
+    return a.prediction.has_value();
+  if (a.prediction && b.prediction) {
+    if (a.prediction->stepMs != b.prediction->stepMs)
+      return a.prediction->stepMs < b.prediction->stepMs;
+    if (a.prediction->peakBytesPerRank != b.prediction->peakBytesPerRank)
+      return a.prediction->peakBytesPerRank < b.prediction->peakBytesPerRank;
+  }
+  return a.layout.key() < b.layout.key();
+}
+
+namespace {
+
 /// The threads the search runs on: `requested`, or all the machine's for 0;
 /// one where the context cannot be shared between threads.
 unsigned searchThreads(MLIRContext &context, unsigned requested) {
@@ -350,8 +367,8 @@ unsigned searchThreads(MLIRContext &context, unsigned requested) {
 
 } // namespace
 
-SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
-                         const SearchOptions &searchOptions) {
+SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
+                           const SearchOptions &searchOptions) {
   auto start = std::chrono::steady_clock::now();
   SearchResult result;
   // The steps (each kind or batch built on first use, by whichever thread
@@ -368,6 +385,13 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
                               int64_t globalBatch, std::string &name) {
       std::lock_guard<std::mutex> lock(*building);
       return atBatch(globalBatch, name);
+    };
+  if (options.stepWithLayers)
+    options.stepWithLayers = [withLayers = searchOptions.stepWithLayers,
+                              building](int64_t layers, int64_t globalBatch,
+                                        std::string &name) {
+      std::lock_guard<std::mutex> lock(*building);
+      return withLayers(layers, globalBatch, name);
     };
   // Layouts evaluated ahead of the search on the other threads (the
   // search takes their results in its own order).
@@ -456,7 +480,12 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     Evaluated e = take(evaluation(candidate.layout));
     candidate = std::move(e.candidate);
     if (candidate.rejected.empty()) {
-      fitting.push_back(candidate.prediction->stepMs);
+      // A prediction from fewer layers may be this much faster than the
+      // step it stands for.
+      fitting.push_back(candidate.prediction->stepMs *
+                        (candidate.prediction->layerTemplateStages
+                             ? 1 + kLayerRolledTolerance
+                             : 1));
       kept.offer(candidate, std::move(e.module));
     }
   };
@@ -784,18 +813,22 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     (candidate.rejected.empty() ? result.plans : result.rejected)
         .push_back(std::move(candidate));
   }
-  auto faster = [](const Candidate &a, const Candidate &b) {
-    if (a.prediction.has_value() != b.prediction.has_value())
-      return a.prediction.has_value();
-    if (a.prediction && b.prediction) {
-      if (a.prediction->stepMs != b.prediction->stepMs)
-        return a.prediction->stepMs < b.prediction->stepMs;
-      if (a.prediction->peakBytesPerRank != b.prediction->peakBytesPerRank)
-        return a.prediction->peakBytesPerRank < b.prediction->peakBytesPerRank;
-    }
-    return a.layout.key() < b.layout.key();
-  };
-  std::stable_sort(result.plans.begin(), result.plans.end(), faster);
+  std::stable_sort(result.plans.begin(), result.plans.end(), fasterPlan);
+  if (!options.rollLayers)
+    finishSearch(context, steps, options, result,
+                 [&](const std::string &key) { return kept.take(key); });
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return result;
+}
+
+void finishSearch(MLIRContext &context, const StepSource &steps,
+                  const SearchOptions &options, SearchResult &result,
+                  llvm::function_ref<OwningOpRef<ModuleOp>(const std::string &)>
+                      takeKept) {
+  auto faster = fasterPlan;
+  std::map<std::string, OwningOpRef<ModuleOp>> keptVariants;
   // Gradient buckets: the fastest plan that all-reduces gradients over a
   // data axis (ZeRO-2 and 3 reduce-scatter them) is tried with smaller
   // buckets too, which start sending earlier in the backward pass for a
@@ -830,7 +863,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
             variant.prediction->stepMs >= original->prediction->stepMs)
           continue;
         variant.interNode = original->interNode;
-        kept.offer(variant, std::move(module));
+        keptVariants[variant.layout.key()] = std::move(module);
         result.plans.push_back(std::move(variant));
       }
     std::stable_sort(result.plans.begin(), result.plans.end(), faster);
@@ -839,8 +872,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   // predicts from the memory plan alone), from the module the search kept
   // or partitioned again; one it cannot write is rejected with its reason.
   std::set<std::string> written;
-  for (size_t i = 0, shown = 0;
-       i < result.plans.size() && static_cast<int64_t>(shown) < options.keep;) {
+  for (size_t i = 0, shown = 0; options.writePlans && i < result.plans.size() &&
+                                static_cast<int64_t>(shown) < options.keep;) {
     Candidate &plan = result.plans[i];
     if (written.count(plan.layout.key())) {
       ++i, ++shown;
@@ -866,7 +899,11 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       result.plans.erase(result.plans.begin() + i);
       continue;
     }
-    if (OwningOpRef<ModuleOp> module = kept.take(plan.layout.key())) {
+    OwningOpRef<ModuleOp> module = takeKept(plan.layout.key());
+    if (auto it = keptVariants.find(plan.layout.key());
+        !module && it != keptVariants.end())
+      module = std::move(it->second);
+    if (module) {
       std::string stepName;
       bool distributed =
           plan.layout.ranks() > 1 || plan.layout.microbatches > 1;
@@ -895,10 +932,6 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   std::stable_sort(result.rejected.begin(), result.rejected.end(), faster);
   std::stable_partition(result.rejected.begin(), result.rejected.end(),
                         [](const Candidate &c) { return !c.sameProgram; });
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  return result;
 }
 
 StepSource trainingSteps(mlir::ModuleOp model,

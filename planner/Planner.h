@@ -17,6 +17,7 @@
 #include "planner/Cluster.h"
 #include "planner/CostModel.h"
 #include "planner/IntraOpIlp.h"
+#include "planner/RepeatedLayers.h"
 
 #include "passes/Pipelines.h"
 #include "passes/ShardingHints.h"
@@ -138,6 +139,22 @@ struct SearchOptions {
                                                std::string &stepName)>
       stepAtBatch;
   int64_t maxUnrolledOps = 60000;
+  /// The model's run of identical layers (RepeatedLayers.h) and the
+  /// distributed step of the model cut down to `layers` of them at a
+  /// global batch. With them, a search first predicts every layout from
+  /// the same layout on a few layers (LayerRolledStep.h), then partitions
+  /// in full only those that may be among the `keep` fastest or may fit
+  /// where the estimate says they do not (searchPlans).
+  std::optional<RepeatedLayers> layers;
+  std::function<llvm::Expected<mlir::ModuleOp>(
+      int64_t layers, int64_t globalBatch, std::string &stepName)>
+      stepWithLayers;
+  /// Whether evaluating a layout predicts it from fewer layers (the first
+  /// pass; set by searchPlans).
+  bool rollLayers = false;
+  /// Whether the emitter writes the plans shown (the `keep` fastest):
+  /// each must compile.
+  bool writePlans = true;
   /// Threads evaluating layouts (0: one per hardware thread). The plans,
   /// their order and the reasons are the same for any count.
   unsigned threads = 0;
@@ -152,6 +169,9 @@ struct SearchResult {
   /// Layouts with more micro-batches decided by their rolled estimate
   /// without being unrolled (rejected, bounded out or predicted by it).
   int64_t rolled = 0;
+  /// Layouts decided by their prediction from fewer layers, and those of
+  /// them then partitioned in full (SearchOptions::layers).
+  int64_t layerRolled = 0, confirmed = 0;
   double seconds = 0;
   /// The ms one device computes the step's matrix products at the least
   /// (planner/StepBound.h): every layout's step is at least this over its

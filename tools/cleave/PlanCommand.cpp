@@ -70,6 +70,15 @@ public:
                      "one is estimated from the same layout with 2 "
                      "micro-batches of the same size (default 60000)"),
             cl::value_desc("N"), cl::init(60000), cl::sub(sub_)),
+        fromLayers_(
+            "predict-from-layers",
+            cl::desc("Predict layouts from the model cut down to a few of "
+                     "its identical layers, then partition in full only "
+                     "those that may be the fastest: auto (a search, where "
+                     "the model has at least 16 such layers), never, or "
+                     "always (a given layout too, to check the estimate)"),
+            cl::value_desc("auto|never|always"), cl::init("auto"),
+            cl::sub(sub_)),
         json_("json", cl::desc("Write the plans as JSON"),
               cl::value_desc("FILE"), cl::sub(sub_)),
         report_("report",
@@ -123,9 +132,13 @@ private:
   cl::opt<std::string> cluster_;
   cl::opt<int64_t> nodes_, ranks_, globalBatch_, top_, maxMicrobatches_,
       maxUnrolledOps_;
-  cl::opt<std::string> json_, report_, precision_, emitHints_;
+  cl::opt<std::string> fromLayers_, json_, report_, precision_, emitHints_;
   cl::opt<unsigned> threads_;
 };
+
+/// The fewest identical layers a model must have for a search to predict
+/// its layouts from a few of them (its templates hold up to 6).
+constexpr int64_t kLayerRollingMinimum = 16;
 
 llvm::Error failure(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -208,6 +221,10 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                 "16 or 8 per pipeline stage)");
   if (maxUnrolledOps_ < 0)
     return fail("--max-unrolled-ops must not be negative");
+  if (fromLayers_ != "auto" && fromLayers_ != "never" &&
+      fromLayers_ != "always")
+    return fail("--predict-from-layers must be auto, never or always, not '" +
+                fromLayers_ + "'");
   std::optional<planner::Precision> precision =
       planner::parsePrecision(precision_);
   if (!precision)
@@ -345,9 +362,72 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     return *it->second.first;
   };
 
+  // The model cut down to fewer of its identical layers, for predicting
+  // layouts from a few of them (SearchOptions::layers): the model as
+  // imported, or imported again at another batch, once per count and
+  // batch.
+  std::optional<planner::RepeatedLayers> layers;
+  if (fromLayers_ != "never")
+    if (mlir::func::FuncOp main = planner::mainGraph(*module))
+      layers = planner::findRepeatedLayers(main);
+  std::map<std::pair<int64_t, int64_t>,
+           std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
+      stepsWithLayers;
+  auto stepWithLayers = [&](int64_t count, int64_t batch, std::string &name)
+      -> llvm::Expected<mlir::ModuleOp> {
+    auto key = std::make_pair(count, batch);
+    auto it = stepsWithLayers.find(key);
+    if (it == stepsWithLayers.end()) {
+      mlir::OwningOpRef<mlir::ModuleOp> model;
+      if (batch == globalBatch_ || planning->batchBindings.empty()) {
+        model = module->clone();
+      } else {
+        llvm::Expected<PlanningModel> rebound =
+            readPlanningModel(import_.model, batch, userBindings);
+        if (!rebound)
+          return rebound.takeError();
+        ImportOptions at = options;
+        at.shapeBindings = userBindings;
+        llvm::append_range(at.shapeBindings, rebound->batchBindings);
+        auto bytes = llvm::MemoryBuffer::getMemBuffer(rebound->bytes,
+                                                      import_.model, false);
+        model = importOnnxModel(context, bytes->getMemBufferRef(), at);
+        if (!model)
+          return failure("cannot import the model at batch " +
+                         std::to_string(batch));
+        restoreShapeOnlyParameters(*model, rebound->shapeOnly);
+      }
+      mlir::func::FuncOp main = planner::mainGraph(*model);
+      std::optional<planner::RepeatedLayers> found =
+          planner::findRepeatedLayers(main);
+      if (!found || found->count != layers->count)
+        return failure("the model's identical layers differ at batch " +
+                       std::to_string(batch));
+      planner::keepLayers(main, *found, count);
+      TrainingOptions distributed = training;
+      distributed.distributed = true;
+      llvm::Expected<mlir::func::FuncOp> step =
+          buildTrainingStep(*model, distributed);
+      if (!step)
+        return step.takeError();
+      std::string stepName = step->getSymName().str();
+      it = stepsWithLayers
+               .emplace(key, std::make_pair(std::move(model), stepName))
+               .first;
+    }
+    name = it->second.second;
+    return *it->second.first;
+  };
+
   planner::SearchOptions search;
   if (!planning->batchBindings.empty())
     search.stepAtBatch = stepAtBatch;
+  if (layers && (fromLayers_ == "always" ||
+                 (!given->has_value() && layers->count >= kLayerRollingMinimum))) {
+    search.layers = layers;
+    search.stepWithLayers = stepWithLayers;
+    search.rollLayers = given->has_value();
+  }
   search.maxUnrolledOps = maxUnrolledOps_;
   search.cluster = *cluster;
   search.ranks = ranks;
@@ -425,6 +505,13 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                         "micro-batches of the same size, not unrolled (~)",
                         result.rolled);
   os << "\n";
+  if (search.layers && !search.given)
+    os << llvm::formatv(
+        "the model's {0} identical layers: every layout predicted from the "
+        "same layout on 1 and 2 layers per stage (at most 3 stages), {1} of "
+        "them then partitioned in full (those that may be among the {2} "
+        "fastest, or may fit after all)\n",
+        search.layers->count, result.confirmed, search.keep);
   if (!result.plans.empty()) {
     os << llvm::formatv("\n{0,3}  {1,-16} {2,-9} {3,3} {4,11} {5,11} {6,11} "
                         "{7,11} {8,11} {9,11}\n",
@@ -452,7 +539,13 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       if (c.layout.recompute != "none")
         os << "     activations recomputed in the backward pass ("
            << c.layout.recompute << ")\n";
-      if (p.estimated)
+      if (p.layerTemplateStages)
+        os << llvm::formatv(
+            "     ~ estimated: predicted from the same layout on {0} and {1} "
+            "of the model's {2} identical layers (not partitioned in full; "
+            "not compiled)\n",
+            p.layerTemplateStages, 2 * p.layerTemplateStages, p.modelLayers);
+      else if (p.estimated)
         os << "     ~ estimated: predicted from the same layout with 2 "
               "micro-batches of the same size (its step is too big to "
               "unroll here; not compiled)\n";
@@ -498,6 +591,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                                                 result.rejected.size())},
              {"pruned", result.pruned},
              {"estimated", result.rolled},
+             {"layers", search.layers ? search.layers->count : 0},
+             {"from_layers", result.layerRolled},
+             {"partitioned_in_full", result.confirmed},
              {"compute_bound_ms", result.computeBoundMs},
              {"seconds", result.seconds}}}};
     llvm::json::Value value(std::move(root));

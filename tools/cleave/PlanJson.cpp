@@ -105,6 +105,12 @@ llvm::json::Object planJson(const planner::Candidate &c,
           p.bytesSent.empty() ? int64_t{0} : p.bytesSent[busiest][k];
     plan["predicted"] =
         llvm::json::Object{{"estimated", p.estimated},
+                           {"from_layers",
+                            p.layerTemplateStages
+                                ? llvm::json::Value(llvm::json::Array{
+                                      p.layerTemplateStages,
+                                      2 * p.layerTemplateStages})
+                                : llvm::json::Value(nullptr)},
                            {"step_ms", p.stepMs},
                            {"compute_ms", p.computeMs},
                            {"exposed_comm_ms", p.exposedCommMs},
