@@ -2,6 +2,8 @@
 
 #include "planner/LayerRolledStep.h"
 
+#include "planner/RolledStep.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -131,6 +133,10 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
                        ? 1
                        : layout.axisSize(layout.pipelineAxis);
   int64_t kept = templateStages(stages);
+  PipelineSchedule templateSchedule =
+      layout.schedule == PipelineSchedule::Interleaved
+          ? PipelineSchedule::OneFOneB
+          : layout.schedule;
   p.layerTemplateStages = kept;
   p.modelLayers = totalLayers;
 
@@ -180,6 +186,17 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
     memory.gradients = rollBytes(ma.gradients, mb.gradients, n);
     memory.activations = rollBytes(ma.activations, mb.activations, n);
     memory.workspace = std::max(ma.workspace, mb.workspace);
+    // The micro-batches the schedule keeps in flight on this stage, beyond
+    // those on its template stage (1F1B: p - s of them), each hold the
+    // activations one stashes (RolledStep.h).
+    double inFlight = microbatchesInFlight(
+        layout.schedule, stages, s, layout.microbatches, layout.virtualStages,
+        share.microbatchesOverlap);
+    double templateInFlight = microbatchesInFlight(
+        templateSchedule, kept, k, layout.microbatches, 1,
+        share.microbatchesOverlap);
+    memory.activations += static_cast<int64_t>(
+        std::max(0.0, inFlight - templateInFlight) * share.stashedBytes);
     p.persistentBytes =
         std::max(p.persistentBytes, memory.parameters + memory.optimizerState);
     p.scratchBytes =

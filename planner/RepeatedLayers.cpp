@@ -35,8 +35,10 @@ size_t fingerprint(Operation *op) {
 
 /// How an operand of a layer's op relates to the layer.
 struct Reference {
-  enum Kind { Own, Previous, Shared, Parameter, Invalid } kind = Invalid;
-  /// Own and Previous: the defining op's offset in its layer and result.
+  enum Kind { Own, Previous, Shared, Parameter, Constant, Invalid } kind =
+      Invalid;
+  /// Own and Previous: the defining op's offset in its layer and result;
+  /// Constant: the constant's fingerprint.
   int64_t offset = 0;
   unsigned result = 0;
   /// Shared: the value itself.
@@ -48,10 +50,18 @@ struct Reference {
   }
 };
 
-/// The ops of a function's body and their indices.
+/// An op of no operands (a constant): not part of a layer's sequence, as
+/// an importer may create it once for all layers or once per layer.
+bool isConstant(Operation *op) {
+  return op->getNumOperands() == 0 && op->getNumRegions() == 0;
+}
+
+/// The ops of a function's body but constants, and their indices.
 struct Body {
   explicit Body(func::FuncOp func) {
     for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isConstant(&op))
+        continue;
       index[&op] = static_cast<int64_t>(ops.size());
       ops.push_back(&op);
     }
@@ -82,6 +92,11 @@ public:
       return ref;
     }
     auto result = cast<OpResult>(value);
+    if (isConstant(result.getOwner())) {
+      ref.kind = Reference::Constant;
+      ref.offset = static_cast<int64_t>(fingerprint(result.getOwner()));
+      return ref;
+    }
     auto it = body.index.find(result.getOwner());
     if (it == body.index.end())
       return ref;
@@ -146,8 +161,7 @@ public:
     for (int64_t offset = 0; offset < period; ++offset) {
       Operation *op = body.ops[start + layer * period + offset];
       bool readsActivation = llvm::any_of(op->getOperands(), [](Value v) {
-        return !isa<BlockArgument>(v) &&
-               v.getDefiningOp()->getNumOperands() > 0;
+        return !isa<BlockArgument>(v) && !isConstant(v.getDefiningOp());
       });
       if (!readsActivation)
         continue;
@@ -262,6 +276,11 @@ void keepLayers(func::FuncOp func, const RepeatedLayers &layers, int64_t keep) {
         dropped.set(arg.getArgNumber());
     body.ops[i]->erase();
   }
+  // Constants only the dropped layers read.
+  for (Operation &op : llvm::make_early_inc_range(
+           func.getBody().front().without_terminator()))
+    if (isConstant(&op) && op.use_empty())
+      op.erase();
   for (int arg : dropped.set_bits())
     if (!func.getArgument(arg).use_empty() ||
         !func.getArgAttr(arg, mlir::cleave::CleaveDialect::kParamAttrName))
