@@ -115,8 +115,10 @@ struct Prediction {
   /// step's own numbers.
   bool estimated = false;
   /// Where the estimate comes from the same layout on the model cut down to
-  /// fewer of its identical layers (LayerRolledStep.h): the templates'
-  /// stages (they hold one layer each, then two), and the model's layers.
+  /// fewer of its identical layers (LayerRolledStep.h): the layers of its
+  /// templates (none for another prediction), their stages, and the
+  /// model's layers.
+  std::vector<int64_t> layerTemplateLayers;
   int64_t layerTemplateStages = 0, modelLayers = 0;
   /// The step (pipelineStepMs) as the critical stage's compute, its
   /// communication not hidden behind compute, and the rest of the step it

@@ -176,7 +176,7 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
               : "(only that layout partitioned)";
   }
   // A prediction from fewer layers rejects only beyond its tolerance.
-  double slack = options.rollLayers ? 1 - kLayerRolledTolerance : 1;
+  double slack = options.rollLayers ? 1 - kLayerRolledMemoryTolerance : 1;
   if (needed * slack <= options.cluster.memoryBytes())
     return;
   int64_t samples = options.globalBatch / most / least.axisSize("dp");

@@ -7,9 +7,9 @@
 // are evaluated as the search evaluates a given layout (partitioned in
 // full, or rolled out from two micro-batches), fastest estimate first,
 // until `keep` plans are known to be faster than any estimate left can be
-// (within kLayerRolledTolerance); so are the layouts estimated not to fit
-// by less than that. The other layouts keep their estimates (marked) or
-// their reasons.
+// (within kLayerRolledTimeTolerance); so are the layouts estimated not to
+// fit by less than kLayerRolledMemoryTolerance. The other layouts keep
+// their estimates (marked) or their reasons.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,9 +48,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     ++result.layerRolled;
     const Prediction &p = *candidate.prediction;
     double needed = double(p.peakBytesPerRank + p.workspaceBytes);
-    if (candidate.rejected.empty() ||
+    llvm::StringRef reason = candidate.rejected;
+    if (reason.empty() || reason.starts_with("may not fit") ||
         (doesNotFit(candidate) &&
-         needed * (1 - kLayerRolledTolerance) <= memory))
+         needed * (1 - kLayerRolledMemoryTolerance) <= memory))
       contenders.push_back(&candidate);
   }
   std::stable_sort(contenders.begin(), contenders.end(),
@@ -65,11 +66,14 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
   SearchOptions exact = options;
   exact.writePlans = false;
   exact.threads = 1;
+  // (A 1F1B layout and its interleaved sibling share their template.)
+  EvaluationMemo memo;
   auto confirm = [&](const Candidate *candidate) {
     SearchOptions one = exact;
     one.given = candidate->layout;
-    return std::function<SearchResult()>(
-        [&context, &steps, one] { return searchLayouts(context, steps, one); });
+    return std::function<SearchResult()>([&context, &steps, &memo, one] {
+      return searchLayouts(context, steps, one, &memo);
+    });
   };
   unsigned threads =
       context.isMultithreadingEnabled()
@@ -82,7 +86,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     Candidate *candidate = contenders[i];
     std::sort(fitting.begin(), fitting.end());
     if (static_cast<int64_t>(fitting.size()) >= options.keep &&
-        candidate->prediction->stepMs * (1 - kLayerRolledTolerance) >=
+        candidate->prediction->stepMs * (1 - kLayerRolledTimeTolerance) >=
             fitting[options.keep - 1])
       break;
     for (size_t j = i + 1; j < contenders.size() && j < i + threads; ++j)

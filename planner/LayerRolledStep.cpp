@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 namespace cleave::planner {
 
@@ -13,17 +14,59 @@ using namespace mlir::cleave;
 
 namespace {
 
-/// The stages of the templates: the first, a middle one and the last.
+/// The stages of the templates of one and two layers per stage: the
+/// first, a middle one and the last.
 int64_t templateStages(int64_t stages) { return std::min<int64_t>(stages, 3); }
 
-/// Which template stage stands for stage `s` of `stages`.
-int64_t kindOf(int64_t s, int64_t stages) {
-  if (s == 0)
-    return 0;
-  if (s == stages - 1)
-    return templateStages(stages) - 1;
-  return 1;
+/// After how many stages the cuts of `stages` stages over `layers`
+/// layers fall at the same place within a layer again.
+int64_t cutPeriod(int64_t stages, int64_t layers) {
+  return stages / std::gcd(stages, layers);
 }
+
+/// The stages of a template holding the same share of `layers` per stage
+/// as each of `stages` stages does, when these hold fewer than two layers
+/// each: the fewest (at most kMostShareStages) whose middle stages hold
+/// every place a cut falls within a layer, and so every kind of middle
+/// stage; 0 otherwise.
+constexpr int64_t kMostShareStages = 16;
+int64_t shareStages(int64_t stages, int64_t layers) {
+  if (stages < 3 || layers >= 2 * stages)
+    return 0;
+  int64_t period = cutPeriod(stages, layers);
+  int64_t q = period * ((std::max<int64_t>(3, period + 2) + period - 1) / period);
+  return q <= std::min(stages, kMostShareStages) ? q : 0;
+}
+
+/// Which template stage stands for each full stage: the first and the
+/// last stage for theirs; for a middle stage's time, the middle stages in
+/// turn (their cuts fall at the places within a layer the full stages'
+/// do, in the same proportions, though the ends' share of the work may
+/// shift which stage is which), and for its memory the middle stage that
+/// holds the most (where a stage ends up in the schedule decides how many
+/// micro-batches it keeps).
+struct StageMap {
+  int64_t stages = 1, templateStages = 1, period = 1, largest = 1;
+  StageMap(int64_t stages, const Prediction &t, int64_t period)
+      : stages(stages),
+        templateStages(static_cast<int64_t>(t.stageShares.size())),
+        period(period) {
+    auto held = [&](int64_t k) {
+      const StageMemory &m = t.stageMemory[k];
+      return m.parameters + m.optimizerState + m.gradients + m.activations;
+    };
+    for (int64_t k = 2; k + 1 < templateStages; ++k)
+      if (held(k) > held(largest))
+        largest = k;
+  }
+  int64_t of(int64_t s, bool memory = false) const {
+    if (s == 0)
+      return 0;
+    if (s == stages - 1)
+      return templateStages - 1;
+    return memory ? largest : (s - 1) % period + 1;
+  }
+};
 
 /// One layer's worth and the rest of a quantity, from its value with one
 /// and two layers: value(n) = fixed + n x slope.
@@ -69,61 +112,68 @@ std::vector<double> fluidCut(const std::vector<Affine> &work, double layers) {
 }
 
 /// The rank of the template mesh standing for `rank` of the full one: the
-/// same coordinates, the pipeline axis' that of the template stage kind.
-int64_t templateRank(const PlanLayout &layout, int64_t rank,
-                     int64_t *stageOut) {
-  int64_t stages = layout.pipelineAxis.empty()
-                       ? 1
-                       : layout.axisSize(layout.pipelineAxis);
+/// same coordinates, the pipeline axis' that of its stage's template
+/// stage (`stageOut`: the rank's stage).
+int64_t templateRank(const PlanLayout &layout, const StageMap &map,
+                     int64_t rank, int64_t *stageOut) {
   int64_t result = 0, stride = 1, fullStride = 1;
-  int64_t stage = 0;
   for (auto it = layout.mesh.rbegin(); it != layout.mesh.rend(); ++it) {
     int64_t coordinate = rank / fullStride % it->second;
     int64_t size = it->second;
     if (it->first == layout.pipelineAxis) {
-      stage = coordinate;
-      coordinate = kindOf(coordinate, stages);
-      size = templateStages(stages);
+      *stageOut = coordinate;
+      coordinate = map.of(coordinate);
+      size = map.templateStages;
     }
     result += coordinate * stride;
     stride *= size;
     fullStride *= it->second;
   }
-  *stageOut = stage;
   return result;
 }
 
 } // namespace
 
-std::array<LayerTemplate, 2>
+std::vector<LayerTemplate>
 layerTemplates(const PlanLayout &layout,
-               const std::vector<std::string> &startNames) {
-  std::array<LayerTemplate, 2> templates;
+               const std::vector<std::string> &startNames,
+               int64_t totalLayers) {
   int64_t stages = layout.pipelineAxis.empty()
                        ? 1
                        : layout.axisSize(layout.pipelineAxis);
+  auto withStages = [&](int64_t count) {
+    PlanLayout t = layout;
+    t.pipelineCuts.clear();
+    if (stages > 1) {
+      for (auto &[axis, size] : t.mesh)
+        if (axis == layout.pipelineAxis)
+          size = count;
+      t.virtualStages = 1;
+      if (layout.schedule == PipelineSchedule::Interleaved)
+        t.schedule = PipelineSchedule::OneFOneB;
+    }
+    return t;
+  };
+  if (int64_t q = shareStages(stages, totalLayers))
+    return {LayerTemplate{withStages(q), totalLayers * q / stages}};
+  std::vector<LayerTemplate> templates;
   int64_t kept = templateStages(stages);
   for (int64_t perStage = 1; perStage <= 2; ++perStage) {
-    LayerTemplate &t = templates[perStage - 1];
-    t.layout = layout;
-    t.layers = kept * perStage;
-    t.layout.pipelineCuts.clear();
-    if (stages > 1) {
-      for (auto &[axis, size] : t.layout.mesh)
-        if (axis == layout.pipelineAxis)
-          size = kept;
-      t.layout.virtualStages = 1;
-      if (layout.schedule == PipelineSchedule::Interleaved)
-        t.layout.schedule = PipelineSchedule::OneFOneB;
-      for (int64_t s = 1; s < kept; ++s)
-        t.layout.pipelineCuts.push_back(startNames[s * perStage]);
-    }
+    LayerTemplate t{withStages(kept), kept * perStage};
+    for (int64_t s = 1; stages > 1 && s < kept; ++s)
+      t.layout.pipelineCuts.push_back(startNames[s * perStage]);
+    templates.push_back(std::move(t));
   }
   return templates;
 }
 
-Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
-                      const Prediction &two, int64_t totalLayers) {
+Prediction rollLayers(const PlanLayout &layout,
+                      llvm::ArrayRef<LayerTemplate> templates,
+                      llvm::ArrayRef<Prediction> predicted,
+                      int64_t totalLayers) {
+  // With one template (the same share of layers per stage), every stage is
+  // its template stage: a quantity rolled from one value to itself.
+  const Prediction &one = predicted.front(), &two = predicted.back();
   Prediction p = one;
   p.estimated = true;
   p.schedule.clear();
@@ -132,18 +182,20 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
   int64_t stages = layout.pipelineAxis.empty()
                        ? 1
                        : layout.axisSize(layout.pipelineAxis);
-  int64_t kept = templateStages(stages);
-  PipelineSchedule templateSchedule =
-      layout.schedule == PipelineSchedule::Interleaved
-          ? PipelineSchedule::OneFOneB
-          : layout.schedule;
+  int64_t kept = static_cast<int64_t>(one.stageShares.size());
+  StageMap map(stages, one,
+               templates.size() == 1 ? cutPeriod(stages, totalLayers) : 1);
+  PipelineSchedule templateSchedule = templates.front().layout.schedule;
   p.layerTemplateStages = kept;
   p.modelLayers = totalLayers;
+  p.layerTemplateLayers.clear();
+  for (const LayerTemplate &t : templates)
+    p.layerTemplateLayers.push_back(t.layers);
 
   // Each stage's layers: a cut by work (compute time) as the compiler's.
   std::vector<Affine> work;
   for (int64_t s = 0; s < stages; ++s) {
-    int64_t k = kindOf(s, stages);
+    int64_t k = map.of(s);
     work.emplace_back(one.stageShares[k].computeMs,
                       two.stageShares[k].computeMs);
   }
@@ -159,7 +211,7 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
   p.scratchBytes = 0;
   p.maxStageComputeMs = 0;
   for (int64_t s = 0; s < stages; ++s) {
-    int64_t k = kindOf(s, stages);
+    int64_t k = map.of(s), km = map.of(s, /*memory=*/true);
     double n = layers[s];
     const StageShare &a = one.stageShares[k], &b = two.stageShares[k];
     StageShare &share = p.stageShares[s];
@@ -179,7 +231,7 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
     share.stashedBytes = rollBytes(a.stashedBytes, b.stashedBytes, n);
     share.handedOnBytes = rollBytes(a.handedOnBytes, b.handedOnBytes, n);
     share.microbatchesOverlap = b.microbatchesOverlap;
-    const StageMemory &ma = one.stageMemory[k], &mb = two.stageMemory[k];
+    const StageMemory &ma = one.stageMemory[km], &mb = two.stageMemory[km];
     StageMemory &memory = p.stageMemory[s];
     memory.parameters = rollBytes(ma.parameters, mb.parameters, n);
     memory.optimizerState = rollBytes(ma.optimizerState, mb.optimizerState, n);
@@ -193,10 +245,12 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
         layout.schedule, stages, s, layout.microbatches, layout.virtualStages,
         share.microbatchesOverlap);
     double templateInFlight = microbatchesInFlight(
-        templateSchedule, kept, k, layout.microbatches, 1,
+        templateSchedule, kept, km, layout.microbatches, 1,
         share.microbatchesOverlap);
+    int64_t stashed = rollBytes(one.stageShares[km].stashedBytes,
+                                two.stageShares[km].stashedBytes, n);
     memory.activations += static_cast<int64_t>(
-        std::max(0.0, inFlight - templateInFlight) * share.stashedBytes);
+        std::max(0.0, inFlight - templateInFlight) * stashed);
     p.persistentBytes =
         std::max(p.persistentBytes, memory.parameters + memory.optimizerState);
     p.scratchBytes =
@@ -224,7 +278,7 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
   p.microbatchBytesSent.assign(perRank ? ranks : 0, {});
   for (int64_t rank = 0; perRank && rank < ranks; ++rank) {
     int64_t stage = 0;
-    int64_t t = templateRank(layout, rank, &stage);
+    int64_t t = templateRank(layout, map, rank, &stage);
     if (t >= static_cast<int64_t>(one.bytesSent.size()) ||
         t >= static_cast<int64_t>(two.bytesSent.size()))
       continue;
@@ -246,14 +300,28 @@ Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
     p.commBytesPerRank = std::max(p.commBytesPerRank, sum);
   }
 
-  // Ops: the templates hold `kept` and 2 x `kept` layers.
+  // Ops: grown with the layers from those of the templates.
+  double times = double(totalLayers) / double(templates.front().layers);
   auto rollOps = [&](int64_t a, int64_t b) {
     return static_cast<int64_t>(
-        roll(double(a), double(b), double(totalLayers) / double(kept)));
+        templates.size() == 1 ? a * times : roll(double(a), double(b), times));
   };
   p.ops = rollOps(one.ops, two.ops);
   p.microbatchOps = rollOps(one.microbatchOps, two.microbatchOps);
   return p;
+}
+
+std::string fewerLayersNote(const Prediction &p) {
+  if (p.layerTemplateLayers.empty())
+    return "";
+  std::string note = " on " + std::to_string(p.layerTemplateLayers.front());
+  if (p.layerTemplateLayers.size() > 1)
+    note += " and " + std::to_string(p.layerTemplateLayers.back());
+  note += " of the model's " + std::to_string(p.modelLayers) +
+          " identical layers";
+  if (p.layerTemplateLayers.size() == 1)
+    note += " over " + std::to_string(p.layerTemplateStages) + " stages";
+  return note;
 }
 
 } // namespace cleave::planner

@@ -23,13 +23,20 @@
 #include "planner/CostModel.h"
 #include "planner/Planner.h"
 
-#include <array>
+#include "llvm/ADT/ArrayRef.h"
+
+#include <string>
+#include <vector>
 
 namespace cleave::planner {
 
-/// How far a prediction from fewer layers may be from the layout's own,
-/// in step time and memory: test/planner/layer-rolled.test measures it.
-inline constexpr double kLayerRolledTolerance = 0.10;
+/// How far a prediction from fewer layers may be over the layout's own,
+/// in step time and in memory: test/planner/layer-rolled.test measures it
+/// (a pipeline of fewer than two layers per stage on a small model is the
+/// least exact: its first stage's share of the layers shifts with the
+/// stage count).
+inline constexpr double kLayerRolledTimeTolerance = 0.10,
+                        kLayerRolledMemoryTolerance = 0.20;
 
 /// A layout of the model cut down to `layers` of its repeated layers.
 struct LayerTemplate {
@@ -37,20 +44,37 @@ struct LayerTemplate {
   int64_t layers = 0;
 };
 
-/// The two layouts `layout` is rolled out from: the same mesh with
-/// min(p, 3) pipeline stages (p: `layout`'s), one and then two layers
-/// per stage, cut before the layers named in `startNames` (a pipeline
-/// with one chunk per stage, 1F1B for the interleaved schedule).
-std::array<LayerTemplate, 2>
+/// The layouts `layout` is rolled out from (a pipeline with one chunk per
+/// stage, 1F1B for the interleaved schedule): the same mesh with min(p, 3)
+/// pipeline stages (p: `layout`'s), one and then two layers per stage, cut
+/// before the layers named in `startNames`; or, where the layout's stages
+/// hold fewer than two of the model's `totalLayers` layers each (the
+/// compiler then cuts inside layers, and a stage whose layer began on
+/// another stage keeps all of its activations), one layout: the fewest
+/// stages (3 to 16) holding the same share of layers whose middle stages
+/// hold every place a cut falls within a layer, cut by work as the full
+/// model is.
+std::vector<LayerTemplate>
 layerTemplates(const PlanLayout &layout,
-               const std::vector<std::string> &startNames);
+               const std::vector<std::string> &startNames,
+               int64_t totalLayers);
 
 /// The prediction of `layout` on the model with `totalLayers` repeated
-/// layers from its templates' (layerTemplates: `one` and `two` layers
-/// per stage): marked estimated (Prediction::layerTemplates), with no
-/// timeline, collectives or tensors.
-Prediction rollLayers(const PlanLayout &layout, const Prediction &one,
-                      const Prediction &two, int64_t totalLayers);
+/// layers from its templates' (`templates`, predicted as `predicted`):
+/// marked estimated (Prediction::layerTemplateLayers), with no timeline,
+/// collectives or tensors. With two templates, each stage is its kind's
+/// template stage (first, middle, last) grown by its share of the layers;
+/// with one, it is its kind's template stage (a middle stage's time the
+/// middle stages' in turn, its memory the largest one's).
+Prediction rollLayers(const PlanLayout &layout,
+                      llvm::ArrayRef<LayerTemplate> templates,
+                      llvm::ArrayRef<Prediction> predicted,
+                      int64_t totalLayers);
+
+/// " on N and 2N of the model's L identical layers" (" on N of the model's L
+/// identical layers over S stages") for a prediction rolled out from fewer
+/// layers, "" for another: what an estimate's reason adds.
+std::string fewerLayersNote(const Prediction &p);
 
 } // namespace cleave::planner
 

@@ -133,9 +133,10 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
                                layout.schedule, layout.microbatches,
                                layout.virtualStages);
   } else {
-    std::array<Prediction, 2> shallow;
-    for (const auto &[i, t] :
-         llvm::enumerate(layerTemplates(layout, options.layers->startNames))) {
+    std::vector<LayerTemplate> templates = layerTemplates(
+        layout, options.layers->startNames, options.layers->count);
+    std::vector<Prediction> shallow;
+    for (const LayerTemplate &t : templates) {
       Candidate c;
       c.layout = t.layout;
       partitionAndPredict(context, steps, options, c, /*emit=*/false,
@@ -143,20 +144,18 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
       if (!c.prediction)
         return partitionAndPredict(context, steps, options, candidate,
                                    /*emit=*/false, nullptr, globalBatch);
-      shallow[i] = *c.prediction;
+      shallow.push_back(std::move(*c.prediction));
     }
-    predicted = rollLayers(layout, shallow[0], shallow[1],
-                           options.layers->count);
+    predicted = rollLayers(layout, templates, shallow, options.layers->count);
   }
   const Prediction &p = *predicted;
   int64_t needed = p.peakBytesPerRank + p.workspaceBytes;
   if (needed > options.cluster.memoryBytes())
     candidate.rejected = llvm::formatv(
-        "does not fit: needs about {0} per rank (estimated from {1} and {2} "
-        "of the model's {3} identical layers: parameters and state {4}, "
-        "scratch {5}), the device has {6}",
-        formatBytes(needed), p.layerTemplateStages,
-        2 * p.layerTemplateStages, p.modelLayers,
+        "does not fit: needs about {0} per rank (estimated from the same "
+        "layout{1}: parameters and state {2}, scratch {3}), the device has "
+        "{4}",
+        formatBytes(needed), fewerLayersNote(p),
         formatBytes(p.persistentBytes), formatBytes(p.scratchBytes),
         formatBytes(options.cluster.memoryBytes()));
   candidate.prediction = std::move(predicted);
@@ -346,13 +345,13 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
   if (needed > options.cluster.memoryBytes())
     rolled.rejected = llvm::formatv(
         "does not fit: needs about {0} per rank (estimated from {1} "
-        "micro-batches of the same size: parameters and state {2}, scratch "
-        "{3}{4}), the device has {5}",
+        "micro-batches of the same size{6}: parameters and state {2}, "
+        "scratch {3}{4}), the device has {5}",
         formatBytes(needed), 2, formatBytes(p.persistentBytes),
         formatBytes(p.scratchBytes),
         p.workspaceBytes ? ", kernel workspace " + formatBytes(p.workspaceBytes)
                          : std::string(),
-        formatBytes(options.cluster.memoryBytes()));
+        formatBytes(options.cluster.memoryBytes()), fewerLayersNote(p));
   else if (!two.rejected.empty())
     rolled.rejected = two.rejected;
   // The template fits its own two micro-batches, the layout may not.

@@ -163,9 +163,11 @@ bool fasterPlan(const Candidate &a, const Candidate &b);
 
 /// One search over the layouts (searchPlans' pass: with
 /// options.rollLayers, every layout predicted from fewer layers, the plans
-/// not finished).
+/// not finished), its evaluations remembered in `memo` where given (shared
+/// by searches of the same options but the given layout).
 SearchResult searchLayouts(mlir::MLIRContext &context, const StepSource &steps,
-                           const SearchOptions &options);
+                           const SearchOptions &options,
+                           EvaluationMemo *memo = nullptr);
 
 /// What a search does once it has ranked its plans: the fastest plan that
 /// all-reduces gradients is tried with smaller buckets, the plans shown

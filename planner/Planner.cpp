@@ -368,7 +368,8 @@ unsigned searchThreads(MLIRContext &context, unsigned requested) {
 } // namespace
 
 SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
-                           const SearchOptions &searchOptions) {
+                           const SearchOptions &searchOptions,
+                           EvaluationMemo *sharedMemo) {
   auto start = std::chrono::steady_clock::now();
   SearchResult result;
   // The steps (each kind or batch built on first use, by whichever thread
@@ -396,7 +397,8 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   // Layouts evaluated ahead of the search on the other threads (the
   // search takes their results in its own order).
   unsigned threads = searchThreads(context, options.threads);
-  EvaluationMemo memo;
+  EvaluationMemo ownMemo;
+  EvaluationMemo &memo = sharedMemo ? *sharedMemo : ownMemo;
   std::optional<Speculation<Evaluated>> ahead(std::in_place, threads);
   auto onceAt = [&](const PlanLayout &layout, int64_t globalBatch) {
     std::string key = "once|" + layout.key() + "|" + std::to_string(globalBatch);
@@ -484,7 +486,7 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
       // step it stands for.
       fitting.push_back(candidate.prediction->stepMs *
                         (candidate.prediction->layerTemplateStages
-                             ? 1 + kLayerRolledTolerance
+                             ? 1 + kLayerRolledTimeTolerance
                              : 1));
       kept.offer(candidate, std::move(e.module));
     }
@@ -550,10 +552,10 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
     if (!tooBig && !fits)
       rolled.rejected = llvm::formatv(
           "may not fit: needs about {0} per rank (estimated from 2 "
-          "micro-batches of the same size, within {1}%; too big to unroll), "
-          "the device has {2}",
+          "micro-batches of the same size{3}, within {1}%; too big to "
+          "unroll), the device has {2}",
           formatBytes(static_cast<int64_t>(needed)), tolerance * 100,
-          formatBytes(static_cast<int64_t>(memory)));
+          formatBytes(static_cast<int64_t>(memory)), fewerLayersNote(p));
     ++result.rolled;
     candidate = std::move(rolled);
     // The estimate may be this much faster than the step it stands for.

@@ -20,6 +20,7 @@
 
 #include "dialects/cleave/CleaveOps.h"
 #include "passes/Pipelines.h"
+#include "planner/LayerRolledStep.h"
 #include "planner/Planner.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -322,31 +323,62 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     }
   }
 
-  // The distributed step at another global batch, for the rolled
-  // prediction of micro-batched layouts (SearchOptions::stepAtBatch): the
-  // model imported again, its batch bound to that batch, once per batch.
-  // Only where plan binds the batch itself (not an ONNX text model).
-  std::map<int64_t, std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
-      stepsAtBatch;
-  auto stepAtBatch = [&](int64_t batch, std::string &name)
+  // The model imported again with its batch bound to another global batch
+  // (the model as imported for the search's own), once per batch. Only
+  // where plan binds the batch itself (not an ONNX text model).
+  std::map<int64_t, mlir::OwningOpRef<mlir::ModuleOp>> modelsAtBatch;
+  auto modelAtBatch = [&](int64_t batch) -> llvm::Expected<mlir::ModuleOp> {
+    if (batch == globalBatch_)
+      return *module;
+    auto it = modelsAtBatch.find(batch);
+    if (it != modelsAtBatch.end())
+      return *it->second;
+    llvm::Expected<PlanningModel> rebound =
+        readPlanningModel(import_.model, batch, userBindings);
+    if (!rebound)
+      return rebound.takeError();
+    ImportOptions at = options;
+    at.shapeBindings = userBindings;
+    llvm::append_range(at.shapeBindings, rebound->batchBindings);
+    auto bytes = llvm::MemoryBuffer::getMemBuffer(rebound->bytes,
+                                                  import_.model, false);
+    mlir::OwningOpRef<mlir::ModuleOp> model =
+        importOnnxModel(context, bytes->getMemBufferRef(), at);
+    if (!model)
+      return failure("cannot import the model at batch " +
+                     std::to_string(batch));
+    restoreShapeOnlyParameters(*model, rebound->shapeOnly);
+    return *modelsAtBatch.emplace(batch, std::move(model)).first->second;
+  };
+  // The model's run of identical layers, for predicting layouts from a few
+  // of them (SearchOptions::layers; their templates take other batches).
+  std::optional<planner::RepeatedLayers> layers;
+  if (fromLayers_ != "never" && !planning->batchBindings.empty())
+    if (mlir::func::FuncOp main = planner::mainGraph(*module))
+      layers = planner::findRepeatedLayers(main);
+  // The distributed step of a copy of the model at a batch, cut down to
+  // `count` of its identical layers (0: all of them), once each.
+  std::map<std::pair<int64_t, int64_t>,
+           std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
+      builtSteps;
+  auto stepOf = [&](int64_t count, int64_t batch, std::string &name)
       -> llvm::Expected<mlir::ModuleOp> {
-    auto it = stepsAtBatch.find(batch);
-    if (it == stepsAtBatch.end()) {
-      llvm::Expected<PlanningModel> rebound =
-          readPlanningModel(import_.model, batch, userBindings);
-      if (!rebound)
-        return rebound.takeError();
-      ImportOptions at = options;
-      at.shapeBindings = userBindings;
-      llvm::append_range(at.shapeBindings, rebound->batchBindings);
-      auto bytes = llvm::MemoryBuffer::getMemBuffer(rebound->bytes,
-                                                    import_.model, false);
-      mlir::OwningOpRef<mlir::ModuleOp> model =
-          importOnnxModel(context, bytes->getMemBufferRef(), at);
-      if (!model)
-        return failure("cannot import the model at batch " +
-                       std::to_string(batch));
-      restoreShapeOnlyParameters(*model, rebound->shapeOnly);
+    auto key = std::make_pair(count, batch);
+    auto it = builtSteps.find(key);
+    if (it == builtSteps.end()) {
+      llvm::Expected<mlir::ModuleOp> imported = modelAtBatch(batch);
+      if (!imported)
+        return imported.takeError();
+      mlir::OwningOpRef<mlir::ModuleOp> model = imported->clone();
+      if (count) {
+        mlir::func::FuncOp main = planner::mainGraph(*model);
+        std::optional<planner::RepeatedLayers> found =
+            planner::findRepeatedLayers(main);
+        if (!found || found->count != layers->count)
+          return failure("the model's identical layers differ at batch " +
+                         std::to_string(batch));
+        planner::keepLayers(main, *found, count);
+      }
       TrainingOptions distributed = training;
       distributed.distributed = true;
       llvm::Expected<mlir::func::FuncOp> step =
@@ -354,69 +386,17 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       if (!step)
         return step.takeError();
       std::string stepName = step->getSymName().str();
-      it = stepsAtBatch
-               .emplace(batch, std::make_pair(std::move(model), stepName))
+      it = builtSteps.emplace(key, std::make_pair(std::move(model), stepName))
                .first;
     }
     name = it->second.second;
     return *it->second.first;
   };
-
-  // The model cut down to fewer of its identical layers, for predicting
-  // layouts from a few of them (SearchOptions::layers): the model as
-  // imported, or imported again at another batch, once per count and
-  // batch.
-  std::optional<planner::RepeatedLayers> layers;
-  if (fromLayers_ != "never")
-    if (mlir::func::FuncOp main = planner::mainGraph(*module))
-      layers = planner::findRepeatedLayers(main);
-  std::map<std::pair<int64_t, int64_t>,
-           std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
-      stepsWithLayers;
-  auto stepWithLayers = [&](int64_t count, int64_t batch, std::string &name)
-      -> llvm::Expected<mlir::ModuleOp> {
-    auto key = std::make_pair(count, batch);
-    auto it = stepsWithLayers.find(key);
-    if (it == stepsWithLayers.end()) {
-      mlir::OwningOpRef<mlir::ModuleOp> model;
-      if (batch == globalBatch_ || planning->batchBindings.empty()) {
-        model = module->clone();
-      } else {
-        llvm::Expected<PlanningModel> rebound =
-            readPlanningModel(import_.model, batch, userBindings);
-        if (!rebound)
-          return rebound.takeError();
-        ImportOptions at = options;
-        at.shapeBindings = userBindings;
-        llvm::append_range(at.shapeBindings, rebound->batchBindings);
-        auto bytes = llvm::MemoryBuffer::getMemBuffer(rebound->bytes,
-                                                      import_.model, false);
-        model = importOnnxModel(context, bytes->getMemBufferRef(), at);
-        if (!model)
-          return failure("cannot import the model at batch " +
-                         std::to_string(batch));
-        restoreShapeOnlyParameters(*model, rebound->shapeOnly);
-      }
-      mlir::func::FuncOp main = planner::mainGraph(*model);
-      std::optional<planner::RepeatedLayers> found =
-          planner::findRepeatedLayers(main);
-      if (!found || found->count != layers->count)
-        return failure("the model's identical layers differ at batch " +
-                       std::to_string(batch));
-      planner::keepLayers(main, *found, count);
-      TrainingOptions distributed = training;
-      distributed.distributed = true;
-      llvm::Expected<mlir::func::FuncOp> step =
-          buildTrainingStep(*model, distributed);
-      if (!step)
-        return step.takeError();
-      std::string stepName = step->getSymName().str();
-      it = stepsWithLayers
-               .emplace(key, std::make_pair(std::move(model), stepName))
-               .first;
-    }
-    name = it->second.second;
-    return *it->second.first;
+  auto stepAtBatch = [&](int64_t batch, std::string &name) {
+    return stepOf(0, batch, name);
+  };
+  auto stepWithLayers = [&](int64_t count, int64_t batch, std::string &name) {
+    return stepOf(count, batch, name);
   };
 
   planner::SearchOptions search;
@@ -540,11 +520,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         os << "     activations recomputed in the backward pass ("
            << c.layout.recompute << ")\n";
       if (p.layerTemplateStages)
-        os << llvm::formatv(
-            "     ~ estimated: predicted from the same layout on {0} and {1} "
-            "of the model's {2} identical layers (not partitioned in full; "
-            "not compiled)\n",
-            p.layerTemplateStages, 2 * p.layerTemplateStages, p.modelLayers);
+        os << "     ~ estimated: predicted from the same layout"
+           << planner::fewerLayersNote(p)
+           << " (not partitioned in full; not compiled)\n";
       else if (p.estimated)
         os << "     ~ estimated: predicted from the same layout with 2 "
               "micro-batches of the same size (its step is too big to "

@@ -106,11 +106,10 @@ llvm::json::Object planJson(const planner::Candidate &c,
     plan["predicted"] =
         llvm::json::Object{{"estimated", p.estimated},
                            {"from_layers",
-                            p.layerTemplateStages
-                                ? llvm::json::Value(llvm::json::Array{
-                                      p.layerTemplateStages,
-                                      2 * p.layerTemplateStages})
-                                : llvm::json::Value(nullptr)},
+                            p.layerTemplateLayers.empty()
+                                ? llvm::json::Value(nullptr)
+                                : llvm::json::Value(llvm::json::Array(
+                                      p.layerTemplateLayers))},
                            {"step_ms", p.stepMs},
                            {"compute_ms", p.computeMs},
                            {"exposed_comm_ms", p.exposedCommMs},

@@ -5,14 +5,15 @@ always; planner/LayerRolledStep.h) with its prediction partitioned in full
 time, the peak memory per rank and the bytes sent per rank.
 
 The search trusts an estimate not to be over the layout's own numbers by
-more than kLayerRolledTolerance (it prunes a layout whose estimate,
-less that, is slower than the plans found, and rejects one whose estimate,
-less that, does not fit); an estimate under them only costs the search a
-full partition. So: step and memory at most OVER above the exact ones and
-at most UNDER below them (the cut by work is taken as fluid: a stage of
-few layers, which the compiler cuts at ops, holds more than its share).
+more than kLayerRolledTimeTolerance and kLayerRolledMemoryTolerance (it
+prunes a layout whose estimate, less that, is slower than the plans found,
+and rejects one whose estimate, less that, does not fit); an estimate under
+them only costs the search a full partition. So: the step at most
+STEP_OVER above the exact one, the memory at most MEMORY_OVER, and both at
+most UNDER below them.
 
-usage: check_layer_rolled.py MODEL CLUSTER BATCH OVER UNDER < LAYOUTS
+usage: check_layer_rolled.py MODEL CLUSTER BATCH STEP_OVER MEMORY_OVER UNDER
+       < LAYOUTS
 (one layout's flags a line: --mesh ... [--pipeline ...])
 """
 
@@ -36,7 +37,8 @@ def predict(model, cluster, batch, flags, mode):
 
 def main():
     model, cluster, batch = sys.argv[1:4]
-    over, under = map(float, sys.argv[4:6])
+    step_over, memory_over, under = map(float, sys.argv[4:7])
+    over = {"step": step_over, "memory": memory_over}
     worst = {"step": [0.0, 0.0], "memory": [0.0, 0.0]}
     ok = True
     for line in sys.stdin:
@@ -53,7 +55,7 @@ def main():
             worst[name][0] = min(worst[name][0], errors[name])
             worst[name][1] = max(worst[name][1], errors[name])
         within = (exact["from_layers"] is None and rolled["from_layers"] is not None and
-                  all(-under <= errors[name] <= over for name in ("step", "memory")))
+                  all(-under <= errors[name] <= over[name] for name in ("step", "memory")))
         ok &= within
         print("%-90s step %+6.2f%% memory %+6.2f%% comm %+6.2f%% %s" % (
             " ".join(flags), 100 * errors["step"], 100 * errors["memory"],
