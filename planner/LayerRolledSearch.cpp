@@ -25,11 +25,16 @@ namespace cleave::planner {
 
 using namespace mlir;
 
-SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
-                         const SearchOptions &options) {
-  if (options.given || !options.layers || !options.stepWithLayers)
-    return searchLayouts(context, steps, options);
+SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
+                         const SearchOptions &searchOptions) {
+  if (searchOptions.given || !searchOptions.layers ||
+      !searchOptions.stepWithLayers)
+    return searchLayouts(context, sharedSteps, searchOptions);
   auto start = std::chrono::steady_clock::now();
+  // The searches below (the confirmations on several threads) build steps
+  // one at a time between them.
+  SearchOptions options = searchOptions;
+  StepSource steps = oneAtATime(sharedSteps, options);
   SearchOptions first = options;
   first.rollLayers = true;
   SearchResult result = searchLayouts(context, steps, first);
@@ -54,9 +59,33 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
          needed * (1 - kLayerRolledMemoryTolerance) <= memory))
       contenders.push_back(&candidate);
   }
+  // A contender that recomputed for memory may fit with less recomputation
+  // (the estimate of its memory may be over): it is ranked and confirmed
+  // with the least recomputation whose estimate was within the tolerance
+  // of fitting, then with more where that does not fit.
+  auto modesOf = [&](const Candidate *c) {
+    std::vector<std::string> modes;
+    for (const char *mode : {"none", "selective", "full"}) {
+      if (mode == c->layout.recompute) {
+        modes.push_back(mode);
+        break;
+      }
+      auto it = c->trials.find(mode);
+      if (it != c->trials.end() &&
+          it->second.neededBytes * (1 - kLayerRolledMemoryTolerance) <= memory)
+        modes.push_back(mode);
+    }
+    return modes;
+  };
+  auto rank = [&](const Candidate *c) {
+    auto it = c->trials.find(modesOf(c).front());
+    return it != c->trials.end() && it->second.stepMs > 0
+               ? std::min(it->second.stepMs, c->prediction->stepMs)
+               : c->prediction->stepMs;
+  };
   std::stable_sort(contenders.begin(), contenders.end(),
-                   [](const Candidate *a, const Candidate *b) {
-                     return a->prediction->stepMs < b->prediction->stepMs;
+                   [&](const Candidate *a, const Candidate *b) {
+                     return rank(a) < rank(b);
                    });
 
   // Each evaluated as a given layout is, with the recomputation its
@@ -68,12 +97,16 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
   exact.threads = 1;
   // (A 1F1B layout and its interleaved sibling share their template.)
   EvaluationMemo memo;
-  auto confirm = [&](const Candidate *candidate) {
+  auto confirm = [&](PlanLayout layout) {
     SearchOptions one = exact;
-    one.given = candidate->layout;
+    one.given = std::move(layout);
     return std::function<SearchResult()>([&context, &steps, &memo, one] {
       return searchLayouts(context, steps, one, &memo);
     });
+  };
+  auto withMode = [](PlanLayout layout, const std::string &mode) {
+    layout.recompute = mode;
+    return layout;
   };
   unsigned threads =
       context.isMultithreadingEnabled()
@@ -86,18 +119,26 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &steps,
     Candidate *candidate = contenders[i];
     std::sort(fitting.begin(), fitting.end());
     if (static_cast<int64_t>(fitting.size()) >= options.keep &&
-        candidate->prediction->stepMs * (1 - kLayerRolledTimeTolerance) >=
+        rank(candidate) * (1 - kLayerRolledTimeTolerance) >=
             fitting[options.keep - 1])
       break;
-    for (size_t j = i + 1; j < contenders.size() && j < i + threads; ++j)
-      ahead.prefetch(contenders[j]->layout.key(), confirm(contenders[j]));
-    SearchResult one =
-        ahead.take(candidate->layout.key(), confirm(candidate));
-    ++result.confirmed;
-    result.rolled += one.rolled;
-    Candidate &found = one.plans.empty() ? one.rejected.front()
-                                         : one.plans.front();
-    *candidate = std::move(found);
+    for (size_t j = i + 1; j < contenders.size() && j < i + threads; ++j) {
+      PlanLayout next = withMode(contenders[j]->layout,
+                                 modesOf(contenders[j]).front());
+      ahead.prefetch(next.key(), confirm(next));
+    }
+    std::optional<Candidate> found;
+    for (const std::string &mode : modesOf(candidate)) {
+      PlanLayout layout = withMode(candidate->layout, mode);
+      SearchResult one = ahead.take(layout.key(), confirm(layout));
+      ++result.confirmed;
+      result.rolled += one.rolled;
+      found = std::move(one.plans.empty() ? one.rejected.front()
+                                          : one.plans.front());
+      if (found->rejected.empty())
+        break;
+    }
+    *candidate = std::move(*found);
     if (candidate->rejected.empty())
       fitting.push_back(
           candidate->prediction->stepMs *

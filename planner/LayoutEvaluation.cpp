@@ -256,6 +256,8 @@ void evaluate(MLIRContext &context, const StepSource &steps,
     trial.stageMemory = p.stageMemory;
     for (const StageShare &share : p.stageShares)
       trial.stashedBytes.push_back(share.stashedBytes);
+    trial.neededBytes = p.peakBytesPerRank + p.workspaceBytes;
+    trial.stepMs = p.stepMs;
   };
   evaluateOnce(context, steps, options, candidate, /*emit=*/false, kept,
                globalBatch, memo);
@@ -354,6 +356,17 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
         formatBytes(options.cluster.memoryBytes()), fewerLayersNote(p));
   else if (!two.rejected.empty())
     rolled.rejected = two.rejected;
+  // What each recomputation mode tried needs (Candidate::trials).
+  std::map<std::string, Candidate::RecomputeTrial> trials;
+  auto record = [&](const Candidate &tried) {
+    if (!tried.prediction)
+      return;
+    Candidate::RecomputeTrial &trial = trials[tried.layout.recompute];
+    trial.neededBytes =
+        tried.prediction->peakBytesPerRank + tried.prediction->workspaceBytes;
+    trial.stepMs = tried.prediction->stepMs;
+  };
+  record(rolled);
   // The template fits its own two micro-batches, the layout may not.
   if (!options.given && doesNotFit(rolled) &&
       p.persistentBytes <= options.cluster.memoryBytes())
@@ -363,8 +376,17 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
       retry.layout.recompute = mode;
       if (!estimateRolled(context, steps, options, retry, memo))
         retry.rejected = "the compiler cannot build it";
+      record(retry);
       return retry;
     });
+  // Modes only the template tried: what two micro-batches need is at
+  // most what more need (their step is not the layout's).
+  for (const auto &[mode, trial] : two.trials)
+    if (!trials.count(mode)) {
+      trials[mode].neededBytes = trial.neededBytes;
+      trials[mode].stepMs = 0;
+    }
+  rolled.trials = std::move(trials);
   rolled.interNode = candidate.interNode;
   candidate = std::move(rolled);
   return true;

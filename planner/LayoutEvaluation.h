@@ -161,6 +161,11 @@ bool estimateRolled(mlir::MLIRContext &context, const StepSource &steps,
 /// then by key.
 bool fasterPlan(const Candidate &a, const Candidate &b);
 
+/// `steps` and `options`' other step sources made safe to call from
+/// several threads: one builds or looks up a step at a time, whichever
+/// source and thread asks (they share one context and their caches).
+StepSource oneAtATime(StepSource steps, SearchOptions &options);
+
 /// One search over the layouts (searchPlans' pass: with
 /// options.rollLayers, every layout predicted from fewer layers, the plans
 /// not finished), its evaluations remembered in `memo` where given (shared

@@ -367,6 +367,28 @@ unsigned searchThreads(MLIRContext &context, unsigned requested) {
 
 } // namespace
 
+StepSource oneAtATime(StepSource steps, SearchOptions &options) {
+  auto building = std::make_shared<std::mutex>();
+  if (options.stepAtBatch)
+    options.stepAtBatch = [atBatch = options.stepAtBatch, building](
+                              int64_t globalBatch, std::string &name) {
+      std::lock_guard<std::mutex> lock(*building);
+      return atBatch(globalBatch, name);
+    };
+  if (options.stepWithLayers)
+    options.stepWithLayers = [withLayers = options.stepWithLayers, building](
+                                 int64_t layers, int64_t globalBatch,
+                                 std::string &name) {
+      std::lock_guard<std::mutex> lock(*building);
+      return withLayers(layers, globalBatch, name);
+    };
+  return [steps = std::move(steps), building](bool distributed,
+                                              std::string &name) {
+    std::lock_guard<std::mutex> lock(*building);
+    return steps(distributed, name);
+  };
+}
+
 SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
                            const SearchOptions &searchOptions,
                            EvaluationMemo *sharedMemo) {
@@ -374,26 +396,8 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   SearchResult result;
   // The steps (each kind or batch built on first use, by whichever thread
   // asks first) are built one at a time.
-  auto building = std::make_shared<std::mutex>();
-  StepSource steps = [&sharedSteps, building](bool distributed,
-                                              std::string &name) {
-    std::lock_guard<std::mutex> lock(*building);
-    return sharedSteps(distributed, name);
-  };
   SearchOptions options = searchOptions;
-  if (options.stepAtBatch)
-    options.stepAtBatch = [atBatch = searchOptions.stepAtBatch, building](
-                              int64_t globalBatch, std::string &name) {
-      std::lock_guard<std::mutex> lock(*building);
-      return atBatch(globalBatch, name);
-    };
-  if (options.stepWithLayers)
-    options.stepWithLayers = [withLayers = searchOptions.stepWithLayers,
-                              building](int64_t layers, int64_t globalBatch,
-                                        std::string &name) {
-      std::lock_guard<std::mutex> lock(*building);
-      return withLayers(layers, globalBatch, name);
-    };
+  StepSource steps = oneAtATime(sharedSteps, options);
   // Layouts evaluated ahead of the search on the other threads (the
   // search takes their results in its own order).
   unsigned threads = searchThreads(context, options.threads);
@@ -480,7 +484,12 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   // links yet when evaluated.)
   auto evaluateAndKeep = [&](Candidate &candidate) {
     Evaluated e = take(evaluation(candidate.layout));
+    // The modes its rolled estimate tried, where evaluating did not.
+    std::map<std::string, Candidate::RecomputeTrial> estimated =
+        std::move(candidate.trials);
     candidate = std::move(e.candidate);
+    for (auto &[mode, trial] : estimated)
+      candidate.trials.try_emplace(mode, std::move(trial));
     if (candidate.rejected.empty()) {
       // A prediction from fewer layers may be this much faster than the
       // step it stands for.
@@ -547,6 +556,7 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
     if (!tooBig && !(fits && slower) && affordable) {
       // Unrolled from the recomputation the estimate needed.
       candidate.layout.recompute = rolled.layout.recompute;
+      candidate.trials = rolled.trials;
       return false;
     }
     if (!tooBig && !fits)

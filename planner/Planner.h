@@ -96,6 +96,10 @@ struct Candidate {
     /// Per stage, the activations a micro-batch stashes for its backward
     /// pass (StageShare::stashedBytes).
     std::vector<int64_t> stashedBytes;
+    /// What the mode's prediction needs per rank (peak and workspace), and
+    /// its step (ms).
+    int64_t neededBytes = 0;
+    double stepMs = 0;
   };
   std::map<std::string, RecomputeTrial> trials;
 };
