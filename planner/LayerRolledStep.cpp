@@ -260,15 +260,7 @@ Prediction rollLayers(const PlanLayout &layout,
   p.workspaceBytes = std::max(one.workspaceBytes, two.workspaceBytes);
   p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
 
-  size_t critical = 0;
-  p.stepMs = pipelineStepMs(p.stageShares, layout.microbatches,
-                            layout.virtualStages, &critical);
-  const StageShare &slowest = p.stageShares[critical];
-  p.computeMs = slowest.computeMs;
-  p.exposedCommMs = slowest.busyMs - slowest.computeMs;
-  p.bubbleMs = p.stepMs - slowest.busyMs;
-  p.bubbleFraction = p.stepMs > 0 ? p.bubbleMs / p.stepMs : 0;
-  p.flopsPerRank = slowest.flops;
+  timeStages(p, layout.microbatches, layout.virtualStages);
 
   // Each rank sends what its template rank sends with its stage's layers.
   p.commBytesPerRank = 0;

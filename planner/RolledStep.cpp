@@ -28,6 +28,20 @@ double microbatchesInFlight(PipelineSchedule schedule, int64_t stages,
   return double(microbatches);
 }
 
+void timeStages(Prediction &p, int64_t microbatches, int64_t virtualStages) {
+  if (p.stageShares.empty())
+    return;
+  size_t critical = 0;
+  p.stepMs =
+      pipelineStepMs(p.stageShares, microbatches, virtualStages, &critical);
+  const StageShare &slowest = p.stageShares[critical];
+  p.computeMs = slowest.computeMs;
+  p.exposedCommMs = slowest.busyMs - slowest.computeMs;
+  p.bubbleMs = p.stepMs - slowest.busyMs;
+  p.bubbleFraction = p.stepMs > 0 ? p.bubbleMs / p.stepMs : 0;
+  p.flopsPerRank = slowest.flops;
+}
+
 Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
                           PipelineSchedule schedule, int64_t microbatches,
                           int64_t virtualStages) {
@@ -57,17 +71,7 @@ Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
     share.microbatchSentHandOverMs *= microbatches / 2.0;
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, share.computeMs);
   }
-  if (!p.stageShares.empty()) {
-    size_t critical = 0;
-    p.stepMs = pipelineStepMs(p.stageShares, microbatches, virtualStages,
-                              &critical);
-    const StageShare &slowest = p.stageShares[critical];
-    p.computeMs = slowest.computeMs;
-    p.exposedCommMs = slowest.busyMs - slowest.computeMs;
-    p.bubbleMs = p.stepMs - slowest.busyMs;
-    p.bubbleFraction = p.stepMs > 0 ? p.bubbleMs / p.stepMs : 0;
-    p.flopsPerRank = slowest.flops;
-  }
+  timeStages(p, microbatches, virtualStages);
 
   // Memory: each micro-batch the schedule keeps in flight beyond the
   // template's holds one micro-batch's stashed activations more; once a

@@ -43,6 +43,11 @@ double microbatchesInFlight(mlir::cleave::PipelineSchedule schedule,
                             int64_t microbatches, int64_t virtualStages,
                             bool overlapping);
 
+/// Sets `p`'s step from its stages' shares (pipelineStepMs, `microbatches`
+/// through `virtualStages` chunks per stage), and its critical stage's
+/// compute, exposed communication, flops and the bubble around it.
+void timeStages(Prediction &p, int64_t microbatches, int64_t virtualStages);
+
 /// The prediction of a step of `microbatches` micro-batches run by
 /// `schedule` over `virtualStages` chunks per stage, from `two`: the same
 /// layout predicted with two micro-batches of the same size in `twoSchedule`
