@@ -122,6 +122,11 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
   int64_t batch = globalBatch ? globalBatch : options.globalBatch;
   std::optional<Prediction> predicted;
   if (layout.schedule == PipelineSchedule::Interleaved) {
+    // (Through its template at another batch, which only a search that
+    // binds the batch itself builds.)
+    if (!options.stepAtBatch)
+      return partitionAndPredict(context, steps, options, candidate,
+                                 /*emit=*/false, nullptr, globalBatch);
     Candidate two;
     two.layout = rolledTemplate(options, layout).first;
     predictFromLayers(context, steps, options, two,

@@ -288,4 +288,25 @@ void keepLayers(func::FuncOp func, const RepeatedLayers &layers, int64_t keep) {
   (void)func.eraseArguments(dropped);
 }
 
+llvm::Expected<std::pair<OwningOpRef<ModuleOp>, std::string>>
+stepWithLayers(ModuleOp model, int64_t count, int64_t keep,
+               mlir::cleave::TrainingOptions training) {
+  OwningOpRef<ModuleOp> copy = model.clone();
+  func::FuncOp main = mainGraph(*copy);
+  std::optional<RepeatedLayers> found =
+      main ? findRepeatedLayers(main) : std::nullopt;
+  if (!found || found->count != count)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the model's identical layers differ from those planned with");
+  keepLayers(main, *found, keep);
+  training.distributed = true;
+  llvm::Expected<func::FuncOp> step =
+      mlir::cleave::buildTrainingStep(*copy, training);
+  if (!step)
+    return step.takeError();
+  std::string name = step->getSymName().str();
+  return std::make_pair(std::move(copy), name);
+}
+
 } // namespace cleave::planner

@@ -15,8 +15,12 @@
 #ifndef CLEAVE_PLANNER_REPEATEDLAYERS_H
 #define CLEAVE_PLANNER_REPEATEDLAYERS_H
 
+#include "passes/Pipelines.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -50,6 +54,18 @@ mlir::func::FuncOp mainGraph(mlir::ModuleOp module);
 /// dropped copies' parameters leave the function's arguments.
 void keepLayers(mlir::func::FuncOp func, const RepeatedLayers &layers,
                 int64_t keep);
+
+/// The fewest identical layers a model must have for a search to predict
+/// its layouts from a few of them (their templates hold up to 6).
+inline constexpr int64_t kLayerRollingMinimum = 16;
+
+/// A copy of `model` (imported, before its training step) cut down to
+/// `keep` of its `count` identical layers, and the name of its training
+/// step built with `training` (distributed). Fails where the copy's
+/// layers are not the `count` found before (another batch changed them).
+llvm::Expected<std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
+stepWithLayers(mlir::ModuleOp model, int64_t count, int64_t keep,
+               mlir::cleave::TrainingOptions training);
 
 } // namespace cleave::planner
 

@@ -72,6 +72,31 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
   search.bucketMb = bucketMb;
   search.searchBucketSizes = !bucketMbGiven;
   search.threads = flags.threads;
+  // A deep model's layouts predicted from a few of its layers (the step at
+  // this batch only: compile binds the batch).
+  std::map<int64_t, std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
+      shallow;
+  if (mlir::func::FuncOp main = planner::mainGraph(module))
+    search.layers = planner::findRepeatedLayers(main);
+  if (search.layers && search.layers->count < planner::kLayerRollingMinimum)
+    search.layers.reset();
+  if (search.layers)
+    search.stepWithLayers = [&](int64_t keep, int64_t atBatch,
+                                std::string &name)
+        -> llvm::Expected<mlir::ModuleOp> {
+      if (atBatch != batch)
+        return fail("the step at another batch is not built here");
+      auto it = shallow.find(keep);
+      if (it == shallow.end()) {
+        auto built = planner::stepWithLayers(module, search.layers->count,
+                                             keep, training);
+        if (!built)
+          return built.takeError();
+        it = shallow.emplace(keep, std::move(*built)).first;
+      }
+      name = it->second.second;
+      return *it->second.first;
+    };
   planner::SearchResult result = planner::searchPlans(context, steps, search);
   if (result.plans.empty())
     return fail(llvm::formatv(
@@ -99,6 +124,11 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
                      ? " " + flag
                      : " '" + flag + "'";
   os << "cleave compile: the same as" << flagsText << "\n";
+  if (search.layers)
+    os << llvm::formatv(
+        "cleave compile: layouts predicted from a few of the model's {0} "
+        "identical layers, {1} of them then partitioned in full\n",
+        search.layers->count, result.confirmed);
   for (const planner::Candidate &skipped : result.rejected)
     if (skipped.prediction && skipped.prediction->stepMs < p.stepMs)
       os << llvm::formatv("cleave compile: skipped {0} (predicted {1:f4} ms): "

@@ -137,9 +137,6 @@ private:
   cl::opt<unsigned> threads_;
 };
 
-/// The fewest identical layers a model must have for a search to predict
-/// its layouts from a few of them (its templates hold up to 6).
-constexpr int64_t kLayerRollingMinimum = 16;
 
 llvm::Error failure(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -369,25 +366,24 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       llvm::Expected<mlir::ModuleOp> imported = modelAtBatch(batch);
       if (!imported)
         return imported.takeError();
-      mlir::OwningOpRef<mlir::ModuleOp> model = imported->clone();
       if (count) {
-        mlir::func::FuncOp main = planner::mainGraph(*model);
-        std::optional<planner::RepeatedLayers> found =
-            planner::findRepeatedLayers(main);
-        if (!found || found->count != layers->count)
-          return failure("the model's identical layers differ at batch " +
-                         std::to_string(batch));
-        planner::keepLayers(main, *found, count);
+        auto built =
+            planner::stepWithLayers(*imported, layers->count, count, training);
+        if (!built)
+          return built.takeError();
+        it = builtSteps.emplace(key, std::move(*built)).first;
+      } else {
+        mlir::OwningOpRef<mlir::ModuleOp> model = imported->clone();
+        TrainingOptions distributed = training;
+        distributed.distributed = true;
+        llvm::Expected<mlir::func::FuncOp> step =
+            buildTrainingStep(*model, distributed);
+        if (!step)
+          return step.takeError();
+        std::string stepName = step->getSymName().str();
+        it = builtSteps.emplace(key, std::make_pair(std::move(model), stepName))
+                 .first;
       }
-      TrainingOptions distributed = training;
-      distributed.distributed = true;
-      llvm::Expected<mlir::func::FuncOp> step =
-          buildTrainingStep(*model, distributed);
-      if (!step)
-        return step.takeError();
-      std::string stepName = step->getSymName().str();
-      it = builtSteps.emplace(key, std::make_pair(std::move(model), stepName))
-               .first;
     }
     name = it->second.second;
     return *it->second.first;
@@ -403,7 +399,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   if (!planning->batchBindings.empty())
     search.stepAtBatch = stepAtBatch;
   if (layers && (fromLayers_ == "always" ||
-                 (!given->has_value() && layers->count >= kLayerRollingMinimum))) {
+                 (!given->has_value() && layers->count >= planner::kLayerRollingMinimum))) {
     search.layers = layers;
     search.stepWithLayers = stepWithLayers;
     search.rollLayers = given->has_value();
