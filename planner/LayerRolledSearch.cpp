@@ -88,10 +88,9 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
                      return rank(a) < rank(b);
                    });
 
-  // Each evaluated as a given layout is, with the recomputation its
-  // estimate needed, one thread each; the next ones while this thread
-  // decides (those it does not need are dropped). The plans shown are
-  // written once all are known.
+  // Each evaluated as a given layout is (with the modes above), one thread
+  // each; the next ones while this thread decides (those it does not need
+  // are dropped). The plans shown are written once all are known.
   SearchOptions exact = options;
   exact.writePlans = false;
   exact.threads = 1;
@@ -108,11 +107,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     layout.recompute = mode;
     return layout;
   };
-  unsigned threads =
-      context.isMultithreadingEnabled()
-          ? (options.threads ? options.threads
-                             : llvm::hardware_concurrency().compute_thread_count())
-          : 1;
+  unsigned threads = searchThreads(context, options.threads);
   Speculation<SearchResult> ahead(threads);
   std::vector<double> fitting;
   for (size_t i = 0; i < contenders.size(); ++i) {

@@ -161,6 +161,10 @@ bool estimateRolled(mlir::MLIRContext &context, const StepSource &steps,
 /// then by key.
 bool fasterPlan(const Candidate &a, const Candidate &b);
 
+/// The threads a search runs on: `requested`, or all the machine's for 0;
+/// one where the context cannot be shared between threads.
+unsigned searchThreads(mlir::MLIRContext &context, unsigned requested);
+
 /// `steps` and `options`' other step sources made safe to call from
 /// several threads: one builds or looks up a step at a time, whichever
 /// source and thread asks (they share one context and their caches).

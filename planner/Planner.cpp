@@ -354,18 +354,12 @@ bool fasterPlan(const Candidate &a, const Candidate &b) {
   return a.layout.key() < b.layout.key();
 }
 
-namespace {
-
-/// The threads the search runs on: `requested`, or all the machine's for 0;
-/// one where the context cannot be shared between threads.
 unsigned searchThreads(MLIRContext &context, unsigned requested) {
   if (!context.isMultithreadingEnabled())
     return 1;
   return requested ? requested
                    : llvm::hardware_concurrency().compute_thread_count();
 }
-
-} // namespace
 
 StepSource oneAtATime(StepSource steps, SearchOptions &options) {
   auto building = std::make_shared<std::mutex>();
