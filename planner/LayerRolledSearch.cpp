@@ -110,6 +110,22 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   unsigned threads = searchThreads(context, options.threads);
   Speculation<SearchResult> ahead(threads);
   std::vector<double> fitting;
+  // The partitioned modules of the fastest `keep` plans confirmed, for
+  // writing them.
+  std::vector<std::pair<double, std::string>> fastest;
+  std::map<std::string, std::shared_ptr<OwningOpRef<ModuleOp>>> modules;
+  auto keepModule = [&](const Candidate &plan, SearchResult &one) {
+    auto it = one.keptModules.find(plan.layout.key());
+    if (it == one.keptModules.end())
+      return;
+    modules[it->first] = it->second;
+    fastest.emplace_back(plan.prediction->stepMs, it->first);
+    std::sort(fastest.begin(), fastest.end());
+    while (static_cast<int64_t>(fastest.size()) > options.keep) {
+      modules.erase(fastest.back().second);
+      fastest.pop_back();
+    }
+  };
   for (size_t i = 0; i < contenders.size(); ++i) {
     Candidate *candidate = contenders[i];
     std::sort(fitting.begin(), fitting.end());
@@ -130,8 +146,10 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       result.rolled += one.rolled;
       found = std::move(one.plans.empty() ? one.rejected.front()
                                           : one.plans.front());
-      if (found->rejected.empty())
+      if (found->rejected.empty()) {
+        keepModule(*found, one);
         break;
+      }
     }
     *candidate = std::move(*found);
     if (candidate->rejected.empty())
@@ -143,8 +161,11 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
     (candidate.rejected.empty() ? result.plans : result.rejected)
         .push_back(std::move(candidate));
   std::stable_sort(result.plans.begin(), result.plans.end(), fasterPlan);
-  finishSearch(context, steps, options, result,
-               [](const std::string &) { return OwningOpRef<ModuleOp>(); });
+  finishSearch(context, steps, options, result, [&](const std::string &key) {
+    auto it = modules.find(key);
+    return it == modules.end() ? OwningOpRef<ModuleOp>()
+                               : std::move(*it->second);
+  });
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

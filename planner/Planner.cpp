@@ -823,6 +823,11 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   if (!options.rollLayers)
     finishSearch(context, steps, options, result,
                  [&](const std::string &key) { return kept.take(key); });
+  if (!options.writePlans)
+    for (const Candidate &plan : result.plans)
+      if (OwningOpRef<ModuleOp> module = kept.take(plan.layout.key()))
+        result.keptModules[plan.layout.key()] =
+            std::make_shared<OwningOpRef<ModuleOp>>(std::move(module));
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

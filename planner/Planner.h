@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -181,6 +182,11 @@ struct SearchResult {
   /// (planner/StepBound.h): every layout's step is at least this over its
   /// ranks, stretched by its bubble. 0 when not computed (a given layout).
   double computeBoundMs = 0;
+  /// Where the search did not write its plans (SearchOptions::writePlans):
+  /// the partitioned modules it kept of its fastest plans, by layout key
+  /// (whoever writes them need not partition them again).
+  std::map<std::string, std::shared_ptr<mlir::OwningOpRef<mlir::ModuleOp>>>
+      keptModules;
 };
 
 /// The training step to partition, built once per kind: `distributed`
