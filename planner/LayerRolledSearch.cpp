@@ -134,8 +134,8 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
             fitting[options.keep - 1])
       break;
     for (size_t j = i + 1; j < contenders.size() && j < i + threads; ++j) {
-      PlanLayout next = withMode(contenders[j]->layout,
-                                 modesOf(contenders[j]).front());
+      PlanLayout next =
+          withMode(contenders[j]->layout, modesOf(contenders[j]).front());
       ahead.prefetch(next.key(), confirm(next));
     }
     std::optional<Candidate> found;

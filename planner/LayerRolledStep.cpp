@@ -34,7 +34,8 @@ int64_t shareStages(int64_t stages, int64_t layers) {
   if (stages < 3 || layers >= 2 * stages)
     return 0;
   int64_t period = cutPeriod(stages, layers);
-  int64_t q = period * ((std::max<int64_t>(3, period + 2) + period - 1) / period);
+  int64_t q =
+      period * ((std::max<int64_t>(3, period + 2) + period - 1) / period);
   return q <= std::min(stages, kMostShareStages) ? q : 0;
 }
 
@@ -138,9 +139,8 @@ std::vector<LayerTemplate>
 layerTemplates(const PlanLayout &layout,
                const std::vector<std::string> &startNames,
                int64_t totalLayers) {
-  int64_t stages = layout.pipelineAxis.empty()
-                       ? 1
-                       : layout.axisSize(layout.pipelineAxis);
+  int64_t stages =
+      layout.pipelineAxis.empty() ? 1 : layout.axisSize(layout.pipelineAxis);
   auto withStages = [&](int64_t count) {
     PlanLayout t = layout;
     t.pipelineCuts.clear();
@@ -179,9 +179,8 @@ Prediction rollLayers(const PlanLayout &layout,
   p.schedule.clear();
   p.collectives.clear();
   p.tensors.clear();
-  int64_t stages = layout.pipelineAxis.empty()
-                       ? 1
-                       : layout.axisSize(layout.pipelineAxis);
+  int64_t stages =
+      layout.pipelineAxis.empty() ? 1 : layout.axisSize(layout.pipelineAxis);
   int64_t kept = static_cast<int64_t>(one.stageShares.size());
   StageMap map(stages, one,
                templates.size() == 1 ? cutPeriod(stages, totalLayers) : 1);
@@ -241,12 +240,12 @@ Prediction rollLayers(const PlanLayout &layout,
     // The micro-batches the schedule keeps in flight on this stage, beyond
     // those on its template stage (1F1B: p - s of them), each hold the
     // activations one stashes (RolledStep.h).
-    double inFlight = microbatchesInFlight(
-        layout.schedule, stages, s, layout.microbatches, layout.virtualStages,
-        share.microbatchesOverlap);
-    double templateInFlight = microbatchesInFlight(
-        templateSchedule, kept, km, layout.microbatches, 1,
-        share.microbatchesOverlap);
+    double inFlight =
+        microbatchesInFlight(layout.schedule, stages, s, layout.microbatches,
+                             layout.virtualStages, share.microbatchesOverlap);
+    double templateInFlight =
+        microbatchesInFlight(templateSchedule, kept, km, layout.microbatches, 1,
+                             share.microbatchesOverlap);
     int64_t stashed = rollBytes(one.stageShares[km].stashedBytes,
                                 two.stageShares[km].stashedBytes, n);
     memory.activations += static_cast<int64_t>(
@@ -284,8 +283,8 @@ Prediction rollLayers(const PlanLayout &layout,
     p.bytesSent[rank] = rollKinds(one.bytesSent[t], two.bytesSent[t]);
     if (t < static_cast<int64_t>(one.microbatchBytesSent.size()) &&
         t < static_cast<int64_t>(two.microbatchBytesSent.size()))
-      p.microbatchBytesSent[rank] = rollKinds(one.microbatchBytesSent[t],
-                                              two.microbatchBytesSent[t]);
+      p.microbatchBytesSent[rank] =
+          rollKinds(one.microbatchBytesSent[t], two.microbatchBytesSent[t]);
     int64_t sum = 0;
     for (int64_t bytes : p.bytesSent[rank])
       sum += bytes;
@@ -309,8 +308,8 @@ std::string fewerLayersNote(const Prediction &p) {
   std::string note = " on " + std::to_string(p.layerTemplateLayers.front());
   if (p.layerTemplateLayers.size() > 1)
     note += " and " + std::to_string(p.layerTemplateLayers.back());
-  note += " of the model's " + std::to_string(p.modelLayers) +
-          " identical layers";
+  note +=
+      " of the model's " + std::to_string(p.modelLayers) + " identical layers";
   if (p.layerTemplateLayers.size() == 1)
     note += " over " + std::to_string(p.layerTemplateStages) + " stages";
   return note;

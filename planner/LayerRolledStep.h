@@ -1,4 +1,5 @@
-//===- LayerRolledStep.h - a deep model's layout from a few layers -*- C++ -*-===//
+//===- LayerRolledStep.h - a deep model's layout from a few layers -*- C++
+//-*-===//
 //
 // A model of L identical layers (RepeatedLayers.h) partitioned for a
 // layout is, stage by stage, the ops before the layers (on the first
@@ -56,8 +57,7 @@ struct LayerTemplate {
 /// model is.
 std::vector<LayerTemplate>
 layerTemplates(const PlanLayout &layout,
-               const std::vector<std::string> &startNames,
-               int64_t totalLayers);
+               const std::vector<std::string> &startNames, int64_t totalLayers);
 
 /// The prediction of `layout` on the model with `totalLayers` repeated
 /// layers from its templates' (`templates`, predicted as `predicted`):

@@ -134,9 +134,9 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
     if (!two.prediction || !two.prediction->layerTemplateStages)
       return partitionAndPredict(context, steps, options, candidate,
                                  /*emit=*/false, nullptr, globalBatch);
-    predicted = rollPrediction(*two.prediction, two.layout.schedule,
-                               layout.schedule, layout.microbatches,
-                               layout.virtualStages);
+    predicted =
+        rollPrediction(*two.prediction, two.layout.schedule, layout.schedule,
+                       layout.microbatches, layout.virtualStages);
   } else {
     std::vector<LayerTemplate> templates = layerTemplates(
         layout, options.layers->startNames, options.layers->count);
@@ -160,8 +160,8 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
         "does not fit: needs about {0} per rank (estimated from the same "
         "layout{1}: parameters and state {2}, scratch {3}), the device has "
         "{4}",
-        formatBytes(needed), fewerLayersNote(p),
-        formatBytes(p.persistentBytes), formatBytes(p.scratchBytes),
+        formatBytes(needed), fewerLayersNote(p), formatBytes(p.persistentBytes),
+        formatBytes(p.scratchBytes),
         formatBytes(options.cluster.memoryBytes()));
   candidate.prediction = std::move(predicted);
 }

@@ -183,11 +183,11 @@ SearchResult searchLayouts(mlir::MLIRContext &context, const StepSource &steps,
 /// are written by the emitter (from the module `takeKept` gives for a
 /// layout's key, or partitioned again), and the rejected layouts are
 /// ranked.
-void finishSearch(mlir::MLIRContext &context, const StepSource &steps,
-                  const SearchOptions &options, SearchResult &result,
-                  llvm::function_ref<mlir::OwningOpRef<mlir::ModuleOp>(
-                      const std::string &)>
-                      takeKept);
+void finishSearch(
+    mlir::MLIRContext &context, const StepSource &steps,
+    const SearchOptions &options, SearchResult &result,
+    llvm::function_ref<mlir::OwningOpRef<mlir::ModuleOp>(const std::string &)>
+        takeKept);
 
 } // namespace cleave::planner
 

@@ -364,15 +364,15 @@ unsigned searchThreads(MLIRContext &context, unsigned requested) {
 StepSource oneAtATime(StepSource steps, SearchOptions &options) {
   auto building = std::make_shared<std::mutex>();
   if (options.stepAtBatch)
-    options.stepAtBatch = [atBatch = options.stepAtBatch, building](
-                              int64_t globalBatch, std::string &name) {
+    options.stepAtBatch = [atBatch = options.stepAtBatch,
+                           building](int64_t globalBatch, std::string &name) {
       std::lock_guard<std::mutex> lock(*building);
       return atBatch(globalBatch, name);
     };
   if (options.stepWithLayers)
-    options.stepWithLayers = [withLayers = options.stepWithLayers, building](
-                                 int64_t layers, int64_t globalBatch,
-                                 std::string &name) {
+    options.stepWithLayers = [withLayers = options.stepWithLayers,
+                              building](int64_t layers, int64_t globalBatch,
+                                        std::string &name) {
       std::lock_guard<std::mutex> lock(*building);
       return withLayers(layers, globalBatch, name);
     };
@@ -834,10 +834,10 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   return result;
 }
 
-void finishSearch(MLIRContext &context, const StepSource &steps,
-                  const SearchOptions &options, SearchResult &result,
-                  llvm::function_ref<OwningOpRef<ModuleOp>(const std::string &)>
-                      takeKept) {
+void finishSearch(
+    MLIRContext &context, const StepSource &steps, const SearchOptions &options,
+    SearchResult &result,
+    llvm::function_ref<OwningOpRef<ModuleOp>(const std::string &)> takeKept) {
   auto faster = fasterPlan;
   std::map<std::string, OwningOpRef<ModuleOp>> keptVariants;
   // Gradient buckets: the fastest plan that all-reduces gradients over a

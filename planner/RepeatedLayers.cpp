@@ -35,8 +35,14 @@ size_t fingerprint(Operation *op) {
 
 /// How an operand of a layer's op relates to the layer.
 struct Reference {
-  enum Kind { Own, Previous, Shared, Parameter, Constant, Invalid } kind =
-      Invalid;
+  enum Kind {
+    Own,
+    Previous,
+    Shared,
+    Parameter,
+    Constant,
+    Invalid
+  } kind = Invalid;
   /// Own and Previous: the defining op's offset in its layer and result;
   /// Constant: the constant's fingerprint.
   int64_t offset = 0;
@@ -45,8 +51,7 @@ struct Reference {
   Value value;
   bool operator==(const Reference &other) const {
     return kind == other.kind && offset == other.offset &&
-           result == other.result &&
-           (kind != Shared || value == other.value);
+           result == other.result && (kind != Shared || value == other.value);
   }
 };
 
@@ -277,8 +282,8 @@ void keepLayers(func::FuncOp func, const RepeatedLayers &layers, int64_t keep) {
     body.ops[i]->erase();
   }
   // Constants only the dropped layers read.
-  for (Operation &op : llvm::make_early_inc_range(
-           func.getBody().front().without_terminator()))
+  for (Operation &op :
+       llvm::make_early_inc_range(func.getBody().front().without_terminator()))
     if (isConstant(&op) && op.use_empty())
       op.erase();
   for (int arg : dropped.set_bits())
@@ -292,14 +297,16 @@ llvm::Expected<std::pair<OwningOpRef<ModuleOp>, std::string>>
 stepWithLayers(ModuleOp model, int64_t count, int64_t keep,
                mlir::cleave::TrainingOptions training) {
   OwningOpRef<ModuleOp> copy = model.clone();
-  func::FuncOp main = mainGraph(*copy);
-  std::optional<RepeatedLayers> found =
-      main ? findRepeatedLayers(main) : std::nullopt;
-  if (!found || found->count != count)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "the model's identical layers differ from those planned with");
-  keepLayers(main, *found, keep);
+  if (keep) {
+    func::FuncOp main = mainGraph(*copy);
+    std::optional<RepeatedLayers> found =
+        main ? findRepeatedLayers(main) : std::nullopt;
+    if (!found || found->count != count)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the model's identical layers differ from those planned with");
+    keepLayers(main, *found, keep);
+  }
   training.distributed = true;
   llvm::Expected<func::FuncOp> step =
       mlir::cleave::buildTrainingStep(*copy, training);

@@ -60,9 +60,10 @@ void keepLayers(mlir::func::FuncOp func, const RepeatedLayers &layers,
 inline constexpr int64_t kLayerRollingMinimum = 16;
 
 /// A copy of `model` (imported, before its training step) cut down to
-/// `keep` of its `count` identical layers, and the name of its training
-/// step built with `training` (distributed). Fails where the copy's
-/// layers are not the `count` found before (another batch changed them).
+/// `keep` of its `count` identical layers (0: kept whole), and the name of
+/// its training step built with `training` (distributed). Fails where the
+/// copy's layers are not the `count` found before (another batch changed
+/// them).
 llvm::Expected<std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
 stepWithLayers(mlir::ModuleOp model, int64_t count, int64_t keep,
                mlir::cleave::TrainingOptions training);

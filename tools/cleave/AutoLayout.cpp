@@ -81,15 +81,15 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
   if (search.layers && search.layers->count < planner::kLayerRollingMinimum)
     search.layers.reset();
   if (search.layers)
-    search.stepWithLayers = [&](int64_t keep, int64_t atBatch,
-                                std::string &name)
-        -> llvm::Expected<mlir::ModuleOp> {
+    search.stepWithLayers =
+        [&](int64_t keep, int64_t atBatch,
+            std::string &name) -> llvm::Expected<mlir::ModuleOp> {
       if (atBatch != batch)
         return fail("the step at another batch is not built here");
       auto it = shallow.find(keep);
       if (it == shallow.end()) {
-        auto built = planner::stepWithLayers(module, search.layers->count,
-                                             keep, training);
+        auto built = planner::stepWithLayers(module, search.layers->count, keep,
+                                             training);
         if (!built)
           return built.takeError();
         it = shallow.emplace(keep, std::move(*built)).first;

@@ -137,7 +137,6 @@ private:
   cl::opt<unsigned> threads_;
 };
 
-
 llvm::Error failure(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -337,8 +336,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     ImportOptions at = options;
     at.shapeBindings = userBindings;
     llvm::append_range(at.shapeBindings, rebound->batchBindings);
-    auto bytes = llvm::MemoryBuffer::getMemBuffer(rebound->bytes,
-                                                  import_.model, false);
+    auto bytes =
+        llvm::MemoryBuffer::getMemBuffer(rebound->bytes, import_.model, false);
     mlir::OwningOpRef<mlir::ModuleOp> model =
         importOnnxModel(context, bytes->getMemBufferRef(), at);
     if (!model)
@@ -358,32 +357,19 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   std::map<std::pair<int64_t, int64_t>,
            std::pair<mlir::OwningOpRef<mlir::ModuleOp>, std::string>>
       builtSteps;
-  auto stepOf = [&](int64_t count, int64_t batch, std::string &name)
-      -> llvm::Expected<mlir::ModuleOp> {
+  auto stepOf = [&](int64_t count, int64_t batch,
+                    std::string &name) -> llvm::Expected<mlir::ModuleOp> {
     auto key = std::make_pair(count, batch);
     auto it = builtSteps.find(key);
     if (it == builtSteps.end()) {
       llvm::Expected<mlir::ModuleOp> imported = modelAtBatch(batch);
       if (!imported)
         return imported.takeError();
-      if (count) {
-        auto built =
-            planner::stepWithLayers(*imported, layers->count, count, training);
-        if (!built)
-          return built.takeError();
-        it = builtSteps.emplace(key, std::move(*built)).first;
-      } else {
-        mlir::OwningOpRef<mlir::ModuleOp> model = imported->clone();
-        TrainingOptions distributed = training;
-        distributed.distributed = true;
-        llvm::Expected<mlir::func::FuncOp> step =
-            buildTrainingStep(*model, distributed);
-        if (!step)
-          return step.takeError();
-        std::string stepName = step->getSymName().str();
-        it = builtSteps.emplace(key, std::make_pair(std::move(model), stepName))
-                 .first;
-      }
+      auto built = planner::stepWithLayers(*imported, count ? layers->count : 0,
+                                           count, training);
+      if (!built)
+        return built.takeError();
+      it = builtSteps.emplace(key, std::move(*built)).first;
     }
     name = it->second.second;
     return *it->second.first;
@@ -391,17 +377,15 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   auto stepAtBatch = [&](int64_t batch, std::string &name) {
     return stepOf(0, batch, name);
   };
-  auto stepWithLayers = [&](int64_t count, int64_t batch, std::string &name) {
-    return stepOf(count, batch, name);
-  };
 
   planner::SearchOptions search;
   if (!planning->batchBindings.empty())
     search.stepAtBatch = stepAtBatch;
   if (layers && (fromLayers_ == "always" ||
-                 (!given->has_value() && layers->count >= planner::kLayerRollingMinimum))) {
+                 (!given->has_value() &&
+                  layers->count >= planner::kLayerRollingMinimum))) {
     search.layers = layers;
-    search.stepWithLayers = stepWithLayers;
+    search.stepWithLayers = stepOf;
     search.rollLayers = given->has_value();
   }
   search.maxUnrolledOps = maxUnrolledOps_;

@@ -103,25 +103,24 @@ llvm::json::Object planJson(const planner::Candidate &c,
     for (size_t k = 0; k < 6; ++k)
       bytesByKind[kinds[k]] =
           p.bytesSent.empty() ? int64_t{0} : p.bytesSent[busiest][k];
-    plan["predicted"] =
-        llvm::json::Object{{"estimated", p.estimated},
-                           {"from_layers",
-                            p.layerTemplateLayers.empty()
-                                ? llvm::json::Value(nullptr)
-                                : llvm::json::Value(llvm::json::Array(
-                                      p.layerTemplateLayers))},
-                           {"step_ms", p.stepMs},
-                           {"compute_ms", p.computeMs},
-                           {"exposed_comm_ms", p.exposedCommMs},
-                           {"bubble_ms", p.bubbleMs},
-                           {"bubble_fraction", p.bubbleFraction},
-                           {"flops_per_rank", p.flopsPerRank},
-                           {"peak_bytes_per_rank", p.peakBytesPerRank},
-                           {"persistent_bytes_per_rank", p.persistentBytes},
-                           {"scratch_bytes_per_rank", p.scratchBytes},
-                           {"workspace_bytes_per_rank", p.workspaceBytes},
-                           {"comm_bytes_per_rank", p.commBytesPerRank},
-                           {"comm_bytes_by_kind", std::move(bytesByKind)}};
+    plan["predicted"] = llvm::json::Object{
+        {"estimated", p.estimated},
+        {"from_layers",
+         p.layerTemplateLayers.empty()
+             ? llvm::json::Value(nullptr)
+             : llvm::json::Value(llvm::json::Array(p.layerTemplateLayers))},
+        {"step_ms", p.stepMs},
+        {"compute_ms", p.computeMs},
+        {"exposed_comm_ms", p.exposedCommMs},
+        {"bubble_ms", p.bubbleMs},
+        {"bubble_fraction", p.bubbleFraction},
+        {"flops_per_rank", p.flopsPerRank},
+        {"peak_bytes_per_rank", p.peakBytesPerRank},
+        {"persistent_bytes_per_rank", p.persistentBytes},
+        {"scratch_bytes_per_rank", p.scratchBytes},
+        {"workspace_bytes_per_rank", p.workspaceBytes},
+        {"comm_bytes_per_rank", p.commBytesPerRank},
+        {"comm_bytes_by_kind", std::move(bytesByKind)}};
     if (details)
       addDetails(p, plan);
   }
