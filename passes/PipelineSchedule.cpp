@@ -100,8 +100,13 @@ std::vector<UnitKey> stageOrder(const ScheduleShape &shape, int64_t s) {
 }
 
 /// Ops whose effects are not declared (random draws) keep their order:
-/// the program numbers their streams in program order.
+/// the emitter numbers their streams in program order. A dropout stamped
+/// by cleave-number-dropouts is free to move: its mask is a function of
+/// its number, the step and its offset, not of where it runs.
 bool hasUndeclaredEffects(Operation *op) {
+  if (isa<DropoutOp>(op) &&
+      op->hasAttr(CleaveDialect::kDropoutNumberAttrName))
+    return false;
   return !isa<MemoryEffectOpInterface>(op) && !isPure(op) &&
          op->getNumRegions() == 0;
 }

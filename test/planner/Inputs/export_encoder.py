@@ -2,7 +2,7 @@
 (d_model 64, 4 heads, GELU) over embedded tokens, with a per-token head
 and cross-entropy, as a user would export it (dynamic batch dim).
 
-usage: export_encoder.py OUT.onnx LAYERS
+usage: export_encoder.py OUT.onnx LAYERS [DROPOUT]  (default 0.0)
 """
 
 import sys
@@ -17,12 +17,12 @@ VOCAB, SEQ, D = 128, 32, 64
 
 
 class TokenEncoder(nn.Module):
-    def __init__(self, layers):
+    def __init__(self, layers, dropout):
         super().__init__()
         self.embed = nn.Embedding(VOCAB, D)
         self.pos = nn.Parameter(torch.randn(1, SEQ, D) * 0.02)
         layer = nn.TransformerEncoderLayer(
-            D, nhead=4, dim_feedforward=4 * D, dropout=0.0,
+            D, nhead=4, dim_feedforward=4 * D, dropout=dropout,
             activation="gelu", batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(
             layer, num_layers=layers, enable_nested_tensor=False)
@@ -34,7 +34,8 @@ class TokenEncoder(nn.Module):
         return self.loss_fn(self.head(h).reshape(-1, VOCAB), targets.reshape(-1))
 
 
-model = TokenEncoder(int(sys.argv[2])).train()
+dropout = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+model = TokenEncoder(int(sys.argv[2]), dropout).train()
 args = tuple(torch.randint(0, VOCAB, (2, SEQ)) for _ in range(2))
 torch.onnx.export(model, args, sys.argv[1], input_names=["idx", "targets"],
                   output_names=["loss"], opset_version=17,
