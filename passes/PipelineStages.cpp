@@ -838,6 +838,9 @@ void StageAssigner::placeSharedOps() {
       OpBuilder builder(op->getContext());
       builder.setInsertionPointAfter(op);
       Operation *copy = builder.clone(*op);
+      // A copy is shared as its original is: computed from constants and
+      // data, in no micro-batch's pass (a dropout's offset, say).
+      everywhere.insert(copy);
       setStage(copy, s);
       for (auto [from, to] : llvm::zip(op->getResults(), copy->getResults()))
         from.replaceUsesWithIf(to, [&](OpOperand &use) {
