@@ -158,10 +158,10 @@ private:
   /// into one per stage; returns the new ops (or `op` alone).
   SmallVector<Operation *> splitBucket(AllReduceOp op);
   void insertTransfers();
-  /// A recomputed op (cleave-recompute) whose layer spans two chunks reads
-  /// the later chunk's part from the earlier chunk's copies, which run in
-  /// the earlier chunk's backward pass, after the later one's: it reads
-  /// the forward originals instead (they cross the cut forward anyway).
+  /// Where a layer spans two chunks, the later chunk's recomputed ops and
+  /// backward ops would read the earlier chunk's recomputed copies, which
+  /// run in the earlier chunk's backward pass, after the later one's: they
+  /// read the forward originals instead (sent forward with the pass).
   void readOriginalsAcrossChunks();
   /// Gives an op that every stage could compute (it reads only constants,
   /// inputs and the step) to the stages that read its results only, one
@@ -769,7 +769,7 @@ void StageAssigner::readOriginalsAcrossChunks() {
     if (op.hasAttr(CleaveDialect::kRecomputeSourceAttrName))
       originals[key(&op, CleaveDialect::kRecomputeSourceAttrName)] = &op;
   for (Operation &op : body.without_terminator()) {
-    if (!op.hasAttr(CleaveDialect::kRecomputeAttrName) || !stage.count(&op))
+    if (!stage.count(&op))
       continue;
     for (OpOperand &operand : op.getOpOperands()) {
       Operation *def = operand.get().getDefiningOp();
@@ -783,6 +783,16 @@ void StageAssigner::readOriginalsAcrossChunks() {
           cast<OpResult>(operand.get()).getResultNumber()));
     }
   }
+  // Copies no chunk reads any more are not recomputed at all.
+  SmallVector<Operation *> copies;
+  for (Operation &op : body.without_terminator())
+    if (op.hasAttr(CleaveDialect::kRecomputeAttrName))
+      copies.push_back(&op);
+  for (Operation *op : llvm::reverse(copies))
+    if (op->use_empty() && (isPure(op) || isa<DropoutOp>(op))) {
+      stage.erase(op);
+      op->erase();
+    }
 }
 
 void StageAssigner::insertTransfers() {
