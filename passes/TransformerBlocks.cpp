@@ -67,23 +67,36 @@ std::optional<FoundLinear> matchLinear(func::FuncOp func, Operation *op) {
   return found;
 }
 
-/// Whether `split` cuts each head's block of a fused projection: its input
-/// is the projection's [..., F] reshaped to [..., H, F / H] and it splits
-/// the last dim. A contiguous block of the F outputs is then whole heads
+/// Whether a split of `input` along `axis` cuts each head's block of a
+/// fused projection: `input` is the projection's [..., F] reshaped to
+/// [..., H, F / H] and `axis` is the last dim. A contiguous block of the F outputs is then whole heads
 /// with all of their pieces (Megatron-LM's q/k/v layout), so the
 /// projection splits by columns like an unfused one; a split of F itself
 /// (GPT-2's c_attn: all of q, then k, then v) would need every piece's
 /// block, which no column split gives.
-bool splitsWithinHeads(SplitOp split) {
-  auto reshape = split.getInput().getDefiningOp<ReshapeOp>();
+bool cutsWithinHeads(Value input, int64_t axis) {
+  auto reshape = input.getDefiningOp<ReshapeOp>();
   if (!reshape)
     return false;
   ArrayRef<int64_t> in = reshape.getInput().getType().getShape();
   ArrayRef<int64_t> out = reshape.getResult().getType().getShape();
   int64_t rank = static_cast<int64_t>(out.size());
-  return rank >= 2 && split.getAxis() == rank - 1 && !in.empty() &&
+  return rank >= 2 && axis == rank - 1 && !in.empty() &&
          out.drop_back(2) == in.drop_back() &&
          out[rank - 2] * out[rank - 1] == in.back();
+}
+
+/// The same for a slice (PyTorch's MultiheadAttention takes q, k and v out
+/// of its fused projection by slicing): within heads when it cuts the last
+/// dim of such a reshape only.
+bool slicesWithinHeads(SliceOp slice) {
+  ArrayRef<int64_t> in = cast<ShapedType>(slice.getInput().getType()).getShape();
+  ArrayRef<int64_t> out = cast<ShapedType>(slice.getType()).getShape();
+  int64_t rank = static_cast<int64_t>(in.size());
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    if (in[d] != out[d])
+      return false;
+  return cutsWithinHeads(slice.getInput(), rank - 1);
 }
 
 /// The heads H of a reshape between [..., H x D] and [..., H, D] (either
@@ -143,6 +156,17 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
       }
     }
   }
+  // Values computed from graph inputs and constants only (masks, a
+  // dropout's offset): no linear layer's output flows through them.
+  llvm::DenseSet<Value> fromDataAlone;
+  for (Operation &op : func.getBody().front())
+    if (op.getNumResults() &&
+        llvm::all_of(op.getOperands(), [&](Value operand) {
+          if (auto arg = dyn_cast<BlockArgument>(operand))
+            return !isParam(func, arg);
+          return fromDataAlone.contains(operand);
+        }))
+      fromDataAlone.insert(op.result_begin(), op.result_end());
   llvm::DenseSet<size_t> assigned;
   for (auto [index, second] : llvm::enumerate(linears)) {
     // Walk back from the layer's input to the linear outputs it comes from.
@@ -165,19 +189,22 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
       if (isa<MatmulOp>(def)) {
         crossesHeads = true;
       } else if (auto split = dyn_cast<SplitOp>(def)) {
-        splitsFused |= !splitsWithinHeads(split);
+        splitsFused |= !cutsWithinHeads(split.getInput(), split.getAxis());
+      } else if (auto slice = dyn_cast<SliceOp>(def)) {
+        splitsFused |= !slicesWithinHeads(slice);
       } else if (auto reshape = dyn_cast<ReshapeOp>(def)) {
         if (std::optional<int64_t> heads = headsOf(reshape))
           headReshapes.push_back({reshape, *heads});
       } else if (!def->hasTrait<cleave::OpTrait::Broadcasting>() &&
                  !def->hasTrait<mlir::OpTrait::Elementwise>() &&
-                 !isa<ReshapeOp, TransposeOp, SoftmaxOp, SliceOp>(def)) {
+                 !isa<ReshapeOp, TransposeOp, SoftmaxOp, DropoutOp>(def)) {
         blocked = true;
         break;
       }
-      // Parameters along the way (a bias, a scale) are not activations.
+      // Parameters along the way (a bias, a scale) are not activations,
+      // nor is what the data alone gives (an attention mask).
       for (Value operand : def->getOperands())
-        if (!isParam(func, operand))
+        if (!isParam(func, operand) && !fromDataAlone.contains(operand))
           worklist.push_back(operand);
     }
     if (blocked || sources.size() != 1 || assigned.count(index))
