@@ -73,9 +73,9 @@ LogicalResult importDropout(NodeImporter &node) {
   IntegerAttr seed;
   if (node.hasAttr("seed"))
     seed = b.getI64IntegerAttr(node.intAttr("seed", 0));
-  auto op = node.create<DropoutOp>(*type, maskType, node.input(0), Value(),
-                                   b.getF32FloatAttr(ratio),
-                                   b.getBoolAttr(training), seed);
+  auto op = node.create<DropoutOp>(
+      *type, maskType, node.input(0), Value(), b.getF32FloatAttr(ratio),
+      b.getBoolAttr(training), seed, IntegerAttr(), IntegerAttr());
   node.setOutputs(op->getResults());
   return success();
 }

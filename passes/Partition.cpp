@@ -258,6 +258,50 @@ void localizeSplitCrossEntropyGrad(SoftmaxCrossEntropyGradOp op,
   op.erase();
 }
 
+/// A dropout of a block of its whole input (split along the dims
+/// `dimAxes` names axes for) draws the whole tensor's mask at the block's
+/// elements: its offset is the flat index of the block's first element
+/// (each split dim's block index, over its axes, times the block's extent
+/// there and the whole tensor's stride), and a split after dim 0 makes the
+/// block's rows strided (row_dim, row_stride).
+void localizeSplitDropout(DropoutOp dropout, ArrayRef<AxisList> dimAxes,
+                          MeshAttr mesh) {
+  MLIRContext *context = dropout.getContext();
+  OpBuilder b(dropout);
+  Location loc = dropout.getLoc();
+  LocalBuilder local{b, loc};
+  auto index = b.getI64Type();
+  ArrayRef<int64_t> block = dropout.getInput().getType().getShape();
+  int64_t rank = static_cast<int64_t>(block.size());
+  SmallVector<int64_t> whole(block);
+  for (int64_t d = 0; d < rank; ++d)
+    whole[d] *= mesh.getGroupSize(dimAxes[d]);
+  SmallVector<int64_t> stride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    stride[d] = stride[d + 1] * whole[d + 1];
+  Value offset = dropout.getOffset();
+  int64_t innermost = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (dimAxes[d].empty())
+      continue;
+    innermost = d;
+    Value at = AxisIndexOp::create(b, loc, local.type({}, index),
+                                   axesAttr(context, dimAxes[d]));
+    Value start = MulOp::create(
+        b, loc, at.getType(), at,
+        local.scalar(index, b.getIntegerAttr(index, block[d] * stride[d])));
+    offset =
+        offset
+            ? AddOp::create(b, loc, start.getType(), start, offset).getResult()
+            : start;
+  }
+  dropout.getOffsetMutable().assign(offset);
+  if (innermost > 0) {
+    dropout.setRowDim(innermost);
+    dropout.setRowStride(stride[innermost - 1]);
+  }
+}
+
 class Partitioner {
 public:
   Partitioner(MeshAttr mesh, bool reduceScatterGradients)
@@ -435,7 +479,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   // Gathers from tables split along the gathered dim, and cross entropies
   // of scores split by class, with the axes.
   SmallVector<std::pair<Operation *, AxisList>> splitGathers, splitLosses,
-      splitDropouts, splitStatistics;
+      splitStatistics;
+  // Dropouts of a block, with the axes splitting each dim.
+  SmallVector<std::pair<DropoutOp, SmallVector<AxisList>>> splitDropouts;
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       reshard.replaceAllUsesWith(
@@ -521,13 +567,14 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       if (!axes.empty())
         splitStatistics.emplace_back(&op, axes);
     }
-    // A dropout of a block of rows draws that block's part of the whole
-    // tensor's mask.
-    if (auto dropout = dyn_cast<DropoutOp>(op);
-        rule && dropout && dropout.getInput().getType().getRank() > 0) {
-      int64_t factor = rule->operandFactors[0][0];
-      if (factor >= 0 && !factorAxes[factor].empty())
-        splitDropouts.emplace_back(&op, factorAxes[factor]);
+    // A dropout of a block draws that block's part of the whole tensor's
+    // mask.
+    if (auto dropout = dyn_cast<DropoutOp>(op); rule && dropout) {
+      SmallVector<AxisList> dimAxes;
+      for (int64_t factor : rule->operandFactors[0])
+        dimAxes.push_back(factor >= 0 ? factorAxes[factor] : AxisList());
+      if (llvm::any_of(dimAxes, [](const AxisList &a) { return !a.empty(); }))
+        splitDropouts.emplace_back(dropout, std::move(dimAxes));
     }
     // The class axes of a class-split loss, which its rewrite reduces.
     AxisList classAxes;
@@ -559,21 +606,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   // Local shapes are known now; the new ops need no sharding.
   for (auto &[op, axes] : splitGathers)
     localizeSplitGather(op, axes, mesh);
-  for (auto &[op, axes] : splitDropouts) {
-    auto dropout = cast<DropoutOp>(op);
-    OpBuilder b(op);
-    LocalBuilder local{b, op->getLoc()};
-    auto index = b.getI64Type();
-    Value block = AxisIndexOp::create(b, op->getLoc(), local.type({}, index),
-                                      axesAttr(context, axes));
-    int64_t elements = dropout.getInput().getType().getNumElements();
-    Value offset = MulOp::create(
-        b, op->getLoc(), block.getType(), block,
-        local.scalar(index, b.getIntegerAttr(index, elements)));
-    if (Value given = dropout.getOffset())
-      offset = AddOp::create(b, op->getLoc(), offset.getType(), offset, given);
-    dropout.getOffsetMutable().assign(offset);
-  }
+  for (auto &[dropout, dimAxes] : splitDropouts)
+    localizeSplitDropout(dropout, dimAxes, mesh);
   SplitBatchStatistics batchStatistics(mesh);
   for (auto &[op, axes] : splitStatistics)
     batchStatistics.rewrite(op, axes);

@@ -490,17 +490,13 @@ std::optional<OpShardingRule> mlir::cleave::getShardingRule(Operation *op) {
                                                  op.getOutputGrad().getType()));
       })
       .Case([](DropoutOp op) -> std::optional<OpShardingRule> {
-        // Masks are drawn per global element index: a block of whole rows
-        // (a contiguous range of indices) draws its part with an offset
-        // (the partitioner adds it); other dims stay whole.
-        if (op.getTraining() && op.getRatio().convertToFloat() != 0.0f) {
-          if (op.getOffset())
-            return std::nullopt;
-          SmallVector<int64_t> whole;
-          for (int64_t d = 1; d < op.getInput().getType().getRank(); ++d)
-            whole.push_back(d);
-          return sameShapeRule(op, whole);
-        }
+        // Masks are drawn per global element index: a block draws its part
+        // at its offset and, when split after dim 0, with strided rows
+        // (the partitioner sets both). An op already given a place in a
+        // whole tensor stays whole.
+        if (op.getTraining() && op.getRatio().convertToFloat() != 0.0f &&
+            (op.getOffset() || op.getRowDim()))
+          return std::nullopt;
         return elementwiseRule(op);
       })
       .Case([](GatherOp op) { return gatherRule(op); })

@@ -21,11 +21,12 @@ namespace cleave::rt {
 using detail::kParallelGrain;
 
 void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
-             int64_t node, int64_t step, const int64_t *offset, float *y,
-             bool *mask) {
+             int64_t node, int64_t step, const int64_t *offset,
+             int64_t rowLength, int64_t rowStride, float *y, bool *mask) {
   detail::runItems(n, n,
                    body::DropoutElement::make(x, ratio, seed, node, step,
-                                              offset, y, mask));
+                                              offset, rowLength, rowStride, y,
+                                              mask));
 }
 
 void randomUniform(float *y, int64_t n, float low, float high, uint64_t seed,

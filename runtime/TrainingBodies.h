@@ -33,6 +33,9 @@ struct DropoutElement {
   /// Where this block starts in the whole tensor's stream (null: 0); read
   /// where the element runs, so on the device for the cuda target.
   const int64_t *offset;
+  /// The block's rows in the whole tensor: rowLength elements each,
+  /// rowStride apart (equal for a block of whole rows).
+  int64_t rowLength, rowStride;
   uint64_t key;
   float ratio;
   /// 1 - ratio in float and a true division, as the Python reference does.
@@ -40,17 +43,27 @@ struct DropoutElement {
 
   static DropoutElement make(const float *x, float ratio, uint64_t seed,
                              int64_t node, int64_t step, const int64_t *offset,
-                             float *y, bool *mask) {
-    return {x,     y,     mask, offset, rt::dropoutKey(seed, node, step),
-            ratio, 1.0f - ratio};
+                             int64_t rowLength, int64_t rowStride, float *y,
+                             bool *mask) {
+    return {x,
+            y,
+            mask,
+            offset,
+            rowLength,
+            rowStride,
+            rt::dropoutKey(seed, node, step),
+            ratio,
+            1.0f - ratio};
   }
 
   CLEAVE_HD void operator()(int64_t i) const {
     int64_t first = offset ? *offset : 0;
+    int64_t index = rowLength == rowStride
+                        ? first + i
+                        : first + i / rowLength * rowStride + i % rowLength;
     // Every draw is >= 0: ratio 0 (a model exported with dropout off)
     // keeps everything without drawing.
-    bool keep =
-        ratio <= 0.0f || rt::dropoutUniformFromKey(key, first + i) >= ratio;
+    bool keep = ratio <= 0.0f || rt::dropoutUniformFromKey(key, index) >= ratio;
     y[i] = keep ? x[i] / keepProb : 0.0f;
     if (mask)
       mask[i] = keep;

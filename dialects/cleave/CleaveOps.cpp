@@ -194,6 +194,20 @@ LogicalResult DropoutOp::verify() {
   if (cast<ShapedType>(getMask().getType()).getShape() !=
       getInput().getType().getShape())
     return emitOpError("mask must have the input's shape");
+  if (getRowDim().has_value() != getRowStride().has_value())
+    return emitOpError("row_dim and row_stride come together");
+  if (std::optional<int64_t> dim = getRowDim()) {
+    ShapedType type = getInput().getType();
+    if (*dim <= 0 || *dim >= type.getRank())
+      return emitOpError() << "row_dim " << *dim << " must be in [1, "
+                           << type.getRank() << ")";
+    int64_t row = 1;
+    for (int64_t d = *dim; d < type.getRank(); ++d)
+      row *= type.getDimSize(d);
+    if (*getRowStride() < row)
+      return emitOpError() << "row_stride " << *getRowStride()
+                           << " is less than a row's " << row << " elements";
+  }
   return success();
 }
 

@@ -239,7 +239,12 @@ def Cleave_DropoutOp : Cleave_Op<"dropout"> {
     stream. Element i's draw is that of flat index `offset + i` of the
     stream (`offset`, when given, a rank-0 i64: where this block of rows
     starts in the whole tensor), so a batch split over ranks or run in
-    micro-batches is masked as the whole batch would be.
+    micro-batches is masked as the whole batch would be. A block split
+    along later dims too (features over a tensor-parallel axis) is not
+    contiguous in the whole tensor: with `row_dim = d` and `row_stride =
+    s`, the element whose index within dims d and after is c, in row r of
+    the dims before d, draws index `offset + r * s + c` (s: the whole
+    tensor's elements per step of dim d - 1).
 
     Example:
 
@@ -250,11 +255,15 @@ def Cleave_DropoutOp : Cleave_Op<"dropout"> {
 
     **Constraints:**
     - `0 <= ratio < 1`;
-    - `output` has the input's type; `mask` is `i1` of the input's shape.
+    - `output` has the input's type; `mask` is `i1` of the input's shape;
+    - `row_dim` and `row_stride` come together: `0 < row_dim < rank` and
+      `row_stride` at least the elements of dims `row_dim` and after.
   }];
   let arguments = (ins Cleave_FloatTensor:$input,
                        Optional<0DTensorOf<[I64]>>:$offset, F32Attr:$ratio,
-                       BoolAttr:$training, OptionalAttr<I64Attr>:$seed);
+                       BoolAttr:$training, OptionalAttr<I64Attr>:$seed,
+                       OptionalAttr<I64Attr>:$row_dim,
+                       OptionalAttr<I64Attr>:$row_stride);
   let results = (outs Cleave_FloatTensor:$output, Cleave_BoolTensor:$mask);
   let assemblyFormat =
       "$input (`offset` $offset^ `:` type($offset))? attr-dict `:` "

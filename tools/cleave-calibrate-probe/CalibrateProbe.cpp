@@ -234,8 +234,8 @@ std::string kernelRates(double overhead, double seconds) {
   int64_t step = 0;
   double dropout = secondsPerCall(
       [&] {
-        cleave::rt::dropout(x.data(), n, 0.1f, 1, 0, ++step, nullptr, y.data(),
-                            mask.get());
+        cleave::rt::dropout(x.data(), n, 0.1f, 1, 0, ++step, nullptr, n, n,
+                            y.data(), mask.get());
       },
       seconds);
   const int64_t matrices = 256, m = 8;

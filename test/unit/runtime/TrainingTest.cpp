@@ -24,7 +24,7 @@ TEST(Training, DropoutMatchesReferenceMask) {
   // torch_train.py's vector: seed 1234, node 0, step 0, ratio 0.25.
   std::vector<float> x(16, 3.0f), y(16);
   bool mask[16];
-  dropout(x.data(), 16, 0.25f, 1234, 0, 0, nullptr, y.data(), mask);
+  dropout(x.data(), 16, 0.25f, 1234, 0, 0, nullptr, 16, 16, y.data(), mask);
   std::string keep;
   for (int i = 0; i < 16; ++i) {
     keep += mask[i] ? '1' : '0';
@@ -33,7 +33,7 @@ TEST(Training, DropoutMatchesReferenceMask) {
   EXPECT_EQ(keep, "1011111110110111");
   // A null mask is allowed.
   std::vector<float> y2(16);
-  dropout(x.data(), 16, 0.25f, 1234, 0, 0, nullptr, y2.data(), nullptr);
+  dropout(x.data(), 16, 0.25f, 1234, 0, 0, nullptr, 16, 16, y2.data(), nullptr);
   EXPECT_EQ(y2, y);
 }
 
@@ -43,19 +43,48 @@ TEST(Training, DropoutOfABlockIsTheWholeTensorsRows) {
   auto x = randomVector(64, 2);
   std::vector<float> whole(64), block(24);
   bool wholeMask[64], blockMask[24];
-  dropout(x.data(), 64, 0.3f, 7, 1, 5, nullptr, whole.data(), wholeMask);
+  dropout(x.data(), 64, 0.3f, 7, 1, 5, nullptr, 64, 64, whole.data(),
+          wholeMask);
   int64_t offset = 32;
-  dropout(x.data() + 32, 24, 0.3f, 7, 1, 5, &offset, block.data(), blockMask);
+  dropout(x.data() + 32, 24, 0.3f, 7, 1, 5, &offset, 24, 24, block.data(),
+          blockMask);
   for (int i = 0; i < 24; ++i) {
     EXPECT_EQ(block[i], whole[32 + i]) << i;
     EXPECT_EQ(blockMask[i], wholeMask[32 + i]) << i;
   }
 }
 
+TEST(Training, DropoutOfAStridedBlockIsTheWholeTensorsElements) {
+  // A block of a [4, 6, 5] tensor split along dims 0 and 1 (rows 2-3,
+  // columns 3-5 of dim 1: a rank's share of the batch and of the features)
+  // with row_dim 1: rows of 3 x 5 elements, 6 x 5 apart in the whole.
+  auto x = randomVector(120, 3);
+  std::vector<float> whole(120);
+  bool wholeMask[120];
+  dropout(x.data(), 120, 0.4f, 11, 2, 9, nullptr, 120, 120, whole.data(),
+          wholeMask);
+  std::vector<float> blockIn, block(30);
+  for (int b = 2; b < 4; ++b)
+    for (int f = 3; f < 6; ++f)
+      for (int k = 0; k < 5; ++k)
+        blockIn.push_back(x[(b * 6 + f) * 5 + k]);
+  bool blockMask[30];
+  int64_t offset = (2 * 6 + 3) * 5;
+  dropout(blockIn.data(), 30, 0.4f, 11, 2, 9, &offset, 15, 30, block.data(),
+          blockMask);
+  int i = 0;
+  for (int b = 2; b < 4; ++b)
+    for (int f = 3; f < 6; ++f)
+      for (int k = 0; k < 5; ++k, ++i) {
+        EXPECT_EQ(block[i], whole[(b * 6 + f) * 5 + k]) << i;
+        EXPECT_EQ(blockMask[i], wholeMask[(b * 6 + f) * 5 + k]) << i;
+      }
+}
+
 TEST(Training, DropoutRatioZeroIsIdentity) {
   auto x = randomVector(100, 1);
   std::vector<float> y(100);
-  dropout(x.data(), 100, 0.0f, 5, 2, 3, nullptr, y.data(), nullptr);
+  dropout(x.data(), 100, 0.0f, 5, 2, 3, nullptr, 100, 100, y.data(), nullptr);
   EXPECT_EQ(y, x);
 }
 
@@ -64,7 +93,7 @@ TEST(Training, DropoutLargeKeepsExpectedFraction) {
   const int64_t n = 200000;
   std::vector<float> x(n, 1.0f), y(n);
   std::vector<char> mask(n);
-  dropout(x.data(), n, 0.1f, 99, 4, 17, nullptr, y.data(),
+  dropout(x.data(), n, 0.1f, 99, 4, 17, nullptr, n, n, y.data(),
           reinterpret_cast<bool *>(mask.data()));
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -772,13 +772,13 @@ TEST(RowBodies, DropoutElementMatchesCpu) {
       SCOPED_TRACE(testing::Message() << "ratio " << ratio);
       std::vector<float> want(n), got(n);
       std::unique_ptr<bool[]> wantMask(new bool[n]), gotMask(new bool[n]);
+      // Strided rows: 40 elements each, 100 apart.
       int64_t offset = 40;
-      dropout(x.data(), n, ratio, 1234, 5, 17, &offset, want.data(),
+      dropout(x.data(), n, ratio, 1234, 5, 17, &offset, 40, 100, want.data(),
               withMask ? wantMask.get() : nullptr);
-      runOnHost(n,
-                DropoutElement::make(x.data(), ratio, 1234, 5, 17, &offset,
-                                     got.data(),
-                                     withMask ? gotMask.get() : nullptr));
+      runOnHost(n, DropoutElement::make(x.data(), ratio, 1234, 5, 17, &offset,
+                                        40, 100, got.data(),
+                                        withMask ? gotMask.get() : nullptr));
       expectSame(got, want, 0.0, 0.0);
       if (!withMask)
         continue;
