@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -41,7 +42,7 @@ void IlpProgram::addRow(llvm::ArrayRef<IlpTerm> terms, char sense, double rhs) {
   rowRhs.push_back(rhs);
 }
 
-IlpProgram::Solution IlpProgram::solve() const {
+IlpProgram::Solution IlpProgram::solve(int maxNodes) const {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> model(Cbc_newModel(),
                                                           Cbc_deleteModel);
@@ -86,6 +87,7 @@ IlpProgram::Solution IlpProgram::solve() const {
   Cbc_setAllowableFractionGap(model.get(), 0.01);
   Cbc_setParameter(model.get(), "cuts", "off");
   Cbc_setParameter(model.get(), "heuristics", "off");
+  Cbc_setMaximumNodes(model.get(), maxNodes);
   if (!startOnes.empty()) {
     std::vector<int> columns;
     std::vector<double> values;
@@ -103,7 +105,7 @@ IlpProgram::Solution IlpProgram::solve() const {
   Cbc_solve(model.get());
   Solution solution;
   solution.optimal = Cbc_isProvenOptimal(model.get());
-  // After a time limit the best solution found so far, if any.
+  // After the node limit the best solution found so far, if any.
   if (const double *best = Cbc_bestSolution(model.get()))
     solution.values.assign(best, best + costs.size());
   else if (solution.optimal)
@@ -112,6 +114,10 @@ IlpProgram::Solution IlpProgram::solve() const {
   solution.feasible =
       !solution.values.empty() && !Cbc_isProvenInfeasible(model.get());
   solution.objective = Cbc_getObjValue(model.get());
+  solution.nodes = Cbc_getNodeCount(model.get());
+  if (solution.feasible && !solution.optimal)
+    solution.gap = (solution.objective - Cbc_getBestPossibleObjValue(model.get())) /
+                   std::max(std::abs(solution.objective), 1e-9);
   solution.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -4,7 +4,7 @@
 // The small slice of COIN-OR CBC (Debian's coinor-libcbc-dev, through its
 // C interface) the planner's intra-op ILP needs: binary and bounded
 // continuous columns with objective coefficients, linear rows, a
-// minimisation with a time limit. Nothing here knows about shardings.
+// minimisation with a node limit. Nothing here knows about shardings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,14 +44,27 @@ public:
     /// within 1% of the cheapest).
     bool feasible = false, optimal = false;
     double objective = 0;
+    /// How far above CBC's bound on the cheapest the answer may be
+    /// (relative; 0 when proven within 1%).
+    double gap = 0;
     std::vector<double> values;
+    int64_t nodes = 0;
     double seconds = 0;
   };
-  /// Minimises the objective to a proven 1% gap; CBC prints nothing.
-  /// There is no time limit: CBC 2.10 crashes (in CglPreProcess::
-  /// postProcess) when its limit stops it before it has an answer, as
-  /// measured on DenseNet-121's ILP with a 2 s limit.
-  Solution solve() const;
+  /// Branch-and-bound nodes CBC may explore. Most programs solve at the
+  /// root (ResNet, MobileNet, DenseNet-121 on the DGX presets: 0 nodes);
+  /// where comm and compute costs are close the search can run for many
+  /// minutes (DenseNet-121's 35k columns on a slow 4-rank cpu cluster:
+  /// over 7 minutes; 0.1-0.2 s a node), so it stops here with its best
+  /// answer and the gap to the bound. A node count, not a time limit: the
+  /// answer is the same on any machine, and CBC 2.10 crashes (in
+  /// CglPreProcess::postProcess) when a time limit stops it before it has
+  /// an answer (DenseNet-121 under a 2 s limit), where this limit comes
+  /// after the root, with the all-whole start as an answer.
+  static constexpr int kMaxNodes = 100;
+  /// Minimises the objective to a proven 1% gap or `maxNodes` nodes; CBC
+  /// prints nothing.
+  Solution solve(int maxNodes = kMaxNodes) const;
 
 private:
   std::vector<double> costs, lowers, uppers;

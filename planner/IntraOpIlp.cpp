@@ -749,6 +749,7 @@ llvm::Expected<IntraOpPlan> Formulation::solve() {
     return fail("no sharding over " + problem.axis +
                 " fits the device memory (CBC found none)");
   plan.optimal = solution.optimal;
+  plan.gap = solution.gap;
   plan.objectiveMs = (solution.objective + constantUs) * 1e-3;
   SmallVector<size_t> picked = decode(solution);
   for (auto [node, choice] : llvm::zip(nodes, picked)) {

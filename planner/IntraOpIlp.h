@@ -91,8 +91,11 @@ struct IntraOpPlan {
   /// The size of the program and CBC's time (both solves).
   int64_t variables = 0, constraints = 0;
   double seconds = 0;
-  /// CBC proved the answer optimal (not stopped by the time limit).
+  /// CBC proved the answer within 1% of the cheapest; else it stopped at
+  /// its node limit (IlpProgram::kMaxNodes) `gap` (relative) above its
+  /// bound on the cheapest.
   bool optimal = false;
+  double gap = 0;
 };
 
 /// Builds and solves the ILP for `step` (the training step, not yet

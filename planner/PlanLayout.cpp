@@ -105,8 +105,15 @@ std::string PlanLayout::describeAxis(llvm::StringRef axis) const {
     return "tensor parallel (Megatron)";
   if (axis == "tp" && intraOp)
     return llvm::formatv("tensor parallel (intra-op ILP: {0} of {1} "
-                         "parameters and states split)",
-                         intraOp->splitTensors, intraOp->tensors);
+                         "parameters and states split{2})",
+                         intraOp->splitTensors, intraOp->tensors,
+                         intraOp->optimal
+                             ? std::string()
+                             : llvm::formatv("; CBC stopped at its node "
+                                             "limit, at most {0:f1}% above "
+                                             "the best split",
+                                             100 * intraOp->gap)
+                                   .str());
   if (axis == "dp")
     switch (zeroStage(strategy)) {
     case 1:

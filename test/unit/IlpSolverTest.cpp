@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 using cleave::planner::IlpProgram;
+using cleave::planner::IlpTerm;
 
 namespace {
 
@@ -52,6 +53,31 @@ TEST(IlpSolver, ProductOfTwoChoices) {
   EXPECT_DOUBLE_EQ(s.objective, 0.5); // a0 with b0
   EXPECT_NEAR(s.values[a0], 1, 1e-9);
   EXPECT_NEAR(s.values[b0], 1, 1e-9);
+}
+
+// A program branch and bound does not close at the root (a knapsack
+// whose LP bound takes half an item) stops at the node limit with its best
+// answer and the gap to the bound, the same on every run; with room for
+// more nodes it proves its answer.
+TEST(IlpSolver, StopsAtTheNodeLimitWithTheGap) {
+  IlpProgram program;
+  std::vector<IlpTerm> weights;
+  for (int i = 0; i < 40; ++i)
+    weights.push_back({program.addBinary(-(3 + i % 5)), 2 * (3 + i % 5)});
+  program.addRow(weights, 'L', 2 * 31 + 1);
+  program.setStart({0});
+  IlpProgram::Solution s = program.solve(/*maxNodes=*/1);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_FALSE(s.optimal);
+  EXPECT_EQ(s.nodes, 1);
+  EXPECT_GT(s.gap, 0.01);
+  IlpProgram::Solution again = program.solve(1);
+  EXPECT_EQ(again.objective, s.objective);
+  EXPECT_EQ(again.values, s.values);
+  IlpProgram::Solution proven = program.solve();
+  EXPECT_TRUE(proven.optimal);
+  EXPECT_EQ(proven.gap, 0.0);
+  EXPECT_LE(proven.objective, s.objective);
 }
 
 TEST(IlpSolver, InfeasibleIsReported) {

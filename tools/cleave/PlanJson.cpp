@@ -83,6 +83,7 @@ llvm::json::Object planJson(const planner::Candidate &c,
                                      {"variables", ilp->variables},
                                      {"constraints", ilp->constraints},
                                      {"optimal", ilp->optimal},
+                                     {"gap", ilp->gap},
                                      {"seconds", ilp->seconds}};
   }
   if (c.prediction) {
