@@ -18,6 +18,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
+#include <cstring>
 #include <set>
 
 namespace mlir::cleave {
@@ -67,10 +69,42 @@ std::set<std::string> runningStatistics(const onnx::GraphProto &graph) {
   return names;
 }
 
+/// Whether a float32 initializer held in the file (not external data,
+/// which planning never reads) has an infinite element and no NaN: a
+/// PyTorch buffer such as a causal attention mask
+/// (`torch.triu(torch.full((S, S), float("-inf")), 1)`), which no
+/// gradient step could train.
+bool holdsInfinity(const onnx::TensorProto &init) {
+  if (init.data_type() != onnx::TensorProto::FLOAT ||
+      init.data_location() == onnx::TensorProto::EXTERNAL)
+    return false;
+  bool infinite = false;
+  auto check = [&](float value) {
+    if (std::isnan(value))
+      return false;
+    infinite |= std::isinf(value);
+    return true;
+  };
+  if (init.has_raw_data()) {
+    const std::string &raw = init.raw_data();
+    for (size_t at = 0; at + sizeof(float) <= raw.size(); at += sizeof(float)) {
+      float value;
+      std::memcpy(&value, raw.data() + at, sizeof(float));
+      if (!check(value))
+        return false;
+    }
+  } else {
+    for (float value : init.float_data())
+      if (!check(value))
+        return false;
+  }
+  return infinite;
+}
+
 /// Role of an inference-graph initializer: float tensors are parameters,
-/// except running statistics (state) and the constants torch names
-/// `onnx::*`; integer and boolean tensors (masks, position ids, shapes) are
-/// constants.
+/// except running statistics (state), the constants torch names `onnx::*`
+/// and infinite masks (holdsInfinity); integer and boolean tensors (masks,
+/// position ids, shapes) are constants.
 InitializerRole modelRole(const onnx::TensorProto &init,
                           const std::set<std::string> &stateNames,
                           const std::set<std::string> &mutableNames,
@@ -82,7 +116,7 @@ InitializerRole modelRole(const onnx::TensorProto &init,
   if (mutableNames.count(init.name()))
     return InitializerRole::Param;
   if (!isFloatType(init.data_type()) ||
-      StringRef(init.name()).starts_with("onnx::"))
+      StringRef(init.name()).starts_with("onnx::") || holdsInfinity(init))
     return InitializerRole::Constant;
   return InitializerRole::Param;
 }

@@ -9,7 +9,7 @@
 
 // CPU-LABEL: static void stepPart(
 // CPU: [[F:schedule]][0] = lrScheduleFactor(Schedule::Cosine, 2, 10, 0.000000000e+00f, ctx.step);  // schedule
-// CPU: dropout(x, 32, 2.500000000e-01f, ctx.seed, 0, ctx.step, nullptr, drop_0, drop_1);  // drop
+// CPU: dropout(x, 32, 2.500000000e-01f, ctx.seed, 0, ctx.step, nullptr, 32, 32, drop_0, drop_1);  // drop
 // CPU: randomNormal(noise, 32, 0.000000000e+00f, 1.999999955e-02f, 7ull, 0, ctx.step);  // noise
 // CPU: sgdUpdate(w, dw, w_momentum_buffer, 8, 5.000000075e-02f, 8.999999762e-01f, 0.000000000e+00f, true, 0.000000000e+00f, ctx.step);  // w.sgd
 // CPU: adamwUpdate(u, du, u_exp_avg, u_exp_avg_sq, 8, 9.999999776e-03f * [[F]][0], 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 9.999999776e-03f, ctx.step);  // u.adamw

@@ -35,10 +35,17 @@ class Classifier(nn.Module):
 
 class TokenEncoder(nn.Module):
     """nn.TransformerEncoder over embedded tokens, with a key padding mask
-    (token 0 is padding) and a per-token classification head."""
+    (token 0 is padding) and a per-token classification head; `causal`
+    adds a causal attention mask, a float buffer of -inf above the diagonal
+    (nn.Transformer.generate_square_subsequent_mask), as GPT-style models
+    register it."""
 
-    def __init__(self, norm_first):
+    def __init__(self, norm_first, causal=False):
         super().__init__()
+        self.causal = causal
+        if causal:
+            self.register_buffer(
+                "causal_mask", nn.Transformer.generate_square_subsequent_mask(SEQ))
         d_model = 32
         self.embed = nn.Embedding(VOCAB, d_model)
         self.pos = nn.Parameter(torch.randn(1, SEQ, d_model) * 0.02)
@@ -52,7 +59,8 @@ class TokenEncoder(nn.Module):
 
     def forward(self, idx, targets):
         h = self.embed(idx) + self.pos
-        h = self.encoder(h, src_key_padding_mask=idx == 0)
+        h = self.encoder(h, mask=self.causal_mask if self.causal else None,
+                         src_key_padding_mask=idx == 0)
         logits = self.head(h)
         return self.loss_fn(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
@@ -85,8 +93,8 @@ def _image(net):
             "image")
 
 
-def _tokens(norm_first):
-    return (TokenEncoder(norm_first), ["idx", "targets"],
+def _tokens(norm_first, causal=False):
+    return (TokenEncoder(norm_first, causal), ["idx", "targets"],
             {"idx": {0: "batch"}, "targets": {0: "batch"}}, "tokens")
 
 
@@ -111,6 +119,7 @@ MODELS = {
     "encoder_decoder": lambda: _image(_encoder_decoder()),
     "transformer_post_norm": lambda: _tokens(False),
     "transformer_pre_norm": lambda: _tokens(True),
+    "transformer_causal": lambda: _tokens(True, causal=True),
 }
 
 # Each model's data: "image" or "tokens" (without building the model).
