@@ -264,6 +264,8 @@ def main():
         if "--mesh" in flags:
             for axis in flags[flags.index("--mesh") + 1].split(","):
                 ranks *= int(axis.split("=")[1])
+        elif "--ranks" in flags:  # --strategy auto: the planner's mesh
+            ranks = int(flags[flags.index("--ranks") + 1])
         run(compile_cmd + flags + ["-o", os.path.join(work, tag)])
         one_step(tag, tag, ranks=ranks)
         check_losses(checks, f"{tag} vs float64",
