@@ -21,6 +21,23 @@ using namespace mlir::cleave;
 
 namespace {
 
+/// Each rank's pipeline stage: its coordinate along the pipeline axis of
+/// the row-major mesh (0 without one).
+std::vector<int64_t> stagesOfRanks(const PlanLayout &layout) {
+  int64_t stride = 1, stages = 1;
+  for (auto it = layout.mesh.rbegin(); it != layout.mesh.rend(); ++it) {
+    if (it->first == layout.pipelineAxis) {
+      stages = it->second;
+      break;
+    }
+    stride *= it->second;
+  }
+  std::vector<int64_t> stage(layout.ranks());
+  for (int64_t rank = 0; rank < layout.ranks(); ++rank)
+    stage[rank] = rank / stride % stages;
+  return stage;
+}
+
 /// Partitions a copy of the step for `candidate.layout` and predicts it.
 /// With `emit`, also has the emitter write the program (checkEmits). The
 /// partitioned module of a plan that fits moves to `kept` when given.
@@ -134,9 +151,9 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
     if (!two.prediction || !two.prediction->layerTemplateStages)
       return partitionAndPredict(context, steps, options, candidate,
                                  /*emit=*/false, nullptr, globalBatch);
-    predicted =
-        rollPrediction(*two.prediction, two.layout.schedule, layout.schedule,
-                       layout.microbatches, layout.virtualStages);
+    predicted = rollPrediction(*two.prediction, two.layout.schedule,
+                               layout.schedule, layout.microbatches,
+                               layout.virtualStages, stagesOfRanks(layout));
   } else {
     std::vector<LayerTemplate> templates = layerTemplates(
         layout, options.layers->startNames, options.layers->count);
@@ -344,9 +361,9 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
   Candidate rolled;
   rolled.layout = layout;
   rolled.layout.recompute = two.layout.recompute;
-  rolled.prediction =
-      rollPrediction(*two.prediction, two.layout.schedule, layout.schedule,
-                     layout.microbatches, layout.virtualStages);
+  rolled.prediction = rollPrediction(
+      *two.prediction, two.layout.schedule, layout.schedule,
+      layout.microbatches, layout.virtualStages, stagesOfRanks(layout));
   const Prediction &p = *rolled.prediction;
   int64_t needed = p.peakBytesPerRank + p.workspaceBytes;
   if (needed > options.cluster.memoryBytes())

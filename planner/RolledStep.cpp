@@ -2,6 +2,8 @@
 
 #include "planner/RolledStep.h"
 
+#include "runtime/CollectiveKind.h"
+
 #include <algorithm>
 
 namespace cleave::planner {
@@ -44,7 +46,8 @@ void timeStages(Prediction &p, int64_t microbatches, int64_t virtualStages) {
 
 Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
                           PipelineSchedule schedule, int64_t microbatches,
-                          int64_t virtualStages) {
+                          int64_t virtualStages,
+                          llvm::ArrayRef<int64_t> stageOfRank) {
   Prediction p = two;
   p.estimated = true;
   p.schedule.clear();
@@ -96,13 +99,30 @@ Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
   }
   p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
 
-  // Traffic: the micro-batches' collectives send m / 2 times as much.
+  // Traffic: the micro-batches' collectives send m / 2 times as much; the
+  // interleaved schedule's stage hands over at both ends of each of its V
+  // chunks (but the model's first and last) where the template's hands
+  // over at its ends that other stages hold.
+  auto handOvers = [&](int64_t stage, int64_t chunks) {
+    return double((chunks - (stage == stages - 1)) + (chunks - (stage == 0)));
+  };
+  bool moreChunks = schedule == PipelineSchedule::Interleaved &&
+                    virtualStages > 1 && stages > 1 &&
+                    stageOfRank.size() == p.bytesSent.size();
+  constexpr size_t handOver =
+      static_cast<size_t>(::cleave::rt::CollectiveKind::SendRecv);
   p.commBytesPerRank = 0;
   for (size_t rank = 0; rank < p.bytesSent.size(); ++rank) {
     int64_t sum = 0;
     for (size_t kind = 0; kind < p.bytesSent[rank].size(); ++kind) {
+      double factor = more;
+      if (moreChunks && kind == handOver)
+        factor = double(microbatches) / 2 *
+                     handOvers(stageOfRank[rank], virtualStages) /
+                     handOvers(stageOfRank[rank], 1) -
+                 1;
       p.bytesSent[rank][kind] += static_cast<int64_t>(
-          more * double(two.microbatchBytesSent[rank][kind]));
+          factor * double(two.microbatchBytesSent[rank][kind]));
       sum += p.bytesSent[rank][kind];
     }
     p.commBytesPerRank = std::max(p.commBytesPerRank, sum);

@@ -25,6 +25,8 @@
 
 #include "passes/PipelineSchedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 namespace cleave::planner {
 
 /// The micro-batches whose activations stage `stage` of `stages` holds at
@@ -53,10 +55,15 @@ void timeStages(Prediction &p, int64_t microbatches, int64_t virtualStages);
 /// layout predicted with two micro-batches of the same size in `twoSchedule`
 /// (1F1B for the interleaved schedule) and one chunk per stage. Marked
 /// estimated; it has no timeline or collectives (schedule, collectives).
+/// `stageOfRank` (each rank's pipeline stage) scales the interleaved
+/// schedule's hand-overs: a stage of V chunks hands over at both ends of
+/// each but the model's first and last, where the template's stage does
+/// once or twice.
 Prediction rollPrediction(const Prediction &two,
                           mlir::cleave::PipelineSchedule twoSchedule,
                           mlir::cleave::PipelineSchedule schedule,
-                          int64_t microbatches, int64_t virtualStages);
+                          int64_t microbatches, int64_t virtualStages,
+                          llvm::ArrayRef<int64_t> stageOfRank = {});
 
 } // namespace cleave::planner
 
