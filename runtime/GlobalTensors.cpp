@@ -50,18 +50,35 @@ void GlobalTensors::toLocal(int i, const char *global, void *local) const {
             /*toLocal=*/true);
 }
 
-void GlobalTensors::gatherWhole(int i, const void *local, void *whole) const {
+void GlobalTensors::gatherToRoot(int i, const void *local, void *whole) const {
+  auto *to = static_cast<char *>(whole);
   if (isStaged(i)) {
-    // The stage holding it assembles it and sends it to the others.
-    if (holds(i))
-      gatherGlobal(static_cast<const char *>(local), localShape(i),
-                   shardings[i], program.mesh, coords.data(), stageGroup(),
-                   dtypeSize(specs[i].dtype), static_cast<char *>(whole));
-    broadcast(whole, wholeBytes(i), specs[i].stage, pipelineGroup());
+    // The first rank of the stage holding it assembles it where its stage
+    // splits it (or where that stage is rank 0's) and, on another stage
+    // than rank 0's, sends it to rank 0 (both in rank 0's pipeline group:
+    // every other coordinate 0); a tensor whole on its stage is sent as
+    // it is.
+    int from = static_cast<int>(specs[i].stage);
+    const char *source = static_cast<const char *>(local);
+    if (holds(i) && (from == 0 || !shardings[i].isReplicated())) {
+      gatherGlobalToFirst(source, localShape(i), shardings[i], program.mesh,
+                          coords.data(), stageGroup(),
+                          dtypeSize(specs[i].dtype), to);
+      source = to;
+    }
+    bool rootsPipeline = true;
+    for (int a = 0; a < program.mesh.numAxes; ++a)
+      rootsPipeline &= a == program.pipeline.axis || coords[a] == 0;
+    if (!rootsPipeline || from == 0)
+      return;
+    if (stage == from)
+      sendRecv(source, nullptr, wholeBytes(i), 0, kNoPeer, pipelineGroup());
+    else if (stage == 0)
+      sendRecv(nullptr, to, wholeBytes(i), kNoPeer, from, pipelineGroup());
   } else if (isSplit(i))
-    gatherGlobal(static_cast<const char *>(local), localShape(i), shardings[i],
-                 program.mesh, coords.data(), allAxes(program.mesh),
-                 dtypeSize(specs[i].dtype), static_cast<char *>(whole));
+    gatherGlobalToFirst(static_cast<const char *>(local), localShape(i),
+                        shardings[i], program.mesh, coords.data(),
+                        allAxes(program.mesh), dtypeSize(specs[i].dtype), to);
 }
 
 bool allSucceeded(bool ok, const GlobalTensors &global) {

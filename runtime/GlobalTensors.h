@@ -55,15 +55,16 @@ struct GlobalTensors {
     return specs[i].shape.numElements() * dtypeSize(specs[i].dtype);
   }
   /// Whether ranks hold different parts of tensor `i`, so that reading or
-  /// writing it whole goes through toLocal and gatherWhole.
+  /// writing it whole goes through toLocal and gatherToRoot.
   bool isSplit(int i) const {
     return distributed && (!shardings[i].isReplicated() || isStaged(i));
   }
   /// Copies this rank's block of tensor `i` out of `global`.
   void toLocal(int i, const char *global, void *local) const;
-  /// Assembles the whole tensor `i` in `whole` from every rank's block at
-  /// `local` (a collective: every rank takes part).
-  void gatherWhole(int i, const void *local, void *whole) const;
+  /// Assembles the whole tensor `i` in rank 0's `whole` from every rank's
+  /// block at `local` (every rank takes part; only rank 0 holds it whole,
+  /// the others send their blocks).
+  void gatherToRoot(int i, const void *local, void *whole) const;
   /// The block's shape: the generated table's own.
   const Shape &localShape(int i) const { return localTensors[i].shape; }
 };

@@ -153,30 +153,39 @@ void copyBlock(char *global, const Shape &globalShape, char *local,
   }
 }
 
-void gatherGlobal(const char *local, const Shape &localShape,
-                  const TensorSharding &sharding, const MeshSpec &mesh,
-                  const int *coords, AxisGroup group, int64_t elementBytes,
-                  char *global) {
-  Shape global_shape = globalShape(localShape, sharding, mesh);
+void gatherGlobalToFirst(const char *local, const Shape &localShape,
+                         const TensorSharding &sharding, const MeshSpec &mesh,
+                         const int *coords, AxisGroup group,
+                         int64_t elementBytes, char *global) {
   int64_t localBytes = localShape.numElements() * elementBytes;
+  // This rank's place in the group, row-major over the group's axes.
+  int groupRank = 0;
+  for (int i = 0; i < group.count; ++i)
+    groupRank = groupRank * mesh.axisSizes[group.axes[i]] +
+                coords[group.axes[i]];
   if (sharding.isReplicated() || mesh.numAxes == 0) {
-    std::memcpy(global, local, localBytes);
+    if (groupRank == 0)
+      std::memcpy(global, local, localBytes);
     return;
   }
-  int members = groupSize(group);
-  std::vector<char> blocks(localBytes * members);
-  allGather(local, blocks.data(), localBytes, group);
-  // Member r's coordinates: this rank's, with the group's axes replaced by
-  // r's digits (the group ranks its members row-major over its axes).
+  if (groupRank != 0) {
+    sendRecv(local, nullptr, localBytes, 0, kNoPeer, group);
+    return;
+  }
+  Shape wholeShape = globalShape(localShape, sharding, mesh);
+  std::vector<char> block(localBytes);
   std::vector<int> memberCoords(coords, coords + mesh.numAxes);
-  for (int r = 0; r < members; ++r) {
+  for (int r = 0, members = groupSize(group); r < members; ++r) {
+    if (r == 0)
+      std::memcpy(block.data(), local, localBytes);
+    else
+      sendRecv(nullptr, block.data(), localBytes, kNoPeer, r, group);
     for (int i = group.count - 1, rest = r; i >= 0; --i) {
       memberCoords[group.axes[i]] = rest % mesh.axisSizes[group.axes[i]];
       rest /= mesh.axisSizes[group.axes[i]];
     }
-    copyBlock(global, global_shape, blocks.data() + r * localBytes, localShape,
-              sharding, mesh, memberCoords.data(), elementBytes,
-              /*toLocal=*/false);
+    copyBlock(global, wholeShape, block.data(), localShape, sharding, mesh,
+              memberCoords.data(), elementBytes, /*toLocal=*/false);
   }
 }
 

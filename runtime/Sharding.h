@@ -48,14 +48,16 @@ AxisGroup allAxes(const MeshSpec &mesh);
 /// The row-major mesh coordinates of world rank `rank`.
 std::vector<int> meshCoordsOf(const MeshSpec &mesh, int rank);
 
-/// Every rank of `group` gets the global tensor assembled from the blocks
-/// of the group's ranks; `coords` are this rank's. The sharding may only
-/// use the group's axes (all of them for a tensor split over the whole
-/// mesh; the axes other than the pipeline's for one held by one stage).
-void gatherGlobal(const char *local, const Shape &localShape,
-                  const TensorSharding &sharding, const MeshSpec &mesh,
-                  const int *coords, AxisGroup group, int64_t elementBytes,
-                  char *global);
+/// The global tensor assembled from the blocks of `group`'s ranks, on the
+/// group's first rank only (its coordinates on the group's axes all 0),
+/// block by block: the others send their blocks and never hold the whole
+/// tensor. `coords` are this rank's. The sharding may only use the group's
+/// axes (all of them for a tensor split over the whole mesh; the axes
+/// other than the pipeline's for one held by one stage).
+void gatherGlobalToFirst(const char *local, const Shape &localShape,
+                         const TensorSharding &sharding, const MeshSpec &mesh,
+                         const int *coords, AxisGroup group,
+                         int64_t elementBytes, char *global);
 
 } // namespace cleave::rt
 

@@ -129,6 +129,7 @@ void TensorStore::allocateWholeCopies() {
           allocateUntouched(global.wholeBytes(i),
                             "the whole of tensor '" +
                                 std::string(program.tensors[i].name) + "'"));
+      wholeBufferBytes.push_back(global.wholeBytes(i));
       whole[i] = wholeBuffers.back().get();
     }
 }
@@ -163,9 +164,16 @@ void TensorStore::scatterWhole() {
       global.toLocal(i, static_cast<char *>(whole[i]), pointers[i]);
 }
 
-void TensorStore::gatherWhole() {
+void TensorStore::gatherToRoot() {
   for (int i = 0; i < program.numTensors; ++i)
-    global.gatherWhole(i, pointers[i], whole[i]);
+    global.gatherToRoot(i, pointers[i], whole[i]);
+}
+
+void TensorStore::releaseWholeCopies() {
+  for (size_t b = 0; b < wholeBuffers.size(); ++b)
+    madvise(wholeBuffers[b].get(),
+            static_cast<size_t>(std::max<int64_t>(wholeBufferBytes[b], 1)),
+            MADV_DONTNEED);
 }
 
 void TensorStore::loadValues(const std::string &dir, bool checkpoint,
@@ -182,14 +190,16 @@ void TensorStore::loadValues(const std::string &dir, bool checkpoint,
                       program.tensors[i].dtype,
                       "'" + dir + "/" + program.tensors[i].file + "'", options);
   scatterWhole();
+  releaseWholeCopies();
 }
 
 void TensorStore::writeOnRoot(
     const std::function<bool(std::string &error)> &write) {
   std::string error;
   toHost({Role::Param, Role::State, Role::Output});
-  gatherWhole();
+  gatherToRoot();
   bool ok = !root || write(error);
+  releaseWholeCopies();
   if (!allSucceeded(ok, global))
     failRun(error.empty() ? "rank 0 could not write its output" : error);
 }

@@ -54,7 +54,8 @@ public:
   void loadValues(const std::string &dir, bool checkpoint,
                   const RunOptions &options);
   /// Brings the parameters, state and outputs to the host, gathers them
-  /// whole, and has rank 0 `write` them; every rank exits when that fails.
+  /// whole on rank 0, and has it `write` them; every rank exits when that
+  /// fails.
   void writeOnRoot(const std::function<bool(std::string &error)> &write);
 
   /// Host copy of tensor `i`.
@@ -77,8 +78,11 @@ private:
   void transfer(bool toDevice, std::initializer_list<Role> roles);
   /// Gives every rank its blocks of the whole split tensors.
   void scatterWhole();
-  /// Assembles the split tensors whole from every rank's blocks.
-  void gatherWhole();
+  /// Assembles the split tensors whole on rank 0 from every rank's blocks.
+  void gatherToRoot();
+  /// Gives back the pages of the whole copies (they are refilled when next
+  /// needed): a rank holds no whole copy of the model between checkpoints.
+  void releaseWholeCopies();
 
   const Program &program;
   const DeviceHooks *device;
@@ -89,6 +93,7 @@ private:
   Buffer hostArena;
   char *arenaStart = nullptr;
   std::vector<Buffer> wholeBuffers;
+  std::vector<int64_t> wholeBufferBytes;
   std::vector<void *> whole;
   int64_t persistent = 0;
 };

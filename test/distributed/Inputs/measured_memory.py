@@ -32,6 +32,11 @@ Across runs, activation memory (measured minus parameters and state):
     (within 5% of it).
 
 --scale-plan multiplies every planned number: a plan 20% off must fail.
+
+With DIR/checkpointed.out (the 1F1B m=2 run writing a checkpoint after
+every step), every rank but rank 0 is within its plan's bounds there too:
+checkpoints gather the model on rank 0 alone, and no other rank holds a
+whole copy of it.
 """
 import argparse
 import os
@@ -135,6 +140,17 @@ def main():
                 report(saved > 0 and abs(saved - planned) <= 0.05 * planned,
                        f"{s} m={m} rank {rank}: full recomputation saves "
                        f"{saved} bytes measured, {planned:.0f} planned")
+    checkpointed = os.path.join(a.dir, "checkpointed.out")
+    if os.path.exists(checkpointed):
+        run = Run(checkpointed, a.scale_plan)
+        for rank, v in sorted(run.ranks.items()):
+            if rank == 0:
+                continue
+            over = v["measured"] - v["planned"]
+            report(-0.05 * v["planned"] <= over <= 0.05 * v["planned"] + allowance,
+                   f"1f1b m=2 none, a checkpoint every step, rank {rank}: "
+                   f"measured {v['measured']} bytes, planned "
+                   f"{v['planned']:.0f} ({over / 1024:+.0f} KiB)")
     print("PASS" if ok else "FAILED")
     return 0 if ok else 1
 
