@@ -104,8 +104,7 @@ std::vector<UnitKey> stageOrder(const ScheduleShape &shape, int64_t s) {
 /// by cleave-number-dropouts is free to move: its mask is a function of
 /// its number, the step and its offset, not of where it runs.
 bool hasUndeclaredEffects(Operation *op) {
-  if (isa<DropoutOp>(op) &&
-      op->hasAttr(CleaveDialect::kDropoutNumberAttrName))
+  if (isa<DropoutOp>(op) && op->hasAttr(CleaveDialect::kDropoutNumberAttrName))
     return false;
   return !isa<MemoryEffectOpInterface>(op) && !isPure(op) &&
          op->getNumRegions() == 0;

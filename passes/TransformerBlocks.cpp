@@ -69,10 +69,10 @@ std::optional<FoundLinear> matchLinear(func::FuncOp func, Operation *op) {
 
 /// Whether a split of `input` along `axis` cuts each head's block of a
 /// fused projection: `input` is the projection's [..., F] reshaped to
-/// [..., H, F / H] and `axis` is the last dim. A contiguous block of the F outputs is then whole heads
-/// with all of their pieces (Megatron-LM's q/k/v layout), so the
-/// projection splits by columns like an unfused one; a split of F itself
-/// (GPT-2's c_attn: all of q, then k, then v) would need every piece's
+/// [..., H, F / H] and `axis` is the last dim. A contiguous block of the F
+/// outputs is then whole heads with all of their pieces (Megatron-LM's q/k/v
+/// layout), so the projection splits by columns like an unfused one; a split of
+/// F itself (GPT-2's c_attn: all of q, then k, then v) would need every piece's
 /// block, which no column split gives.
 bool cutsWithinHeads(Value input, int64_t axis) {
   auto reshape = input.getDefiningOp<ReshapeOp>();
@@ -90,7 +90,8 @@ bool cutsWithinHeads(Value input, int64_t axis) {
 /// of its fused projection by slicing): within heads when it cuts the last
 /// dim of such a reshape only.
 bool slicesWithinHeads(SliceOp slice) {
-  ArrayRef<int64_t> in = cast<ShapedType>(slice.getInput().getType()).getShape();
+  ArrayRef<int64_t> in =
+      cast<ShapedType>(slice.getInput().getType()).getShape();
   ArrayRef<int64_t> out = cast<ShapedType>(slice.getType()).getShape();
   int64_t rank = static_cast<int64_t>(in.size());
   for (int64_t d = 0; d + 1 < rank; ++d)

@@ -116,8 +116,9 @@ IlpProgram::Solution IlpProgram::solve(int maxNodes) const {
   solution.objective = Cbc_getObjValue(model.get());
   solution.nodes = Cbc_getNodeCount(model.get());
   if (solution.feasible && !solution.optimal)
-    solution.gap = (solution.objective - Cbc_getBestPossibleObjValue(model.get())) /
-                   std::max(std::abs(solution.objective), 1e-9);
+    solution.gap =
+        (solution.objective - Cbc_getBestPossibleObjValue(model.get())) /
+        std::max(std::abs(solution.objective), 1e-9);
   solution.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

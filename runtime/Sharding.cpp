@@ -161,8 +161,8 @@ void gatherGlobalToFirst(const char *local, const Shape &localShape,
   // This rank's place in the group, row-major over the group's axes.
   int groupRank = 0;
   for (int i = 0; i < group.count; ++i)
-    groupRank = groupRank * mesh.axisSizes[group.axes[i]] +
-                coords[group.axes[i]];
+    groupRank =
+        groupRank * mesh.axisSizes[group.axes[i]] + coords[group.axes[i]];
   if (sharding.isReplicated() || mesh.numAxes == 0) {
     if (groupRank == 0)
       std::memcpy(global, local, localBytes);
