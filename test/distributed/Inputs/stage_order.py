@@ -53,12 +53,14 @@ def main():
     data = {"%" + arg.split(":")[0] for arg in re.split(r"%(?=arg\d+:)", signature)
             if "cleave.input" in arg}
     for line in text.splitlines():
-        define = re.match(r"\s*(%[\w]+)(?::\d+)? = [\w.]+ (.*)", line)
+        # One result (%x, %x:2) or several (%loss, %log_prob).
+        define = re.match(r"\s*(%[\w]+(?::\d+)?(?:, %[\w]+)*) = [\w.]+ (.*)", line)
         if not define:
             continue
+        results = re.findall(r"%[\w]+", define.group(1))
         operands = re.findall(r"%[\w]+", define.group(2).split("{")[0])
         if "cleave.constant" in line or (operands and all(v in data for v in operands)):
-            data.add(define.group(1))
+            data.update(results)
             continue
         stage = re.search(r"cleave\.stage = (\d+)", line)
         mb = re.search(r"cleave\.microbatch = array<i64: (\d+)", line)
