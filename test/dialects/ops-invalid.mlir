@@ -189,6 +189,33 @@ func.func @dropout_output_type(%x: tensor<2x8xf32>) {
 
 // -----
 
+func.func @dropout_row_dim_alone(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{row_dim and row_stride come together}}
+  %y, %m = cleave.dropout %x {ratio = 0.5 : f32, training = true, row_dim = 1 : i64}
+      : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_row_dim_range(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{row_dim 0 must be in [1, 2)}}
+  %y, %m = cleave.dropout %x {ratio = 0.5 : f32, training = true, row_dim = 0 : i64, row_stride = 16 : i64}
+      : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_row_stride_short(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{row_stride 4 is less than a row's 8 elements}}
+  %y, %m = cleave.dropout %x {ratio = 0.5 : f32, training = true, row_dim = 1 : i64, row_stride = 4 : i64}
+      : tensor<2x8xf32> -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // matmul, gemm
 //===----------------------------------------------------------------------===//
