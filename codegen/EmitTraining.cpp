@@ -41,14 +41,8 @@ LogicalResult Emitter::emitOperation(DropoutOp dropout) {
   // Masks are a pure function of (seed, dropout number, step, index),
   // the same in every run and on every target. A block's rows are strided
   // in the whole tensor when it is split after dim 0.
-  ShapedType type = dropout.getInput().getType();
-  int64_t rowLength = type.getNumElements(), rowStride = rowLength;
-  if (std::optional<int64_t> dim = dropout.getRowDim()) {
-    rowLength = 1;
-    for (int64_t d = *dim; d < type.getRank(); ++d)
-      rowLength *= type.getDimSize(d);
-    rowStride = *dropout.getRowStride();
-  }
+  int64_t rowLength = dropout.getRowElements();
+  int64_t rowStride = dropout.getRowStride().value_or(rowLength);
   call(dropout,
        formatv("dropout({0}, {1}, {2}f, ctx.seed, {3}, ctx.step, {4}, {5}, "
                "{6}, {7}, {8})",

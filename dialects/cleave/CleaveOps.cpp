@@ -201,9 +201,7 @@ LogicalResult DropoutOp::verify() {
     if (*dim <= 0 || *dim >= type.getRank())
       return emitOpError() << "row_dim " << *dim << " must be in [1, "
                            << type.getRank() << ")";
-    int64_t row = 1;
-    for (int64_t d = *dim; d < type.getRank(); ++d)
-      row *= type.getDimSize(d);
+    int64_t row = getRowElements();
     if (*getRowStride() < row)
       return emitOpError() << "row_stride " << *getRowStride()
                            << " is less than a row's " << row << " elements";

@@ -265,6 +265,17 @@ def Cleave_DropoutOp : Cleave_Op<"dropout"> {
                        OptionalAttr<I64Attr>:$row_dim,
                        OptionalAttr<I64Attr>:$row_stride);
   let results = (outs Cleave_FloatTensor:$output, Cleave_BoolTensor:$mask);
+  let extraClassDeclaration = [{
+    /// The elements of a row: those of dims `row_dim` and after, or all of
+    /// them without `row_dim`.
+    int64_t getRowElements() {
+      ShapedType type = getInput().getType();
+      int64_t elements = 1;
+      for (int64_t d = getRowDim().value_or(0); d < type.getRank(); ++d)
+        elements *= type.getDimSize(d);
+      return elements;
+    }
+  }];
   let assemblyFormat =
       "$input (`offset` $offset^ `:` type($offset))? attr-dict `:` "
       "type($input) `->` `(` type($output) `,` type($mask) `)`";
