@@ -792,18 +792,14 @@ void toMixedPrecision(Prediction &p) {
       if (tensor.stage < 0 || tensor.stage == static_cast<int64_t>(s))
         memory.optimizerState += master;
   }
-  p.persistentBytes = 0;
   for (StageMemory &memory : p.stageMemory) {
     memory.parameters /= 2;
     memory.gradients /= 2;
     memory.activations /= 2;
     memory.workspace /= 2;
-    p.persistentBytes = std::max(p.persistentBytes,
-                                 memory.parameters + memory.optimizerState);
   }
-  p.scratchBytes /= 2;
+  p.setMemoryFromStages();
   p.workspaceBytes /= 2;
-  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
   for (HeldTensor &tensor : p.tensors)
     if (tensor.role == "parameter")
       tensor.bytes /= 2;
@@ -866,7 +862,6 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
          planMemoryOfStages(step, memoryFusion, stages)) {
       stageArenaBytes.push_back(plan.arenaBytes);
       stageGradientBytes.push_back(plan.gradientBytesAtPeak);
-      p.scratchBytes = std::max(p.scratchBytes, plan.arenaBytes);
     }
   }
 
@@ -901,14 +896,11 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     }
     p.tensors.push_back(std::move(tensor));
   }
-  for (const StageMemory &memory : p.stageMemory)
-    p.persistentBytes = std::max(p.persistentBytes,
-                                 memory.parameters + memory.optimizerState);
   for (int64_t s = 0; s < stages; ++s) {
     p.stageMemory[s].gradients = stageGradientBytes[s];
     p.stageMemory[s].activations = stageArenaBytes[s] - stageGradientBytes[s];
   }
-  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+  p.setMemoryFromStages();
   if (target == Target::Cuda)
     p.workspaceBytes = kernelScratchBytes(step);
   for (StageMemory &memory : p.stageMemory)
@@ -1033,6 +1025,17 @@ double pipelineBubble(int64_t stages, int64_t microbatches,
     return 0.0;
   return double(stages - 1) /
          double(microbatches * virtualStages + stages - 1);
+}
+
+void Prediction::setMemoryFromStages() {
+  persistentBytes = scratchBytes = peakBytesPerRank = 0;
+  for (const StageMemory &memory : stageMemory) {
+    int64_t persistent = memory.parameters + memory.optimizerState;
+    int64_t scratch = memory.gradients + memory.activations;
+    persistentBytes = std::max(persistentBytes, persistent);
+    scratchBytes = std::max(scratchBytes, scratch);
+    peakBytesPerRank = std::max(peakBytesPerRank, persistent + scratch);
+  }
 }
 
 } // namespace cleave::planner

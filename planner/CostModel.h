@@ -131,7 +131,8 @@ struct Prediction {
   double maxStageComputeMs = 0;
   /// Floating-point operations per step of the busiest rank.
   double flopsPerRank = 0;
-  /// The rank holding the most: parameters and state plus scratch.
+  /// The rank holding the most (peak: parameters and state plus scratch
+  /// of its own stage), and the most of each part any stage holds.
   int64_t peakBytesPerRank = 0, persistentBytes = 0, scratchBytes = 0;
   /// On the cuda target, the device memory kernels borrow for a call
   /// besides the plan (kernelScratchBytes; not in --print-memory's
@@ -154,6 +155,11 @@ struct Prediction {
   std::vector<ScheduleSlice> schedule;
   std::vector<CollectiveGroup> collectives;
   std::vector<HeldTensor> tensors;
+
+  /// Sets persistentBytes, scratchBytes and peakBytesPerRank from
+  /// stageMemory: each rank allocates its own stage's scratch, so the peak
+  /// is the largest stage's sum, not the sum of the largest parts.
+  void setMemoryFromStages();
 };
 
 /// The precision a step is predicted in. The compiler builds fp32

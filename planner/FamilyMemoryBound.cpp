@@ -34,17 +34,24 @@ bool splitsOnlyState(Strategy strategy) {
   return strategy != Strategy::None && zeroStage(strategy) < 3;
 }
 
-/// The least scratch (with kernel workspace) of any of `members`, from the
-/// prediction `least` of one micro-batch of the family's smallest size
-/// (1 / `most` of a data-parallel rank's batch): a member of m
-/// micro-batches keeps microbatchesInFlight of them, m / most times as big,
-/// so at least min over m of in-flight x most / m of `least`'s stashed
-/// activations on each stage (1F1B: min(most, p - s); without stages one,
-/// the least the unrolled order may keep). Those beyond the first are
-/// counted short by the rolled estimate's tolerance.
-double leastScratch(const Prediction &least,
-                    const std::vector<Candidate *> &members, int64_t most) {
-  double scratch = 0;
+/// The least memory of any of `members`, from the prediction `least` of
+/// one micro-batch of the family's smallest size (1 / `most` of a
+/// data-parallel rank's batch): a member of m micro-batches keeps
+/// microbatchesInFlight of them, m / most times as big, so at least min
+/// over m of in-flight x most / m of `least`'s stashed activations on each
+/// stage (1F1B: min(most, p - s); without stages one, the least the
+/// unrolled order may keep). Those beyond the first are counted short by
+/// the rolled estimate's tolerance.
+struct LeastMemory {
+  /// Scratch with kernel workspace: the most of any stage, the least of
+  /// any stage, and the most any stage needs with its parameters and
+  /// state (each rank allocates its own stage's scratch).
+  double scratch = 0, leastStageScratch = 0, needed = 0;
+};
+
+LeastMemory leastMemory(const Prediction &least,
+                        const std::vector<Candidate *> &members, int64_t most) {
+  LeastMemory memory;
   int64_t stages = static_cast<int64_t>(least.stageMemory.size());
   for (int64_t s = 0; s < stages; ++s) {
     double inFlight = double(most);
@@ -57,15 +64,21 @@ double leastScratch(const Prediction &least,
                                          /*overlapping=*/false) *
                         double(most) / double(layout.microbatches));
     }
-    const StageMemory &memory = least.stageMemory[s];
+    const StageMemory &held = least.stageMemory[s];
     double stashed = s < int64_t(least.stageShares.size())
                          ? least.stageShares[s].stashedBytes
                          : 0;
-    scratch = std::max(scratch, memory.gradients + memory.activations +
-                                    std::max(0.0, inFlight - 1) * stashed *
-                                        (1 - kRolledStashMargin));
+    double scratch =
+        held.gradients + held.activations +
+        std::max(0.0, inFlight - 1) * stashed * (1 - kRolledStashMargin) +
+        least.workspaceBytes;
+    memory.scratch = std::max(memory.scratch, scratch);
+    memory.leastStageScratch =
+        s == 0 ? scratch : std::min(memory.leastStageScratch, scratch);
+    memory.needed = std::max(memory.needed,
+                             held.parameters + held.optimizerState + scratch);
   }
-  return scratch + least.workspaceBytes;
+  return memory;
 }
 
 std::string familyKey(const PlanLayout &layout) {
@@ -165,12 +178,14 @@ void FamilyMemoryBounds::bound(const Candidate &candidate,
     std::optional<Prediction> p = predict(least, options.globalBatch / most);
     if (!p)
       return;
-    double scratch = leastScratch(*p, family.members, most);
+    LeastMemory memory = leastMemory(*p, family.members, most);
+    // Another strategy's parameters and state may peak on another stage:
+    // it shares the least of this one's stages.
     if (splitsOnlyState(least.strategy))
-      sharedScratch[shareKey] = scratch;
-    family.scratch = scratch;
+      sharedScratch[shareKey] = memory.leastStageScratch;
+    family.scratch = memory.scratch;
     family.persistent = p->persistentBytes;
-    needed = p->persistentBytes + scratch;
+    needed = memory.needed;
     how = p->layerTemplateStages
               ? "(only that layout predicted, from fewer of the model's layers)"
               : "(only that layout partitioned)";

@@ -206,8 +206,6 @@ Prediction rollLayers(const PlanLayout &layout,
   };
   p.stageShares.assign(stages, StageShare{});
   p.stageMemory.assign(stages, StageMemory{});
-  p.persistentBytes = 0;
-  p.scratchBytes = 0;
   p.maxStageComputeMs = 0;
   for (int64_t s = 0; s < stages; ++s) {
     int64_t k = map.of(s), km = map.of(s, /*memory=*/true);
@@ -250,14 +248,10 @@ Prediction rollLayers(const PlanLayout &layout,
                                 two.stageShares[km].stashedBytes, n);
     memory.activations += static_cast<int64_t>(
         std::max(0.0, inFlight - templateInFlight) * stashed);
-    p.persistentBytes =
-        std::max(p.persistentBytes, memory.parameters + memory.optimizerState);
-    p.scratchBytes =
-        std::max(p.scratchBytes, memory.gradients + memory.activations);
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, share.computeMs);
   }
   p.workspaceBytes = std::max(one.workspaceBytes, two.workspaceBytes);
-  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+  p.setMemoryFromStages();
 
   timeStages(p, layout.microbatches, layout.virtualStages);
 

@@ -21,6 +21,30 @@ using namespace mlir::cleave;
 
 namespace {
 
+/// "parameters and state P, scratch S" of the stage that needs the most
+/// (named when there are stages): the parts of peakBytesPerRank.
+std::string peakParts(const Prediction &p) {
+  size_t peak = 0;
+  auto held = [&](size_t s) {
+    const StageMemory &m = p.stageMemory[s];
+    return m.parameters + m.optimizerState + m.gradients + m.activations;
+  };
+  for (size_t s = 1; s < p.stageMemory.size(); ++s)
+    if (held(s) > held(peak))
+      peak = s;
+  if (p.stageMemory.empty())
+    return llvm::formatv("parameters and state {0}, scratch {1}",
+                         formatBytes(p.persistentBytes),
+                         formatBytes(p.scratchBytes));
+  const StageMemory &m = p.stageMemory[peak];
+  return llvm::formatv("{0}parameters and state {1}, scratch {2}",
+                       p.stageMemory.size() > 1
+                           ? llvm::formatv("stage {0}: ", peak).str()
+                           : std::string(),
+                       formatBytes(m.parameters + m.optimizerState),
+                       formatBytes(m.gradients + m.activations));
+}
+
 /// Each rank's pipeline stage: its coordinate along the pipeline axis of
 /// the row-major mesh (0 without one).
 std::vector<int64_t> stagesOfRanks(const PlanLayout &layout) {
@@ -109,10 +133,8 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
   candidate.prediction = *prediction;
   if (needed > options.cluster.memoryBytes())
     candidate.rejected = llvm::formatv(
-        "does not fit: needs {0} per rank (parameters and "
-        "state {1}, scratch {2}{3}), the device has {4}",
-        formatBytes(needed), formatBytes(prediction->persistentBytes),
-        formatBytes(prediction->scratchBytes),
+        "does not fit: needs {0} per rank ({1}{2}), the device has {3}",
+        formatBytes(needed), peakParts(*prediction),
         prediction->workspaceBytes
             ? ", kernel workspace " + formatBytes(prediction->workspaceBytes)
             : std::string(),
@@ -175,10 +197,8 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
   if (needed > options.cluster.memoryBytes())
     candidate.rejected = llvm::formatv(
         "does not fit: needs about {0} per rank (estimated from the same "
-        "layout{1}: parameters and state {2}, scratch {3}), the device has "
-        "{4}",
-        formatBytes(needed), fewerLayersNote(p), formatBytes(p.persistentBytes),
-        formatBytes(p.scratchBytes),
+        "layout{1}: {2}), the device has {3}",
+        formatBytes(needed), fewerLayersNote(p), peakParts(p),
         formatBytes(options.cluster.memoryBytes()));
   candidate.prediction = std::move(predicted);
 }
@@ -369,10 +389,8 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
   if (needed > options.cluster.memoryBytes())
     rolled.rejected = llvm::formatv(
         "does not fit: needs about {0} per rank (estimated from {1} "
-        "micro-batches of the same size{6}: parameters and state {2}, "
-        "scratch {3}{4}), the device has {5}",
-        formatBytes(needed), 2, formatBytes(p.persistentBytes),
-        formatBytes(p.scratchBytes),
+        "micro-batches of the same size{5}: {2}{3}), the device has {4}",
+        formatBytes(needed), 2, peakParts(p),
         p.workspaceBytes ? ", kernel workspace " + formatBytes(p.workspaceBytes)
                          : std::string(),
         formatBytes(options.cluster.memoryBytes()), fewerLayersNote(p));

@@ -81,7 +81,6 @@ Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
   // micro-batch's backward pass ends before the last forward pass starts
   // (fewer in flight than micro-batches), the accumulated gradients are
   // live at the peak as well.
-  p.scratchBytes = 0;
   for (int64_t s = 0; s < stages && s < int64_t(p.stageMemory.size()); ++s) {
     const StageShare &share = p.stageShares[s];
     bool overlapping = share.microbatchesOverlap;
@@ -94,10 +93,8 @@ Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
                                                double(share.stashedBytes));
     if (inFlight < microbatches)
       memory.gradients = std::max(memory.gradients, share.handedOnBytes);
-    p.scratchBytes =
-        std::max(p.scratchBytes, memory.gradients + memory.activations);
   }
-  p.peakBytesPerRank = p.persistentBytes + p.scratchBytes;
+  p.setMemoryFromStages();
 
   // Traffic: the micro-batches' collectives send m / 2 times as much; the
   // interleaved schedule's stage hands over at both ends of each of its V

@@ -6,6 +6,15 @@
 
 namespace cleave::rt {
 
+bool GlobalTensors::isFirstOfStage() const {
+  if (!distributed)
+    return true;
+  for (int a = 0; a < program.mesh.numAxes; ++a)
+    if (a != program.pipeline.axis && coords[a] != 0)
+      return false;
+  return true;
+}
+
 GlobalTensors::GlobalTensors(const Program &local)
     : program(local), localTensors(local.tensors) {
   distributed = local.mesh.numAxes > 0;
@@ -66,10 +75,7 @@ void GlobalTensors::gatherToRoot(int i, const void *local, void *whole) const {
                           dtypeSize(specs[i].dtype), to);
       source = to;
     }
-    bool rootsPipeline = true;
-    for (int a = 0; a < program.mesh.numAxes; ++a)
-      rootsPipeline &= a == program.pipeline.axis || coords[a] == 0;
-    if (!rootsPipeline || from == 0)
+    if (!isFirstOfStage() || from == 0)
       return;
     if (stage == from)
       sendRecv(source, nullptr, wholeBytes(i), 0, kNoPeer, pipelineGroup());

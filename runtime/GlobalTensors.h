@@ -37,6 +37,9 @@ struct GlobalTensors {
   /// Whether this rank writes the files of the run (rank 0, or the only
   /// rank).
   bool isRoot() const { return !distributed || isMeshRoot(); }
+  /// Whether this rank is its pipeline stage's first (coordinate 0 on every
+  /// other axis): the root, or the only rank, when there are no stages.
+  bool isFirstOfStage() const;
   /// This rank and those that differ from it only in the pipeline stage.
   AxisGroup pipelineGroup() const;
   /// This rank and those of its stage: every mesh axis but the pipeline's.

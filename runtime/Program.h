@@ -67,9 +67,8 @@ struct TensorSpec {
 struct PipelineSpec {
   int axis = -1;
   int lossStage = 0;
-  /// Each stage's own scratch plan, indexed by stage; every rank allocates
-  /// the largest (Program::arenaBytes) and touches its own
-  /// (--print-memory-peak compares with it). Null: not known.
+  /// Each stage's own scratch plan, indexed by stage: what a rank of that
+  /// stage allocates (Program::scratchBytesOf). Null: not known.
   const int64_t *stageArenaBytes = nullptr;
 };
 
@@ -163,7 +162,8 @@ struct Program {
   const char *model;
   const TensorSpec *tensors;
   int numTensors;
-  /// Scratch bytes the step needs (the compiler's static memory plan).
+  /// Scratch bytes the step needs (the compiler's static memory plan; in
+  /// a program split into stages, the largest stage's).
   int64_t arenaBytes;
   const char *initialValues;
   int64_t initialBytes;
@@ -188,6 +188,15 @@ struct Program {
   /// step calls nothing to trace.
   const TraceOp *traceOps = nullptr;
   int numTraceOps = 0;
+
+  /// The scratch arena a rank of pipeline stage `stage` (-1: no stages)
+  /// allocates: its own stage's plan, which on a GPU leaves the other
+  /// stages' larger arenas unreserved.
+  int64_t scratchBytesOf(int stage) const {
+    return stage >= 0 && pipeline.stageArenaBytes
+               ? pipeline.stageArenaBytes[stage]
+               : arenaBytes;
+  }
 };
 
 /// Runs the training loop; returns the process exit code.

@@ -68,14 +68,11 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 
 /// --print-memory-peak: rank 0 prints every rank's measured growth
 /// (PeakMemory.h) beside the compiler's plan for it: its parameters and
-/// state, and the scratch of its own stage (--print-memory gives the
-/// largest stage's, which every rank allocates but only that one touches).
+/// state, and the scratch of its own stage.
 void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                          const GlobalTensors &global) {
   const Program &program = global.program;
-  int64_t scratch = global.stage >= 0 && program.pipeline.stageArenaBytes
-                        ? program.pipeline.stageArenaBytes[global.stage]
-                        : program.arenaBytes;
+  int64_t scratch = program.scratchBytesOf(global.stage);
   std::vector<int64_t> mine = {growth.peak, growth.file, persistentBytes,
                                scratch};
   std::vector<int64_t> all(mine);
@@ -118,7 +115,7 @@ RunReports::RunReports(const Program &program, const RunOptions &options,
                  program.model, static_cast<long long>(options.steps),
                  static_cast<long long>(batch),
                  store.persistentBytes() / 1048576.0,
-                 program.arenaBytes / 1048576.0);
+                 program.scratchBytesOf(global.stage) / 1048576.0);
 }
 
 std::string RunReports::logError() const {
@@ -168,7 +165,7 @@ void RunReports::afterStep(int64_t step, float loss) {
         mine.parameters += global.localBytes(i);
       else if (global.holds(i) && program.tensors[i].role == Role::State)
         mine.optimizerState += global.localBytes(i);
-    mine.scratch = program.arenaBytes;
+    mine.scratch = program.scratchBytesOf(global.stage);
     runFields = runRecordFields(
         program, gatherRankMemory(mine, program.mesh, global.distributed));
   }
@@ -233,7 +230,8 @@ void RunReports::finishSteps() {
 
 void RunReports::printSummaries(const PeakMemoryMeter &meter) {
   if (options.printMemory)
-    printMemory(store.persistentBytes(), program.arenaBytes, global);
+    printMemory(store.persistentBytes(), program.scratchBytesOf(global.stage),
+                global);
   if (meter.enabled())
     printMeasuredMemory(meter.growth(), store.persistentBytes(), global);
   if (options.printComm)

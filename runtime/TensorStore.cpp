@@ -90,10 +90,11 @@ void TensorStore::setInitialValue(int i, const RunOptions &options) {
 
 void TensorStore::allocateStepMemory(bool report) {
   stepPointers = pointers;
+  int64_t scratchBytes = program.scratchBytesOf(global.stage);
   if (!device) {
-    hostArena = allocateUntouched(program.arenaBytes,
-                                  "the scratch arena (activations and "
-                                  "gradients)");
+    hostArena =
+        allocateUntouched(scratchBytes, "the scratch arena (activations and "
+                                        "gradients)");
     arenaStart = hostArena.get();
     return;
   }
@@ -106,10 +107,11 @@ void TensorStore::allocateStepMemory(bool report) {
   // The kernel workspaces after the arena start 256-aligned too, as
   // cuBLASLt and cuDNN expect.
   std::string error;
+  // Each stage's first rank reports what its stage needs.
   char *block = device->reserve(
-      total + alignUp(program.arenaBytes) + program.kernelScratchBytes,
-      persistent, program.arenaBytes, program.kernelScratchBytes,
-      report && root, error);
+      total + alignUp(scratchBytes) + program.kernelScratchBytes, persistent,
+      scratchBytes, program.kernelScratchBytes,
+      report && global.isFirstOfStage(), error);
   if (!allSucceeded(block != nullptr, global))
     failRun(error.empty() ? "another rank's GPU has too little memory" : error);
   for (int i = 0; i < program.numTensors; ++i)

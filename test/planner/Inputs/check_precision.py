@@ -40,8 +40,11 @@ def main():
     params = sum(m["parameters"] for m in fp32["memory_by_stage"]) // 4
     held = sum(m["parameters"] + m["optimizer_state"] for m in bf16["memory_by_stage"])
     check("AdamW holds 14 bytes a parameter", held == 14 * params)
-    check("peak = held + scratch",
-          b["peak_bytes_per_rank"] == b["persistent_bytes_per_rank"] + b["scratch_bytes_per_rank"])
+    # Each rank allocates its own stage's scratch: the peak is the stage
+    # holding the most in all.
+    check("peak = the largest stage's held + scratch",
+          b["peak_bytes_per_rank"] == max(sum(m[k] for k in ("parameters", "optimizer_state", "gradients", "activations"))
+                                          for m in bf16["memory_by_stage"]))
     check("faster", b["step_ms"] < a["step_ms"])
     check("same operations", b["flops_per_rank"] == a["flops_per_rank"])
     sys.exit(1 if failures else 0)
