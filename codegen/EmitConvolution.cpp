@@ -18,13 +18,15 @@ LogicalResult Emitter::emitOperation(ConvOp conv) {
   std::string strides = window(conv, conv.getStrides(), "strides"),
               pads = window(conv, conv.getPads(), "pads"),
               dilations = window(conv, conv.getDilations(), "dilations");
+  std::string cached = croppedWeightRef(conv.getWeight());
   call(conv, formatv("conv({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-                     "{9}, {10})",
+                     "{9}, {10}{11})",
                      ref(conv.getInput()), shapeLiteral(conv.getInput()),
                      ref(conv.getWeight()), shapeLiteral(conv.getWeight()),
                      nullable(conv.getBias()), strides, pads, dilations,
                      conv.getGroup(), ref(conv.getResult()),
-                     shapeLiteral(conv.getResult())));
+                     shapeLiteral(conv.getResult()),
+                     cached.empty() ? "" : ", " + cached));
   return success();
 }
 
@@ -32,13 +34,15 @@ LogicalResult Emitter::emitOperation(ConvGradInputOp grad) {
   std::string strides = window(grad, grad.getStrides(), "strides"),
               pads = window(grad, grad.getPads(), "pads"),
               dilations = window(grad, grad.getDilations(), "dilations");
+  std::string cached = croppedWeightRef(grad.getWeight());
   call(grad,
        formatv("convGradInput({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-               "{8}, {9})",
+               "{8}, {9}{10})",
                ref(grad.getOutputGrad()), shapeLiteral(grad.getOutputGrad()),
                ref(grad.getWeight()), shapeLiteral(grad.getWeight()), strides,
                pads, dilations, grad.getGroup(), ref(grad.getInputGrad()),
-               shapeLiteral(grad.getInputGrad())));
+               shapeLiteral(grad.getInputGrad()),
+               cached.empty() ? "" : ", " + cached));
   return success();
 }
 
@@ -47,15 +51,18 @@ LogicalResult Emitter::emitOperation(ConvGradWeightOp grad) {
               pads = window(grad, grad.getPads(), "pads"),
               dilations = window(grad, grad.getDilations(), "dilations");
   if (SgdOp sgd = backward.convWithUpdate.lookup(grad)) {
-    // w += -lr * dw, the gradient never stored (FusionPlan.h).
+    // w += -lr * dw, the gradient never stored (FusionPlan.h); the copy
+    // of w's live taps, where it has one, takes the same update.
+    std::string cached = croppedWeightRef(sgd.getParam());
     call(grad,
          formatv("convGradWeightSgd({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-                 "{7}, {8}, {9}, {10})",
+                 "{7}, {8}, {9}, {10}{11})",
                  ref(grad.getOutputGrad()), shapeLiteral(grad.getOutputGrad()),
                  ref(grad.getInput()), shapeLiteral(grad.getInput()), strides,
                  pads, dilations, grad.getGroup(),
                  learningRate(sgd.getLr(), sgd.getLrFactor()),
-                 ref(sgd.getParam()), shapeLiteral(grad.getWeightGrad())));
+                 ref(sgd.getParam()), shapeLiteral(grad.getWeightGrad()),
+                 cached.empty() ? "" : ", &" + cached));
     return success();
   }
   call(grad,

@@ -111,6 +111,27 @@ std::string Emitter::handleRef(const std::string &handle) {
   return name;
 }
 
+std::string Emitter::croppedWeightRef(Value weight) {
+  Value root = plan.root(weight);
+  if (!backward.croppedWeights.contains(root))
+    return "";
+  auto [it, inserted] = croppedWeightNames.try_emplace(root);
+  if (inserted) {
+    it->second = cppNames.unique("weightTaps");
+    globals << "static CroppedWeight " << it->second << ";\n";
+  }
+  if (!part)
+    return it->second;
+  // Bound once per part, as a collective handle is (the names are unique
+  // among both).
+  auto [bound, isNew] = part->handles.try_emplace(it->second);
+  if (isNew)
+    bound->second = bindSlot(
+        refCode("&" + it->second), "weightTaps",
+        "  CroppedWeight &{0} = *static_cast<CroppedWeight *>({1});\n");
+  return bound->second;
+}
+
 std::string Emitter::rowRef(int row) {
   if (!part)
     return std::to_string(row);

@@ -122,6 +122,10 @@ private:
   std::string arenaExpression(Value value);
   /// The expression naming collective handle `handle` (a global).
   std::string handleRef(const std::string &handle);
+  /// The expression naming the runtime's copy of the live taps of weight
+  /// `weight` (a global CroppedWeight), or "" where it has none
+  /// (BackwardFusion::croppedWeights).
+  std::string croppedWeightRef(Value weight);
   /// The expression of trace row `row`.
   std::string rowRef(int row);
   /// The expression of the micro-batch trace slices record.
@@ -336,6 +340,8 @@ private:
   /// Collective handles' names before they were made unique, so that
   /// parts name them alike.
   llvm::StringMap<std::string> handleBase;
+  /// The global CroppedWeight of each weight given one, in any stage.
+  llvm::DenseMap<Value, std::string> croppedWeightNames;
   /// The file names given so far, to the tensor names they came from.
   llvm::StringMap<std::string> fileNames;
   std::string globalsText, bodyText;

@@ -508,6 +508,22 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
     if (!readsW)
       backward.convWithUpdate[conv] = sgd;
   }
+  for (auto &[conv, sgd] : backward.convWithUpdate) {
+    auto w = dyn_cast<BlockArgument>(sgd.getParam());
+    if (!w || plan.root(w) != w)
+      continue;
+    bool onlyConvolutions = llvm::all_of(w.getUsers(), [&](Operation *user) {
+      if (auto forward = dyn_cast<ConvOp>(user))
+        return forward.getWeight() == w && forward.getInput() != w &&
+               forward.getBias() != w;
+      if (auto grad = dyn_cast<ConvGradInputOp>(user))
+        return grad.getWeight() == w && grad.getOutputGrad() != w;
+      return user == sgd.getOperation();
+    });
+    // Without a pass reading it, a copy would only be written.
+    if (onlyConvolutions && !w.hasOneUse())
+      backward.croppedWeights.insert(w);
+  }
   return backward;
 }
 

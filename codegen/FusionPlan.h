@@ -118,6 +118,10 @@ struct BackwardFusion {
   /// no op between them reads the weight. The conv -> the update; the
   /// update emits nothing where it stands.
   llvm::DenseMap<Operation *, SgdOp> convWithUpdate;
+  /// Weights (step arguments) that only convolutions and their input
+  /// gradients read and only such a fused update writes: the cpu target
+  /// keeps a copy of their live taps between calls (runtime CroppedWeight).
+  llvm::DenseSet<Value> croppedWeights;
 };
 
 /// Pairs the GEMMs, and the convolution weight gradients, of `block` run on

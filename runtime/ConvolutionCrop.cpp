@@ -1,10 +1,18 @@
 //===- ConvolutionCrop.cpp - kernel taps that only ever see padding -------===//
 
 #include "runtime/ConvolutionCrop.h"
+#include "runtime/CroppedWeight.h"
 
 #include <algorithm>
 
 namespace cleave::rt {
+
+bool ConvCrop::operator==(const ConvCrop &other) const {
+  return std::equal(wShape.dims, wShape.dims + wShape.rank, other.wShape.dims,
+                    other.wShape.dims + other.wShape.rank) &&
+         std::equal(pads, pads + 4, other.pads) &&
+         std::equal(lo, lo + 2, other.lo) && std::equal(hi, hi + 2, other.hi);
+}
 
 bool cropDeadTaps(const Shape &xShape, const Shape &wShape,
                   const Shape &yShape, const int64_t *strides,
@@ -110,6 +118,48 @@ void addCroppedWeight(const float *dwc, float alpha, const ConvCrop &crop,
   forEachLiveTap(wShape, crop, [&](int64_t wi, int64_t ci) {
     w[wi] = w[wi] + alpha * dwc[ci];
   });
+}
+
+namespace {
+
+bool holdsTapsOf(const CroppedWeight &cache, const float *w,
+                 const ConvCrop &crop) {
+  return cache.generation == tensorsGeneration() && cache.weight == w &&
+         cache.crop == crop;
+}
+
+} // namespace
+
+const float *liveTaps(const float *w, const Shape &wShape, const ConvCrop &crop,
+                      CroppedWeight &cache) {
+  if (!holdsTapsOf(cache, w, crop)) {
+    syncCroppedWeight(cache);
+    listCroppedWeight(cache);
+    cache.taps.resize(crop.wShape.numElements());
+    cropWeight(w, wShape, crop, cache.taps.data());
+    cache.crop = crop;
+    cache.generation = tensorsGeneration();
+    // The step writes w only through the cache (CroppedWeight).
+    cache.weight = const_cast<float *>(w);
+    cache.wShape = wShape;
+  }
+  return cache.taps.data();
+}
+
+void addCroppedWeight(const float *dwc, float alpha, const ConvCrop &crop,
+                      float *w, const Shape &wShape, CroppedWeight &cache) {
+  if (!holdsTapsOf(cache, w, crop)) {
+    syncCroppedWeight(cache);
+    cache.generation = 0;
+    addCroppedWeight(dwc, alpha, crop, w, wShape);
+    return;
+  }
+  float *taps = cache.taps.data();
+  int64_t n = crop.wShape.numElements();
+#pragma omp parallel for simd schedule(static) if (n >= kParallelWeight)
+  for (int64_t i = 0; i < n; ++i)
+    taps[i] = taps[i] + alpha * dwc[i];
+  cache.ahead = true;
 }
 
 } // namespace cleave::rt

@@ -20,6 +20,8 @@
 
 namespace cleave::rt {
 
+struct CroppedWeight;
+
 /// A 2-d convolution's kernel cropped to the taps that meet the input: the
 /// cropped weight shape, the pads that keep every live tap on the input
 /// positions it read before, and the taps kept per spatial dim, [lo, hi).
@@ -28,7 +30,14 @@ struct ConvCrop {
   int64_t pads[4] = {0, 0, 0, 0};
   int64_t lo[2] = {0, 0};
   int64_t hi[2] = {0, 0};
+
+  bool operator==(const ConvCrop &other) const;
 };
+
+/// w's live taps for `crop`: `cache`'s, cropped again when stale or cut
+/// for another crop or weight.
+const float *liveTaps(const float *w, const Shape &wShape, const ConvCrop &crop,
+                      CroppedWeight &cache);
 
 /// Whether the 2-d convolution (NCHW x, OIHW w) has dead taps to crop, and
 /// then its crop. No crop where no tap is dead, where the live taps of a
@@ -50,6 +59,11 @@ void uncropWeight(const float *dwc, const ConvCrop &crop, float *dw,
 /// dead taps, whose gradient is zero, are not touched.
 void addCroppedWeight(const float *dwc, float alpha, const ConvCrop &crop,
                       float *w, const Shape &wShape);
+
+/// w += alpha * dwc at the live taps, into `cache` alone when it holds w's
+/// live taps for `crop` (it is then ahead of w), else into w.
+void addCroppedWeight(const float *dwc, float alpha, const ConvCrop &crop,
+                      float *w, const Shape &wShape, CroppedWeight &cache);
 
 } // namespace cleave::rt
 

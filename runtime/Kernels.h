@@ -10,6 +10,7 @@
 #ifndef CLEAVE_RUNTIME_KERNELS_H
 #define CLEAVE_RUNTIME_KERNELS_H
 
+#include "runtime/CroppedWeight.h"
 #include "runtime/KernelTypes.h"
 #include "runtime/Shape.h"
 
@@ -33,10 +34,25 @@ void linearBackwardSgd(int64_t rows, int64_t n, int64_t k, const float *dy,
 /// update, w += -lr * convGradWeight(dy, x), without storing the gradient;
 /// the taps that only ever read padding (ConvolutionCrop.h), whose gradient
 /// is zero, are not touched.
+/// With `cache` (ConvolutionCrop.h), the weight's cached live taps take
+/// the same update.
 void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
                        const Shape &xShape, const int64_t *strides,
                        const int64_t *pads, const int64_t *dilations,
-                       int64_t group, float lr, float *w, const Shape &wShape);
+                       int64_t group, float lr, float *w, const Shape &wShape,
+                       CroppedWeight *cache = nullptr);
+
+/// The cpu target only: conv and convGradInput reading a cropped weight's
+/// live taps from `cache` (ConvolutionCrop.h) instead of cropping w on
+/// every call; the same as conv and convGradInput otherwise.
+void conv(const float *x, const Shape &xShape, const float *w,
+          const Shape &wShape, const float *bias, const int64_t *strides,
+          const int64_t *pads, const int64_t *dilations, int64_t group,
+          float *y, const Shape &yShape, CroppedWeight &cache);
+void convGradInput(const float *dy, const Shape &yShape, const float *w,
+                   const Shape &wShape, const int64_t *strides,
+                   const int64_t *pads, const int64_t *dilations, int64_t group,
+                   float *dx, const Shape &xShape, CroppedWeight &cache);
 
 } // namespace cleave::rt
 

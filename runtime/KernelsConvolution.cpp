@@ -523,14 +523,27 @@ float *cropBuffer(int64_t elements) {
 // Each pass first crops away kernel taps that only ever read padding
 // (ConvolutionCrop.h), then takes the faster path for what is left.
 
-void conv(const float *x, const Shape &xShape, const float *w,
-          const Shape &wShape, const float *bias, const int64_t *strides,
-          const int64_t *pads, const int64_t *dilations, int64_t group,
-          float *y, const Shape &yShape) {
+namespace {
+
+/// w's live taps for `crop`: `cache`'s, or cropped into this thread's
+/// buffer without one.
+const float *croppedWeight(const float *w, const Shape &wShape,
+                           const ConvCrop &crop, CroppedWeight *cache) {
+  if (cache)
+    return liveTaps(w, wShape, crop, *cache);
+  float *buffer = cropBuffer(crop.wShape.numElements());
+  cropWeight(w, wShape, crop, buffer);
+  return buffer;
+}
+
+/// conv, its weight's live taps from `cache` where given.
+void convOfCrop(const float *x, const Shape &xShape, const float *w,
+                const Shape &wShape, const float *bias, const int64_t *strides,
+                const int64_t *pads, const int64_t *dilations, int64_t group,
+                float *y, const Shape &yShape, CroppedWeight *cache) {
   ConvCrop crop;
   if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
-    float *wc = cropBuffer(crop.wShape.numElements());
-    cropWeight(w, wShape, crop, wc);
+    const float *wc = croppedWeight(w, wShape, crop, cache);
     dispatchConv(x, xShape, wc, crop.wShape, bias, strides, crop.pads,
                  dilations, group, y, yShape);
     return;
@@ -539,20 +552,55 @@ void conv(const float *x, const Shape &xShape, const float *w,
                yShape);
 }
 
-void convGradInput(const float *dy, const Shape &yShape, const float *w,
-                   const Shape &wShape, const int64_t *strides,
-                   const int64_t *pads, const int64_t *dilations, int64_t group,
-                   float *dx, const Shape &xShape) {
+/// convGradInput, its weight's live taps from `cache` where given.
+void convGradInputOfCrop(const float *dy, const Shape &yShape, const float *w,
+                         const Shape &wShape, const int64_t *strides,
+                         const int64_t *pads, const int64_t *dilations,
+                         int64_t group, float *dx, const Shape &xShape,
+                         CroppedWeight *cache) {
   ConvCrop crop;
   if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
-    float *wc = cropBuffer(crop.wShape.numElements());
-    cropWeight(w, wShape, crop, wc);
+    const float *wc = croppedWeight(w, wShape, crop, cache);
     dispatchConvGradInput(dy, yShape, wc, crop.wShape, strides, crop.pads,
                           dilations, group, dx, xShape);
     return;
   }
   dispatchConvGradInput(dy, yShape, w, wShape, strides, pads, dilations, group,
                         dx, xShape);
+}
+
+} // namespace
+
+void conv(const float *x, const Shape &xShape, const float *w,
+          const Shape &wShape, const float *bias, const int64_t *strides,
+          const int64_t *pads, const int64_t *dilations, int64_t group,
+          float *y, const Shape &yShape) {
+  convOfCrop(x, xShape, w, wShape, bias, strides, pads, dilations, group, y,
+             yShape, nullptr);
+}
+
+void conv(const float *x, const Shape &xShape, const float *w,
+          const Shape &wShape, const float *bias, const int64_t *strides,
+          const int64_t *pads, const int64_t *dilations, int64_t group,
+          float *y, const Shape &yShape, CroppedWeight &cache) {
+  convOfCrop(x, xShape, w, wShape, bias, strides, pads, dilations, group, y,
+             yShape, &cache);
+}
+
+void convGradInput(const float *dy, const Shape &yShape, const float *w,
+                   const Shape &wShape, const int64_t *strides,
+                   const int64_t *pads, const int64_t *dilations, int64_t group,
+                   float *dx, const Shape &xShape) {
+  convGradInputOfCrop(dy, yShape, w, wShape, strides, pads, dilations, group,
+                      dx, xShape, nullptr);
+}
+
+void convGradInput(const float *dy, const Shape &yShape, const float *w,
+                   const Shape &wShape, const int64_t *strides,
+                   const int64_t *pads, const int64_t *dilations, int64_t group,
+                   float *dx, const Shape &xShape, CroppedWeight &cache) {
+  convGradInputOfCrop(dy, yShape, w, wShape, strides, pads, dilations, group,
+                      dx, xShape, &cache);
 }
 
 void convGradWeight(const float *dy, const Shape &yShape, const float *x,
@@ -574,8 +622,8 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
 void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
                        const Shape &xShape, const int64_t *strides,
                        const int64_t *pads, const int64_t *dilations,
-                       int64_t group, float lr, float *w,
-                       const Shape &wShape) {
+                       int64_t group, float lr, float *w, const Shape &wShape,
+                       CroppedWeight *cache) {
   // The gradient goes to this thread's buffer (in cache for all but the
   // largest weights), then into w as sgdUpdate adds it: w + -lr * g.
   ConvCrop crop;
@@ -583,7 +631,10 @@ void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
     float *dwc = cropBuffer(crop.wShape.numElements());
     dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads,
                            dilations, group, dwc, crop.wShape);
-    addCroppedWeight(dwc, -lr, crop, w, wShape);
+    if (cache)
+      addCroppedWeight(dwc, -lr, crop, w, wShape, *cache);
+    else
+      addCroppedWeight(dwc, -lr, crop, w, wShape);
     return;
   }
   int64_t n = wShape.numElements();

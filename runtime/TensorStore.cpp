@@ -2,6 +2,7 @@
 
 #include "runtime/TensorStore.h"
 #include "runtime/Checkpoint.h"
+#include "runtime/CroppedWeight.h"
 #include "runtime/DriverData.h"
 
 #include <algorithm>
@@ -66,6 +67,8 @@ void TensorStore::allocateHostCopy(int i) {
 }
 
 void TensorStore::setInitialValue(int i, const RunOptions &options) {
+  // Weights the step keeps cropped copies of are written outside it.
+  forgetCroppedWeights();
   const TensorSpec &spec = program.tensors[i];
   if ((spec.role != Role::Param && spec.role != Role::State) ||
       !global.holds(i))
@@ -157,6 +160,8 @@ void TensorStore::toDevice(std::initializer_list<Role> roles) {
 }
 
 void TensorStore::toHost(std::initializer_list<Role> roles) {
+  // The updates the step's copies of cropped weights hold.
+  syncCroppedWeights();
   transfer(/*toDevice=*/false, roles);
 }
 
@@ -180,6 +185,7 @@ void TensorStore::releaseWholeCopies() {
 
 void TensorStore::loadValues(const std::string &dir, bool checkpoint,
                              const RunOptions &options) {
+  forgetCroppedWeights();
   std::string error;
   if (!loadTensors(dir, global.program, whole.data(), checkpoint, error))
     failRun(error);

@@ -586,6 +586,65 @@ TEST(ConvolutionCrop, LargeWeightsOnThreads) {
   }
 }
 
+TEST(ConvolutionCrop, CachedLiveTapsStayTheWeights) {
+  // Three steps of the forward pass, the input gradient and the fused SGD
+  // update through a CroppedWeight, against the same calls without one:
+  // every result bitwise equal; the weight itself lags until
+  // syncCroppedWeights writes the updates back, and a weight written
+  // outside the step (forgetCroppedWeights) is cropped again.
+  ScopedThreads threads(1);
+  ConvCase cc{{3, 32, 1, 1},
+              {24, 32, 3, 3},
+              {3, 24, 1, 1},
+              {1, 1},
+              {1, 1, 1, 1},
+              {1, 1},
+              1};
+  auto x = randomVector(cc.x.numElements(), 51);
+  auto dy = randomVector(cc.y.numElements(), 52);
+  std::vector<float> plain = randomVector(cc.w.numElements(), 53);
+  std::vector<float> cached = plain;
+  CroppedWeight cache;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> y0(cc.y.numElements()), y1(cc.y.numElements());
+    std::vector<float> dx0(cc.x.numElements()), dx1(cc.x.numElements());
+    conv(x.data(), cc.x, plain.data(), cc.w, nullptr, cc.strides.data(),
+         cc.pads.data(), cc.dilations.data(), 1, y0.data(), cc.y);
+    conv(x.data(), cc.x, cached.data(), cc.w, nullptr, cc.strides.data(),
+         cc.pads.data(), cc.dilations.data(), 1, y1.data(), cc.y, cache);
+    ASSERT_EQ(y0, y1) << "step " << step;
+    convGradInput(dy.data(), cc.y, plain.data(), cc.w, cc.strides.data(),
+                  cc.pads.data(), cc.dilations.data(), 1, dx0.data(), cc.x);
+    convGradInput(dy.data(), cc.y, cached.data(), cc.w, cc.strides.data(),
+                  cc.pads.data(), cc.dilations.data(), 1, dx1.data(), cc.x,
+                  cache);
+    ASSERT_EQ(dx0, dx1) << "step " << step;
+    std::vector<float> before = cached;
+    convGradWeightSgd(dy.data(), cc.y, x.data(), cc.x, cc.strides.data(),
+                      cc.pads.data(), cc.dilations.data(), 1, 0.5f,
+                      plain.data(), cc.w);
+    convGradWeightSgd(dy.data(), cc.y, x.data(), cc.x, cc.strides.data(),
+                      cc.pads.data(), cc.dilations.data(), 1, 0.5f,
+                      cached.data(), cc.w, &cache);
+    ASSERT_TRUE(cache.ahead);
+    ASSERT_EQ(cached, before) << "the update went to the weight";
+  }
+  syncCroppedWeights();
+  EXPECT_FALSE(cache.ahead);
+  EXPECT_EQ(cached, plain);
+  // Written outside the step: the next pass reads the new values.
+  std::vector<float> y0(cc.y.numElements()), y1(cc.y.numElements());
+  for (float &v : cached)
+    v *= 2.0f;
+  plain = cached;
+  forgetCroppedWeights();
+  conv(x.data(), cc.x, plain.data(), cc.w, nullptr, cc.strides.data(),
+       cc.pads.data(), cc.dilations.data(), 1, y0.data(), cc.y);
+  conv(x.data(), cc.x, cached.data(), cc.w, nullptr, cc.strides.data(),
+       cc.pads.data(), cc.dilations.data(), 1, y1.data(), cc.y, cache);
+  EXPECT_EQ(y0, y1);
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
