@@ -513,8 +513,10 @@ def gemm_calls(source):
             else:
                 calls += [dict(ta=0, tb=0, m=mm, n=n, k=k)] * batch
             continue
+        # (A weight's cached live taps, a last argument, change nothing.)
         m = re.match(rf"(conv|convGradInput|convGradWeight)\([^,]+, {SHAPE}, "
-                     rf"[^,]+, {SHAPE}, .*, (\d+), [^,]+, {SHAPE}\);", line)
+                     rf"[^,]+, {SHAPE}, .*, (\d+), [^,]+, {SHAPE}"
+                     rf"(?:, weightTaps[_0-9]*)?\);", line)
         if m:
             kind = m.group(1)
             s1, s2, group, s3 = (_dims(m.group(2)), _dims(m.group(3)),
