@@ -194,13 +194,56 @@ private:
     double bytes = static_cast<double>(tensorBytes(value.getType()));
     return batch.hasBatch(value) ? bytes / problem.dataDegree : bytes;
   }
-  double roofline(Operation *op, double divisor) {
+  /// The op's time on one rank when the data axis divides its batch by
+  /// `data` and the tensor axis splits its factor `factor` (-1: none): a
+  /// matrix product at the efficiency of the shape it is left with, as the
+  /// cost model times the partitioned step (Cluster::matrixEfficiency).
+  double roofline(Operation *op, const std::optional<OpShardingRule> &rule,
+                  double data, int64_t factor) {
     OpCost cost = costOf(op);
     if (cost.free)
       return 0;
+    double divisor = data * (factor >= 0 ? problem.axisSize : 1);
+    double efficiency = cluster.computeEfficiency;
+    if (cost.matrix) {
+      double m = cost.m, n = cost.n, k = cost.k;
+      if (m > 0 && rule && !rule->resultFactors.empty()) {
+        // Which of m, n, k a factor is: the result's last dim is n, its
+        // rows m (all of them where one matrix multiplies every row), a
+        // factor on no result the contraction k; another dim of a
+        // batched product only divides the count of products.
+        const SmallVector<int64_t> &result = rule->resultFactors[0];
+        int64_t rank = static_cast<int64_t>(result.size());
+        auto matmul = dyn_cast<MatmulOp>(op);
+        bool rowsMerged =
+            matmul &&
+            cast<ShapedType>(matmul.getRhs().getType()).getRank() <= 2;
+        auto shrink = [&](int64_t f, double by) {
+          if (rank >= 1 && result[rank - 1] == f)
+            n /= by;
+          else if (rank >= 2 && (result[rank - 2] == f ||
+                                 (rowsMerged && llvm::is_contained(result, f))))
+            m /= by;
+          else if (!llvm::is_contained(result, f))
+            k /= by;
+        };
+        if (data > 1)
+          for (int64_t f = 0;
+               f < static_cast<int64_t>(rule->factorSizes.size()); ++f)
+            if (batch.isBatchFactor(op, f)) {
+              shrink(f, data);
+              break;
+            }
+        if (factor >= 0)
+          shrink(factor, double(problem.axisSize));
+      }
+      efficiency = cluster.matrixEfficiency(std::max(m, 1.0), std::max(n, 1.0),
+                                            std::max(k, 1.0));
+      if (efficiency <= 0)
+        efficiency = cluster.computeEfficiency;
+    }
     double compute =
-        cost.flops / divisor /
-        (cluster.peakTflopsFp32 * 1e12 * cluster.computeEfficiency);
+        cost.flops / divisor / (cluster.peakTflopsFp32 * 1e12 * efficiency);
     double memory =
         cost.bytes / divisor /
         (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);
@@ -344,7 +387,7 @@ void Formulation::addOps() {
         choice.operandDims.assign(op.getNumOperands(), -1);
         choice.operandDims[*followed] = dim;
         choice.results.push_back(Placement{dim, false});
-        choice.computeUs = roofline(&op, dim >= 0 ? data * t : data);
+        choice.computeUs = roofline(&op, node.rule, data, choice.factor);
         node.choices.push_back(std::move(choice));
       }
       producer[op.getResult(0)] = {nodes.size(), 0};
@@ -355,7 +398,7 @@ void Formulation::addOps() {
     Choice whole;
     whole.operandDims.assign(op.getNumOperands(), -1);
     whole.results.assign(op.getNumResults(), Placement{});
-    whole.computeUs = roofline(&op, data);
+    whole.computeUs = roofline(&op, node.rule, data, -1);
     node.choices.push_back(whole);
     if (const std::optional<OpShardingRule> &rule = node.rule) {
       for (int64_t f = 0; f < static_cast<int64_t>(rule->factorSizes.size());
@@ -365,7 +408,7 @@ void Formulation::addOps() {
           continue;
         Choice split;
         split.factor = f;
-        split.computeUs = roofline(&op, data * t);
+        split.computeUs = roofline(&op, rule, data, f);
         for (const SmallVector<int64_t> &dims : rule->operandFactors) {
           auto at = llvm::find(dims, f);
           split.operandDims.push_back(at == dims.end() ? -1
