@@ -218,7 +218,20 @@ private:
         bool rowsMerged =
             matmul &&
             cast<ShapedType>(matmul.getRhs().getType()).getRank() <= 2;
+        // A convolution's result is [samples or output channels, channels,
+        // positions...] (OpCost's im2col product: its first dim is m, its
+        // second n).
+        bool convolution = isa<ConvOp, ConvGradInputOp, ConvGradWeightOp>(op);
         auto shrink = [&](int64_t f, double by) {
+          if (convolution) {
+            if (rank >= 1 && result[0] == f)
+              m /= by;
+            else if (rank >= 2 && result[1] == f)
+              n /= by;
+            else if (!llvm::is_contained(result, f))
+              k /= by;
+            return;
+          }
           if (rank >= 1 && result[rank - 1] == f)
             n /= by;
           else if (rank >= 2 && (result[rank - 2] == f ||

@@ -2,6 +2,8 @@
 
 #include "planner/OpCost.h"
 
+#include <tuple>
+
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
 
@@ -33,6 +35,23 @@ double bytesOf(Value value) {
 double perOutputElement(Value weight) {
   auto type = cast<ShapedType>(weight.getType());
   return elements(weight) / std::max<int64_t>(type.getDimSize(0), 1);
+}
+
+/// A convolution as the products im2col makes of it, per group: its rows
+/// (samples x output positions), output channels, and the sum over input
+/// channels x taps. The forward pass is rows x channels x taps, the input
+/// gradient rows x taps x channels, the weight gradient channels x taps x
+/// rows.
+std::tuple<double, double, double> convProduct(Value output, Value weight,
+                                               int64_t group) {
+  auto y = cast<ShapedType>(output.getType());
+  auto w = cast<ShapedType>(weight.getType());
+  if (!y.hasStaticShape() || !w.hasStaticShape() || y.getRank() < 2)
+    return {0, 0, 0};
+  double rows = elements(output) / std::max<int64_t>(y.getDimSize(1), 1);
+  double channels =
+      double(w.getDimSize(0)) / double(std::max<int64_t>(group, 1));
+  return {rows, channels, perOutputElement(weight)};
 }
 
 /// Lines of `value` along `axis` (each a row the kernel walks).
@@ -144,14 +163,23 @@ OpCost costOf(Operation *op) {
     cost.flops =
         2 * elements(conv.getResult()) * perOutputElement(conv.getWeight());
     cost.matrix = true;
+    auto [rows, channels, taps] =
+        convProduct(conv.getResult(), conv.getWeight(), conv.getGroup());
+    std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, channels, taps);
   } else if (auto grad = dyn_cast<ConvGradInputOp>(op)) {
     cost.flops =
         2 * elements(grad.getOutputGrad()) * perOutputElement(grad.getWeight());
     cost.matrix = true;
+    auto [rows, channels, taps] =
+        convProduct(grad.getOutputGrad(), grad.getWeight(), grad.getGroup());
+    std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, taps, channels);
   } else if (auto grad = dyn_cast<ConvGradWeightOp>(op)) {
     cost.flops = 2 * elements(grad.getOutputGrad()) *
                  perOutputElement(grad.getWeightGrad());
     cost.matrix = true;
+    auto [rows, channels, taps] = convProduct(
+        grad.getOutputGrad(), grad.getWeightGrad(), grad.getGroup());
+    std::tie(cost.m, cost.n, cost.k) = std::make_tuple(channels, taps, rows);
   }
   return cost;
 }

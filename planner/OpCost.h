@@ -27,8 +27,8 @@ struct OpCost {
   double bytes = 0;
   /// A matrix product (runs on the matrix units: the precision's peak).
   bool matrix = false;
-  /// Its dimensions, of one matrix where batched (0 where not known: a
-  /// convolution's).
+  /// Its dimensions, of one matrix where batched; a convolution's as the
+  /// product im2col makes of it per group (convProduct in OpCost.cpp).
   double m = 0, n = 0, k = 0;
   /// The op moves no data (a constant, a view): free.
   bool free = false;
