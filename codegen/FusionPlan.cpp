@@ -510,7 +510,7 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
   }
   for (auto &[conv, sgd] : backward.convWithUpdate) {
     auto w = dyn_cast<BlockArgument>(sgd.getParam());
-    if (!w || plan.root(w) != w)
+    if (!w)
       continue;
     bool onlyConvolutions = llvm::all_of(w.getUsers(), [&](Operation *user) {
       if (auto forward = dyn_cast<ConvOp>(user))

@@ -1028,13 +1028,16 @@ double pipelineBubble(int64_t stages, int64_t microbatches,
 }
 
 void Prediction::setMemoryFromStages() {
-  persistentBytes = scratchBytes = peakBytesPerRank = 0;
-  for (const StageMemory &memory : stageMemory) {
+  persistentBytes = scratchBytes = peakBytesPerRank = peakStage = 0;
+  for (auto [s, memory] : llvm::enumerate(stageMemory)) {
     int64_t persistent = memory.parameters + memory.optimizerState;
     int64_t scratch = memory.gradients + memory.activations;
     persistentBytes = std::max(persistentBytes, persistent);
     scratchBytes = std::max(scratchBytes, scratch);
-    peakBytesPerRank = std::max(peakBytesPerRank, persistent + scratch);
+    if (persistent + scratch > peakBytesPerRank) {
+      peakBytesPerRank = persistent + scratch;
+      peakStage = static_cast<int64_t>(s);
+    }
   }
 }
 

@@ -156,9 +156,12 @@ struct Prediction {
   std::vector<CollectiveGroup> collectives;
   std::vector<HeldTensor> tensors;
 
-  /// Sets persistentBytes, scratchBytes and peakBytesPerRank from
-  /// stageMemory: each rank allocates its own stage's scratch, so the peak
-  /// is the largest stage's sum, not the sum of the largest parts.
+  /// The stage whose parameters, state and scratch make peakBytesPerRank.
+  int64_t peakStage = 0;
+
+  /// Sets persistentBytes, scratchBytes, peakBytesPerRank and peakStage
+  /// from stageMemory: each rank allocates its own stage's scratch, so the
+  /// peak is the largest stage's sum, not the sum of the largest parts.
   void setMemoryFromStages();
 };
 

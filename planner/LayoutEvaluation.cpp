@@ -24,22 +24,14 @@ namespace {
 /// "parameters and state P, scratch S" of the stage that needs the most
 /// (named when there are stages): the parts of peakBytesPerRank.
 std::string peakParts(const Prediction &p) {
-  size_t peak = 0;
-  auto held = [&](size_t s) {
-    const StageMemory &m = p.stageMemory[s];
-    return m.parameters + m.optimizerState + m.gradients + m.activations;
-  };
-  for (size_t s = 1; s < p.stageMemory.size(); ++s)
-    if (held(s) > held(peak))
-      peak = s;
   if (p.stageMemory.empty())
     return llvm::formatv("parameters and state {0}, scratch {1}",
                          formatBytes(p.persistentBytes),
                          formatBytes(p.scratchBytes));
-  const StageMemory &m = p.stageMemory[peak];
+  const StageMemory &m = p.stageMemory[p.peakStage];
   return llvm::formatv("{0}parameters and state {1}, scratch {2}",
                        p.stageMemory.size() > 1
-                           ? llvm::formatv("stage {0}: ", peak).str()
+                           ? llvm::formatv("stage {0}: ", p.peakStage).str()
                            : std::string(),
                        formatBytes(m.parameters + m.optimizerState),
                        formatBytes(m.gradients + m.activations));
