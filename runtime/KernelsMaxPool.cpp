@@ -75,15 +75,31 @@ struct Separable {
 /// The forward pass's select: the larger, or a NaN.
 inline float maxOrNan(float v, float m) { return v > m || v != v ? v : m; }
 
+/// Whether tap t of a strided pass (inner 1) reads every output of every
+/// row, and rows are exactly out * stride long: then output q of the
+/// flattened [outer, out] reads input q * stride + off, one long loop over
+/// all rows instead of one short loop per row (a 2x2 stride-2 pool's rows
+/// are 14 outputs long at 28x28, where a loop's start-up outweighed it).
+bool spansRows(const Axis &a, const AxisTap &t) {
+  return t.lo == 0 && t.hi == a.out && a.in == a.out * a.stride;
+}
+
 /// dst[r, o, j] = max over taps of src[r, o * stride + off, j], for
-/// src [outer, a.in, inner] and dst [outer, a.out, inner].
+/// src [outer, a.in, inner] and dst [outer, a.out, inner]. Taps in order,
+/// so the first of equal values stays.
 void maxAlong(const float *src, int64_t outer, const Axis &a, int64_t inner,
               float *dst) {
-  for (int64_t r = 0; r < outer; ++r) {
-    const float *s = src + r * a.in * inner;
-    float *d = dst + r * a.out * inner;
-    std::fill(d, d + a.out * inner, kNegInf);
-    for (const AxisTap &t : a.taps) {
+  std::fill(dst, dst + outer * a.out * inner, kNegInf);
+  for (const AxisTap &t : a.taps) {
+    if (inner == 1 && spansRows(a, t)) {
+      CLEAVE_SIMD
+      for (int64_t q = 0; q < outer * a.out; ++q)
+        dst[q] = maxOrNan(src[q * a.stride + t.off], dst[q]);
+      continue;
+    }
+    for (int64_t r = 0; r < outer; ++r) {
+      const float *s = src + r * a.in * inner;
+      float *d = dst + r * a.out * inner;
       if (inner == 1) {
         CLEAVE_SIMD
         for (int64_t o = t.lo; o < t.hi; ++o)
@@ -122,39 +138,37 @@ inline bool takes(float v, Index from, float b, Index arg) {
 template <typename Index>
 void argmaxAlong(const float *src, const Index *srcArg, int64_t outer,
                  const Axis &a, int64_t inner, float *dst, Index *dstArg) {
-  for (int64_t r = 0; r < outer; ++r) {
-    int64_t base = r * a.in * inner;
-    const float *s = src + base;
-    const Index *sa = srcArg ? srcArg + base : nullptr;
-    float *d = dst + r * a.out * inner;
-    Index *da = dstArg + r * a.out * inner;
-    std::fill(d, d + a.out * inner, kNegInf);
-    std::fill(da, da + a.out * inner, Index(-1));
-    for (const AxisTap &t : a.taps) {
+  int64_t outputs = outer * a.out * inner;
+  std::fill(dst, dst + outputs, kNegInf);
+  std::fill(dstArg, dstArg + outputs, Index(-1));
+  // dst[q] against src[i]: the one select of every loop below.
+  auto select = [&](int64_t q, int64_t i) {
+    float v = src[i], b = dst[q];
+    Index from = srcArg ? srcArg[i] : Index(i), arg = dstArg[q];
+    bool take = takes(v, from, b, arg);
+    dst[q] = take ? v : b;
+    dstArg[q] = take ? from : arg;
+  };
+  for (const AxisTap &t : a.taps) {
+    if (inner == 1 && spansRows(a, t)) {
+      CLEAVE_SIMD
+      for (int64_t q = 0; q < outputs; ++q)
+        select(q, q * a.stride + t.off);
+      continue;
+    }
+    for (int64_t r = 0; r < outer; ++r) {
+      int64_t in = r * a.in * inner, out = r * a.out * inner;
       if (inner == 1) {
         CLEAVE_SIMD
-        for (int64_t o = t.lo; o < t.hi; ++o) {
-          int64_t i = o * a.stride + t.off;
-          float v = s[i], b = d[o];
-          Index from = sa ? sa[i] : Index(base + i), arg = da[o];
-          bool take = takes(v, from, b, arg);
-          d[o] = take ? v : b;
-          da[o] = take ? from : arg;
-        }
+        for (int64_t o = t.lo; o < t.hi; ++o)
+          select(out + o, in + o * a.stride + t.off);
         continue;
       }
       for (int64_t o = t.lo; o < t.hi; ++o) {
-        int64_t i = (o * a.stride + t.off) * inner;
-        float *dr = d + o * inner;
-        Index *ar = da + o * inner;
+        int64_t i = in + (o * a.stride + t.off) * inner, q = out + o * inner;
         CLEAVE_SIMD
-        for (int64_t j = 0; j < inner; ++j) {
-          float v = s[i + j], b = dr[j];
-          Index from = sa ? sa[i + j] : Index(base + i + j), arg = ar[j];
-          bool take = takes(v, from, b, arg);
-          dr[j] = take ? v : b;
-          ar[j] = take ? from : arg;
-        }
+        for (int64_t j = 0; j < inner; ++j)
+          select(q + j, i + j);
       }
     }
   }
@@ -176,16 +190,30 @@ void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
   Separable sep(win);
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   bool parallel = planes * sep.outSize * win.kernelSize() > kParallelGrain;
+  // Dims 2, 1, 0 in turn (the first of equal values along the last axis
+  // first: the row-major scan's winner), each pass's rows and row length;
+  // passes that would copy their input are skipped.
+  int64_t outer[3] = {win.in[0] * win.in[1], win.in[0], 1};
+  int64_t inner[3] = {1, win.out[2], win.out[1] * win.out[2]};
+  int passes[3], count = 0;
+  for (int d = 2; d >= 0; --d)
+    if (!isIdentity(sep.axes[d]))
+      passes[count++] = d;
 #pragma omp parallel if (parallel)
   {
     std::vector<float> t2(sep.afterDim2), t1(sep.afterDim1);
 #pragma omp for schedule(static)
     for (int64_t p = 0; p < planes; ++p) {
-      maxAlong(x + p * sep.inSize, win.in[0] * win.in[1], sep.axes[2], 1,
-               t2.data());
-      maxAlong(t2.data(), win.in[0], sep.axes[1], win.out[2], t1.data());
-      maxAlong(t1.data(), 1, sep.axes[0], win.out[1] * win.out[2],
-               y + p * sep.outSize);
+      const float *src = x + p * sep.inSize;
+      float *out = y + p * sep.outSize;
+      if (count == 0)
+        std::copy(src, src + sep.inSize, out);
+      for (int i = 0; i < count; ++i) {
+        int d = passes[i];
+        float *dst = i + 1 == count ? out : d == 2 ? t2.data() : t1.data();
+        maxAlong(src, outer[2 - d], sep.axes[d], inner[2 - d], dst);
+        src = dst;
+      }
     }
   }
 }

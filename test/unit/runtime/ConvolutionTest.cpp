@@ -734,6 +734,12 @@ TEST(Pooling, MaxPoolAgainstDirect) {
   // Dilation 2, stride 1.
   checkMaxPool(
       {{1, 2, 7, 7}, {1, 2, 5, 3}, {2, 3}, {1, 1}, {1, 0, 0, 0}, {2, 2}});
+  // Rows exactly out * stride long (one loop over all rows per tap):
+  // 2x2 stride 2, and 3x3 stride 2 with its first tap in the padding.
+  checkMaxPool(
+      {{2, 3, 8, 6}, {2, 3, 4, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}});
+  checkMaxPool(
+      {{2, 3, 8, 6}, {2, 3, 4, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}});
   // 1-d and 3-d.
   checkMaxPool({{2, 2, 9}, {2, 2, 4}, {3}, {2}, {0, 0}, {1}});
   checkMaxPool({{1, 2, 4, 5, 3},

@@ -524,6 +524,12 @@ TEST(PoolingBodies, MaxPool) {
   std::vector<PoolCase> cases = poolCases();
   // Dilated 1-d: (9 + 3 - 2 * 2 - 1) / 2 + 1 = 4.
   cases.push_back({{2, 2, 9}, {2, 2, 4}, {3}, {2}, {2, 1}, {2}});
+  // Rows exactly out * stride long: every tap of 2x2 stride 2 (and the
+  // unpadded taps of 3x3 stride 2, pad 1) reads all rows in one loop.
+  cases.push_back(
+      {{2, 3, 8, 6}, {2, 3, 4, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}});
+  cases.push_back(
+      {{2, 3, 8, 6}, {2, 3, 4, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}});
   uint32_t seed = 1;
   for (const PoolCase &c : cases) {
     std::vector<float> x = tiedValues(c.x.numElements(), seed++);
