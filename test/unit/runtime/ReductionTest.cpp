@@ -105,6 +105,14 @@ TEST(Reduction, MaxPropagatesNaN) {
   reduce(ReduceKind::Max, in.data(), Shape{2, 3}, axes0, 1, cols.data());
   EXPECT_EQ(cols[0], 4.0f);
   EXPECT_TRUE(std::isnan(cols[1]));
+  // In a run long enough for interleaved accumulators, wherever it lies.
+  for (int at : {0, 17, 39}) {
+    std::vector<float> row(40, 1.0f);
+    row[at] = NAN;
+    float max = 0;
+    reduce(ReduceKind::Max, row.data(), Shape{1, 40}, axes, 1, &max);
+    EXPECT_TRUE(std::isnan(max)) << "NaN at " << at;
+  }
 }
 
 TEST(Reduction, EmptyReducedDim) {
