@@ -634,6 +634,18 @@ llvm::StringRef kernelName(Kernel kernel) {
     return "dropout";
   case Kernel::BatchedMatmul:
     return "batched_matmul";
+  case Kernel::MaxPool:
+    return "max_pool";
+  case Kernel::MaxPoolGrad:
+    return "max_pool_grad";
+  case Kernel::AvgPool:
+    return "avg_pool";
+  case Kernel::AvgPoolGrad:
+    return "avg_pool_grad";
+  case Kernel::BatchNorm:
+    return "batch_norm";
+  case Kernel::BatchNormGrad:
+    return "batch_norm_grad";
   }
   llvm_unreachable("unknown kernel");
 }

@@ -79,7 +79,8 @@ struct Link {
 
 /// Kernels whose time the roofline misses on a cpu: short rows (a
 /// softmax's or LayerNorm's per-row work), random numbers (dropout), many
-/// small matrices (attention's batched products).
+/// small matrices (attention's batched products), windows over small planes
+/// (pooling), BatchNorm's passes in double.
 enum class Kernel {
   Softmax,
   SoftmaxGrad,
@@ -87,14 +88,21 @@ enum class Kernel {
   LayerNormGrad,
   Dropout,
   BatchedMatmul,
+  MaxPool,
+  MaxPoolGrad,
+  AvgPool,
+  AvgPoolGrad,
+  BatchNorm,
+  BatchNormGrad,
 };
-constexpr size_t kKernelCount = 6;
+constexpr size_t kKernelCount = 12;
 
 /// The kernel's name in cluster files ("softmax", "layer_norm_grad", ...).
 llvm::StringRef kernelName(Kernel kernel);
 
 /// A kernel's measured time: per row (a softmax's or LayerNorm's line, a
-/// batched product's matrix) and per element, in nanoseconds.
+/// batched product's matrix, a pool's or BatchNorm's plane) and per element
+/// (a pool's output element and window tap), in nanoseconds.
 struct KernelRate {
   double rowNs = 0, elementNs = 0;
 };

@@ -69,6 +69,21 @@ double rowsBefore(Value value, int64_t axis) {
   return rows;
 }
 
+/// Planes of an [N, C, ...] tensor: the rows of pooling and BatchNorm.
+double planes(Value value) {
+  auto type = cast<ShapedType>(value.getType());
+  return type.getRank() >= 2 ? double(type.getDimSize(0)) * type.getDimSize(1)
+                             : 1.0;
+}
+
+/// A pool's window work: every output element once per tap.
+double windowWork(Value output, llvm::ArrayRef<int64_t> kernelShape) {
+  double taps = 1;
+  for (int64_t k : kernelShape)
+    taps *= k;
+  return elements(output) * taps;
+}
+
 /// The measured-rate kernel `op` runs, with its rows and elements.
 void setKernel(Operation *op, OpCost &cost) {
   auto set = [&](Kernel kernel, double rows, double itemElements) {
@@ -79,6 +94,13 @@ void setKernel(Operation *op, OpCost &cost) {
   // A softmax-like kernel over the lines of `x` along `axis`.
   auto lines = [&](Kernel kernel, Value x, int64_t axis) {
     set(kernel, linesAlong(x, axis), elements(x));
+  };
+  // BatchNorm's rates are of the whole training op: statistics (two passes
+  // over x, and dy for the gradient) and the pass that writes; a batch split
+  // over ranks runs them as separate ops, each its share of the planes and
+  // elements.
+  auto statistics = [&](Kernel kernel, Value x, double share) {
+    set(kernel, planes(x) * share, elements(x) * share);
   };
   if (auto softmax = dyn_cast<SoftmaxOp>(op))
     lines(Kernel::Softmax, softmax.getInput(), softmax.getAxis());
@@ -100,6 +122,33 @@ void setKernel(Operation *op, OpCost &cost) {
            dropout && dropout.getTraining() &&
            dropout.getRatio().convertToFloat() > 0)
     set(Kernel::Dropout, 0, elements(dropout.getInput()));
+  else if (auto pool = dyn_cast<MaxPoolOp>(op))
+    set(Kernel::MaxPool, planes(pool.getInput()),
+        windowWork(pool.getResult(), pool.getKernelShape()));
+  else if (auto pool = dyn_cast<AvgPoolOp>(op))
+    set(Kernel::AvgPool, planes(pool.getInput()),
+        windowWork(pool.getResult(), pool.getKernelShape()));
+  else if (auto grad = dyn_cast<MaxPoolGradOp>(op))
+    set(Kernel::MaxPoolGrad, planes(grad.getInput()),
+        windowWork(grad.getOutputGrad(), grad.getKernelShape()));
+  else if (auto grad = dyn_cast<AvgPoolGradOp>(op))
+    set(Kernel::AvgPoolGrad, planes(grad.getInputGrad()),
+        windowWork(grad.getOutputGrad(), grad.getKernelShape()));
+  else if (auto batchNorm = dyn_cast<BatchNormOp>(op))
+    statistics(Kernel::BatchNorm, batchNorm.getInput(),
+               batchNorm.getTraining() && batchNorm.getBatchStatistics().empty()
+                   ? 1.0
+                   : 1.0 / 3);
+  else if (auto sum = dyn_cast<BatchNormSumOp>(op))
+    statistics(Kernel::BatchNorm, sum.getInput(), 1.0 / 3);
+  else if (auto sum = dyn_cast<BatchNormSquaredDeviationSumOp>(op))
+    statistics(Kernel::BatchNorm, sum.getInput(), 1.0 / 3);
+  else if (auto grad = dyn_cast<BatchNormGradOp>(op))
+    statistics(Kernel::BatchNormGrad, grad.getInput(), 1.0);
+  else if (auto sums = dyn_cast<BatchNormGradSumsOp>(op))
+    statistics(Kernel::BatchNormGrad, sums.getInput(), 2.0 / 3);
+  else if (auto grad = dyn_cast<BatchNormGradFromSumsOp>(op))
+    statistics(Kernel::BatchNormGrad, grad.getInput(), 1.0 / 3);
   else if (auto matmul = dyn_cast<MatmulOp>(op)) {
     // Batched: timed per matrix.
     auto result = cast<ShapedType>(matmul.getType());

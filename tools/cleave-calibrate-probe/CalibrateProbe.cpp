@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -176,13 +177,15 @@ double opOverhead(double seconds) {
 /// Per-row and per-element nanoseconds of a row kernel, from its time on
 /// the same elements as short rows and as long ones: t = rows * row +
 /// elements * element, solved for the two (the op overhead taken off).
+/// kernel(rows, length) runs it on rows of that length.
 struct RowRate {
   double rowNs = 0, elementNs = 0;
 };
 
 template <typename Kernel>
-RowRate rowRate(Kernel kernel, double overhead, double seconds) {
-  constexpr int64_t kElements = 16384, kShort = 8, kLong = 512;
+RowRate rowRate(Kernel kernel, double overhead, double seconds,
+                int64_t kElements = 16384, int64_t kShort = 8,
+                int64_t kLong = 512) {
   double shortRows = secondsPerCall(
       [&] { kernel(kElements / kShort, kShort); }, seconds);
   double longRows =
@@ -197,7 +200,8 @@ RowRate rowRate(Kernel kernel, double overhead, double seconds) {
 
 /// The kernels whose time the roofline misses on a cpu (planner/Cluster.h,
 /// Kernel): softmax and LayerNorm forward and backward by row and element,
-/// dropout by element, attention's batched products by matrix (8x8x8).
+/// dropout by element, attention's batched products by matrix (8x8x8),
+/// pools and BatchNorm forward and backward by plane and element.
 std::string kernelRates(double overhead, double seconds) {
   const int64_t n = 16384;
   std::vector<float> x(n), dy(n), y(n), dx(n), scale(512, 1.0f),
@@ -231,6 +235,74 @@ std::string kernelRates(double overhead, double seconds) {
                                       dx.data(), dScale.data(), dBias.data());
           },
               overhead, seconds)};
+  // Pools and BatchNorm by plane, on 2^16 elements as 4x4 planes and as
+  // 32x32 ones: pools with 2x2 windows, stride 2 (as many window taps as
+  // inputs), BatchNorm in training (statistics, then the output) over 8
+  // channels.
+  const int64_t planeElements = 65536, smallPlane = 16, largePlane = 1024;
+  std::vector<float> px(planeElements), py(planeElements), pdy(planeElements),
+      pdx(planeElements), ones(8, 1.0f), zeros(8, 0.0f), stats(32);
+  for (int64_t i = 0; i < planeElements; ++i) {
+    px[i] = static_cast<float>(i * 7919 % 997) * 0.001f - 0.5f;
+    pdy[i] = static_cast<float>(i * 104729 % 991) * 0.001f - 0.5f;
+  }
+  const int64_t window[] = {2, 2}, noPads[] = {0, 0, 0, 0}, unit[] = {1, 1};
+  auto side = [](int64_t length) {
+    return static_cast<int64_t>(std::lround(std::sqrt(double(length))));
+  };
+  auto planeShape = [&](int64_t planes, int64_t length) {
+    return Shape{planes, 1, side(length), side(length)};
+  };
+  auto pooledShape = [&](int64_t planes, int64_t length) {
+    return Shape{planes, 1, side(length) / 2, side(length) / 2};
+  };
+  auto channelShape = [](int64_t planes, int64_t length) {
+    return Shape{planes / 8, 8, length};
+  };
+  RowRate planeRates[6] = {
+      rowRate(
+          [&](int64_t planes, int64_t length) {
+            cleave::rt::maxPool(px.data(), planeShape(planes, length), window,
+                                window, noPads, unit, py.data(),
+                                pooledShape(planes, length));
+          },
+          overhead, seconds, planeElements, smallPlane, largePlane),
+      rowRate(
+          [&](int64_t planes, int64_t length) {
+            cleave::rt::maxPoolGrad(pdy.data(), pooledShape(planes, length),
+                                    px.data(), planeShape(planes, length),
+                                    window, window, noPads, unit, pdx.data());
+          },
+          overhead, seconds, planeElements, smallPlane, largePlane),
+      rowRate(
+          [&](int64_t planes, int64_t length) {
+            cleave::rt::avgPool(px.data(), planeShape(planes, length), window,
+                                window, noPads, false, py.data(),
+                                pooledShape(planes, length));
+          },
+          overhead, seconds, planeElements, smallPlane, largePlane),
+      rowRate(
+          [&](int64_t planes, int64_t length) {
+            cleave::rt::avgPoolGrad(pdy.data(), pooledShape(planes, length),
+                                    window, window, noPads, false, pdx.data(),
+                                    planeShape(planes, length));
+          },
+          overhead, seconds, planeElements, smallPlane, largePlane),
+      rowRate(
+          [&](int64_t planes, int64_t length) {
+            cleave::rt::batchNorm(px.data(), channelShape(planes, length),
+                                  ones.data(), zeros.data(), ones.data(),
+                                  ones.data(), 1e-5f, 0.9f, true, py.data(),
+                                  stats.data(), stats.data() + 8);
+          },
+          overhead, seconds, planeElements, smallPlane, largePlane),
+      rowRate(
+          [&](int64_t planes, int64_t length) {
+            cleave::rt::batchNormGrad(
+                pdy.data(), px.data(), channelShape(planes, length),
+                ones.data(), 1e-5f, pdx.data(), stats.data(), stats.data() + 8);
+          },
+          overhead, seconds, planeElements, smallPlane, largePlane)};
   int64_t step = 0;
   double dropout = secondsPerCall(
       [&] {
@@ -251,12 +323,21 @@ std::string kernelRates(double overhead, double seconds) {
       text, sizeof text,
       "{\"softmax\": [%.4f, %.4f], \"softmax_grad\": [%.4f, %.4f], "
       "\"layer_norm\": [%.4f, %.4f], \"layer_norm_grad\": [%.4f, %.4f], "
-      "\"dropout\": [0, %.4f], \"batched_matmul\": [%.4f, 0]}",
+      "\"dropout\": [0, %.4f], \"batched_matmul\": [%.4f, 0]",
       rates[0].rowNs, rates[0].elementNs, rates[1].rowNs, rates[1].elementNs,
       rates[2].rowNs, rates[2].elementNs, rates[3].rowNs, rates[3].elementNs,
       std::max(0.0, dropout - overhead) / n * 1e9,
       std::max(0.0, batched - overhead) / matrices * 1e9);
-  return text;
+  std::string json = text;
+  const char *planeKernels[6] = {"max_pool",   "max_pool_grad",
+                                 "avg_pool",   "avg_pool_grad",
+                                 "batch_norm", "batch_norm_grad"};
+  for (int k = 0; k < 6; ++k) {
+    std::snprintf(text, sizeof text, ", \"%s\": [%.4f, %.4f]", planeKernels[k],
+                  planeRates[k].rowNs, planeRates[k].elementNs);
+    json += text;
+  }
+  return json + "}";
 }
 
 /// The size of cpu 0's cache of `level` in bytes, as Linux's sysfs gives
