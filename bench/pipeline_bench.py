@@ -2,12 +2,17 @@
 """Pipeline stages: step time of one model trained three ways by Cleave.
 
   /usr/bin/python3 bench/pipeline_bench.py [--layers 8] [--width 1024]
-      [--batch 256] [--microbatches 8] [--virtual-stages 2] [--steps 10]
-      [--rounds 1] [--markdown]
+      [--input-features N] [--batch 256] [--microbatches 8]
+      [--virtual-stages 2] [--steps 10] [--rounds 1] [--markdown]
 
 The model: an MLP of `layers` Linear+ReLU layers of `width` features and a
-cross-entropy loss, exported from PyTorch (layers of equal work, so that
-two stages can be equal).
+cross-entropy loss, exported from PyTorch. Its first layer computes no
+input gradient (the data needs none), so with `width` input features it is
+a third lighter than the others and two stages of whole layers cannot be
+equal (23 thirds of a layer: 11 against 12). With `--input-features N`
+(N much smaller than `width`) a narrow first layer takes the data in and
+`layers` equal layers follow, which two stages split evenly: the bubble of
+the schedule alone.
 
   single    one rank, one thread;
   pp=2      2 ranks (one thread each), `--mesh pp=2 --pipeline pp`: the
@@ -69,7 +74,7 @@ def environment():
     return env
 
 
-def export_deep_mlp(layers, width, batch, path):
+def export_deep_mlp(layers, width, batch, path, input_features=None):
     import contextlib
     import io
     import torch
@@ -78,7 +83,9 @@ def export_deep_mlp(layers, width, batch, path):
     class DeepMLP(nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = nn.Sequential(*[
+            stem = ([nn.Linear(input_features, width), nn.ReLU()]
+                    if input_features else [])
+            self.layers = nn.Sequential(*stem, *[
                 m for _ in range(layers)
                 for m in (nn.Linear(width, width), nn.ReLU())])
             self.loss_fn = nn.CrossEntropyLoss()
@@ -87,7 +94,8 @@ def export_deep_mlp(layers, width, batch, path):
             return self.loss_fn(self.layers(x), y)
 
     torch.manual_seed(0)
-    args = (torch.randn(batch, width), torch.randint(0, width, (batch,)))
+    args = (torch.randn(batch, input_features or width),
+            torch.randint(0, width, (batch,)))
     model = DeepMLP().train()
     with contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()):
@@ -192,6 +200,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--input-features", type=int, default=None,
+                        help="a first layer from this many features to "
+                        "width before the `layers` equal ones (default: "
+                        "none, the data has width features)")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--microbatches", type=int, default=8)
     parser.add_argument("--virtual-stages", type=int, default=2)
@@ -207,7 +219,8 @@ def main():
     load_before = load_average()
     with tempfile.TemporaryDirectory() as work:
         model = os.path.join(work, "mlp.onnx")
-        export_deep_mlp(opts.layers, opts.width, opts.batch, model)
+        export_deep_mlp(opts.layers, opts.width, opts.batch, model,
+                        opts.input_features)
         stages = ["--mesh", "pp=2", "--pipeline", "pp"]
         micro = ["--microbatches", str(m)]
         # (label, flags, ranks, chunks per stage V; None: not a pipeline)
@@ -267,7 +280,9 @@ def main():
         print(("| " + " | ".join(cells) + " |") if opts.markdown
               else "  ".join(cells))
     print()
-    print(f"MLP of {opts.layers} layers of {opts.width}, global batch "
+    stem = (f"a first layer from {opts.input_features} features, then "
+            if opts.input_features else "")
+    print(f"MLP of {stem}{opts.layers} layers of {opts.width}, global batch "
           f"{opts.batch}, {opts.steps} steps, best of {opts.rounds} "
           f"round(s), load average {load_before:.2f} before and "
           f"{load_after:.2f} after; one thread per rank, OpenBLAS from "
