@@ -21,6 +21,9 @@ packages=(
   libdnnl-dev
   # COIN-OR CBC: the planner's intra-op ILP (found with pkg-config)
   coinor-libcbc-dev pkg-config
+  # jemalloc: the cleave tool's allocator (the planner's search allocates
+  # heavily)
+  libjemalloc-dev
   # build speed
   cmake ninja-build ccache mold g++ libgtest-dev
   # references for tests: Debian's Python with onnx, numpy and torch
