@@ -24,7 +24,7 @@ static constexpr const char *kRuntimeNames =
     "ctx std cleave Shape DType Role Schedule Reduction ReduceKind main "
     "program kTensors trainStep launch copyN fillN readScalar gemmBias "
     "GemmEpilogue writeScalar deviceAddress synchronize cuda "
-    "startAllReduceBucket finishAllReduceBucket allGatherDim "
+    "startAllReduceBucket finishAllReduceBucket allReduceBucket allGatherDim "
     "reduceScatterDim allSliceDim writeAxisIndex sendRecv sendAsync "
     "sendAsyncUncopied "
     "startReceive finishSends kNoPeer meshCoord AxisGroup MeshSpec "

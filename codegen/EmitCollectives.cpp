@@ -40,23 +40,48 @@ LogicalResult Emitter::emitOperation(AllReduceOp allReduce) {
     outs += (outs.empty() ? "" : ", ") + ref(out);
     counts += (counts.empty() ? "" : ", ") + numElements(in);
   }
-  // Started here, finished before the first use of a result, so
-  // the exchange overlaps the ops in between (the rest of the
-  // backward pass, for gradient buckets).
-  std::string handle = globalHandle(baseName(allReduce) + "_comm");
   std::string name = uniqueName(baseName(allReduce) + "_comm");
   body << formatv("  {{\n    const void *{0}_in[] = {{{1}};\n"
                   "    void *{0}_out[] = {{{2}};\n"
                   "    const int64_t {0}_count[] = {{{3}};\n",
                   name, ins, outs, counts);
-  call(allReduce, formatv("  {0} = startAllReduceBucket({1}_in, {1}_out, "
-                          "{1}_count, {2}, {3}, {4})",
-                          handleRef(handle), name,
-                          allReduce.getInputs().size(), dtypeEnum(element),
-                          axisGroup(allReduce.getAxes())));
+  std::string arguments =
+      formatv("{0}_in, {0}_out, {0}_count, {1}, {2}, {3}", name,
+              allReduce.getInputs().size(), dtypeEnum(element),
+              axisGroup(allReduce.getAxes()))
+          .str();
+  if (traits.blockingAllReduceAtOnce && readAtOnce(allReduce)) {
+    call(allReduce, "  allReduceBucket(" + arguments + ")");
+    body << "  }\n";
+    return success();
+  }
+  // Started here, finished before the first use of a result, so
+  // the exchange overlaps the ops in between (the rest of the
+  // backward pass, for gradient buckets).
+  std::string handle = globalHandle(baseName(allReduce) + "_comm");
+  call(allReduce, formatv("  {0} = startAllReduceBucket({1})",
+                          handleRef(handle), arguments));
   body << "  }\n";
   pendingWaits[firstUser(allReduce)].push_back(handle);
   return success();
+}
+
+bool Emitter::readAtOnce(Operation *op) {
+  Operation *user = firstUser(op);
+  if (!user)
+    return false;
+  for (Operation *at = op->getNextNode(); at && at != user;
+       at = at->getNextNode()) {
+    auto reshape = dyn_cast<ReshapeOp>(at);
+    bool makesNoCall =
+        !runsOnStage(at, stage) || isa<ConstantOp>(at) ||
+        fusion.fusedAway.contains(at) ||
+        isInputRows(at) != plan.rowsOfInput.end() ||
+        (reshape && plan.root(reshape.getResult()) != reshape.getResult());
+    if (!makesNoCall)
+      return false;
+  }
+  return true;
 }
 
 LogicalResult Emitter::emitOperation(AllGatherOp gather) {

@@ -255,6 +255,10 @@ private:
   std::string globalHandle(const std::string &base);
   /// The runtime's AxisGroup literal for mesh axes `axes`.
   std::string axisGroup(ArrayAttr axes);
+  /// Whether this stage's step makes no call between `op` and the first
+  /// reader of its results (constants, views and ops fused into a later
+  /// loop make none).
+  bool readAtOnce(Operation *op);
 
   //===--------------------------------------------------------------------===//
   // Helpers for the families

@@ -23,6 +23,7 @@ static const TargetTraits kCpu = {
     /*stridedMatmuls=*/true,
     /*fusedBackwardSgd=*/true,
     /*asyncHandOvers=*/true,
+    /*blockingAllReduceAtOnce=*/true,
     /*gemmBiasEpilogue=*/false,
 };
 
@@ -45,6 +46,7 @@ static const TargetTraits kCuda = {
     /*stridedMatmuls=*/false,
     /*fusedBackwardSgd=*/false,
     /*asyncHandOvers=*/false,
+    /*blockingAllReduceAtOnce=*/false,
     /*gemmBiasEpilogue=*/true,
 };
 

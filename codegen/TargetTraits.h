@@ -50,6 +50,11 @@ struct TargetTraits {
   bool stridedMatmuls;
   bool fusedBackwardSgd;
   bool asyncHandOvers;
+  /// An all-reduce whose sum is read before any other call runs is one
+  /// blocking call (allReduceBucket) instead of a start and a wait: the cpu
+  /// runtime starts collectives on a thread of its own (the cuda target's
+  /// on a stream, which costs no hand-off).
+  bool blockingAllReduceAtOnce;
   /// cuBLASLt's bias and bias-ReLU GEMM epilogues.
   bool gemmBiasEpilogue;
 

@@ -89,6 +89,30 @@ void finishAllReduceBucket(int64_t bucket) {
   pendingBuckets.erase(it);
 }
 
+void allReduceBucket(const void *const *inputs, void *const *outputs,
+                     const int64_t *counts, int numTensors, DType type,
+                     AxisGroup group) {
+  int64_t elementBytes = dtypeSize(type);
+  if (numTensors == 1) {
+    if (outputs[0] != inputs[0])
+      std::memcpy(outputs[0], inputs[0], counts[0] * elementBytes);
+    allReduceSum(outputs[0], counts[0], type, group);
+    return;
+  }
+  int64_t total = 0;
+  for (int i = 0; i < numTensors; ++i)
+    total += counts[i];
+  std::vector<char> staging = stagingOf(total * elementBytes);
+  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(staging.data() + offset * elementBytes, inputs[i],
+                counts[i] * elementBytes);
+  allReduceSum(staging.data(), total, type, group);
+  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(outputs[i], staging.data() + offset * elementBytes,
+                counts[i] * elementBytes);
+  spareStagings.push_back(std::move(staging));
+}
+
 /// Forgets finished sends; their copies serve again.
 static void reapSends() {
   for (auto it = pendingSends.begin(); it != pendingSends.end();)

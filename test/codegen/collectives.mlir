@@ -81,3 +81,33 @@ module attributes {cleave.mesh = #cleave.mesh<pp = 2>, cleave.pipeline = "pp"} {
     return %c : tensor<4x8xf32>
   }
 }
+
+// -----
+
+// An all-reduce whose sum the next call reads: on the host one blocking
+// call on the step's thread (handing it to the communication thread and
+// waiting at once only adds the hand-offs), where a call between them
+// keeps the start and the wait; the GPU starts it on its stream either way.
+
+// CPU-LABEL: static void stepPart(
+// CPU: allReduceBucket(stats_comm_in, stats_comm_out, stats_comm_count, 1, DType::F32, AxisGroup{{[{][{]0[}]}}, 1});  // stats
+// CPU-NOT: finishAllReduceBucket
+// CPU: mapUnary(stats, norm, 32, body::Relu{});  // norm
+// CPU: late_comm_{{[0-9]+}} = startAllReduceBucket(late_comm_in, late_comm_out, late_comm_count, 1, DType::F32, AxisGroup{{[{][{]0[}]}}, 1});  // late
+// CPU: finishAllReduceBucket(
+
+// CUDA-LABEL: static void stepPart(
+// CUDA: startAllReduceBucket(stats_comm_in
+// CUDA: startAllReduceBucket(late_comm_in
+module attributes {cleave.mesh = #cleave.mesh<dp = 2>} {
+  func.func @step(%x: tensor<4x8xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], []]>})
+      -> (tensor<4x8xf32> {cleave.output = "y", cleave.sharding = #cleave.sharding<[[], []]>},
+          tensor<4x8xf32> {cleave.output = "z", cleave.sharding = #cleave.sharding<[[], []]>}) {
+    %s = cleave.all_reduce %x over ["dp"] : tensor<4x8xf32> loc("stats")
+    %r = cleave.relu %s : tensor<4x8xf32> loc("norm")
+    %l = cleave.all_reduce %r over ["dp"] : tensor<4x8xf32> loc("late")
+    %e = cleave.relu %x : tensor<4x8xf32> loc("other")
+    %t = cleave.relu %l : tensor<4x8xf32> loc("use")
+    return %t, %e : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+}
