@@ -475,7 +475,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
 void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
                       int64_t stages, int64_t pipelineAxis, bool ringOnly,
                       ArrayRef<double> traffic, const StepPhases &phases,
-                      Prediction &p) {
+                      bool nodeTimes, Prediction &p) {
   struct Clock : StreamClock {
     /// The open compute slice (index in p.schedule, -1: none) and its key.
     int64_t open = -1;
@@ -495,8 +495,25 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   auto stageArg = [&](int64_t s) { return pipelineAxis >= 0 ? s : -1; };
   std::map<std::tuple<int64_t, std::string, std::string>, CollectiveGroup>
       groups;
+  // Each node's time per stage, named as the emitter's trace names an op.
+  std::map<std::pair<int64_t, std::string>, NodeTime> nodes;
+  auto addToNode = [&](int64_t s, Operation *op, double seconds) {
+    if (!nodeTimes)
+      return;
+    std::string name;
+    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+      name = loc.getName().str();
+    if (name.empty())
+      name = op->getName().stripDialect().str();
+    NodeTime &node = nodes[{s, name}];
+    node.stage = s;
+    node.name = name;
+    ++node.ops;
+    node.ms += seconds * 1e3;
+  };
   auto record = [&](int64_t s, Operation *op, int64_t bytes, double start,
                     double seconds) {
+    addToNode(s, op, seconds);
     std::string axes;
     if (auto transfer = dyn_cast<SendRecvOp>(op))
       axes = transfer.getAxis().str();
@@ -560,6 +577,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
       }
       clock.compute(seconds);
       p.schedule[clock.open].endMs = clock.now * 1e3;
+      addToNode(s, &op, seconds);
     });
   }
   // Empty spans (free ops only) say nothing.
@@ -568,6 +586,11 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   });
   for (auto &[key, group] : groups)
     p.collectives.push_back(group);
+  for (auto &[key, node] : nodes)
+    p.nodeTimes.push_back(node);
+  llvm::stable_sort(p.nodeTimes, [](const NodeTime &a, const NodeTime &b) {
+    return std::tie(a.stage, b.ms) < std::tie(b.stage, a.ms);
+  });
 }
 
 /// predictBytesSent's numbers, walking the program once: each rank's sum
@@ -832,7 +855,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
                                        const Cluster &cluster,
                                        int64_t microbatches,
                                        int64_t virtualStages, Target target,
-                                       Precision precision) {
+                                       Precision precision, bool nodeTimes) {
   Prediction p;
   bool ringOnly = target == Target::Cuda;
   MeshAttr mesh = getModuleMesh(step);
@@ -848,14 +871,17 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   // Memory: what the program's --print-memory reports, for the rank that
   // holds the most: the emitter's memory plan of each stage (planned here
   // as the emitter plans it, without writing the program's source).
+  // The fusion the emitter plans, which the step's time mirrors too: the
+  // transposes the cpu target's strided products read or write through
+  // make no call of their own.
   FusionPlan fusion = planFusion(step, [](Operation *op) {
     return !codegen::elementwiseBody(op).empty();
   });
+  if (codegen::TargetTraits::of(target).stridedMatmuls)
+    planStridedMatmuls(step, fusion);
   std::vector<int64_t> stageArenaBytes, stageGradientBytes;
   {
     FusionPlan memoryFusion = fusion;
-    if (codegen::TargetTraits::of(target).stridedMatmuls)
-      planStridedMatmuls(step, memoryFusion);
     if (codegen::TargetTraits::of(target).asyncHandOvers)
       planUncopiedSends(step, memoryFusion);
     for (const MemoryPlan &plan :
@@ -964,7 +990,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   p.bubbleFraction = p.stepMs > 0 ? p.bubbleMs / p.stepMs : 0;
   p.flopsPerRank = slowest.flops;
   simulateSchedule(step, timer, mesh, stages, pipelineAxis, ringOnly, traffic,
-                   phases, p);
+                   phases, nodeTimes, p);
   if (precision == Precision::Bf16)
     for (CollectiveGroup &group : p.collectives)
       group.bytes /= 2;

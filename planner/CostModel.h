@@ -60,6 +60,16 @@ struct ScheduleSlice {
   double startMs = 0, endMs = 0;
 };
 
+/// One ONNX node's predicted time per step on one stage's first rank: its
+/// ops and collectives, found by the name they carry (the node's; its
+/// backward ops' with "/grad"), which is what `--trace` names its events.
+struct NodeTime {
+  int64_t stage = 0;
+  std::string name;
+  int64_t ops = 0;
+  double ms = 0;
+};
+
 /// The collectives of one stage's ranks per step, by kind and axes.
 struct CollectiveGroup {
   int64_t stage = 0;
@@ -153,6 +163,9 @@ struct Prediction {
   /// collectives, and the tensors each rank holds.
   std::vector<StageMemory> stageMemory;
   std::vector<ScheduleSlice> schedule;
+  /// Each node's time, by stage and decreasing time: only where
+  /// predictStep was asked for them (`cleave plan --node-times`).
+  std::vector<NodeTime> nodeTimes;
   std::vector<CollectiveGroup> collectives;
   std::vector<HeldTensor> tensors;
 
@@ -186,13 +199,13 @@ std::optional<Precision> parsePrecision(llvm::StringRef name);
 /// bytes, counted with the optimizer state and split as it is). With
 /// AdamW that is 2 + 4 + 8 (two fp32 moments) bytes held and 2 of
 /// gradient per parameter: the 16 bytes of mixed-precision Adam in the
-/// ZeRO paper (Rajbhandari et al. 2020, section 3.1).
-llvm::Expected<Prediction> predictStep(mlir::func::FuncOp step,
-                                       const Cluster &cluster,
-                                       int64_t microbatches,
-                                       int64_t virtualStages,
-                                       mlir::cleave::Target target,
-                                       Precision precision = Precision::Fp32);
+/// ZeRO paper (Rajbhandari et al. 2020, section 3.1). With `nodeTimes`
+/// the prediction also holds each node's time (Prediction::nodeTimes).
+llvm::Expected<Prediction>
+predictStep(mlir::func::FuncOp step, const Cluster &cluster,
+            int64_t microbatches, int64_t virtualStages,
+            mlir::cleave::Target target, Precision precision = Precision::Fp32,
+            bool nodeTimes = false);
 
 /// Whether the emitter builds `step` for `target`: writes the program's
 /// source and drops it. Fails with a DiagnosedError (the emitter's

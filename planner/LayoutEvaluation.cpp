@@ -102,9 +102,9 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
     return rejectWith(std::move(error));
   if (llvm::Error error = partitionForLayout(*module, step, lo))
     return rejectWith(std::move(error));
-  llvm::Expected<Prediction> prediction =
-      predictStep(step, options.cluster, layout.microbatches,
-                  layout.virtualStages, options.target, options.precision);
+  llvm::Expected<Prediction> prediction = predictStep(
+      step, options.cluster, layout.microbatches, layout.virtualStages,
+      options.target, options.precision, options.nodeTimes);
   if (!prediction)
     return rejectWith(prediction.takeError());
   if (emit) {

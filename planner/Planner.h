@@ -130,6 +130,8 @@ struct SearchOptions {
   bool searchBucketSizes = true;
   /// The precision predicted (the compiler builds fp32 programs).
   Precision precision = Precision::Fp32;
+  /// Whether predictions hold each node's time (Prediction::nodeTimes).
+  bool nodeTimes = false;
   /// Evaluate this layout only (the user's --mesh/--strategy), not search.
   std::optional<PlanLayout> given;
   /// The distributed training step at another global batch (the model

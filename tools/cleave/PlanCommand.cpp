@@ -103,7 +103,12 @@ public:
                  cl::desc("Threads evaluating layouts (default 0: one per "
                           "hardware thread); the plans, their order and "
                           "the reasons are the same for any count"),
-                 cl::value_desc("N"), cl::init(0), cl::sub(sub_)) {
+                 cl::value_desc("N"), cl::init(0), cl::sub(sub_)),
+        nodeTimes_("node-times",
+                   cl::desc("With --json: each plan's predicted time per "
+                            "ONNX node and stage (plans[].node_times), "
+                            "named as ./train --trace names its events"),
+                   cl::sub(sub_)) {
     // Shared with compile, meaningless here (and refused).
     for (cl::Option *option :
          {static_cast<cl::Option *>(&distribution_.printSharding),
@@ -135,6 +140,7 @@ private:
       maxUnrolledOps_;
   cl::opt<std::string> fromLayers_, json_, report_, precision_, emitHints_;
   cl::opt<unsigned> threads_;
+  cl::opt<bool> nodeTimes_;
 };
 
 llvm::Error failure(const llvm::Twine &message) {
@@ -226,6 +232,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       planner::parsePrecision(precision_);
   if (!precision)
     return fail("--precision must be fp32 or bf16, got '" + precision_ + "'");
+  if (nodeTimes_ && json_.empty())
+    return fail("--node-times adds to the plans' JSON: give --json FILE too");
   llvm::Expected<planner::Cluster> cluster = planner::loadCluster(cluster_);
   if (!cluster)
     return fail(llvm::toString(cluster.takeError()));
@@ -397,6 +405,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   search.keep = top_;
   search.given = *given;
   search.precision = *precision;
+  search.nodeTimes = nodeTimes_;
   search.hints = hints;
   search.bucketMb = distribution_.bucketMb;
   search.searchBucketSizes = !distribution_.bucketMb.getNumOccurrences();

@@ -39,6 +39,13 @@ void addDetails(const planner::Prediction &p, llvm::json::Object &plan) {
   plan["schedule"] = std::move(schedule);
   plan["collectives"] = std::move(collectives);
   plan["tensors"] = std::move(tensors);
+  if (!p.nodeTimes.empty()) {
+    llvm::json::Array nodes;
+    for (const planner::NodeTime &n : p.nodeTimes)
+      nodes.push_back(llvm::json::Object{
+          {"stage", n.stage}, {"name", n.name}, {"ops", n.ops}, {"ms", n.ms}});
+    plan["node_times"] = std::move(nodes);
+  }
 }
 
 } // namespace
