@@ -22,11 +22,7 @@ namespace mlir::cleave::codegen {
 int Emitter::traceRow(Operation *op, StringRef kind) {
   if (!phases)
     phases.emplace(func);
-  std::string name;
-  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-    name = loc.getName().str();
-  if (name.empty())
-    name = op->getName().stripDialect().str();
+  std::string name = traceNodeName(op);
   std::string opKind =
       kind.empty() ? op->getName().stripDialect().str() : kind.str();
   bool collective =

@@ -35,6 +35,13 @@ const char *stepPhaseName(StepPhase phase) {
   return "other";
 }
 
+std::string traceNodeName(Operation *op) {
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    if (!loc.getName().getValue().empty())
+      return loc.getName().str();
+  return op->getName().stripDialect().str();
+}
+
 int64_t StepPhases::microbatchOf(Operation *op) {
   auto attr =
       op->getAttrOfType<DenseI64ArrayAttr>(CleaveDialect::kMicroBatchAttrName);

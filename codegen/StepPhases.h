@@ -27,6 +27,10 @@ enum class StepPhase { Forward, Backward, Update, Other, Whole };
 /// step without a loss to tell them apart).
 const char *stepPhaseName(StepPhase phase);
 
+/// The name an op's work goes by in a trace and in the planner's node
+/// times: its ONNX node's (its location), else its op name.
+std::string traceNodeName(Operation *op);
+
 class StepPhases {
 public:
   explicit StepPhases(func::FuncOp step);

@@ -495,16 +495,12 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
   auto stageArg = [&](int64_t s) { return pipelineAxis >= 0 ? s : -1; };
   std::map<std::tuple<int64_t, std::string, std::string>, CollectiveGroup>
       groups;
-  // Each node's time per stage, named as the emitter's trace names an op.
+  // Each node's time per stage, named as the program's trace names it.
   std::map<std::pair<int64_t, std::string>, NodeTime> nodes;
   auto addToNode = [&](int64_t s, Operation *op, double seconds) {
     if (!nodeTimes)
       return;
-    std::string name;
-    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-      name = loc.getName().str();
-    if (name.empty())
-      name = op->getName().stripDialect().str();
+    std::string name = traceNodeName(op);
     NodeTime &node = nodes[{s, name}];
     node.stage = s;
     node.name = name;

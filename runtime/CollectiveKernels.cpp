@@ -43,6 +43,29 @@ std::vector<char> stagingOf(size_t bytes) {
   return staging;
 }
 
+/// Copies a bucket's tensors into one staging buffer, one after another.
+std::vector<char> packBucket(const void *const *inputs, const int64_t *counts,
+                             int numTensors, int64_t elementBytes) {
+  int64_t total = 0;
+  for (int i = 0; i < numTensors; ++i)
+    total += counts[i];
+  std::vector<char> staging = stagingOf(total * elementBytes);
+  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(staging.data() + offset * elementBytes, inputs[i],
+                counts[i] * elementBytes);
+  return staging;
+}
+
+/// packBucket's inverse, into the outputs; the staging serves again.
+void unpackBucket(std::vector<char> staging, void *const *outputs,
+                  const int64_t *counts, size_t numTensors,
+                  int64_t elementBytes) {
+  for (size_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
+    std::memcpy(outputs[i], staging.data() + offset * elementBytes,
+                counts[i] * elementBytes);
+  spareStagings.push_back(std::move(staging));
+}
+
 } // namespace
 
 int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
@@ -50,24 +73,20 @@ int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
                              AxisGroup group) {
   PendingBucket pending;
   pending.elementBytes = dtypeSize(type);
-  int64_t total = 0;
-  for (int i = 0; i < numTensors; ++i) {
-    total += counts[i];
-    pending.outputs.push_back(outputs[i]);
-    pending.counts.push_back(counts[i]);
-  }
+  pending.outputs.assign(outputs, outputs + numTensors);
+  pending.counts.assign(counts, counts + numTensors);
   if (numTensors == 1) {
     // The memory plan usually gives the sum the gradient's own buffer.
     if (outputs[0] != inputs[0])
       std::memcpy(outputs[0], inputs[0], counts[0] * pending.elementBytes);
     pending.handle = startAllReduceSum(outputs[0], counts[0], type, group);
   } else {
-    pending.staging = stagingOf(total * pending.elementBytes);
-    for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-      std::memcpy(pending.staging.data() + offset * pending.elementBytes,
-                  inputs[i], counts[i] * pending.elementBytes);
+    pending.staging =
+        packBucket(inputs, counts, numTensors, pending.elementBytes);
     pending.handle =
-        startAllReduceSum(pending.staging.data(), total, type, group);
+        startAllReduceSum(pending.staging.data(),
+                          pending.staging.size() / pending.elementBytes, type,
+                          group);
   }
   int64_t id = nextBucket++;
   pendingBuckets.emplace(id, std::move(pending));
@@ -78,14 +97,10 @@ void finishAllReduceBucket(int64_t bucket) {
   auto it = pendingBuckets.find(bucket);
   PendingBucket &pending = it->second;
   waitCollective(pending.handle);
-  if (!pending.staging.empty()) {
-    for (size_t i = 0, offset = 0; i < pending.outputs.size();
-         offset += pending.counts[i++])
-      std::memcpy(pending.outputs[i],
-                  pending.staging.data() + offset * pending.elementBytes,
-                  pending.counts[i] * pending.elementBytes);
-    spareStagings.push_back(std::move(pending.staging));
-  }
+  if (!pending.staging.empty())
+    unpackBucket(std::move(pending.staging), pending.outputs.data(),
+                 pending.counts.data(), pending.outputs.size(),
+                 pending.elementBytes);
   pendingBuckets.erase(it);
 }
 
@@ -99,18 +114,10 @@ void allReduceBucket(const void *const *inputs, void *const *outputs,
     allReduceSum(outputs[0], counts[0], type, group);
     return;
   }
-  int64_t total = 0;
-  for (int i = 0; i < numTensors; ++i)
-    total += counts[i];
-  std::vector<char> staging = stagingOf(total * elementBytes);
-  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(staging.data() + offset * elementBytes, inputs[i],
-                counts[i] * elementBytes);
-  allReduceSum(staging.data(), total, type, group);
-  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(outputs[i], staging.data() + offset * elementBytes,
-                counts[i] * elementBytes);
-  spareStagings.push_back(std::move(staging));
+  std::vector<char> staging =
+      packBucket(inputs, counts, numTensors, elementBytes);
+  allReduceSum(staging.data(), staging.size() / elementBytes, type, group);
+  unpackBucket(std::move(staging), outputs, counts, numTensors, elementBytes);
 }
 
 /// Forgets finished sends; their copies serve again.

@@ -191,10 +191,11 @@ void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
   int64_t planes = xShape.dims[0] * xShape.dims[1];
   bool parallel = planes * sep.outSize * win.kernelSize() > kParallelGrain;
   // Dims 2, 1, 0 in turn (the first of equal values along the last axis
-  // first: the row-major scan's winner), each pass's rows and row length;
-  // passes that would copy their input are skipped.
-  int64_t outer[3] = {win.in[0] * win.in[1], win.in[0], 1};
-  int64_t inner[3] = {1, win.out[2], win.out[1] * win.out[2]};
+  // first: the row-major scan's winner); a pass along dim d runs over
+  // outer[d] rows of inner[d] contiguous elements per position. Passes that
+  // would copy their input are skipped.
+  int64_t outer[3] = {1, win.in[0], win.in[0] * win.in[1]};
+  int64_t inner[3] = {win.out[1] * win.out[2], win.out[2], 1};
   int passes[3], count = 0;
   for (int d = 2; d >= 0; --d)
     if (!isIdentity(sep.axes[d]))
@@ -211,7 +212,7 @@ void maxPool(const float *x, const Shape &xShape, const int64_t *kernel,
       for (int i = 0; i < count; ++i) {
         int d = passes[i];
         float *dst = i + 1 == count ? out : d == 2 ? t2.data() : t1.data();
-        maxAlong(src, outer[2 - d], sep.axes[d], inner[2 - d], dst);
+        maxAlong(src, outer[d], sep.axes[d], inner[d], dst);
         src = dst;
       }
     }
