@@ -17,6 +17,19 @@ using llvm::formatv;
 
 namespace mlir::cleave::codegen {
 
+namespace {
+
+/// The dim of data input `name` along which the model, and so its --data
+/// file, holds the samples (the program takes them along dim 0).
+int64_t batchDimInModel(func::FuncOp func, StringRef name) {
+  auto dims = func->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+      CleaveDialect::kBatchDimsAttrName);
+  auto dim = dims ? dims.getAs<IntegerAttr>(name) : IntegerAttr();
+  return dim ? dim.getInt() : 0;
+}
+
+} // namespace
+
 LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
                                  std::string &argPointers, int &numTensors) {
   Block &block = func.getBody().front();
@@ -92,10 +105,15 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
       program.persistentBytes += tensorBytes(arg.getType());
     // Parameters and state of a pipeline stage live on its ranks only.
     std::string where;
-    if (auto at = func.getArgAttrOfType<IntegerAttr>(
-            i, CleaveDialect::kStageAttrName))
+    auto stage =
+        func.getArgAttrOfType<IntegerAttr>(i, CleaveDialect::kStageAttrName);
+    if (int64_t batchDim = role == "Input" ? batchDimInModel(func, name) : 0)
+      where =
+          formatv(", {0}, {1}, {2}", sharding.empty() ? "nullptr" : sharding,
+                  stage ? stage.getInt() : -1, batchDim);
+    else if (stage)
       where = formatv(", {0}, {1}", sharding.empty() ? "nullptr" : sharding,
-                      at.getInt());
+                      stage.getInt());
     else if (!sharding.empty())
       where = ", " + sharding;
     tableOs << formatv("    {{{0}, {1}, {2}, {3}, Role::{4}, {5}{6}},\n",

@@ -1,6 +1,7 @@
 //===- GraphImporter.cpp - one ONNX graph to one func ---------------------===//
 
 #include "frontend/GraphImporter.h"
+#include "frontend/BatchDims.h"
 #include "frontend/TensorSize.h"
 
 #include "dialects/cleave/CleaveOps.h"
@@ -254,17 +255,30 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
   std::set<std::string> initializerNames;
   for (const auto &init : graph.initializer())
     initializerNames.insert(init.name());
+  auto batchDimOf = [&](const std::string &name, RankedTensorType type) {
+    auto it = batchDims_.find(name);
+    return it != batchDims_.end() && it->second < type.getRank() ? it->second
+                                                                 : 0;
+  };
   for (const auto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
     FailureOr<RankedTensorType> type = typeOf(input.name(), fileLoc_, "input");
     if (failed(type))
       return failure();
+    if (int64_t batchDim = batchDimOf(input.name(), *type)) {
+      // Batch-first: [B, d0, ..., d(k-1), d(k+1), ...].
+      SmallVector<int64_t> shape(type->getShape());
+      shape.erase(shape.begin() + batchDim);
+      shape.insert(shape.begin(), type->getDimSize(batchDim));
+      type = RankedTensorType::get(shape, type->getElementType());
+    }
     argTypes.push_back(*type);
     argAttrs.push_back(builder_.getNamedAttr(CleaveDialect::kInputAttrName,
                                              builder_.getStringAttr(input.name())));
     argNames.push_back(input.name());
   }
+  size_t numInputs = argTypes.size();
   for (const auto &init : graph.initializer()) {
     InitializerRole role = roleOf(init);
     if (role == InitializerRole::Constant) {
@@ -320,6 +334,24 @@ FailureOr<func::FuncOp> GraphImporter::importGraph(
   for (auto [i, argName] : llvm::enumerate(argNames))
     values_[argName] = body->getArgument(i);
   builder_.setInsertionPointToStart(body);
+  for (auto [i, argName] : llvm::enumerate(argNames)) {
+    auto type = cast<RankedTensorType>(argTypes[i]);
+    int64_t batchDim = i < numInputs ? batchDimOf(argName, type) : 0;
+    if (!batchDim)
+      continue;
+    // Back to the graph's layout, for the nodes that read the input.
+    std::vector<int64_t> perm =
+        ::cleave::frontend::fromBatchFirst(batchDim, type.getRank());
+    SmallVector<int64_t> shape;
+    for (int64_t d : perm)
+      shape.push_back(type.getDimSize(d));
+    values_[argName] =
+        TransposeOp::create(builder_, body->getArgument(i).getLoc(),
+                            RankedTensorType::get(shape, type.getElementType()),
+                            body->getArgument(i),
+                            builder_.getDenseI64ArrayAttr(perm))
+            .getResult();
+  }
 
   for (auto [index, node] : llvm::enumerate(graph.node()))
     if (failed(importNode(node, index))) {

@@ -38,6 +38,13 @@ public:
               llvm::function_ref<InitializerRole(const onnx::TensorProto &)>
                   roleOf);
 
+  /// The batch dim of each data input (frontend/BatchDims.h); an input
+  /// whose batch is not dim 0 becomes a batch-first argument, transposed
+  /// back to the graph's layout before any node reads it.
+  void setBatchDims(std::map<std::string, int64_t> dims) {
+    batchDims_ = std::move(dims);
+  }
+
   /// The bytes of every initializer that became an argument, by name.
   llvm::StringMap<std::string> &initialValues() { return initialValues_; }
 
@@ -81,6 +88,7 @@ private:
   std::map<std::string, const onnx::TensorProto *> constants_;
   std::map<std::string, const onnx::TypeProto *> types_;
   std::set<std::string> used_;
+  std::map<std::string, int64_t> batchDims_;
   llvm::StringMap<std::string> initialValues_;
 };
 

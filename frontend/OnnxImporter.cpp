@@ -415,6 +415,16 @@ importLoadedModel(MLIRContext &context, StringRef path,
                      StringAttr::get(&context, path));
   std::string mainName = symbolName(model.graph().name(), "main");
   GraphImporter importer(*module, path, loaded->opset, mainName, importTable());
+  importer.setBatchDims(loaded->batchDims);
+  SmallVector<NamedAttribute> batchDims;
+  for (const auto &[input, dim] : loaded->batchDims)
+    if (dim != 0)
+      batchDims.push_back(NamedAttribute(
+          StringAttr::get(&context, input),
+          IntegerAttr::get(IntegerType::get(&context, 64), dim)));
+  if (!batchDims.empty())
+    (*module)->setAttr(CleaveDialect::kBatchDimsAttrName,
+                       DictionaryAttr::get(&context, batchDims));
 
   std::set<std::string> mutableNames;
   for (const auto &info : model.training_info())
@@ -452,7 +462,11 @@ importLoadedModel(MLIRContext &context, StringRef path,
 }
 
 ::cleave::frontend::LoadOptions loadOptions(const ImportOptions &options) {
-  return {options.shapeBindings, options.runInitialization};
+  ::cleave::frontend::LoadOptions load;
+  load.shapeBindings = options.shapeBindings;
+  load.batchSymbol = options.batchSymbol;
+  load.runInitialization = options.runInitialization;
+  return load;
 }
 
 } // namespace

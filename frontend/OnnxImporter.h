@@ -18,6 +18,8 @@ namespace mlir::cleave {
 struct ImportOptions {
   /// `--input-shape` bindings of dynamic dimensions.
   std::vector<::cleave::frontend::ShapeBinding> shapeBindings;
+  /// `--batch-symbol NAME` (LoadOptions::batchSymbol).
+  std::string batchSymbol;
   /// `--loss NAME`; empty selects the single scalar graph output.
   std::string loss;
   /// Import a model without a training loss (inference only).

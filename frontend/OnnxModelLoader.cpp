@@ -1,6 +1,7 @@
 //===- OnnxModelLoader.cpp - read and prepare an ONNX model ---------------===//
 
 #include "frontend/OnnxModelLoader.h"
+#include "frontend/BatchDims.h"
 #include "frontend/GraphFolding.h"
 #include "frontend/GuardedSchemaRegistry.h"
 #include "frontend/TensorSize.h"
@@ -666,6 +667,10 @@ llvm::Expected<LoadedModel> loadModel(StringRef bytes, StringRef path,
   if (llvm::Error err = upgradeOpset(model, path, loaded.opset))
     return std::move(err);
   loaded.original = model;
+  auto batchDims = findBatchDims(model.graph(), options.batchSymbol);
+  if (!batchDims)
+    return batchDims.takeError();
+  loaded.batchDims = std::move(*batchDims);
   if (llvm::Error err =
           bindDimensions(*model.mutable_graph(), options.shapeBindings))
     return std::move(err);

@@ -50,6 +50,9 @@ using InitializationRunner =
 
 struct LoadOptions {
   std::vector<ShapeBinding> shapeBindings;
+  /// `--batch-symbol NAME`: the dynamic dim that is every data input's
+  /// batch; empty: findBatchDims's rule (frontend/BatchDims.h).
+  std::string batchSymbol;
   /// Computes training_info initialization graphs, whose outputs then
   /// replace the initializers they are bound to; without a runner (import,
   /// annotate) such graphs are left in the model, unrun.
@@ -69,6 +72,8 @@ struct LoadedModel {
   /// Initializers created from Constant nodes and folded shape arithmetic:
   /// constants, never trainable parameters.
   std::set<std::string> foldedConstants;
+  /// The batch dim of each data input of the model graph, by name.
+  std::map<std::string, int64_t> batchDims;
 };
 
 /// Reads, validates and prepares the model at `path`. Errors name the file,

@@ -102,6 +102,8 @@ Value transposed(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
 struct RowOrder {
   Value y;
   SmallVector<int64_t> yRefined, order, rowShape, back;
+  /// batchRowOrder's: the batch dim of Y, and of the result put back.
+  std::optional<int64_t> batchDim;
 };
 
 std::optional<RowOrder> rowOrderOf(Value a) {
@@ -151,15 +153,120 @@ std::optional<RowOrder> rowOrderOf(Value a) {
   return o;
 }
 
+/// Where the samples of the data inputs (dim 0 of each, the frontend takes
+/// them batch-first) lie in the values computed from them, followed op by
+/// op: through transposes, reshapes that keep the dim whole, gathers by
+/// the values, and ops whose result keeps an operand's rank and the size
+/// of its batch dim (elementwise ops, normalizations, products by a
+/// weight). A guess where it is wrong costs speed only: reordering a
+/// product's rows is exact whatever order it takes.
+class BatchDims {
+public:
+  explicit BatchDims(func::FuncOp func) {
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), CleaveDialect::kInputAttrName) &&
+          cast<RankedTensorType>(arg.getType()).getRank() > 0)
+        dims[arg] = 0;
+    func.walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (std::optional<int64_t> dim = follow(op, result))
+          dims[result] = *dim;
+    });
+  }
+
+  void set(Value value, int64_t dim) { dims[value] = dim; }
+
+  std::optional<int64_t> of(Value value) const {
+    auto it = dims.find(value);
+    return it == dims.end() ? std::nullopt : std::optional(it->second);
+  }
+
+private:
+  std::optional<int64_t> follow(Operation *op, Value result) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type)
+      return std::nullopt;
+    if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      std::optional<int64_t> in = of(transpose.getInput());
+      if (!in)
+        return std::nullopt;
+      return llvm::find(transpose.getPermutation(), *in) -
+             transpose.getPermutation().begin();
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      auto inType = reshape.getInput().getType();
+      std::optional<int64_t> in = of(reshape.getInput());
+      if (!in || inType.getDimSize(*in) == 1)
+        return std::nullopt;
+      // The dim of the same size after the same number of elements.
+      int64_t before = 1, after = 1;
+      for (int64_t d = 0; d < *in; ++d)
+        before *= inType.getDimSize(d);
+      for (int64_t d = 0; d < type.getRank(); after *= type.getDimSize(d++))
+        if (after == before && type.getDimSize(d) == inType.getDimSize(*in))
+          return d;
+      return std::nullopt;
+    }
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      std::optional<int64_t> in = of(gather.getIndices());
+      return in ? std::optional(*in + gather.getAxis()) : std::nullopt;
+    }
+    for (Value operand : op->getOperands()) {
+      std::optional<int64_t> in = of(operand);
+      auto operandType = dyn_cast<RankedTensorType>(operand.getType());
+      if (in && operandType && operandType.getRank() == type.getRank() &&
+          operandType.getDimSize(*in) == type.getDimSize(*in))
+        return in;
+    }
+    return std::nullopt;
+  }
+
+  DenseMap<Value, int64_t> dims;
+};
+
+/// The rows of `a` (a product's left operand: Y of rank 3 or more, or its
+/// view as rows [rows, K]) batch first, where Y's batch (BatchDims) is one
+/// of its row dims but not the first: a sequence-first model's [S, B, E]
+/// activations, whose batch split would otherwise be strided rows.
+std::optional<RowOrder> batchRowOrder(Value a, const BatchDims &batch) {
+  auto view = a.getDefiningOp<ReshapeOp>();
+  Value y = view ? view.getInput() : a;
+  auto yType = cast<RankedTensorType>(y.getType());
+  auto aType = cast<RankedTensorType>(a.getType());
+  int64_t rank = yType.getRank();
+  std::optional<int64_t> dim = batch.of(y);
+  if (rank < 3 || !dim || *dim == 0 || *dim >= rank - 1 ||
+      yType.getShape().back() != aType.getShape().back())
+    return std::nullopt;
+  RowOrder o;
+  o.y = y;
+  o.yRefined.assign(yType.getShape().begin(), yType.getShape().end());
+  o.order.push_back(*dim);
+  o.rowShape.push_back(yType.getDimSize(*dim));
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != *dim) {
+      o.order.push_back(d);
+      o.rowShape.push_back(yType.getDimSize(d));
+    }
+  o.order.push_back(rank - 1);
+  o.batchDim = dim;
+  // Result dim i (Y's row dim i, then the columns) from the batch-first one.
+  for (int64_t d = 0; d < rank; ++d)
+    o.back.push_back(d < *dim ? d + 1 : d == *dim ? 0 : d);
+  return o;
+}
+
 /// Rewrites a product of A's rows by a weight, `matmul(A, W)` (W of rank
 /// 2, with the bias add after it) or `gemm(A, W, c)` (A not transposed, c
 /// absent or a vector), where A's rows come from a transpose in another
 /// order than its input holds them (RowOrder). Returns whether it did.
-bool orderRows(Operation *product, Value a) {
+bool orderRows(Operation *product, Value a, BatchDims &batch) {
   auto resultType = cast<RankedTensorType>(product->getResult(0).getType());
   if (!resultType.getElementType().isF32())
     return false;
   std::optional<RowOrder> o = rowOrderOf(a);
+  if (!o)
+    o = batchRowOrder(a, batch);
   if (!o)
     return false;
   auto matmul = dyn_cast<MatmulOp>(product);
@@ -190,13 +297,70 @@ bool orderRows(Operation *product, Value a) {
   }
   SmallVector<int64_t> rowShape(o->rowShape);
   rowShape.push_back(n);
-  result = reshaped(
-      b, loc, transposed(b, loc, reshaped(b, loc, result, rowShape), o->back),
-      resultType.getShape());
+  result = transposed(b, loc, reshaped(b, loc, result, rowShape), o->back);
+  if (o->batchDim)
+    batch.set(result, *o->batchDim); // for a loss over the same rows
+  result = reshaped(b, loc, result, resultType.getShape());
   replaced->getResult(0).replaceAllUsesWith(result);
   if (add)
     add.erase();
   product->erase();
+  return true;
+}
+
+/// `value` (the view as rows of a value whose batch is dim `dim`, not
+/// the first) as rows again, batch first; null when `value` is no such view.
+Value batchFirstRows(OpBuilder &b, Location loc, Value value,
+                     const BatchDims &batch, int64_t rowDims) {
+  auto view = value.getDefiningOp<ReshapeOp>();
+  if (!view)
+    return {};
+  Value y = view.getInput();
+  std::optional<int64_t> dim = batch.of(y);
+  if (!dim || *dim == 0 || *dim >= rowDims)
+    return {};
+  SmallVector<int64_t> perm{*dim};
+  for (int64_t d = 0, e = cast<RankedTensorType>(y.getType()).getRank(); d < e;
+       ++d)
+    if (d != *dim)
+      perm.push_back(d);
+  return ReshapeOp::create(b, loc, value.getType(),
+                           transposed(b, loc, y, perm));
+}
+
+/// A sequence-first model's loss over [S * B] rows of scores and labels,
+/// viewed from [S, B, ...]: the same rows batch first (a sum over them
+/// does not depend on their order), so that a batch split reaches the
+/// loss unstrided. Only where the rows' losses are summed (not `none`)
+/// and nothing reads the log-probabilities (the gradient does, later).
+bool orderLossRows(SoftmaxCrossEntropyOp loss, const BatchDims &batch) {
+  if (loss.getReduction() == LossReduction::None ||
+      !loss.getLogProb().use_empty() ||
+      loss.getScores().getType().getRank() != 2)
+    return false;
+  auto scoresView = loss.getScores().getDefiningOp<ReshapeOp>();
+  auto labelsView = loss.getLabels().getDefiningOp<ReshapeOp>();
+  if (!scoresView || !labelsView)
+    return false;
+  auto scoresIn = scoresView.getInput().getType();
+  auto labelsIn = labelsView.getInput().getType();
+  if (scoresIn.getRank() != labelsIn.getRank() + 1 ||
+      scoresIn.getShape().drop_back() != labelsIn.getShape() ||
+      batch.of(scoresView.getInput()) != batch.of(labelsView.getInput()))
+    return false;
+  OpBuilder b(loss);
+  Value scores = batchFirstRows(b, loss.getLoc(), loss.getScores(), batch,
+                                scoresIn.getRank() - 1);
+  Value labels = batchFirstRows(b, loss.getLoc(), loss.getLabels(), batch,
+                                labelsIn.getRank());
+  if (!scores || !labels) {
+    for (Value made : {scores, labels})
+      if (made)
+        made.getDefiningOp()->erase();
+    return false;
+  }
+  loss.getScoresMutable().assign(scores);
+  loss.getLabelsMutable().assign(labels);
   return true;
 }
 
@@ -220,9 +384,15 @@ struct LinearRowOrderPass
       else if (auto gemm = dyn_cast<GemmOp>(op); gemm && rowsIndependent(gemm))
         products.push_back({op, gemm.getA()});
     });
+    BatchDims batch(getOperation());
     bool changed = false;
     for (auto [product, a] : products)
-      changed |= orderRows(product, a);
+      changed |= orderRows(product, a, batch);
+    SmallVector<SoftmaxCrossEntropyOp> losses;
+    getOperation().walk(
+        [&](SoftmaxCrossEntropyOp loss) { losses.push_back(loss); });
+    for (SoftmaxCrossEntropyOp loss : losses)
+      changed |= orderLossRows(loss, batch);
     if (!changed)
       return;
     // A reshape of a reshape reads the first one's input (the model's view

@@ -185,13 +185,23 @@ def LinearRowOrderPass : Pass<"cleave-linear-row-order", "::mlir::func::FuncOp">
       to the factors `A` and the transpose's result share) in another
       order than `Y` holds them,
 
+    and the same products where `A` is `Y` (rank 3 or more) or a view of
+    it as rows, and `Y`'s batch is one of its row dims but not the first
+    (a sequence-first model's `[S, B, E]`, followed from the data inputs'
+    dim 0 through transposes, reshapes, gathers and ops that keep it),
+
     into the product of `Y`'s rows in `Y`'s order (`Y` reshaped to those
     factors and transposed only to bring the columns, in `A`'s order,
-    last: attention's head merge), its bias add, and a transpose putting
+    last: attention's head merge; in the second case batch first), its
+    bias add, and a transpose putting
     the result's rows back in `A`'s order. A reshape of a reshape then
     reads the first one's input, and views left unused are erased, so a
     model's own transpose back to batch-major meets the one added here
     (cleave-fold-transposes composes them away).
+
+    A `softmax_cross_entropy` over such rows (scores and labels views of
+    `[..., B, ...]` values with the batch at the same dim, a summed or
+    mean loss, log-probabilities not read) takes them batch first too.
 
     Run on distributed steps only (before cleave-fold-transposes): on one
     rank the in-projection would transpose its wider output instead of its

@@ -136,7 +136,11 @@ TensorParallelPlan mlir::cleave::findTensorParallelLayers(func::FuncOp func) {
   // Embeddings: the tables token ids (graph inputs) index.
   for (Operation &op : func.getBody().front())
     if (auto gather = dyn_cast<GatherOp>(op)) {
-      auto ids = dyn_cast<BlockArgument>(gather.getIndices());
+      // (Sequence-first ids come as a transpose of their batch-first input.)
+      Value indices = gather.getIndices();
+      if (auto transpose = indices.getDefiningOp<TransposeOp>())
+        indices = transpose.getInput();
+      auto ids = dyn_cast<BlockArgument>(indices);
       if (gather.getAxis() == 0 && isParam(func, gather.getData()) &&
           gather.getData().getType().getRank() == 2 && ids &&
           func.getArgAttr(ids.getArgNumber(), CleaveDialect::kInputAttrName) &&

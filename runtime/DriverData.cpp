@@ -34,6 +34,24 @@ void checkValues(const InputData &input, const IndexInputCheck &check) {
   }
 }
 
+/// Rewrites `array` with its dim `dim` moved to the front, so that each
+/// sample's values are contiguous: [d0, .., N, ..] -> [N, d0, ..].
+void moveSamplesFirst(NpyArray &array, int dim, int64_t elementBytes) {
+  int64_t outer = 1, inner = elementBytes, samples = array.shape[dim];
+  for (int i = 0; i < dim; ++i)
+    outer *= array.shape[i];
+  for (size_t i = dim + 1; i < array.shape.size(); ++i)
+    inner *= array.shape[i];
+  std::vector<char> moved(array.data.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t n = 0; n < samples; ++n)
+      std::memcpy(moved.data() + (n * outer + o) * inner,
+                  array.data.data() + (o * samples + n) * inner, inner);
+  array.data.swap(moved);
+  array.shape.erase(array.shape.begin() + dim);
+  array.shape.insert(array.shape.begin(), samples);
+}
+
 } // namespace
 
 int64_t firstNonFinite(const void *data, int64_t count, DType type) {
@@ -142,20 +160,30 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
     input.samples = 1;
     return input;
   }
-  bool sampleShapeMatches =
-      static_cast<int>(shape.size()) == spec.shape.rank && spec.shape.rank > 0;
-  for (int i = 1; sampleShapeMatches && i < spec.shape.rank; ++i)
-    sampleShapeMatches = shape[i] == spec.shape.dims[i];
+  // The file is in the model's layout: the samples along spec.batchDim,
+  // the other dims those of a sample in order.
+  int batchDim = spec.batchDim;
+  std::string wanted = "[";
+  bool sampleShapeMatches = static_cast<int>(shape.size()) == spec.shape.rank;
+  for (int i = 0, rest = 1; i < spec.shape.rank; ++i) {
+    wanted += i ? ", " : "";
+    if (i == batchDim) {
+      wanted += "N";
+      continue;
+    }
+    wanted += std::to_string(spec.shape.dims[rest]);
+    sampleShapeMatches =
+        sampleShapeMatches && shape[i] == spec.shape.dims[rest];
+    ++rest;
+  }
   if (!sampleShapeMatches)
-    failRun(
-        "'" + path + "' has shape " + shapeText(shape.data(), shape.size()) +
-        " but graph input '" + spec.name + "' needs [N" +
-        (spec.shape.rank > 1
-             ? ", " +
-                   shapeText(spec.shape.dims + 1, spec.shape.rank - 1).substr(1)
-             : std::string("]")) +
-        " (N samples along dim 0)");
-  input.samples = shape[0];
+    failRun("'" + path + "' has shape " +
+            shapeText(shape.data(), shape.size()) + " but graph input '" +
+            spec.name + "' needs " + wanted + "] (N samples along dim " +
+            std::to_string(batchDim) + ")");
+  input.samples = shape[batchDim];
+  if (batchDim != 0)
+    moveSamplesFirst(input.array, batchDim, dtypeSize(spec.dtype));
   if (input.samples < batch)
     failRun("'" + path + "' holds " + std::to_string(input.samples) +
             " samples, fewer than one batch of " + std::to_string(batch));

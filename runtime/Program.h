@@ -60,6 +60,9 @@ struct TensorSpec {
   /// In a program split into pipeline stages, the stage whose ranks hold
   /// the tensor (the others hold nothing); -1: every rank.
   int stage = -1;
+  /// A data input's dim along which its --data file (the ONNX model's
+  /// layout) holds the samples; `shape` is batch-first whatever it is.
+  int batchDim = 0;
 };
 
 /// A program split into pipeline stages: the mesh axis whose coordinates

@@ -56,6 +56,12 @@ def Cleave_Dialect : Dialect {
     static constexpr llvm::StringLiteral kStepAttrName = "cleave.step";
     /// Module attribute: the ONNX file the module was imported from.
     static constexpr llvm::StringLiteral kSourceAttrName = "cleave.source";
+    /// Module attribute: a dictionary from each data input whose samples lie
+    /// along a dim other than 0 in the ONNX model (a sequence-first
+    /// transformer's [S, B] tokens) to that dim. The function takes such an
+    /// input batch-first and transposes it back (frontend/BatchDims.h); the
+    /// training program moves the dim to the front as it loads --data.
+    static constexpr llvm::StringLiteral kBatchDimsAttrName = "cleave.batch_dims";
     /// Module attribute: the device mesh (#cleave.mesh) of a distributed
     /// program.
     static constexpr llvm::StringLiteral kMeshAttrName = "cleave.mesh";

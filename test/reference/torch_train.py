@@ -529,6 +529,9 @@ def main(argv=None):
 
     def batch(step):
         sel = batch_indices(step, opts.batch, opts.samples)
+        if opts.model in zoo_models.MODELS:
+            return tuple(torch.from_numpy(zoo_models.take_samples(
+                opts.model, data[n], sel)) for n in input_names)
         return tuple(torch.from_numpy(data[n][sel]) for n in input_names)
 
     # 2. Export with the initial weights.

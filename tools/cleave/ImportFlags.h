@@ -20,6 +20,11 @@ struct ImportFlags {
                     cl::desc("Bind a dynamic dim (batch=64) or a whole input "
                              "shape (x=64x784); repeatable"),
                     cl::value_desc("NAME=DIMS"), cl::sub(sub)),
+        batchSymbol(
+            "batch-symbol",
+            cl::desc("The dynamic dim that is every data input's batch "
+                     "(default: the one named like 'batch', else dim 0)"),
+            cl::value_desc("NAME"), cl::sub(sub)),
         loss("loss",
              cl::desc("Graph output to train on (default: the single scalar "
                       "output)"),
@@ -44,6 +49,12 @@ struct ImportFlags {
                       "output\n";
       return false;
     }
+    if (batchSymbol.getNumOccurrences() && batchSymbol.empty()) {
+      llvm::errs() << "cleave: error: --batch-symbol needs the name of a "
+                      "dynamic dim\n";
+      return false;
+    }
+    options.batchSymbol = batchSymbol;
     options.loss = loss;
     options.inference = inference;
     return true;
@@ -64,6 +75,7 @@ struct ImportFlags {
 
   cl::opt<std::string> model;
   cl::list<std::string> inputShapes;
+  cl::opt<std::string> batchSymbol;
   cl::opt<std::string> loss;
   cl::opt<bool> inference;
 };

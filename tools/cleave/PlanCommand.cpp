@@ -274,8 +274,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
   ImportOptions options;
   if (!import_.toOptions(options))
     return 1;
-  llvm::Expected<PlanningModel> planning =
-      readPlanningModel(import_.model, globalBatch_, options.shapeBindings);
+  llvm::Expected<PlanningModel> planning = readPlanningModel(
+      import_.model, globalBatch_, options.shapeBindings, options.batchSymbol);
   if (!planning)
     return fail(llvm::toString(planning.takeError()));
   const std::vector<frontend::ShapeBinding> userBindings =
@@ -337,8 +337,8 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     auto it = modelsAtBatch.find(batch);
     if (it != modelsAtBatch.end())
       return *it->second;
-    llvm::Expected<PlanningModel> rebound =
-        readPlanningModel(import_.model, batch, userBindings);
+    llvm::Expected<PlanningModel> rebound = readPlanningModel(
+        import_.model, batch, userBindings, options.batchSymbol);
     if (!rebound)
       return rebound.takeError();
     ImportOptions at = options;

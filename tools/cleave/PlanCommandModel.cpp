@@ -1,6 +1,7 @@
 //===- PlanCommandModel.cpp - a model for planning, without its data ------===//
 
 #include "tools/cleave/PlanCommandModel.h"
+#include "frontend/BatchDims.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
@@ -27,7 +28,8 @@ bool isFloat(int32_t type) {
 
 llvm::Expected<PlanningModel>
 readPlanningModel(llvm::StringRef path, int64_t globalBatch,
-                  const std::vector<frontend::ShapeBinding> &bindings) {
+                  const std::vector<frontend::ShapeBinding> &bindings,
+                  llvm::StringRef batchSymbol) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!file)
     return fail("cannot read the model '" + path +
@@ -41,6 +43,10 @@ readPlanningModel(llvm::StringRef path, int64_t globalBatch,
     return result;
   }
   onnx::GraphProto &graph = *model.mutable_graph();
+  // (Before the external initializers below become inputs.)
+  auto batchDims = frontend::findBatchDims(graph, batchSymbol);
+  if (!batchDims)
+    return batchDims.takeError();
 
   // External float initializers: their type and shape only.
   std::set<std::string> inputs;
@@ -79,7 +85,8 @@ readPlanningModel(llvm::StringRef path, int64_t globalBatch,
     const auto &shape = input.type().tensor_type().shape();
     if (bound.count(input.name()) || shape.dim_size() == 0)
       continue;
-    const auto &dim = shape.dim(0);
+    const auto &dim = shape.dim(
+        batchDims->count(input.name()) ? batchDims->at(input.name()) : 0);
     if (dim.has_dim_param() && !dim.dim_param().empty()) {
       for (const frontend::ShapeBinding &binding : bindings)
         if (binding.name == dim.dim_param() &&

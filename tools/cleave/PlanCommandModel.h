@@ -5,8 +5,8 @@
 // external data becomes a graph input of its type and shape for import
 // (ONNX's checker and shape inference see a well-formed graph; the data
 // file may be absent or a sparse placeholder), and a parameter again once
-// imported. The batch dimension of the data inputs is bound to
-// --global-batch.
+// imported. The batch dimension of the data inputs (frontend/BatchDims.h)
+// is bound to --global-batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,10 +34,12 @@ struct PlanningModel {
 };
 
 /// Reads the model at `path` for planning with `globalBatch` samples per
-/// step; `bindings` are the user's --input-shape values.
+/// step; `bindings` are the user's --input-shape values, `batchSymbol`
+/// their --batch-symbol (frontend/BatchDims.h).
 llvm::Expected<PlanningModel>
 readPlanningModel(llvm::StringRef path, int64_t globalBatch,
-                  const std::vector<frontend::ShapeBinding> &bindings);
+                  const std::vector<frontend::ShapeBinding> &bindings,
+                  llvm::StringRef batchSymbol);
 
 /// Turns the arguments imported from `shapeOnly` initializers back into
 /// parameters.

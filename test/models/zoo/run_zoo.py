@@ -136,7 +136,8 @@ def float64_run(model, batch, steps, work):
     losses, first = [], None
     for step in range(steps):
         sel = (step * batch + np.arange(batch)) % SAMPLES
-        inputs = [torch.from_numpy(d[sel]) for d in data]
+        inputs = [torch.from_numpy(zoo_models.take_samples(model, d, sel))
+                  for d in data]
         inputs = [v.double() if v.is_floating_point() else v for v in inputs]
         optimizer.zero_grad()
         loss = net(*inputs)

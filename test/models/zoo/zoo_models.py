@@ -7,7 +7,8 @@ small configuration and adds only the loss, as a user would before
 torch.onnx.export(training=TRAINING). MODELS maps a name to a function
 returning (model, input_names, dynamic_axes, data_kind); data_kind is
 "image" (x: float32 (B, 3, 32, 32), y: int64 (B,)) or "tokens" (idx, targets:
-int64 (B, SEQ), token 0 is padding).
+int64 (B, SEQ), or (SEQ, B) for the sequence-first model of BATCH_AXIS;
+token 0 is padding).
 """
 
 import numpy as np
@@ -40,18 +41,21 @@ class TokenEncoder(nn.Module):
     (nn.Transformer.generate_square_subsequent_mask), as GPT-style models
     register it."""
 
-    def __init__(self, norm_first, causal=False):
+    def __init__(self, norm_first, causal=False, batch_first=True):
         super().__init__()
         self.causal = causal
+        self.batch_first = batch_first
         if causal:
             self.register_buffer(
                 "causal_mask", nn.Transformer.generate_square_subsequent_mask(SEQ))
         d_model = 32
         self.embed = nn.Embedding(VOCAB, d_model)
-        self.pos = nn.Parameter(torch.randn(1, SEQ, d_model) * 0.02)
+        self.pos = nn.Parameter(torch.randn(
+            *((1, SEQ) if batch_first else (SEQ, 1)), d_model) * 0.02)
         layer = nn.TransformerEncoderLayer(
             d_model, nhead=4, dim_feedforward=64, dropout=0.0,
-            activation="gelu", batch_first=True, norm_first=norm_first)
+            activation="gelu", batch_first=batch_first,
+            norm_first=norm_first)
         self.encoder = nn.TransformerEncoder(
             layer, num_layers=2, enable_nested_tensor=False)
         self.head = nn.Linear(d_model, VOCAB)
@@ -59,8 +63,10 @@ class TokenEncoder(nn.Module):
 
     def forward(self, idx, targets):
         h = self.embed(idx) + self.pos
+        padding = idx == 0
         h = self.encoder(h, mask=self.causal_mask if self.causal else None,
-                         src_key_padding_mask=idx == 0)
+                         src_key_padding_mask=padding if self.batch_first
+                         else padding.t())
         logits = self.head(h)
         return self.loss_fn(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
@@ -93,9 +99,10 @@ def _image(net):
             "image")
 
 
-def _tokens(norm_first, causal=False):
-    return (TokenEncoder(norm_first, causal), ["idx", "targets"],
-            {"idx": {0: "batch"}, "targets": {0: "batch"}}, "tokens")
+def _tokens(norm_first, causal=False, batch_first=True):
+    axis = 0 if batch_first else 1
+    return (TokenEncoder(norm_first, causal, batch_first), ["idx", "targets"],
+            {"idx": {axis: "batch"}, "targets": {axis: "batch"}}, "tokens")
 
 
 tvm = torchvision.models
@@ -120,7 +127,18 @@ MODELS = {
     "transformer_post_norm": lambda: _tokens(False),
     "transformer_pre_norm": lambda: _tokens(True),
     "transformer_causal": lambda: _tokens(True, causal=True),
+    # PyTorch's default layout: [S, B] tokens (batch_first=False).
+    "transformer_seq_first": lambda: _tokens(False, batch_first=False),
 }
+
+# The dim of each input that holds the samples, where it is not 0 (as the
+# models' dynamic_axes name it "batch").
+BATCH_AXIS = {"transformer_seq_first": 1}
+
+
+def take_samples(name, array, rows):
+    """The samples `rows` of one input of MODELS[name], in its layout."""
+    return np.take(array, rows, axis=BATCH_AXIS.get(name, 0))
 
 # Each model's data: "image" or "tokens" (without building the model).
 DATA_KIND = {name: "tokens" if name.startswith("transformer") else "image"
@@ -157,4 +175,7 @@ def make_data(name, samples, rng):
     lengths = rng.integers(6, SEQ + 1, samples)
     idx = np.ascontiguousarray(seq[:, :SEQ])
     idx[np.arange(SEQ)[None, :] >= lengths[:, None]] = 0
-    return {"idx": idx, "targets": np.ascontiguousarray(seq[:, 1:])}
+    targets = np.ascontiguousarray(seq[:, 1:])
+    if BATCH_AXIS.get(name, 0):
+        idx, targets = (np.ascontiguousarray(a.T) for a in (idx, targets))
+    return {"idx": idx, "targets": targets}
