@@ -308,24 +308,25 @@ bool orderRows(Operation *product, Value a, BatchDims &batch) {
   return true;
 }
 
-/// `value` (the view as rows of a value whose batch is dim `dim`, not
-/// the first) as rows again, batch first; null when `value` is no such view.
-Value batchFirstRows(OpBuilder &b, Location loc, Value value,
-                     const BatchDims &batch, int64_t rowDims) {
+/// For `value`, a view as rows of a value Y whose batch (BatchDims) is one
+/// of its dims but not the first nor one of its last `columns`: Y and the
+/// permutation that brings its batch first.
+std::optional<std::pair<Value, SmallVector<int64_t>>>
+batchFirstView(Value value, const BatchDims &batch, int64_t columns) {
   auto view = value.getDefiningOp<ReshapeOp>();
   if (!view)
-    return {};
+    return std::nullopt;
   Value y = view.getInput();
   std::optional<int64_t> dim = batch.of(y);
-  if (!dim || *dim == 0 || *dim >= rowDims)
-    return {};
+  if (!dim || *dim == 0 ||
+      *dim >= cast<RankedTensorType>(y.getType()).getRank() - columns)
+    return std::nullopt;
   SmallVector<int64_t> perm{*dim};
   for (int64_t d = 0, e = cast<RankedTensorType>(y.getType()).getRank(); d < e;
        ++d)
     if (d != *dim)
       perm.push_back(d);
-  return ReshapeOp::create(b, loc, value.getType(),
-                           transposed(b, loc, y, perm));
+  return std::make_pair(y, perm);
 }
 
 /// A sequence-first model's loss over [S * B] rows of scores and labels,
@@ -338,29 +339,23 @@ bool orderLossRows(SoftmaxCrossEntropyOp loss, const BatchDims &batch) {
       !loss.getLogProb().use_empty() ||
       loss.getScores().getType().getRank() != 2)
     return false;
-  auto scoresView = loss.getScores().getDefiningOp<ReshapeOp>();
-  auto labelsView = loss.getLabels().getDefiningOp<ReshapeOp>();
-  if (!scoresView || !labelsView)
-    return false;
-  auto scoresIn = scoresView.getInput().getType();
-  auto labelsIn = labelsView.getInput().getType();
-  if (scoresIn.getRank() != labelsIn.getRank() + 1 ||
-      scoresIn.getShape().drop_back() != labelsIn.getShape() ||
-      batch.of(scoresView.getInput()) != batch.of(labelsView.getInput()))
+  // Scores [..., C] and labels [...] of the same rows, batch at one dim.
+  auto scores = batchFirstView(loss.getScores(), batch, 1);
+  auto labels = batchFirstView(loss.getLabels(), batch, 0);
+  if (!scores || !labels ||
+      ArrayRef<int64_t>(scores->second).drop_back() !=
+          ArrayRef<int64_t>(labels->second) ||
+      cast<RankedTensorType>(scores->first.getType()).getShape().drop_back() !=
+          cast<RankedTensorType>(labels->first.getType()).getShape())
     return false;
   OpBuilder b(loss);
-  Value scores = batchFirstRows(b, loss.getLoc(), loss.getScores(), batch,
-                                scoresIn.getRank() - 1);
-  Value labels = batchFirstRows(b, loss.getLoc(), loss.getLabels(), batch,
-                                labelsIn.getRank());
-  if (!scores || !labels) {
-    for (Value made : {scores, labels})
-      if (made)
-        made.getDefiningOp()->erase();
-    return false;
-  }
-  loss.getScoresMutable().assign(scores);
-  loss.getLabelsMutable().assign(labels);
+  Location loc = loss.getLoc();
+  loss.getScoresMutable().assign(
+      ReshapeOp::create(b, loc, loss.getScores().getType(),
+                        transposed(b, loc, scores->first, scores->second)));
+  loss.getLabelsMutable().assign(
+      ReshapeOp::create(b, loc, loss.getLabels().getType(),
+                        transposed(b, loc, labels->first, labels->second)));
   return true;
 }
 

@@ -93,3 +93,53 @@ func.func @unchanged(%x: tensor<4x8x6xf32>, %w: tensor<8x5xf32>,
       : (tensor<8x5xf32>, tensor<8x5xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %y, %g, %h : tensor<4x6x5xf32>, tensor<8x5xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A sequence-first model (nn.TransformerEncoder, batch_first=False): the
+// importer takes the tokens batch-first ([B, S], the data input) and
+// transposes them to the model's [S, B]. The batch is followed from the
+// input through the embedding's gather and the add of a position table to
+// [S, B, E]; the head's rows and the loss's rows are taken batch first
+// (the cross-entropy's sum does not depend on their order).
+// CHECK-LABEL: func.func @sequence_first
+// CHECK-SAME: (%[[IDS:[^:]+]]: tensor<4x6xi64> {cleave.input = "src"}, %[[LABELS:[^:]+]]: tensor<4x6xi64> {cleave.input = "targets"}
+func.func @sequence_first(%ids: tensor<4x6xi64> {cleave.input = "src"},
+                          %labels: tensor<4x6xi64> {cleave.input = "targets"},
+                          %table: tensor<10x8xf32>, %pos: tensor<6x1x8xf32>,
+                          %w: tensor<8x10xf32>, %b: tensor<10xf32>)
+    -> tensor<f32> {
+  // CHECK: %[[S:.*]] = cleave.transpose %[[IDS]] {permutation = array<i64: 1, 0>} : tensor<4x6xi64> -> tensor<6x4xi64>
+  // CHECK: %[[L:.*]] = cleave.transpose %[[LABELS]] {permutation = array<i64: 1, 0>} : tensor<4x6xi64> -> tensor<6x4xi64>
+  // CHECK: %[[E:.*]] = cleave.gather %{{.*}}, %[[S]]
+  // CHECK: %[[H:.*]] = cleave.add %[[E]]
+  // CHECK: %[[HB:.*]] = cleave.transpose %[[H]] {permutation = array<i64: 1, 0, 2>} : tensor<6x4x8xf32> -> tensor<4x6x8xf32>
+  // CHECK: %[[ROWS:.*]] = cleave.reshape %[[HB]] : tensor<4x6x8xf32> -> tensor<24x8xf32>
+  // CHECK: %[[P:.*]] = cleave.matmul %[[ROWS]]
+  // CHECK: %[[PB:.*]] = cleave.add %[[P]]
+  // CHECK: %[[PR:.*]] = cleave.reshape %[[PB]] : tensor<24x10xf32> -> tensor<4x6x10xf32>
+  // CHECK: %[[PS:.*]] = cleave.transpose %[[PR]] {permutation = array<i64: 1, 0, 2>} : tensor<4x6x10xf32> -> tensor<6x4x10xf32>
+  // CHECK: %[[SB:.*]] = cleave.transpose %[[PS]] {permutation = array<i64: 1, 0, 2>} : tensor<6x4x10xf32> -> tensor<4x6x10xf32>
+  // CHECK: %[[SROWS:.*]] = cleave.reshape %[[SB]] : tensor<4x6x10xf32> -> tensor<24x10xf32>
+  // CHECK: %[[LB:.*]] = cleave.transpose %[[L]] {permutation = array<i64: 1, 0>} : tensor<6x4xi64> -> tensor<4x6xi64>
+  // CHECK: %[[LROWS:.*]] = cleave.reshape %[[LB]] : tensor<4x6xi64> -> tensor<24xi64>
+  // CHECK: cleave.softmax_cross_entropy %[[SROWS]], %[[LROWS]]
+  %s = cleave.transpose %ids {permutation = array<i64: 1, 0>}
+      : tensor<4x6xi64> -> tensor<6x4xi64>
+  %l = cleave.transpose %labels {permutation = array<i64: 1, 0>}
+      : tensor<4x6xi64> -> tensor<6x4xi64>
+  %e = cleave.gather %table, %s {axis = 0 : i64}
+      : (tensor<10x8xf32>, tensor<6x4xi64>) -> tensor<6x4x8xf32>
+  %h = cleave.add %e, %pos
+      : (tensor<6x4x8xf32>, tensor<6x1x8xf32>) -> tensor<6x4x8xf32>
+  %y = cleave.matmul %h, %w
+      : (tensor<6x4x8xf32>, tensor<8x10xf32>) -> tensor<6x4x10xf32>
+  %z = cleave.add %y, %b
+      : (tensor<6x4x10xf32>, tensor<10xf32>) -> tensor<6x4x10xf32>
+  %scores = cleave.reshape %z : tensor<6x4x10xf32> -> tensor<24x10xf32>
+  %flat = cleave.reshape %l : tensor<6x4xi64> -> tensor<24xi64>
+  %loss, %logp = cleave.softmax_cross_entropy %scores, %flat
+      {reduction = #cleave.reduction<mean>}
+      : (tensor<24x10xf32>, tensor<24xi64>) -> (tensor<f32>, tensor<24x10xf32>)
+  return %loss : tensor<f32>
+}
