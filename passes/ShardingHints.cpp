@@ -13,6 +13,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::cleave;
 
@@ -77,6 +79,7 @@ mlir::cleave::parseShardingHint(StringRef text, StringRef origin) {
   ShardingHint hint;
   hint.pattern = pattern.trim().str();
   hint.origin = origin.str();
+  hint.modelLayout = true;
   if (hint.pattern.empty())
     return bad("no tensor name");
   rest = rest.trim();
@@ -424,6 +427,21 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
   return hints;
 }
 
+ShardingHint mlir::cleave::inModelLayout(const ShardingHint &hint,
+                                         ModuleOp module) {
+  ShardingHint result = hint;
+  auto batchDims =
+      module->getAttrOfType<DictionaryAttr>(CleaveDialect::kBatchDimsAttrName);
+  auto batchDim = batchDims && !hint.modelLayout
+                      ? batchDims.getAs<IntegerAttr>(hint.pattern)
+                      : IntegerAttr();
+  result.modelLayout = true;
+  if (batchDim && batchDim.getInt() < static_cast<int64_t>(hint.dims.size()))
+    std::rotate(result.dims.begin(), result.dims.begin() + 1,
+                result.dims.begin() + batchDim.getInt() + 1);
+  return result;
+}
+
 llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
                                              ArrayRef<ShardingHint> hints) {
   MLIRContext *context = func.getContext();
@@ -472,14 +490,30 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
         current = &hint;
     }
   }
+  auto batchDims =
+      func->getParentOfType<ModuleOp>()
+          ? func->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+                CleaveDialect::kBatchDimsAttrName)
+          : DictionaryAttr();
   FunctionAttributes attributes(func, FunctionAttributes::Arguments);
   for (auto [index, entry] : llvm::enumerate(named)) {
     const ShardingHint *hint = chosen[index];
     if (!hint)
       continue;
     auto [arg, name] = entry;
+    // A user's hint on an input the function takes batch-first: its dims
+    // in the function's order ([d_k, d_0, ..., d_(k-1), d_(k+1), ...]).
+    std::vector<std::vector<std::string>> hintDims = hint->dims;
+    auto batchDim = batchDims && hint->modelLayout
+                        ? batchDims.getAs<IntegerAttr>(name)
+                        : IntegerAttr();
+    if (batchDim && static_cast<int64_t>(hintDims.size()) ==
+                        cast<ShapedType>(arg.getType()).getRank()) {
+      auto moved = hintDims.begin() + batchDim.getInt();
+      std::rotate(hintDims.begin(), moved, moved + 1);
+    }
     SmallVector<Attribute> dims;
-    for (const std::vector<std::string> &axes : hint->dims) {
+    for (const std::vector<std::string> &axes : hintDims) {
       SmallVector<Attribute> dim;
       for (const std::string &axis : axes)
         dim.push_back(StringAttr::get(context, axis));
@@ -497,6 +531,9 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
                                  cast<ShapedType>(arg.getType()).getShape(),
                                  [](int64_t d) { return std::to_string(d); }),
                              "x") +
+                  (batchDim ? " (its batch dim " + Twine(batchDim.getInt()) +
+                                  " taken first, as the program takes it)"
+                            : Twine()) +
                   ": " + *problem);
     attributes.set(arg.getArgNumber(), CleaveDialect::kShardingAttrName,
                    sharding);

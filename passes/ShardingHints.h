@@ -36,6 +36,10 @@ struct ShardingHint {
   int64_t priority = 0;
   /// Where the hint came from, for messages ("--shard", "hints.yaml").
   std::string origin;
+  /// Whether `dims` follow the ONNX model's layout (a user's hint) rather
+  /// than the function's, which takes a data input whose batch is not dim
+  /// 0 batch-first (CleaveDialect::kBatchDimsAttrName).
+  bool modelLayout = false;
 };
 
 /// Parses `dp=2,tp=2`; messages call the text `name` (the flag or option
@@ -53,6 +57,11 @@ std::string formatShardingHint(const ShardingHint &hint);
 std::string escapeGlob(llvm::StringRef name);
 /// The hint's sharding alone, "[dp,_]" (as hints files write it).
 std::string formatShardingDims(const ShardingHint &hint);
+
+/// `hint` with its dims in the ONNX model's layout, as a user would write
+/// it: a function-layout hint (a preset's) on a data input that `module`
+/// takes batch-first gets its first dim moved back to the batch dim.
+ShardingHint inModelLayout(const ShardingHint &hint, ModuleOp module);
 
 /// The distribution strategies `--strategy` offers. MegatronZeroN is
 /// Megatron's tensor parallelism over `tp` with ZeRO stage N over `dp`

@@ -626,10 +626,13 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     hos << "hints:\n";
     if (written.empty())
       hos << "  []\n";
-    for (const ShardingHint &hint : written)
+    for (const ShardingHint &given : written) {
+      // As --shard-file reads it: in the model's layout.
+      ShardingHint hint = mlir::cleave::inModelLayout(given, *base);
       hos << "  - {tensor: " << llvm::json::Value(hint.pattern)
           << ", sharding: " << llvm::json::Value(formatShardingDims(hint))
           << ", priority: " << hint.priority << "}\n";
+    }
     if (!writeOutputFile(emitHints_, text, "plan"))
       return 1;
   }
