@@ -186,14 +186,17 @@ int64_t Recomputer::run() {
       copy->setAttr(CleaveDialect::kRecomputeAttrName, number);
       op->setAttr(CleaveDialect::kRecomputeSourceAttrName, number);
     }
-    // Backward readers use the copies.
+    // Backward readers use the copies of the values recomputed, not of
+    // those kept: a copy's result that is a checkpoint (a LayerNorm's
+    // output, whose statistics are recomputed) may be read before the copy.
     for (Operation *op : ordered)
       for (Value result : op->getResults())
-        result.replaceUsesWithIf(mapping.lookup(result), [&](OpOperand &use) {
-          Operation *user = use.getOwner();
-          return !isForward.contains(user) &&
-                 !user->hasAttr(CleaveDialect::kRecomputeAttrName);
-        });
+        if (!kept(result))
+          result.replaceUsesWithIf(mapping.lookup(result), [&](OpOperand &use) {
+            Operation *user = use.getOwner();
+            return !isForward.contains(user) &&
+                   !user->hasAttr(CleaveDialect::kRecomputeAttrName);
+          });
   }
   return cloned;
 }

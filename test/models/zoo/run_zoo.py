@@ -121,14 +121,13 @@ def float64_run(model, batch, steps, work):
     import torch
     initial = os.path.join(work, "onestep", "reference", "initial_params")
     torch.manual_seed(0)
-    net = zoo_models.MODELS[model]()[0].double().train()
+    net, names = zoo_models.MODELS[model]()[:2]
+    net = net.double().train()
     for name, p in net.named_parameters():
         want = np.load(os.path.join(initial, name + ".npy"))
         if not np.array_equal(p.detach().float().numpy(), want):
             raise SystemExit(f"float64 model: {name} differs from the "
                              f"exported initial value")
-    names = ("x", "y") if zoo_models.DATA_KIND[model] == "image" else (
-        "idx", "targets")
     data = [np.load(os.path.join(work, "torch1", "data", n + ".npy"))
             for n in names]
     lr = float(LR)

@@ -6,6 +6,7 @@ architecture (torchvision.models.* or torch.nn.TransformerEncoder) in a
 small configuration and adds only the loss, as a user would before
 torch.onnx.export(training=TRAINING). MODELS maps a name to a function
 returning (model, input_names, dynamic_axes, data_kind); data_kind is
+"seq2seq" (src, tgt_in, tgt_out: int64 (SEQ or TGT, B)),
 "image" (x: float32 (B, 3, 32, 32), y: int64 (B,)) or "tokens" (idx, targets:
 int64 (B, SEQ), or (SEQ, B) for the sequence-first model of BATCH_AXIS;
 token 0 is padding).
@@ -20,6 +21,7 @@ IMAGE_SIZE = 32
 CLASSES = 10
 VOCAB = 32
 SEQ = 12
+TGT = 8  # the seq2seq model's target length
 
 
 class Classifier(nn.Module):
@@ -99,6 +101,37 @@ def _image(net):
             "image")
 
 
+class Seq2Seq(nn.Module):
+    """nn.Transformer (encoder and decoder) in PyTorch's default layout,
+    batch_first=False: source tokens [SEQ, B], target tokens [TGT, B]
+    shifted by one for the decoder's input and its labels, a causal mask
+    on the decoder (a float buffer of -inf above the diagonal)."""
+
+    def __init__(self):
+        super().__init__()
+        d_model = 32
+        self.src_embed = nn.Embedding(VOCAB, d_model)
+        self.tgt_embed = nn.Embedding(VOCAB, d_model)
+        self.transformer = nn.Transformer(
+            d_model, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
+            dim_feedforward=64, dropout=0.0)
+        self.register_buffer(
+            "tgt_mask", nn.Transformer.generate_square_subsequent_mask(TGT))
+        self.head = nn.Linear(d_model, VOCAB)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, src, tgt_in, tgt_out):
+        h = self.transformer(self.src_embed(src), self.tgt_embed(tgt_in),
+                             tgt_mask=self.tgt_mask)
+        return self.loss_fn(self.head(h).reshape(-1, VOCAB),
+                            tgt_out.reshape(-1))
+
+
+def _seq2seq():
+    names = ["src", "tgt_in", "tgt_out"]
+    return Seq2Seq(), names, {n: {1: "batch"} for n in names}, "seq2seq"
+
+
 def _tokens(norm_first, causal=False, batch_first=True):
     axis = 0 if batch_first else 1
     return (TokenEncoder(norm_first, causal, batch_first), ["idx", "targets"],
@@ -129,11 +162,12 @@ MODELS = {
     "transformer_causal": lambda: _tokens(True, causal=True),
     # PyTorch's default layout: [S, B] tokens (batch_first=False).
     "transformer_seq_first": lambda: _tokens(False, batch_first=False),
+    "transformer_seq2seq": _seq2seq,
 }
 
 # The dim of each input that holds the samples, where it is not 0 (as the
 # models' dynamic_axes name it "batch").
-BATCH_AXIS = {"transformer_seq_first": 1}
+BATCH_AXIS = {"transformer_seq_first": 1, "transformer_seq2seq": 1}
 
 
 def take_samples(name, array, rows):
@@ -143,6 +177,7 @@ def take_samples(name, array, rows):
 # Each model's data: "image" or "tokens" (without building the model).
 DATA_KIND = {name: "tokens" if name.startswith("transformer") else "image"
              for name in MODELS}
+DATA_KIND["transformer_seq2seq"] = "seq2seq"
 
 
 def make_data(name, samples, rng):
@@ -153,7 +188,17 @@ def make_data(name, samples, rng):
     tokens: each row follows a fixed permutation of tokens 1..VOCAB-1
             from a random start (10% random tokens), then padding (token 0)
             after a random length of 6..SEQ; targets are the next tokens.
+    seq2seq: random source tokens; the target is the source reversed.
     """
+    if DATA_KIND[name] == "seq2seq":
+        # Reverse the source: the decoder reads a start token (0) and the
+        # reversed source's first TGT - 1 tokens and predicts the next.
+        src = rng.integers(1, VOCAB, (samples, SEQ), dtype=np.int64)
+        target = np.concatenate([np.zeros((samples, 1), np.int64),
+                                 src[:, ::-1][:, :TGT]], axis=1)
+        return {n: np.ascontiguousarray(a.T) for n, a in
+                (("src", src), ("tgt_in", target[:, :TGT]),
+                 ("tgt_out", target[:, 1:]))}
     if DATA_KIND[name] == "image":
         templates = np.kron(rng.standard_normal((CLASSES, 3, 8, 8)),
                             np.ones((1, 1, 4, 4)))
