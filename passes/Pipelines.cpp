@@ -408,13 +408,16 @@ partitionForLayout(ModuleOp module, func::FuncOp step,
                    const LayoutOptions &layout, CompilePhase last,
                    llvm::function_ref<void(func::FuncOp)> onPropagated) {
   LayoutPasses passes = layoutPasses(layout);
+  // Recomputation restructures the step: verified even where the other
+  // passes run unverified (the planner's search), so that a bug in it
+  // rejects the layout instead of crashing the passes after it.
   if (llvm::Error error = runPasses(
           module,
           [&](OpPassManager &pm) {
             addLayoutPasses(pm, passes, CompilePhase::Train,
                             CompilePhase::Distribute);
           },
-          layout.verifyEachPass))
+          layout.verifyEachPass || passes.recompute != "none"))
     return error;
   if (!passes.applyHints)
     return llvm::Error::success();
