@@ -215,12 +215,50 @@ void scatterChannels(const float *m, int64_t totalChannels, int64_t first,
 }
 
 /// The chunk's im2col matrix of group g: [kRows, count * oSize].
+/// For every tap (row-major) and output position, the input position it
+/// reads, or -1 in the padding.
+std::vector<int32_t> tapTable(const Window3 &w) {
+  int64_t oSize = w.outSize();
+  std::vector<int32_t> table(w.kernelSize() * oSize, -1);
+  std::vector<TapRange> taps = tapRanges(w);
+  for (int64_t k = 0; k < w.kernelSize(); ++k) {
+    const TapRange &t = taps[k];
+    for (int64_t o0 = t.lo[0]; o0 < t.hi[0]; ++o0)
+      for (int64_t o1 = t.lo[1]; o1 < t.hi[1]; ++o1)
+        for (int64_t o2 = t.lo[2]; o2 < t.hi[2]; ++o2)
+          table[k * oSize + (o0 * w.out[1] + o1) * w.out[2] + o2] =
+              static_cast<int32_t>(((o0 * w.stride[0] + t.off[0]) * w.in[1] +
+                                    o1 * w.stride[1] + t.off[1]) *
+                                       w.in[2] +
+                                   o2 * w.stride[2] + t.off[2]);
+  }
+  return table;
+}
+
+/// im2col of a chunk's samples side by side: col[(c, k), (j, o)], rows
+/// chunk.count * outSize long. The chunks are small planes (fewer than 256
+/// outputs, samplesPerGemm), where im2col's loops over each row's ranges
+/// cost more than the copy (4 ns an element on ResNet-18's 2x2 planes):
+/// one table of input positions per tap, and each row filled sample by
+/// sample from it.
 void im2colChunk(const float *x, const ConvDims &cd, int64_t g,
                  const Window3 &win, SampleChunk chunk, float *col) {
   int64_t oSize = win.outSize(), inSize = win.inSize();
-  for (int64_t j = 0; j < chunk.count; ++j)
-    im2col(x + ((chunk.first + j) * cd.inChannels + g * cd.groupIn) * inSize,
-           cd.groupIn, win, col + j * oSize, chunk.count * oSize);
+  int64_t kSize = win.kernelSize(), ld = chunk.count * oSize;
+  std::vector<int32_t> table = tapTable(win);
+  const float *first =
+      x + (chunk.first * cd.inChannels + g * cd.groupIn) * inSize;
+  for (int64_t c = 0; c < cd.groupIn; ++c)
+    for (int64_t k = 0; k < kSize; ++k) {
+      const int32_t *at = table.data() + k * oSize;
+      float *row = col + (c * kSize + k) * ld;
+      for (int64_t j = 0; j < chunk.count; ++j) {
+        const float *xc = first + (j * cd.inChannels + c) * inSize;
+        float *out = row + j * oSize;
+        for (int64_t o = 0; o < oSize; ++o)
+          out[o] = at[o] < 0 ? 0.0f : xc[at[o]];
+      }
+    }
 }
 
 } // namespace

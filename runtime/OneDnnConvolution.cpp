@@ -398,8 +398,16 @@ const char *oneDnnImplementation(ConvPass pass, const Shape &xShape,
 //   26).
 // - The input gradient of a conv with fewer than 8 input channels (a first
 //   layer) stays with im2col (ResNet's 7x7 on 3 channels: 616 vs 1729).
-// - The weight gradient of a conv whose output is 1x1 and whose kernel is
-//   not stays with im2col (256x2x2 3x3 stride 2 -> 512: 921 vs 1334).
+// - The weight gradient of a conv with at most 4 output positions, not
+//   pointwise, stays with im2col: one GEMM over the batch's samples side
+//   by side, whose im2col reads a table of each tap's positions
+//   (im2colChunk). ResNet-18 at batch 16, 1 / 2 threads, im2col vs
+//   blocked: 256x2x2 3x3 -> 256 868 vs 1196 / 544 vs 599; 128x4x4 3x3
+//   stride 2 -> 256 440 vs 689 / 289 vs 353; 256x2x2 3x3 stride 2 -> 512
+//   533 vs 1717; 256x2x2 1x1 stride 2 -> 512 80 vs 152 / 80 vs 97. At 16
+//   positions oneDNN wins (128x4x4 3x3 -> 128: 937 vs 770); pointwise
+//   convs go either way by thread count (MobileNetV2's 80x1x1 -> 1280: 99
+//   vs 114 at 1 thread, 110 vs 74 at 2) and keep the rules below.
 // - On 2 threads each of oneDNN's parallel regions (a conv and up to three
 //   reorders) wakes a sleeping thread (the benchmarks' OMP_WAIT_POLICY=
 //   PASSIVE), and its backward-weights kernels wait at barriers: below
@@ -417,7 +425,7 @@ bool preferOneDnn(ConvPass pass, const ConvDims &cd, const body::Window3 &w,
     return false;
   if (pass == ConvPass::GradInput && cd.groupIn < 8)
     return false;
-  if (pass == ConvPass::GradWeight && w.outSize() == 1 && w.kernelSize() > 1)
+  if (pass == ConvPass::GradWeight && w.outSize() <= 4 && !isPointwise(w))
     return false;
   double flops = 2.0 * cd.batch * cd.outChannels * w.outSize() * cd.kRows;
   if (threads > 1 && flops < 2e6) {
