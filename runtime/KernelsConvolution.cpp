@@ -261,6 +261,28 @@ void im2colChunk(const float *x, const ConvDims &cd, int64_t g,
     }
 }
 
+/// The adjoint of im2colChunk: every sample's dx[c, ...] += its columns of
+/// dcol[(c, k), (j, o)], through the same table.
+void col2imChunk(const float *dcol, const ConvDims &cd, int64_t g,
+                 const Window3 &win, SampleChunk chunk, float *dx) {
+  int64_t oSize = win.outSize(), inSize = win.inSize();
+  int64_t kSize = win.kernelSize(), ld = chunk.count * oSize;
+  std::vector<int32_t> table = tapTable(win);
+  float *first = dx + (chunk.first * cd.inChannels + g * cd.groupIn) * inSize;
+  for (int64_t c = 0; c < cd.groupIn; ++c)
+    for (int64_t k = 0; k < kSize; ++k) {
+      const int32_t *at = table.data() + k * oSize;
+      const float *row = dcol + (c * kSize + k) * ld;
+      for (int64_t j = 0; j < chunk.count; ++j) {
+        float *xc = first + (j * cd.inChannels + c) * inSize;
+        const float *in = row + j * oSize;
+        for (int64_t o = 0; o < oSize; ++o)
+          if (at[o] >= 0)
+            xc[at[o]] += in[o];
+      }
+    }
+}
+
 } // namespace
 
 void im2colConv(const float *x, const Shape &xShape, const float *w,
@@ -355,11 +377,7 @@ void im2colConvGradInput(const float *dy, const Shape &yShape, const float *w,
                          oSize, chunk, dyg);
           gemm(true, false, cd.kRows, n, cd.groupOut, 1.0f, wg, dyg, 0.0f,
                dcol);
-          for (int64_t j = 0; j < chunk.count; ++j)
-            col2im(dcol + j * oSize, cd.groupIn, win,
-                   dx + ((chunk.first + j) * cd.inChannels + g * cd.groupIn) *
-                            inSize,
-                   n);
+          col2imChunk(dcol, cd, g, win, chunk, dx);
         }
       });
 }

@@ -408,6 +408,10 @@ const char *oneDnnImplementation(ConvPass pass, const Shape &xShape,
 //   positions oneDNN wins (128x4x4 3x3 -> 128: 937 vs 770); pointwise
 //   convs go either way by thread count (MobileNetV2's 80x1x1 -> 1280: 99
 //   vs 114 at 1 thread, 110 vs 74 at 2) and keep the rules below.
+// - So does the input gradient of such a conv with a 1x1 output (its
+//   col2im by the same table): 256x2x2 3x3 stride 2 -> 512 589 vs 902 /
+//   360 vs 473; at 4 outputs they tie (128x4x4 3x3 stride 2 -> 256: 474
+//   vs 476 / 322 vs 271).
 // - On 2 threads each of oneDNN's parallel regions (a conv and up to three
 //   reorders) wakes a sleeping thread (the benchmarks' OMP_WAIT_POLICY=
 //   PASSIVE), and its backward-weights kernels wait at barriers: below
@@ -426,6 +430,8 @@ bool preferOneDnn(ConvPass pass, const ConvDims &cd, const body::Window3 &w,
   if (pass == ConvPass::GradInput && cd.groupIn < 8)
     return false;
   if (pass == ConvPass::GradWeight && w.outSize() <= 4 && !isPointwise(w))
+    return false;
+  if (pass == ConvPass::GradInput && w.outSize() == 1 && !isPointwise(w))
     return false;
   double flops = 2.0 * cd.batch * cd.outChannels * w.outSize() * cd.kRows;
   if (threads > 1 && flops < 2e6) {

@@ -444,11 +444,22 @@ TEST(ConvolutionPaths, Im2colWhereItIsFaster) {
                    {1, 1, 1, 1}, {1, 1},        2};
   EXPECT_EQ(chosenPaths(grouped, 1), (Paths{"im2col", "im2col", "im2col"}));
   checkBothPaths(grouped);
-  // A 1x1 output of a 3x3 kernel: the weight gradient stays with im2col.
+  // A 1x1 output of a 3x3 kernel: both gradients on im2col, whose
+  // samples sit side by side in one GEMM (im2colChunk, col2imChunk).
   ConvCase late{{2, 32, 2, 2}, {16, 32, 3, 3}, {2, 16, 1, 1}, {2, 2},
                 {1, 1, 1, 1},  {1, 1},         1};
-  EXPECT_EQ(chosenPaths(late, 1), (Paths{"blocked", "blocked", "im2col"}));
+  EXPECT_EQ(chosenPaths(late, 1), (Paths{"blocked", "im2col", "im2col"}));
   checkBothPaths(late);
+  // 2x2 outputs: the weight gradient on im2col, the input gradient not.
+  ConvCase small{{3, 32, 4, 4},
+                 {16, 32, 3, 3},
+                 {3, 16, 2, 2},
+                 {2, 2},
+                 {1, 1, 1, 1},
+                 {1, 1},
+                 1};
+  EXPECT_EQ(chosenPaths(small, 1), (Paths{"blocked", "blocked", "im2col"}));
+  checkBothPaths(small);
 }
 
 //===----------------------------------------------------------------------===//
