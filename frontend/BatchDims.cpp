@@ -58,8 +58,20 @@ findBatchDims(const onnx::GraphProto &graph, llvm::StringRef batchSymbol) {
   std::map<std::string, int64_t> batchDims;
   for (const onnx::ValueInfoProto *input : inputs)
     batchDims[input->name()] = 0;
+  // Inputs without a dynamic dim take no part in the choice: a fixed
+  // shape has no symbol to find (and cleave plan presents the weights it
+  // does not read as such inputs).
+  std::vector<const onnx::ValueInfoProto *> dynamic;
+  for (const onnx::ValueInfoProto *input : inputs)
+    if (llvm::any_of(input->type().tensor_type().shape().dim(),
+                     [](const auto &dim) { return dim.has_dim_param(); }))
+      dynamic.push_back(input);
   if (!batchSymbol.empty()) {
-    for (const onnx::ValueInfoProto *input : inputs) {
+    if (dynamic.empty())
+      return fail(formatv("--batch-symbol {0}: the model has no data input "
+                          "with a dynamic dim",
+                          batchSymbol));
+    for (const onnx::ValueInfoProto *input : dynamic) {
       std::vector<int64_t> dims = dimsNamed(*input, batchSymbol);
       if (dims.size() != 1)
         return fail(formatv(
@@ -71,23 +83,23 @@ findBatchDims(const onnx::GraphProto &graph, llvm::StringRef batchSymbol) {
     }
     return batchDims;
   }
-  if (inputs.empty())
+  if (dynamic.empty())
     return batchDims;
-  // Symbols that every data input has exactly once and that read as a batch.
+  // Symbols that every such input has exactly once and that read as a batch.
   std::set<std::string> candidates;
-  for (const auto &dim : inputs[0]->type().tensor_type().shape().dim())
+  for (const auto &dim : dynamic[0]->type().tensor_type().shape().dim())
     if (dim.has_dim_param() &&
         llvm::StringRef(dim.dim_param()).contains_insensitive("batch"))
       candidates.insert(dim.dim_param());
   for (auto it = candidates.begin(); it != candidates.end();) {
-    bool everywhere = llvm::all_of(inputs, [&](const auto *input) {
+    bool everywhere = llvm::all_of(dynamic, [&](const auto *input) {
       return dimsNamed(*input, *it).size() == 1;
     });
     it = everywhere ? std::next(it) : candidates.erase(it);
   }
   if (candidates.size() != 1)
     return batchDims;
-  for (const onnx::ValueInfoProto *input : inputs)
+  for (const onnx::ValueInfoProto *input : dynamic)
     batchDims[input->name()] = dimsNamed(*input, *candidates.begin())[0];
   return batchDims;
 }

@@ -27,13 +27,13 @@ namespace cleave::frontend {
 
 /// The batch dim of each data input (graph inputs that are not
 /// initializers, of rank 1 or more), by name, before --input-shape binds
-/// the symbols:
-/// - with `batchSymbol` (--batch-symbol), the dim of that name, which every
-///   such input must have exactly once;
-/// - else the one symbolic dim that every data input has exactly once and
-///   whose name contains "batch" (any case: torch's dynamic_axes names
-///   `batch`, `batch_size`), where there is such a symbol;
-/// - else dim 0.
+/// the symbols. Among the inputs with a dynamic dim:
+/// - with `batchSymbol` (--batch-symbol), the dim of that name, which each
+///   must have exactly once;
+/// - else the one symbolic dim that each has exactly once and whose name
+///   contains "batch" (any case: torch's dynamic_axes names `batch`,
+///   `batch_size`), where there is such a symbol.
+/// Every other input's batch is dim 0.
 llvm::Expected<std::map<std::string, int64_t>>
 findBatchDims(const onnx::GraphProto &graph, llvm::StringRef batchSymbol);
 
