@@ -17,19 +17,6 @@ using llvm::formatv;
 
 namespace mlir::cleave::codegen {
 
-namespace {
-
-/// The dim of data input `name` along which the model, and so its --data
-/// file, holds the samples (the program takes them along dim 0).
-int64_t batchDimInModel(func::FuncOp func, StringRef name) {
-  auto dims = func->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
-      CleaveDialect::kBatchDimsAttrName);
-  auto dim = dims ? dims.getAs<IntegerAttr>(name) : IntegerAttr();
-  return dim ? dim.getInt() : 0;
-}
-
-} // namespace
-
 LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
                                  std::string &argPointers, int &numTensors) {
   Block &block = func.getBody().front();
@@ -107,7 +94,7 @@ LogicalResult Emitter::emitTable(EmittedProgram &program, std::string &table,
     std::string where;
     auto stage =
         func.getArgAttrOfType<IntegerAttr>(i, CleaveDialect::kStageAttrName);
-    if (int64_t batchDim = role == "Input" ? batchDimInModel(func, name) : 0)
+    if (int64_t batchDim = role == "Input" ? getModelBatchDim(func, name) : 0)
       where =
           formatv(", {0}, {1}, {2}", sharding.empty() ? "nullptr" : sharding,
                   stage ? stage.getInt() : -1, batchDim);

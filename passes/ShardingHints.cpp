@@ -430,15 +430,12 @@ mlir::cleave::strategyHints(Strategy strategy, func::FuncOp func,
 ShardingHint mlir::cleave::inModelLayout(const ShardingHint &hint,
                                          ModuleOp module) {
   ShardingHint result = hint;
-  auto batchDims =
-      module->getAttrOfType<DictionaryAttr>(CleaveDialect::kBatchDimsAttrName);
-  auto batchDim = batchDims && !hint.modelLayout
-                      ? batchDims.getAs<IntegerAttr>(hint.pattern)
-                      : IntegerAttr();
   result.modelLayout = true;
-  if (batchDim && batchDim.getInt() < static_cast<int64_t>(hint.dims.size()))
+  int64_t batchDim =
+      hint.modelLayout ? 0 : getModelBatchDim(module, hint.pattern);
+  if (batchDim && batchDim < static_cast<int64_t>(hint.dims.size()))
     std::rotate(result.dims.begin(), result.dims.begin() + 1,
-                result.dims.begin() + batchDim.getInt() + 1);
+                result.dims.begin() + batchDim + 1);
   return result;
 }
 
@@ -490,11 +487,6 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
         current = &hint;
     }
   }
-  auto batchDims =
-      func->getParentOfType<ModuleOp>()
-          ? func->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
-                CleaveDialect::kBatchDimsAttrName)
-          : DictionaryAttr();
   FunctionAttributes attributes(func, FunctionAttributes::Arguments);
   for (auto [index, entry] : llvm::enumerate(named)) {
     const ShardingHint *hint = chosen[index];
@@ -504,12 +496,10 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
     // A user's hint on an input the function takes batch-first: its dims
     // in the function's order ([d_k, d_0, ..., d_(k-1), d_(k+1), ...]).
     std::vector<std::vector<std::string>> hintDims = hint->dims;
-    auto batchDim = batchDims && hint->modelLayout
-                        ? batchDims.getAs<IntegerAttr>(name)
-                        : IntegerAttr();
+    int64_t batchDim = hint->modelLayout ? getModelBatchDim(func, name) : 0;
     if (batchDim && static_cast<int64_t>(hintDims.size()) ==
                         cast<ShapedType>(arg.getType()).getRank()) {
-      auto moved = hintDims.begin() + batchDim.getInt();
+      auto moved = hintDims.begin() + batchDim;
       std::rotate(hintDims.begin(), moved, moved + 1);
     }
     SmallVector<Attribute> dims;
@@ -531,7 +521,7 @@ llvm::Error mlir::cleave::applyShardingHints(func::FuncOp func, MeshAttr mesh,
                                  cast<ShapedType>(arg.getType()).getShape(),
                                  [](int64_t d) { return std::to_string(d); }),
                              "x") +
-                  (batchDim ? " (its batch dim " + Twine(batchDim.getInt()) +
+                  (batchDim ? " (its batch dim " + Twine(batchDim) +
                                   " taken first, as the program takes it)"
                             : Twine()) +
                   ": " + *problem);

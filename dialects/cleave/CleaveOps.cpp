@@ -29,6 +29,16 @@ std::string mlir::cleave::formatShape(ArrayRef<int64_t> shape) {
   return text;
 }
 
+int64_t mlir::cleave::getModelBatchDim(Operation *op, StringRef input) {
+  auto module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto dims = module ? module->getAttrOfType<DictionaryAttr>(
+                           CleaveDialect::kBatchDimsAttrName)
+                     : DictionaryAttr();
+  auto dim = dims ? dims.getAs<IntegerAttr>(input) : IntegerAttr();
+  return dim ? dim.getInt() : 0;
+}
+
 namespace {
 
 ShapedType shapedType(Value value) { return cast<ShapedType>(value.getType()); }

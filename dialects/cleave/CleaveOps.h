@@ -31,6 +31,11 @@ MeshAttr getModuleMesh(Operation *op);
 FailureOr<int64_t> getModuleMeshAxisSize(ModuleOp module, StringRef axis,
                                          StringRef what);
 
+/// The dim of data input `input` along which the ONNX model holds its
+/// samples (the module's cleave.batch_dims; 0 where it records none): the
+/// function takes such an input batch-first.
+int64_t getModelBatchDim(Operation *op, StringRef input);
+
 /// Pipeline stages (cleave-pipeline-stages): whether the ranks of stage
 /// `stage` run `op` (all do for stage -1, an unsplit program), and whether
 /// they hold `value` (a send_recv's result only at its destination).
