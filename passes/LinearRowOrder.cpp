@@ -224,6 +224,16 @@ private:
   DenseMap<Value, int64_t> dims;
 };
 
+/// The permutation that brings dim `dim` of a rank-`rank` value first,
+/// the others after it in order.
+SmallVector<int64_t> batchFirst(int64_t dim, int64_t rank) {
+  SmallVector<int64_t> perm{dim};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      perm.push_back(d);
+  return perm;
+}
+
 /// The rows of `a` (a product's left operand: Y of rank 3 or more, or its
 /// view as rows [rows, K]) batch first, where Y's batch (BatchDims) is one
 /// of its row dims but not the first: a sequence-first model's [S, B, E]
@@ -241,14 +251,9 @@ std::optional<RowOrder> batchRowOrder(Value a, const BatchDims &batch) {
   RowOrder o;
   o.y = y;
   o.yRefined.assign(yType.getShape().begin(), yType.getShape().end());
-  o.order.push_back(*dim);
-  o.rowShape.push_back(yType.getDimSize(*dim));
-  for (int64_t d = 0; d < rank - 1; ++d)
-    if (d != *dim) {
-      o.order.push_back(d);
-      o.rowShape.push_back(yType.getDimSize(d));
-    }
-  o.order.push_back(rank - 1);
+  o.order = batchFirst(*dim, rank);
+  for (int64_t d : ArrayRef<int64_t>(o.order).drop_back())
+    o.rowShape.push_back(yType.getDimSize(d));
   o.batchDim = dim;
   // Result dim i (Y's row dim i, then the columns) from the batch-first one.
   for (int64_t d = 0; d < rank; ++d)
@@ -321,12 +326,8 @@ batchFirstView(Value value, const BatchDims &batch, int64_t columns) {
   if (!dim || *dim == 0 ||
       *dim >= cast<RankedTensorType>(y.getType()).getRank() - columns)
     return std::nullopt;
-  SmallVector<int64_t> perm{*dim};
-  for (int64_t d = 0, e = cast<RankedTensorType>(y.getType()).getRank(); d < e;
-       ++d)
-    if (d != *dim)
-      perm.push_back(d);
-  return std::make_pair(y, perm);
+  return std::make_pair(
+      y, batchFirst(*dim, cast<RankedTensorType>(y.getType()).getRank()));
 }
 
 /// A sequence-first model's loss over [S * B] rows of scores and labels,
