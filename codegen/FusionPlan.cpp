@@ -477,8 +477,10 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
   // A plain SGD step (no momentum, no weight decay) on a gradient that one
   // convolution weight gradient computes for it alone: the update runs in
   // that op, early, so nothing run between the two may read the weight
-  // (the conv's input gradient reads it), and a scheduled learning rate
-  // must be known by then.
+  // (the conv's input gradient reads it), and the weight it updates (a
+  // step argument, or a slice of one that a partitioned program takes
+  // for the update alone) and a scheduled learning rate must be known by
+  // then.
   for (Operation &op : block.without_terminator()) {
     auto sgd = dyn_cast<SgdOp>(op);
     if (!sgd || sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero() ||
@@ -490,11 +492,14 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
         conv.getType() != sgd.getParam().getType() ||
         !conv.getType().getElementType().isF32())
       continue;
-    if (Value factor = sgd.getLrFactor())
-      if (Operation *def = factor.getDefiningOp();
-          def && (def->getBlock() != &block ||
-                  !runsAt(def)->isBeforeInBlock(conv)))
-        continue;
+    auto knownBefore = [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      return !def ||
+             (def->getBlock() == &block && runsAt(def)->isBeforeInBlock(conv));
+    };
+    if (!knownBefore(sgd.getParam()) ||
+        (sgd.getLrFactor() && !knownBefore(sgd.getLrFactor())))
+      continue;
     Value w = plan.root(sgd.getParam());
     bool readsW = false;
     for (Operation &other : block.without_terminator()) {

@@ -44,6 +44,17 @@ std::vector<int64_t> divisors(int64_t n) {
   return result;
 }
 
+/// Whether every group of `tp` consecutive ranks (the innermost mesh axis)
+/// among `ranks` stays inside one node of `perNode` devices: always when
+/// `tp` divides the node, and also when all the ranks fit one node (tp=3
+/// on 3 of a node's 4 devices).
+bool tensorGroupsInsideNodes(int64_t tp, int64_t ranks, int64_t perNode) {
+  for (int64_t first = 0; first < ranks; first += tp)
+    if (first / perNode != (first + tp - 1) / perNode)
+      return false;
+  return true;
+}
+
 /// A micro-batch's scratch is taken to be at least this share of 1/m of
 /// its one-micro-batch layout's (scratch is close to linear in the batch,
 /// with parameter-gradient buffers that do not shrink).
@@ -63,7 +74,7 @@ std::vector<Candidate> enumerateLayouts(const SearchOptions &options) {
   };
   for (int64_t tp : divisors(ranks)) {
     // Tensor parallel groups talk every layer: they stay inside a node.
-    if (tp > 1 && perNode % tp != 0)
+    if (!tensorGroupsInsideNodes(tp, ranks, perNode))
       continue;
     for (int64_t pp : divisors(ranks / tp)) {
       int64_t dp = ranks / tp / pp;

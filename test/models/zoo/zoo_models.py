@@ -163,6 +163,12 @@ MODELS = {
     # PyTorch's default layout: [S, B] tokens (batch_first=False).
     "transformer_seq_first": lambda: _tokens(False, batch_first=False),
     "transformer_seq2seq": _seq2seq,
+    # Inception modules: four branches concatenated. Without the auxiliary
+    # classifiers (in training mode they make the output a tuple), Dropout
+    # 0 as in the other models.
+    "googlenet": lambda: _image(tvm.googlenet(
+        num_classes=CLASSES, aux_logits=False, init_weights=True,
+        dropout=0.0)),
 }
 
 # The dim of each input that holds the samples, where it is not 0 (as the
