@@ -633,6 +633,16 @@ SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
   return parts;
 }
 
+/// The parameter a single-parameter update op (SGD, AdamW) writes; null
+/// for other ops.
+static Value updatedParam(Operation *op) {
+  if (auto sgd = dyn_cast<SgdOp>(op))
+    return sgd.getParam();
+  if (auto adamw = dyn_cast<AdamwOp>(op))
+    return adamw.getParam();
+  return {};
+}
+
 LogicalResult StageAssigner::assignRest() {
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
@@ -659,11 +669,30 @@ LogicalResult StageAssigner::assignRest() {
             pinned = it->second;
           }
       std::optional<int64_t> at = pinned;
+      // An update whose parameter is a slice (ZeRO's shard of it) and
+      // whose state no earlier op has placed runs where the slice is
+      // taken, i.e. with the parameter, not where the least of its other
+      // operands is held (a clipping coefficient from another stage).
+      if (!at)
+        if (Value param = updatedParam(op))
+          at = heldUpTo(param);
       if (!at)
         for (Value operand : op->getOperands())
           if (std::optional<int64_t> held = heldUpTo(operand))
             at = at ? std::min(*at, *held) : *held;
       int64_t s = at.value_or(numStages - 1);
+      // An update shares its parameter's stage (its state is placed with
+      // it): a guard against a placement bug, which would otherwise let
+      // the program write another stage's tensors.
+      if (Value param = updatedParam(op)) {
+        while (auto slice = param.getDefiningOp<AllSliceOp>())
+          param = slice.getInput();
+        if (auto arg = dyn_cast<BlockArgument>(param))
+          if (auto it = home.find(arg); it != home.end() && it->second != s)
+            return op->emitOpError("updates a parameter of pipeline stage ")
+                   << it->second << " but was placed on stage " << s
+                   << " (an internal error of the stage assignment)";
+      }
       setStage(op, s);
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(operand);
