@@ -633,14 +633,20 @@ SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
   return parts;
 }
 
-/// The parameter a single-parameter update op (SGD, AdamW) writes; null
-/// for other ops.
-static Value updatedParam(Operation *op) {
+/// The step argument a single-parameter update op (SGD, AdamW) writes, or
+/// slices of which (ZeRO's shard) it updates; null for other ops.
+static BlockArgument updatedParam(Operation *op) {
+  Value param;
   if (auto sgd = dyn_cast<SgdOp>(op))
-    return sgd.getParam();
-  if (auto adamw = dyn_cast<AdamwOp>(op))
-    return adamw.getParam();
-  return {};
+    param = sgd.getParam();
+  else if (auto adamw = dyn_cast<AdamwOp>(op))
+    param = adamw.getParam();
+  while (param)
+    if (auto slice = param.getDefiningOp<AllSliceOp>())
+      param = slice.getInput();
+    else
+      break;
+  return dyn_cast_or_null<BlockArgument>(param);
 }
 
 LogicalResult StageAssigner::assignRest() {
@@ -669,13 +675,15 @@ LogicalResult StageAssigner::assignRest() {
             pinned = it->second;
           }
       std::optional<int64_t> at = pinned;
-      // An update whose parameter is a slice (ZeRO's shard of it) and
-      // whose state no earlier op has placed runs where the slice is
-      // taken, i.e. with the parameter, not where the least of its other
-      // operands is held (a clipping coefficient from another stage).
+      // An update of a slice of a parameter (ZeRO's shard of it) whose
+      // state no earlier op has placed runs where the parameter lives
+      // (the first of a tied one's stages), not where the least of its
+      // other operands is held (a clipping coefficient from another
+      // stage).
       if (!at)
-        if (Value param = updatedParam(op))
-          at = heldUpTo(param);
+        if (BlockArgument param = updatedParam(op))
+          if (auto it = home.find(param); it != home.end())
+            at = it->second;
       if (!at)
         for (Value operand : op->getOperands())
           if (std::optional<int64_t> held = heldUpTo(operand))
@@ -684,15 +692,11 @@ LogicalResult StageAssigner::assignRest() {
       // An update shares its parameter's stage (its state is placed with
       // it): a guard against a placement bug, which would otherwise let
       // the program write another stage's tensors.
-      if (Value param = updatedParam(op)) {
-        while (auto slice = param.getDefiningOp<AllSliceOp>())
-          param = slice.getInput();
-        if (auto arg = dyn_cast<BlockArgument>(param))
-          if (auto it = home.find(arg); it != home.end() && it->second != s)
-            return op->emitOpError("updates a parameter of pipeline stage ")
-                   << it->second << " but was placed on stage " << s
-                   << " (an internal error of the stage assignment)";
-      }
+      if (BlockArgument param = updatedParam(op))
+        if (auto it = home.find(param); it != home.end() && it->second != s)
+          return op->emitOpError("updates a parameter of pipeline stage ")
+                 << it->second << " but was placed on stage " << s
+                 << " (an internal error of the stage assignment)";
       setStage(op, s);
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(operand);
