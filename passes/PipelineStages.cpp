@@ -157,6 +157,10 @@ private:
   /// Splits a bucket all-reduce whose gradients come from several stages
   /// into one per stage; returns the new ops (or `op` alone).
   SmallVector<Operation *> splitBucket(AllReduceOp op);
+  /// Splits an ONNX training op (Momentum, Adam, Adagrad) whose parameters
+  /// live on several stages into one per stage, over that stage's
+  /// parameters; returns the new ops (or `op` alone).
+  SmallVector<Operation *> splitOptimizer(Operation *op);
   void insertTransfers();
   /// Where a layer spans two chunks, the later chunk's recomputed ops and
   /// backward ops would read the earlier chunk's recomputed copies, which
@@ -633,20 +637,85 @@ SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
   return parts;
 }
 
-/// The step argument a single-parameter update op (SGD, AdamW) writes, or
-/// slices of which (ZeRO's shard) it updates; null for other ops.
-static BlockArgument updatedParam(Operation *op) {
-  Value param;
+/// Whether `use` is an update's step count or learning rate, which every
+/// update reads (a state of a training_info model): it does not tie the
+/// update to a stage, the tensors it updates do.
+static bool isSharedByUpdates(OpOperand &use) {
+  Operation *op = use.getOwner();
+  if (isa<MomentumOp, AdamOp, AdagradOp>(op))
+    return use.getOperandNumber() < 2;
   if (auto sgd = dyn_cast<SgdOp>(op))
-    param = sgd.getParam();
-  else if (auto adamw = dyn_cast<AdamwOp>(op))
-    param = adamw.getParam();
-  while (param)
-    if (auto slice = param.getDefiningOp<AllSliceOp>())
-      param = slice.getInput();
-    else
-      break;
-  return dyn_cast_or_null<BlockArgument>(param);
+    return use.get() == sgd.getStep() || use.get() == sgd.getLrFactor();
+  if (auto adamw = dyn_cast<AdamwOp>(op))
+    return use.get() == adamw.getStep() || use.get() == adamw.getLrFactor();
+  return false;
+}
+
+/// The step argument `value` is, or that it is a slice of (ZeRO's shard,
+/// through all_slice); null for anything else.
+static BlockArgument sliceRoot(Value value) {
+  while (auto slice = value.getDefiningOp<AllSliceOp>())
+    value = slice.getInput();
+  return dyn_cast<BlockArgument>(value);
+}
+
+/// The step argument a single-parameter update op (SGD, AdamW) writes, or
+/// slices of which it updates; null for other ops.
+static BlockArgument updatedParam(Operation *op) {
+  if (auto sgd = dyn_cast<SgdOp>(op))
+    return sliceRoot(sgd.getParam());
+  if (auto adamw = dyn_cast<AdamwOp>(op))
+    return sliceRoot(adamw.getParam());
+  return {};
+}
+
+SmallVector<Operation *> StageAssigner::splitOptimizer(Operation *op) {
+  // Operands: lr, step, then groups of n (params, grads, states); results:
+  // groups of n (new params, new states). Each parameter's update reads
+  // only its own tensors and the shared lr and step.
+  auto properties = cast<DictionaryAttr>(op->getPropertiesAsAttribute());
+  auto segments =
+      cast<DenseI32ArrayAttr>(properties.get("operandSegmentSizes"));
+  int64_t n = segments[2];
+  int64_t groupsIn = segments.size() - 2;
+  int64_t groupsOut = n ? op->getNumResults() / n : 0;
+  auto destination = [&](int64_t i) {
+    if (BlockArgument param = sliceRoot(op->getOperand(2 + i)))
+      if (auto it = home.find(param); it != home.end())
+        return it->second;
+    return producedAt(op->getOperand(2 + i)).value_or(numStages - 1);
+  };
+  llvm::MapVector<int64_t, SmallVector<int64_t>> byStage;
+  for (int64_t i = 0; i < n; ++i)
+    byStage[destination(i)].push_back(i);
+  if (byStage.size() < 2)
+    return {op};
+  OpBuilder builder(op);
+  SmallVector<Operation *> parts;
+  for (auto &[s, indices] : byStage) {
+    int64_t m = indices.size();
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands({op->getOperand(0), op->getOperand(1)});
+    for (int64_t g = 0; g < groupsIn; ++g)
+      for (int64_t i : indices)
+        state.addOperands(op->getOperand(2 + g * n + i));
+    for (int64_t g = 0; g < groupsOut; ++g)
+      for (int64_t i : indices)
+        state.addTypes(op->getResult(g * n + i).getType());
+    SmallVector<int32_t> sizes = {1, 1};
+    sizes.append(groupsIn, static_cast<int32_t>(m));
+    NamedAttrList props(properties);
+    props.set("operandSegmentSizes", builder.getDenseI32ArrayAttr(sizes));
+    state.propertiesAttr = props.getDictionary(op->getContext());
+    state.addAttributes(op->getDiscardableAttrDictionary().getValue());
+    Operation *part = builder.create(state);
+    for (int64_t g = 0; g < groupsOut; ++g)
+      for (auto [j, i] : llvm::enumerate(indices))
+        op->getResult(g * n + i).replaceAllUsesWith(part->getResult(g * m + j));
+    parts.push_back(part);
+  }
+  op->erase();
+  return parts;
 }
 
 LogicalResult StageAssigner::assignRest() {
@@ -658,15 +727,18 @@ LogicalResult StageAssigner::assignRest() {
     SmallVector<Operation *> parts = {original};
     if (auto bucket = dyn_cast<AllReduceOp>(original))
       parts = splitBucket(bucket);
+    else if (isa<MomentumOp, AdamOp, AdagradOp>(original))
+      parts = splitOptimizer(original);
     for (Operation *op : parts) {
       // Ops that read a parameter or optimizer state run where it lives;
       // of a tied parameter only its update does (its gradient's parts are
       // computed where its readers are).
       bool update = isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
       std::optional<int64_t> pinned;
-      for (Value operand : op->getOperands())
-        if (auto arg = dyn_cast<BlockArgument>(operand);
-            arg && isParamOrState(arg) && (update || !tiedUpTo.count(arg)))
+      for (OpOperand &use : op->getOpOperands())
+        if (auto arg = dyn_cast<BlockArgument>(use.get());
+            arg && isParamOrState(arg) && (update || !tiedUpTo.count(arg)) &&
+            !(update && isSharedByUpdates(use)))
           if (auto it = home.find(arg); it != home.end()) {
             if (pinned && *pinned != it->second)
               return op->emitOpError("reads parameters of pipeline stages ")

@@ -54,6 +54,46 @@ module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
 
 // -----
 
+// The same step trained by one ONNX Momentum op over both weights (a
+// training_info model's algorithm): split into one Momentum per stage,
+// each over its stage's weight and velocity; the learning rate and the
+// step, which both read, do not tie either to a stage. Until 2026-11-27
+// such a model with pipeline stages and micro-batches was refused ("reads
+// parameters of pipeline stages 1 and 0"; the step had been placed on
+// stage 1 by an earlier reader).
+
+// CHECK-LABEL: func.func @two_momentum
+// CHECK-SAME: %arg5: tensor<3x4xf32> {{{[^}]*}}cleave.stage = 0 : i64, cleave.state = "v1"}
+// CHECK-SAME: %arg6: tensor<4x2xf32> {{{[^}]*}}cleave.stage = 1 : i64, cleave.state = "v2"}
+// CHECK: cleave.momentum %{{.*}}, %{{.*}} params(%arg2) grads(%{{.*}}) velocities(%arg5) {{{[^}]*}}cleave.stage = 0 : i64
+// CHECK: cleave.momentum %{{.*}}, %{{.*}} params(%arg3) grads(%{{.*}}) velocities(%arg6) {{{[^}]*}}cleave.stage = 1 : i64
+module attributes {cleave.mesh = #cleave.mesh<pp = 2>} {
+  func.func @two_momentum(%arg0: tensor<4x3xf32> {cleave.input = "x", cleave.sharding = #cleave.sharding<[[], []]>}, %arg1: tensor<4xi64> {cleave.input = "y", cleave.sharding = #cleave.sharding<[[]]>}, %arg2: tensor<3x4xf32> {cleave.param = "w1", cleave.sharding = #cleave.sharding<[[], []]>}, %arg3: tensor<4x2xf32> {cleave.param = "w2", cleave.sharding = #cleave.sharding<[[], []]>}, %arg4: tensor<i64> {cleave.sharding = #cleave.sharding<[]>, cleave.step}, %arg5: tensor<3x4xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.state = "v1"}, %arg6: tensor<4x2xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.state = "v2"}, %arg7: tensor<f32> {cleave.input = "lr", cleave.sharding = #cleave.sharding<[]>}) -> (tensor<f32> {cleave.loss, cleave.output = "loss", cleave.sharding = #cleave.sharding<[]>}, tensor<3x4xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "w1"}, tensor<4x2xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "w2"}, tensor<3x4xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "v1"}, tensor<4x2xf32> {cleave.sharding = #cleave.sharding<[[], []]>, cleave.update = "v2"}) {
+    %0 = cleave.constant dense<0.000000e+00> : tensor<f32>
+    %1 = cleave.constant dense<1.000000e+00> : tensor<f32>
+    %2 = cleave.constant dense<4.000000e+00> : tensor<f32>
+    %3 = cleave.matmul %arg0, %arg2 : (tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<4x4xf32>
+    %4 = cleave.relu %3 : tensor<4x4xf32>
+    %5 = cleave.matmul %4, %arg3 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %loss, %log_prob = cleave.softmax_cross_entropy %5, %arg1 {reduction = #cleave.reduction<sum>} : (tensor<4x2xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x2xf32>)
+    %6 = cleave.div %loss, %2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %7 = cleave.div %1, %2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %8 = cleave.softmax_cross_entropy_grad %7, %log_prob, %arg1 {reduction = #cleave.reduction<sum>} : (tensor<f32>, tensor<4x2xf32>, tensor<4xi64>) -> tensor<4x2xf32>
+    %9 = cleave.transpose %arg3 {permutation = array<i64: 1, 0>} : tensor<4x2xf32> -> tensor<2x4xf32>
+    %10 = cleave.matmul %8, %9 : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    %11 = cleave.transpose %4 {permutation = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
+    %12 = cleave.matmul %11, %8 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    %13 = cleave.less %0, %4 : (tensor<f32>, tensor<4x4xf32>) -> tensor<4x4xi1>
+    %14 = cleave.where %13, %10, %0 : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+    %15 = cleave.transpose %arg0 {permutation = array<i64: 1, 0>} : tensor<4x3xf32> -> tensor<3x4xf32>
+    %16 = cleave.matmul %15, %14 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+    %17:4 = cleave.momentum %arg7, %arg4 params(%arg2, %arg3) grads(%16, %12) velocities(%arg5, %arg6) {alpha = 0.899999976 : f32, beta = 1.000000e+00 : f32, mode = #cleave.momentum_mode<standard>, norm_coefficient = 0.000000e+00 : f32} : (tensor<f32>, tensor<i64>, tensor<3x4xf32>, tensor<4x2xf32>, tensor<3x4xf32>, tensor<4x2xf32>, tensor<3x4xf32>, tensor<4x2xf32>) -> (tensor<3x4xf32>, tensor<4x2xf32>, tensor<3x4xf32>, tensor<4x2xf32>)
+    return %6, %17#0, %17#1, %17#2, %17#3 : tensor<f32>, tensor<3x4xf32>, tensor<4x2xf32>, tensor<3x4xf32>, tensor<4x2xf32>
+  }
+}
+
+// -----
+
 // A residual connection (forward only): the first MatMul (its input 64
 // wide) is most of the work and forms stage 0; the Relu after the cut is
 // not the only forward reader of its operand, so it stays in stage 1 with
