@@ -604,9 +604,19 @@ std::optional<int64_t> StageAssigner::heldUpTo(Value value) const {
   return at;
 }
 
+/// The indices 0..n-1 by the stage `destination` gives each, stages in
+/// the order first seen.
+static llvm::MapVector<int64_t, SmallVector<int64_t>>
+groupByStage(int64_t n, llvm::function_ref<int64_t(int64_t)> destination) {
+  llvm::MapVector<int64_t, SmallVector<int64_t>> byStage;
+  for (int64_t i = 0; i < n; ++i)
+    byStage[destination(i)].push_back(i);
+  return byStage;
+}
+
 SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
   // A gradient goes with the stage of the parameter its sum updates.
-  auto destination = [&](unsigned i) {
+  auto destination = [&](int64_t i) -> int64_t {
     std::optional<int64_t> at;
     for (Operation *user : op.getResult(i).getUsers())
       for (Value operand : user->getOperands())
@@ -615,16 +625,14 @@ SmallVector<Operation *> StageAssigner::splitBucket(AllReduceOp op) {
           at = std::min(at.value_or(numStages), home.lookup(arg));
     return at ? *at : producedAt(op.getInputs()[i]).value_or(numStages - 1);
   };
-  llvm::MapVector<int64_t, SmallVector<unsigned>> byStage;
-  for (unsigned i = 0; i < op.getInputs().size(); ++i)
-    byStage[destination(i)].push_back(i);
+  auto byStage = groupByStage(op.getInputs().size(), destination);
   if (byStage.size() < 2)
     return {op};
   OpBuilder builder(op);
   SmallVector<Operation *> parts;
   for (auto &[s, indices] : byStage) {
     SmallVector<Value> inputs;
-    for (unsigned i : indices)
+    for (int64_t i : indices)
       inputs.push_back(op.getInputs()[i]);
     auto part =
         AllReduceOp::create(builder, op.getLoc(), inputs, op.getAxesAttr());
@@ -679,15 +687,13 @@ SmallVector<Operation *> StageAssigner::splitOptimizer(Operation *op) {
   int64_t n = segments[2];
   int64_t groupsIn = segments.size() - 2;
   int64_t groupsOut = n ? op->getNumResults() / n : 0;
-  auto destination = [&](int64_t i) {
+  auto destination = [&](int64_t i) -> int64_t {
     if (BlockArgument param = sliceRoot(op->getOperand(2 + i)))
       if (auto it = home.find(param); it != home.end())
         return it->second;
     return producedAt(op->getOperand(2 + i)).value_or(numStages - 1);
   };
-  llvm::MapVector<int64_t, SmallVector<int64_t>> byStage;
-  for (int64_t i = 0; i < n; ++i)
-    byStage[destination(i)].push_back(i);
+  auto byStage = groupByStage(n, destination);
   if (byStage.size() < 2)
     return {op};
   OpBuilder builder(op);
