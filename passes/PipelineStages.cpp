@@ -667,16 +667,6 @@ static BlockArgument sliceRoot(Value value) {
   return dyn_cast<BlockArgument>(value);
 }
 
-/// The step argument a single-parameter update op (SGD, AdamW) writes, or
-/// slices of which it updates; null for other ops.
-static BlockArgument updatedParam(Operation *op) {
-  if (auto sgd = dyn_cast<SgdOp>(op))
-    return sliceRoot(sgd.getParam());
-  if (auto adamw = dyn_cast<AdamwOp>(op))
-    return sliceRoot(adamw.getParam());
-  return {};
-}
-
 SmallVector<Operation *> StageAssigner::splitOptimizer(Operation *op) {
   // Operands: lr, step, then groups of n (params, grads, states); results:
   // groups of n (new params, new states). Each parameter's update reads
@@ -738,11 +728,14 @@ LogicalResult StageAssigner::assignRest() {
     for (Operation *op : parts) {
       // Ops that read a parameter or optimizer state run where it lives;
       // of a tied parameter only its update does (its gradient's parts are
-      // computed where its readers are).
+      // computed where its readers are). An update of ZeRO's slice of a
+      // parameter is the parameter's too, not that of the least of its
+      // other operands (a clipping coefficient from another stage).
       bool update = isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
       std::optional<int64_t> pinned;
       for (OpOperand &use : op->getOpOperands())
-        if (auto arg = dyn_cast<BlockArgument>(use.get());
+        if (BlockArgument arg = update ? sliceRoot(use.get())
+                                       : dyn_cast<BlockArgument>(use.get());
             arg && isParamOrState(arg) && (update || !tiedUpTo.count(arg)) &&
             !(update && isSharedByUpdates(use)))
           if (auto it = home.find(arg); it != home.end()) {
@@ -753,28 +746,11 @@ LogicalResult StageAssigner::assignRest() {
             pinned = it->second;
           }
       std::optional<int64_t> at = pinned;
-      // An update of a slice of a parameter (ZeRO's shard of it) whose
-      // state no earlier op has placed runs where the parameter lives
-      // (the first of a tied one's stages), not where the least of its
-      // other operands is held (a clipping coefficient from another
-      // stage).
-      if (!at)
-        if (BlockArgument param = updatedParam(op))
-          if (auto it = home.find(param); it != home.end())
-            at = it->second;
       if (!at)
         for (Value operand : op->getOperands())
           if (std::optional<int64_t> held = heldUpTo(operand))
             at = at ? std::min(*at, *held) : *held;
       int64_t s = at.value_or(numStages - 1);
-      // An update shares its parameter's stage (its state is placed with
-      // it): a guard against a placement bug, which would otherwise let
-      // the program write another stage's tensors.
-      if (BlockArgument param = updatedParam(op))
-        if (auto it = home.find(param); it != home.end() && it->second != s)
-          return op->emitOpError("updates a parameter of pipeline stage ")
-                 << it->second << " but was placed on stage " << s
-                 << " (an internal error of the stage assignment)";
       setStage(op, s);
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(operand);
