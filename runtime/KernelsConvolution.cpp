@@ -214,7 +214,6 @@ void scatterChannels(const float *m, int64_t totalChannels, int64_t first,
                   t + ((chunk.first + j) * totalChannels + first + c) * size);
 }
 
-/// The chunk's im2col matrix of group g: [kRows, count * oSize].
 /// For every tap (row-major) and output position, the input position it
 /// reads, or -1 in the padding.
 std::vector<int32_t> tapTable(const Window3 &w) {
@@ -235,8 +234,9 @@ std::vector<int32_t> tapTable(const Window3 &w) {
   return table;
 }
 
-/// im2col of a chunk's samples side by side: col[(c, k), (j, o)], rows
-/// chunk.count * outSize long. The chunks are small planes (fewer than 256
+/// The chunk's im2col matrix of group g, [kRows, count * oSize]: its
+/// samples side by side, col[(c, k), (j, o)], rows chunk.count * outSize
+/// long. The chunks are small planes (fewer than 256
 /// outputs, samplesPerGemm), where im2col's loops over each row's ranges
 /// cost more than the copy (4 ns an element on ResNet-18's 2x2 planes):
 /// one table of input positions per tap, and each row filled sample by
