@@ -543,9 +543,12 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     convolutions, one per result element otherwise -- and each forward op
     carries the backward and update ops that will run in its stage, so a
     first stage whose input needs no gradient and a last stage that also
-    computes the loss are weighed as they run. The cut minimises the most
-    expensive stage (the linear-partition problem, solved exactly), then
-    places each cut as near an even share of the rest as that allows. No
+    computes the loss are weighed as they run. A stage also pays for what
+    crosses its cuts (the forward values computed before a cut and read
+    after it, and their gradients) at `link-balance` operations per byte.
+    The cut minimises the most expensive stage (solved exactly by dynamic
+    programming), then, among the cuts that keep it, the sum of the
+    squared stage costs. No
     cut falls between a unary elementwise op (a layer's ReLU) and its
     operand when it is the only forward reader of it, since its gradient
     reads its result. `cuts` sets the cut by hand instead. A parameter
@@ -627,6 +630,20 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
            "core's single-precision GEMM rate over its share of memory "
            "bandwidth and of a GPU's FP32 rate over its HBM's (H100: 67 "
            "TFLOP/s / 3.35 TB/s = 20)">,
+    Option<"linkBalance", "link-balance", "double", /*default=*/"50.0",
+           "floating-point operations per byte sent between stages at which "
+           "a stage's compute and its transfers take equal time (peak "
+           "FLOP/s over the bandwidth of the link between stages): the "
+           "weight of a byte crossing a cut against an operation. The "
+           "default lies between an x86 core's GEMM rate over MPI's "
+           "shared-memory bandwidth (about 10) and a GPU's FP32 rate over "
+           "NVLink's (A100: 19.5 TFLOP/s / 300 GB/s = 65)">,
+    Option<"cutMicrobatches", "cut-microbatches", "int64_t",
+           /*default=*/"0",
+           "cut as a program of this many micro-batches of the same size "
+           "would be (0: the program's own count): the work and bytes of "
+           "micro-batch copies scaled to it. The planner predicts a step of "
+           "many micro-batches from one of two, which must be cut alike">,
     ListOption<"cuts", "cuts", "std::string",
                "ONNX node names, one per cut and in program order, that the "
                "later chunks start with (p x V - 1 of them), instead of the "

@@ -90,6 +90,14 @@ int64_t costOf(Operation *op) {
   return elements;
 }
 
+/// Bytes of a tensor (i1 counted as a byte).
+int64_t bytesOf(Value value) {
+  auto type = cast<ShapedType>(value.getType());
+  Type element = type.getElementType();
+  return type.getNumElements() *
+         (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
+}
+
 /// Cuts the step into chunks of layers (one per stage, or V per stage for
 /// the interleaved schedule: chunk c runs on stage c mod p) and orders it
 /// for the schedule. "Stage" below means chunk, except where ranks are
@@ -98,10 +106,12 @@ class StageAssigner {
 public:
   StageAssigner(func::FuncOp func, StringAttr axis, int64_t numRanks,
                 const ScheduleShape &schedule, ArrayRef<std::string> cuts,
-                double machineBalance, bool report)
+                double machineBalance, double linkBalance,
+                int64_t cutMicrobatches, bool report)
       : func(func), body(func.getBody().front()), axis(axis),
         numStages(numRanks * schedule.virtualStages), numRanks(numRanks),
         schedule(schedule), explicitCuts(cuts), machineBalance(machineBalance),
+        linkBalance(linkBalance), cutMicrobatches(cutMicrobatches),
         report(report) {}
 
   LogicalResult run();
@@ -204,6 +214,8 @@ private:
   /// ONNX node names that later chunks start with; empty: cut by work.
   ArrayRef<std::string> explicitCuts;
   double machineBalance;
+  double linkBalance;
+  int64_t cutMicrobatches;
   bool report;
   /// The first forward unit of each chunk.
   SmallVector<int64_t> chunkStarts;
@@ -323,13 +335,24 @@ LogicalResult StageAssigner::assignForward() {
     auto isEverywhere = [&](Operation *op) { return everywhere.contains(op); };
     auto isState = [&](BlockArgument arg) { return isParamOrState(arg); };
     StepFacts facts{isEverywhere, isState, weightOnly};
-    SmallVector<double> work = unitWork(body, units, facts, machineBalance);
+    llvm::DenseMap<Operation *, int64_t> placed =
+        predictedUnits(body, units, facts);
+    // Balanced as for cut-microbatches micro-batches of the same size.
+    double laterCopies =
+        cutMicrobatches > 0 && schedule.microbatches > 1
+            ? double(cutMicrobatches - 1) / double(schedule.microbatches - 1)
+            : 1.0;
+    SmallVector<double> work =
+        unitWork(body, placed, numUnits, machineBalance, laterCopies);
+    SmallVector<double> crossing =
+        cutBytes(body, placed, numUnits, laterCopies);
+    CutCosts costs{work, crossing, linkBalance};
     FailureOr<SmallVector<int64_t>> starts =
-        balancedCut(work, cutAllowed, numStages);
+        balancedCut(costs, cutAllowed, numStages);
     // Too few legal cuts: cut anywhere (the checks below say whether that
     // leaves a chunk empty).
     if (failed(starts))
-      starts = balancedCut(work, SmallVector<bool>(numUnits, true), numStages);
+      starts = balancedCut(costs, SmallVector<bool>(numUnits, true), numStages);
     if (failed(starts))
       return emptyChunkError(numUnits);
     chunkStarts = *starts;
@@ -542,6 +565,19 @@ void StageAssigner::reportChunks() {
       first[c] = &op;
     last[c] = &op;
   }
+  // What each chunk sends and receives per step (a transfer feeds the
+  // chunk of its first reader).
+  SmallVector<int64_t> sent(numStages, 0), received(numStages, 0);
+  for (auto transfer : body.getOps<SendRecvOp>()) {
+    if (std::optional<int64_t> from = producedAt(transfer.getInput()))
+      sent[*from] += bytesOf(transfer.getResult());
+    std::optional<int64_t> to;
+    for (Operation *user : transfer->getUsers())
+      if (auto it = stage.find(user); it != stage.end())
+        to = std::min(to.value_or(it->second), it->second);
+    if (to)
+      received[*to] += bytesOf(transfer.getResult());
+  }
   for (int64_t c = 0; c < numStages; ++c) {
     InFlightDiagnostic remark = first[c]->emitRemark();
     remark << "pipeline chunk " << c << " (stage " << rankOf(c)
@@ -550,7 +586,8 @@ void StageAssigner::reportChunks() {
            << llvm::formatv("{0:e2}", forwardWork[c] + otherWork[c])
            << " (forward " << llvm::formatv("{0:e2}", forwardWork[c])
            << ", backward and update " << llvm::formatv("{0:e2}", otherWork[c])
-           << ")";
+           << "), sends " << sent[c] << " B and receives " << received[c]
+           << " B per step";
   }
 }
 
@@ -762,12 +799,6 @@ LogicalResult StageAssigner::assignRest() {
 }
 
 void StageAssigner::pullTowardUsers() {
-  auto bytesOf = [](Value value) {
-    auto type = cast<ShapedType>(value.getType());
-    Type element = type.getElementType();
-    return type.getNumElements() *
-           (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
-  };
   SmallVector<Operation *> movable;
   for (Operation &op : body.without_terminator())
     if (stage.count(&op) && !forward.contains(&op) &&
@@ -974,10 +1005,10 @@ LogicalResult StageAssigner::run() {
       failed(assignRest()))
     return failure();
   pullTowardUsers();
-  if (report)
-    reportChunks();
   readOriginalsAcrossChunks();
   insertTransfers();
+  if (report)
+    reportChunks();
   writeStages();
   placeSharedOps();
   if (schedule.schedule != PipelineSchedule::GPipe &&
@@ -1066,7 +1097,8 @@ struct PipelineStagesPass
         return signalPassFailure();
       }
       if (failed(StageAssigner(func, axisAttr, numStages, shape, cuts,
-                               machineBalance, report)
+                               machineBalance, linkBalance, cutMicrobatches,
+                               report)
                      .run()))
         return signalPassFailure();
     }

@@ -77,6 +77,8 @@ struct LayoutPasses {
   std::string schedule = "gpipe";
   int64_t virtualStages = 1;
   std::vector<std::string> pipelineCuts;
+  std::optional<double> linkBalance;
+  int64_t cutMicrobatches = 0;
 };
 
 /// Adds the layout's passes of the phases after `after` up to `last`
@@ -127,6 +129,9 @@ void addLayoutPasses(OpPassManager &pm, const LayoutPasses &passes,
     options.schedule = passes.schedule;
     options.virtualStages = passes.virtualStages;
     options.cuts.assign(passes.pipelineCuts.begin(), passes.pipelineCuts.end());
+    if (passes.linkBalance)
+      options.linkBalance = *passes.linkBalance;
+    options.cutMicrobatches = passes.cutMicrobatches;
     pm.addPass(createPipelineStagesPass(options));
   }
 }
@@ -153,6 +158,8 @@ LayoutPasses layoutPasses(const LayoutOptions &layout) {
   passes.schedule = pipelineScheduleName(layout.schedule).str();
   passes.virtualStages = layout.virtualStages;
   passes.pipelineCuts = layout.pipelineCuts;
+  passes.linkBalance = layout.pipelineLinkBalance;
+  passes.cutMicrobatches = layout.pipelineCutMicrobatches;
   return passes;
 }
 
@@ -198,6 +205,10 @@ struct LayoutPipelineFields : PassPipelineOptions<Derived> {
   List<std::string> pipelineCuts{
       *this, "pipeline-cuts",
       llvm::cl::desc("ONNX node names each later stage starts with")};
+  Opt<double> pipelineLinkBalance{
+      *this, "pipeline-link-balance",
+      llvm::cl::desc("operations per byte crossing a stage cut"),
+      llvm::cl::init(PipelineStagesPassOptions().linkBalance)};
   Opt<std::string> recompute{*this, "recompute",
                              llvm::cl::desc("none, full or selective"),
                              llvm::cl::init("none")};
@@ -227,6 +238,7 @@ struct LayoutPipelineFields : PassPipelineOptions<Derived> {
     passes.schedule = schedule;
     passes.virtualStages = virtualStages;
     passes.pipelineCuts.assign(pipelineCuts.begin(), pipelineCuts.end());
+    passes.linkBalance = pipelineLinkBalance;
     return passes;
   }
   /// Adds the layout's passes up to `compile-to`.
@@ -372,6 +384,18 @@ llvm::Error validateLayout(const LayoutOptions &layout, bool inference) {
     return fail("--virtual-stages " + Twine(layout.virtualStages) +
                 " applies to --pipeline-schedule interleaved only (" +
                 schedule + " runs one chunk of layers per stage)");
+  }
+  if (layout.pipelineLinkBalance) {
+    if (layout.pipelineAxis.empty())
+      return fail("--pipeline-link-balance weighs what crosses the cuts "
+                  "between pipeline stages; add --pipeline AXIS (and the "
+                  "axis to --mesh)");
+    if (!(*layout.pipelineLinkBalance >= 0 &&
+          *layout.pipelineLinkBalance <= 1e12))
+      return fail(llvm::formatv(
+          "--pipeline-link-balance must be a number of operations per byte "
+          "from 0 to 1e12, got {0}",
+          *layout.pipelineLinkBalance));
   }
   if (!layout.pipelineCuts.empty()) {
     if (layout.pipelineAxis.empty())

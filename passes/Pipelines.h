@@ -22,6 +22,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,14 @@ struct LayoutOptions {
   /// The ONNX node names each later stage (or chunk) starts with, p x V - 1
   /// of them, in program order; empty: the cut by estimated work.
   std::vector<std::string> pipelineCuts;
+  /// What the cut by estimated work weighs a byte crossing it as, in
+  /// floating-point operations (cleave-pipeline-stages' link-balance;
+  /// none: the pass's default).
+  std::optional<double> pipelineLinkBalance;
+  /// Cut the stages as a program of this many micro-batches of the same
+  /// size would be (cleave-pipeline-stages' cut-microbatches; 0: its own
+  /// count): the planner's two-micro-batch template of a longer step.
+  int64_t pipelineCutMicrobatches = 0;
   /// Activations recomputed in the backward pass: "none", "full" or
   /// "selective" (cleave-recompute).
   std::string recompute = "none";

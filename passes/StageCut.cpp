@@ -9,9 +9,11 @@
 #include "dialects/cleave/CleaveOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -68,8 +70,60 @@ double flopsOf(Operation *op) {
   return elements;
 }
 
+/// What an op's work and results weigh in the cut: `laterCopies` for a
+/// micro-batch copy after the first, 1 for the first (which starts the
+/// gradient sums the later ones add to) and for an op of the whole step.
+double weightOf(Operation *op, double laterCopies) {
+  auto copyOf =
+      op->getAttrOfType<DenseI64ArrayAttr>(CleaveDialect::kMicroBatchAttrName);
+  return copyOf && copyOf[0] > 0 ? laterCopies : 1.0;
+}
+
 bool isUpdate(Operation *op) {
   return isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
+}
+
+/// What cleave-pipeline-stages does after placing the ops, in units: a
+/// backward op whose readers all sit in one other unit moves there when
+/// that sends fewer bytes (a weight's gradient is computed where the
+/// activation gradient arrives, not sent whole to its update).
+void pullTowardReaders(Block &body, const ForwardUnits &units,
+                       const StepFacts &facts,
+                       llvm::DenseMap<Operation *, int64_t> &unitOf) {
+  SmallVector<Operation *> movable;
+  for (Operation &op : body.without_terminator())
+    if (unitOf.count(&op) && !units.unitOf.count(&op) &&
+        (isPure(&op) || isa<AllReduceOp>(op)) &&
+        llvm::none_of(op.getOperands(), [&](Value v) {
+          auto arg = dyn_cast<BlockArgument>(v);
+          return arg && facts.isParamOrState(arg);
+        }))
+      movable.push_back(&op);
+  // A few rounds let chains of such ops move one after the other.
+  for (int round = 0; round < 4; ++round)
+    for (Operation *op : llvm::reverse(movable)) {
+      std::optional<int64_t> to;
+      bool oneUnit = true;
+      for (Operation *user : op->getUsers()) {
+        auto it = unitOf.find(user);
+        oneUnit &= it != unitOf.end() && (!to || *to == it->second);
+        if (!oneUnit)
+          break;
+        to = it->second;
+      }
+      int64_t from = unitOf.lookup(op);
+      if (!oneUnit || !to || *to == from)
+        continue;
+      double saved = 0, added = 0;
+      for (Value result : op->getResults())
+        saved += bytesOf(result);
+      for (Value operand : op->getOperands())
+        if (auto it = unitOf.find(operand.getDefiningOp());
+            it != unitOf.end() && it->second != *to)
+          added += bytesOf(operand);
+      if (added < saved)
+        unitOf[op] = *to;
+    }
 }
 
 } // namespace
@@ -88,10 +142,9 @@ double mlir::cleave::estimatedWork(Operation *op, double balance) {
   return std::max(flopsOf(op), balance * bytes);
 }
 
-SmallVector<double> mlir::cleave::unitWork(Block &body,
-                                           const ForwardUnits &units,
-                                           const StepFacts &facts,
-                                           double balance) {
+llvm::DenseMap<Operation *, int64_t>
+mlir::cleave::predictedUnits(Block &body, const ForwardUnits &units,
+                             const StepFacts &facts) {
   int64_t last = static_cast<int64_t>(units.ops.size()) - 1;
   // The unit whose chunk runs each op (forward ops, then the others).
   llvm::DenseMap<Operation *, int64_t> unitOf(units.unitOf);
@@ -145,14 +198,9 @@ SmallVector<double> mlir::cleave::unitWork(Block &body,
     return units.unitOf.count(def) ? lastForwardReader(value, it->second)
                                    : it->second;
   };
-  SmallVector<double> work(units.ops.size(), 0.0);
   for (Operation &op : body.without_terminator()) {
-    if (facts.everywhere(&op))
+    if (facts.everywhere(&op) || unitOf.count(&op))
       continue;
-    if (auto it = unitOf.find(&op); it != unitOf.end()) {
-      work[it->second] += estimatedWork(&op, balance);
-      continue;
-    }
     // The rule of cleave-pipeline-stages: with a parameter's home, else in
     // the earliest chunk that holds every operand, else the last.
     std::optional<int64_t> at;
@@ -174,79 +222,130 @@ SmallVector<double> mlir::cleave::unitWork(Block &body,
       if (auto arg = dyn_cast<BlockArgument>(operand);
           arg && facts.isParamOrState(arg))
         home.try_emplace(arg, u);
-    work[u] += estimatedWork(&op, balance);
   }
+  pullTowardReaders(body, units, facts, unitOf);
+  return unitOf;
+}
+
+SmallVector<double>
+mlir::cleave::unitWork(Block &body,
+                       const llvm::DenseMap<Operation *, int64_t> &placed,
+                       int64_t numUnits, double balance, double laterCopies) {
+  SmallVector<double> work(numUnits, 0.0);
+  for (Operation &op : body.without_terminator())
+    if (auto it = placed.find(&op); it != placed.end())
+      work[it->second] +=
+          weightOf(&op, laterCopies) * estimatedWork(&op, balance);
   return work;
 }
 
+SmallVector<double>
+mlir::cleave::cutBytes(Block &body,
+                       const llvm::DenseMap<Operation *, int64_t> &placed,
+                       int64_t numUnits, double laterCopies) {
+  // change[u]: bytes that start (+) or stop (-) crossing at cut u.
+  SmallVector<double> change(numUnits + 1, 0.0);
+  for (Operation &op : body.without_terminator()) {
+    auto it = placed.find(&op);
+    if (it == placed.end())
+      continue;
+    for (Value result : op.getResults()) {
+      int64_t first = it->second, last = it->second;
+      for (Operation *user : result.getUsers())
+        if (auto at = placed.find(user); at != placed.end()) {
+          first = std::min(first, at->second);
+          last = std::max(last, at->second);
+        }
+      if (first == last)
+        continue;
+      // A sum over the micro-batches (a weight's gradient) goes on once.
+      bool perStep = llvm::none_of(result.getUsers(), [](Operation *user) {
+        return user->hasAttr(CleaveDialect::kMicroBatchAttrName);
+      });
+      double bytes =
+          (perStep ? 1.0 : weightOf(&op, laterCopies)) * bytesOf(result);
+      change[first + 1] += bytes;
+      change[last + 1] -= bytes;
+    }
+  }
+  SmallVector<double> crossing(numUnits + 1, 0.0);
+  for (int64_t u = 1; u < numUnits; ++u)
+    crossing[u] = crossing[u - 1] + change[u];
+  return crossing;
+}
+
 FailureOr<SmallVector<int64_t>>
-mlir::cleave::balancedCut(ArrayRef<double> work, ArrayRef<bool> cutAllowed,
+mlir::cleave::balancedCut(const CutCosts &costs, ArrayRef<bool> cutAllowed,
                           int64_t chunks) {
-  // Segments: runs of units between allowed cuts, the atoms of the cut.
+  // Segments: runs of units between allowed cuts, the atoms of the cut;
+  // position i is the start of segment i (n: the end).
   SmallVector<int64_t> segmentStart;
-  SmallVector<double> prefix = {0.0};
-  for (size_t u = 0; u < work.size(); ++u) {
+  SmallVector<double> prefix = {0.0}, crossing;
+  for (size_t u = 0; u < costs.work.size(); ++u) {
     if (u == 0 || cutAllowed[u]) {
       segmentStart.push_back(u);
       prefix.push_back(prefix.back());
+      crossing.push_back(u == 0 ? 0.0 : costs.crossing[u]);
     }
-    prefix.back() += work[u];
+    prefix.back() += costs.work[u];
   }
   int64_t n = segmentStart.size();
+  crossing.push_back(0.0);
   if (n < chunks)
     return failure();
-  auto sum = [&](int64_t from, int64_t to) {
+  auto workOf = [&](int64_t from, int64_t to) {
     return prefix[to] - prefix[from];
   };
-  // The furthest end of a chunk from segment `from` within `bound`.
-  auto furthest = [&](int64_t from, double bound) {
-    auto it = std::upper_bound(prefix.begin() + from + 1, prefix.end(),
-                               prefix[from] + bound);
-    return std::max<int64_t>(from + 1, (it - prefix.begin()) - 1);
+  auto cost = [&](int64_t from, int64_t to) {
+    return workOf(from, to) +
+           costs.linkBalance * (crossing[from] + crossing[to]);
   };
-  auto chunksNeeded = [&](double bound) {
-    int64_t count = 0;
-    for (int64_t at = 0; at < n; at = furthest(at, bound))
-      ++count;
-    return count;
-  };
-  // The least bound on a chunk's work that `chunks` chunks meet: greedy
-  // filling decides whether a bound is met exactly, so bisect on it.
-  double low = 0, high = prefix[n];
-  for (int64_t s = 0; s < n; ++s)
-    low = std::max(low, sum(s, s + 1));
-  if (chunksNeeded(low) <= chunks)
-    high = low;
-  for (int i = 0; i < 200 && high - low > 1e-12 * high; ++i) {
-    double mid = (low + high) / 2;
-    (chunksNeeded(mid) <= chunks ? high : low) = mid;
-  }
-  double bound = high * (1 + 1e-12);
-  // needed[s]: the fewest chunks that cover segments s... within the bound.
-  SmallVector<int64_t> needed(n + 1, 0);
-  for (int64_t s = n - 1; s >= 0; --s)
-    needed[s] = 1 + needed[furthest(s, bound)];
-  // Each cut as near to an even share of the rest as the bound allows
-  // with the chunks left, so that chunks below the bottleneck are even too.
-  SmallVector<int64_t> starts = {0};
-  int64_t from = 0;
-  for (int64_t left = chunks; left > 1; --left) {
-    double target = prefix[from] + sum(from, n) / left;
-    int64_t best = -1;
-    for (int64_t end = from + 1; end <= n - (left - 1); ++end) {
-      if (sum(from, end) > bound)
-        break;
-      if (needed[end] > left - 1)
-        continue;
-      // Ties go to the later cut: free ops (a reshape) stay with the op
-      // before them, as the cut by multiply-adds kept them.
-      if (best < 0 ||
-          std::abs(prefix[end] - target) <= std::abs(prefix[best] - target))
-        best = end;
-    }
-    assert(best > from && "the bound admits a cut");
-    starts.push_back(segmentStart[best]);
-    from = best;
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  // worst[c][j]: the least cost of the most expensive of c + 1 chunks
+  // over segments 0..j. A chunk costs at least its work, so the search for
+  // its start stops once the work alone reaches the best found.
+  SmallVector<SmallVector<double>> worst(chunks,
+                                         SmallVector<double>(n + 1, kNone));
+  for (int64_t j = 1; j <= n; ++j)
+    worst[0][j] = cost(0, j);
+  // The last chunk ends at n; chunk c leaves room for those after it.
+  auto firstEnd = [&](int64_t c) { return c + 1 == chunks ? n : c + 1; };
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t j = firstEnd(c); j <= n - (chunks - 1 - c); ++j)
+      for (int64_t i = j - 1; i >= c; --i) {
+        if (workOf(i, j) >= worst[c][j])
+          break;
+        worst[c][j] =
+            std::min(worst[c][j], std::max(worst[c - 1][i], cost(i, j)));
+      }
+  double bound = worst[chunks - 1][n] * (1 + 1e-9);
+  // Among the splits within the bound, the least sum of squared costs
+  // (squares[c][j]; from[c][j]: where that chunk c starts). Ties go to
+  // the later cut: free ops (a reshape) stay with the op before them.
+  SmallVector<SmallVector<double>> squares(chunks,
+                                           SmallVector<double>(n + 1, kNone));
+  SmallVector<SmallVector<int64_t>> from(chunks,
+                                         SmallVector<int64_t>(n + 1, 0));
+  for (int64_t j = 1; j <= n; ++j)
+    if (double first = cost(0, j); first <= bound)
+      squares[0][j] = first * first;
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t j = firstEnd(c); j <= n - (chunks - 1 - c); ++j)
+      for (int64_t i = j - 1; i >= c && workOf(i, j) <= bound; --i) {
+        double chunk = cost(i, j);
+        if (chunk > bound || squares[c - 1][i] == kNone)
+          continue;
+        if (double sum = squares[c - 1][i] + chunk * chunk;
+            sum < squares[c][j]) {
+          squares[c][j] = sum;
+          from[c][j] = i;
+        }
+      }
+  assert(squares[chunks - 1][n] != kNone && "the bound admits a split");
+  SmallVector<int64_t> starts(chunks, 0);
+  for (int64_t c = chunks - 1, j = n; c > 0; --c) {
+    j = from[c][j];
+    starts[c] = segmentStart[j];
   }
   return starts;
 }

@@ -12,10 +12,15 @@
 //    in its chunk (predicted by the rule cleave-pipeline-stages places them
 //    with), so a first stage whose input needs no gradient, or a last one
 //    that also computes the loss, is weighed as it will run;
+//  - a chunk also pays for what crosses its two cuts: the forward values
+//    computed before a cut and read after it, and their gradients sent
+//    back, weighed by the link's balance (operations per byte sent), so
+//    that a cut through a layer's residual stream beats one that sends a
+//    vocabulary's logits or a layer's attention probabilities;
 //  - the units are split by the linear-partition problem: contiguous
 //    chunks, cut only where a cut is allowed, minimising the most
-//    expensive chunk, then each cut as near to an even share of what is
-//    left as that optimum allows.
+//    expensive chunk, then, among the cuts that keep that optimum, the sum
+//    of the squared chunk costs (even chunks, little sent).
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,23 +65,57 @@ struct StepFacts {
   const llvm::DenseSet<Operation *> &weightOnly;
 };
 
-/// The work of each unit: its forward ops' plus that of the backward and
-/// update ops predicted to run in its chunk. A backward op runs in the
-/// earliest chunk that still holds what it reads; since chunks are
-/// contiguous, that chunk holds the earliest unit that does, so units
-/// stand in for chunks. (Later moves of cleave-pipeline-stages, such as
-/// sending a weight gradient instead of the activation gradient it is
-/// computed from, are not predicted.)
-llvm::SmallVector<double> unitWork(Block &body, const ForwardUnits &units,
-                                   const StepFacts &facts, double balance);
+/// The unit whose chunk each op of the step is predicted to run in (ops
+/// every stage computes are left out): a forward op's own; a backward or
+/// update op runs with a parameter it reads, else in the earliest chunk
+/// that still holds what it reads (forward values are held up to their
+/// last forward reader); since chunks are contiguous, that chunk holds the
+/// earliest unit that does, so units stand in for chunks. (Later moves of
+/// cleave-pipeline-stages, such as sending a weight gradient instead of
+/// the activation gradient it is computed from, are not predicted.)
+llvm::DenseMap<Operation *, int64_t>
+predictedUnits(Block &body, const ForwardUnits &units, const StepFacts &facts);
 
-/// Splits `work` (per unit, in order) into `chunks` contiguous non-empty
-/// chunks, cutting only before units u with cutAllowed[u] (entry 0 is
-/// ignored), minimising the most expensive chunk. Returns the first unit
+/// The work of each unit: its forward ops' plus that of the backward and
+/// update ops predicted to run in its chunk. The micro-batch copies after
+/// the first weigh `laterCopies` times their own: the cut of a program of
+/// m micro-batches is balanced as one of M when laterCopies is
+/// (M - 1) / (m - 1) (the first copy starts the gradient sums, the others
+/// add to them).
+llvm::SmallVector<double>
+unitWork(Block &body, const llvm::DenseMap<Operation *, int64_t> &placed,
+         int64_t numUnits, double balance, double laterCopies = 1);
+
+/// The bytes a cut before unit u sends per step (entry u; entries 0 and
+/// numUnits are 0): the values computed on one side of it and read on the
+/// other as the ops are placed (forward activations, and the gradients
+/// flowing back). Values every stage computes itself and parameters (a
+/// tied embedding crosses once per step, not per micro-batch) are not
+/// counted. A value read several chunks on is sent there directly but
+/// counted at every cut it spans: the cut sees its boundaries only.
+/// Values of later micro-batch copies weigh `laterCopies` as in unitWork;
+/// a sum over the micro-batches goes on once.
+llvm::SmallVector<double>
+cutBytes(Block &body, const llvm::DenseMap<Operation *, int64_t> &placed,
+         int64_t numUnits, double laterCopies = 1);
+
+/// What the cut minimises: a chunk from unit s up to unit e costs
+/// work[s..e) + linkBalance x (crossing[s] + crossing[e]).
+struct CutCosts {
+  llvm::ArrayRef<double> work;     // per unit
+  llvm::ArrayRef<double> crossing; // per cut position, units + 1 entries
+  double linkBalance = 0;
+};
+
+/// Splits the units into `chunks` contiguous non-empty chunks, cutting
+/// only before units u with cutAllowed[u] (entry 0 is ignored): the least
+/// cost of the most expensive chunk, and among the splits that keep it,
+/// the least sum of squared chunk costs (ties to later cuts, so free ops
+/// such as a reshape stay with the op before them). Returns the first unit
 /// of each chunk (the first is 0); failure when fewer than `chunks - 1`
 /// cuts are allowed.
 FailureOr<llvm::SmallVector<int64_t>>
-balancedCut(llvm::ArrayRef<double> work, llvm::ArrayRef<bool> cutAllowed,
+balancedCut(const CutCosts &costs, llvm::ArrayRef<bool> cutAllowed,
             int64_t chunks);
 
 } // namespace mlir::cleave

@@ -620,6 +620,15 @@ double Cluster::bestMatrixEfficiency() const {
   return best;
 }
 
+double Cluster::operationsPerByteSent(const Link &link, bool bf16) const {
+  double peak = bf16 && peakTflopsBf16 > 0 ? peakTflopsBf16 : peakTflopsFp32;
+  double bytesPerSecond = link.bandwidthGBs * 1e9 * networkEfficiency;
+  if (bytesPerSecond <= 0)
+    return 0;
+  return peak * 1e12 * bestMatrixEfficiency() / bytesPerSecond *
+         (bf16 ? 0.5 : 1.0);
+}
+
 llvm::StringRef kernelName(Kernel kernel) {
   switch (kernel) {
   case Kernel::Softmax:

@@ -181,6 +181,12 @@ struct Cluster {
   /// The most any matrix product reaches (a lower bound's rate).
   double bestMatrixEfficiency() const;
 
+  /// Floating-point operations a device does (at its best matrix rate)
+  /// while `link` moves one byte of the fp32 program (half a byte in
+  /// bf16): what the pipeline stage cut weighs a byte crossing it as
+  /// (cleave-pipeline-stages' link-balance).
+  double operationsPerByteSent(const Link &link, bool bf16) const;
+
   int64_t memoryBytes() const {
     return static_cast<int64_t>(memoryGiB * 1024 * 1024 * 1024);
   }

@@ -95,6 +95,8 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
   lo.virtualStages = layout.virtualStages;
   lo.recompute = layout.recompute;
   lo.pipelineCuts = layout.pipelineCuts;
+  lo.pipelineLinkBalance = layout.pipelineLinkBalance;
+  lo.pipelineCutMicrobatches = layout.cutMicrobatches;
   // A copy to predict, not to compile: the passes are compile's, verified
   // there.
   lo.verifyEachPass = false;
@@ -344,6 +346,10 @@ std::pair<PlanLayout, int64_t> rolledTemplate(const SearchOptions &options,
                                               const PlanLayout &layout) {
   PlanLayout two = layout;
   two.microbatches = 2;
+  // Cut as the layout's micro-batches are: what runs once per step (the
+  // updates, a tied weight's gradient) weighs more among two micro-batches'
+  // work and transfers and could move the cut.
+  two.cutMicrobatches = layout.microbatches;
   two.virtualStages = 1;
   if (layout.schedule == PipelineSchedule::Interleaved)
     two.schedule = PipelineSchedule::OneFOneB;

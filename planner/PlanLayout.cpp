@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -58,6 +59,17 @@ int64_t PlanLayout::axisSize(llvm::StringRef name) const {
   return 1;
 }
 
+bool PlanLayout::crossesNodes(llvm::StringRef axis,
+                              int64_t devicesPerNode) const {
+  int64_t span = 1;
+  for (auto it = mesh.rbegin(); it != mesh.rend(); ++it) {
+    span *= it->second;
+    if (it->first == axis)
+      return span > devicesPerNode;
+  }
+  return false;
+}
+
 std::vector<std::string> PlanLayout::flags() const {
   std::vector<std::string> flags;
   if (!mesh.empty())
@@ -74,6 +86,11 @@ std::vector<std::string> PlanLayout::flags() const {
                  {"--virtual-stages", std::to_string(virtualStages)});
   if (!pipelineCuts.empty())
     flags.insert(flags.end(), {"--pipeline-cuts", llvm::join(pipelineCuts, ",")});
+  if (pipelineLinkBalance && !pipelineAxis.empty())
+    flags.insert(
+        flags.end(),
+        {"--pipeline-link-balance",
+         llvm::formatv("{0}", llvm::format("%g", *pipelineLinkBalance)).str()});
   if (microbatches > 1)
     flags.insert(flags.end(), {"--microbatches", std::to_string(microbatches)});
   if (recompute != "none")
@@ -151,7 +168,14 @@ std::string PlanLayout::key() const {
          std::to_string(virtualStages) + "|" + std::to_string(microbatches) +
          "|" + recompute + (intraOp ? "|ilp" : "") +
          (bucketMb > 0 ? "|bucket=" + bucketText(bucketMb) : "") +
-         (pipelineCuts.empty() ? "" : "|cuts=" + llvm::join(pipelineCuts, ","));
+         (pipelineCuts.empty() ? ""
+                               : "|cuts=" + llvm::join(pipelineCuts, ",")) +
+         (pipelineLinkBalance
+              ? llvm::formatv("|link={0}",
+                              llvm::format("%g", *pipelineLinkBalance))
+                    .str()
+              : "") +
+         (cutMicrobatches ? "|cut-mb=" + std::to_string(cutMicrobatches) : "");
 }
 
 } // namespace cleave::planner

@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +55,29 @@ bool tensorGroupsInsideNodes(int64_t tp, int64_t ranks, int64_t perNode) {
     if (first / perNode != (first + tp - 1) / perNode)
       return false;
   return true;
+}
+
+/// Sets the searched layouts' stage cut to weigh what crosses it by the
+/// link between their stages (a given layout is evaluated as its flags
+/// compile: with compile's default unless --pipeline-link-balance).
+void setLinkBalance(const SearchOptions &options,
+                    std::vector<Candidate> &candidates) {
+  const Cluster &cluster = options.cluster;
+  for (Candidate &candidate : candidates) {
+    PlanLayout &layout = candidate.layout;
+    if (layout.pipelineAxis.empty() || !layout.pipelineCuts.empty())
+      continue;
+    const Link &link =
+        layout.crossesNodes(layout.pipelineAxis, cluster.devicesPerNode)
+            ? cluster.interNode
+            : cluster.intraNode;
+    // Three digits, as the flags print it, so that they rebuild this cut.
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g",
+                  cluster.operationsPerByteSent(link, options.precision ==
+                                                          Precision::Bf16));
+    layout.pipelineLinkBalance = std::strtod(text, nullptr);
+  }
 }
 
 /// A micro-batch's scratch is taken to be at least this share of 1/m of
@@ -453,6 +478,7 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   } else {
     candidates = enumerateLayouts(options);
     addIntraOpLayouts(steps, options, candidates);
+    setLinkBalance(options, candidates);
   }
   result.candidates = candidates.size();
   rejectMicrobatchesThatChangeBatchNorm(steps, options, candidates);
@@ -821,12 +847,9 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
   for (Candidate &candidate : candidates) {
     if (llvm::is_contained(pruned, &candidate))
       continue;
-    int64_t span = 1;
-    for (auto it = candidate.layout.mesh.rbegin();
-         it != candidate.layout.mesh.rend(); ++it) {
-      span *= it->second;
-      candidate.interNode[it->first] = span > options.cluster.devicesPerNode;
-    }
+    for (auto &[axis, size] : candidate.layout.mesh)
+      candidate.interNode[axis] =
+          candidate.layout.crossesNodes(axis, options.cluster.devicesPerNode);
     (candidate.rejected.empty() ? result.plans : result.rejected)
         .push_back(std::move(candidate));
   }

@@ -55,10 +55,20 @@ struct PlanLayout {
   /// --pipeline-cuts; empty: cut by estimated work. (The search does not
   /// cut by hand; a given layout may.)
   std::vector<std::string> pipelineCuts;
+  /// What the stage cut weighs a byte crossing it as (--pipeline-link-
+  /// balance): the search sets it from the cluster's link between stages
+  /// (Cluster::operationsPerByteSent); none: compile's default.
+  std::optional<double> pipelineLinkBalance;
+  /// A two-micro-batch template's: the micro-batch count of the layout it
+  /// stands for, whose stage cut it takes (0: its own; not a flag).
+  int64_t cutMicrobatches = 0;
 
   std::string meshText() const;
   int64_t ranks() const;
   int64_t axisSize(llvm::StringRef name) const;
+  /// Whether the groups along `axis` span several nodes of
+  /// `devicesPerNode` (ranks are the mesh coordinates row-major).
+  bool crossesNodes(llvm::StringRef axis, int64_t devicesPerNode) const;
   /// `cleave compile` flags that build this layout (without the model's).
   std::vector<std::string> flags() const;
   /// The strategy column: the preset's name, or "ilp".

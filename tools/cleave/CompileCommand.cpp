@@ -218,6 +218,8 @@ std::string flagsBehind(llvm::StringRef pass,
       os << " --virtual-stages " << layout.virtualStages;
     if (!layout.pipelineCuts.empty())
       os << " --pipeline-cuts " << llvm::join(layout.pipelineCuts, ",");
+    if (layout.pipelineLinkBalance)
+      os << " --pipeline-link-balance " << *layout.pipelineLinkBalance;
     micro();
   } else if (llvm::is_contained({"cleave-apply-sharding-hints",
                                  "cleave-propagate-sharding",
@@ -319,6 +321,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   mlir::cleave::PipelineSchedule schedule = distribution_.pipelineSchedule;
   int64_t virtualStages = distribution_.virtualStages;
   std::string recompute = distribution_.recompute;
+  std::optional<double> plannedLinkBalance;
   // The intra-op ILP's hints of the layout --strategy auto chose, and its
   // gradient bucket size.
   std::vector<mlir::cleave::ShardingHint> plannedHints;
@@ -343,6 +346,7 @@ int CompileCommand::run(mlir::MLIRContext &context) {
     microbatches = chosen->microbatches;
     schedule = chosen->schedule;
     virtualStages = chosen->virtualStages;
+    plannedLinkBalance = chosen->pipelineLinkBalance;
     recompute = chosen->recompute;
     if (chosen->intraOp)
       plannedHints = chosen->intraOp->hints;
@@ -370,6 +374,9 @@ int CompileCommand::run(mlir::MLIRContext &context) {
   layout.virtualStages = virtualStages;
   layout.pipelineCuts.assign(distribution_.pipelineCuts.begin(),
                              distribution_.pipelineCuts.end());
+  layout.pipelineLinkBalance = plannedLinkBalance;
+  if (distribution_.pipelineLinkBalance.getNumOccurrences())
+    layout.pipelineLinkBalance = distribution_.pipelineLinkBalance;
   layout.recompute = recompute;
   layout.bucketMb = bucketMb;
   layout.reportReshards = distribution_.printSharding;

@@ -114,14 +114,23 @@ struct DistributionFlags {
                      "the node each later stage or chunk starts with) "
                      "instead of by estimated work"),
             cl::value_desc("NODE,..."), cl::CommaSeparated, cl::sub(sub)),
+        pipelineLinkBalance(
+            "pipeline-link-balance",
+            cl::desc("With --pipeline: what the cut by estimated work weighs "
+                     "a byte crossing it (forward or as a gradient) as, in "
+                     "floating-point operations: a device's FLOP/s over the "
+                     "bandwidth of the link between stages (cleave plan "
+                     "sets it from the cluster; 0 balances work alone; "
+                     "default 50)"),
+            cl::value_desc("OPS-PER-BYTE"), cl::sub(sub)),
         recompute("recompute",
                   cl::desc("Activations the backward pass recomputes "
                            "instead of keeping them: none, full (keep each "
                            "layer's input, rerun the layer) or selective "
                            "(keep GEMM products, rerun the cheap ops "
                            "between them)"),
-                  cl::value_desc("none|full|selective"),
-                  cl::init("none"), cl::sub(sub)) {}
+                  cl::value_desc("none|full|selective"), cl::init("none"),
+                  cl::sub(sub)) {}
 
   /// Checks the flags against each other and the program (`inference`;
   /// `planning`: --cluster, --nodes or --ranks given): --strategy auto
@@ -135,12 +144,14 @@ struct DistributionFlags {
           microbatches.getNumOccurrences() ||
           pipelineSchedule.getNumOccurrences() ||
           virtualStages.getNumOccurrences() ||
-          pipelineCuts.getNumOccurrences() || recompute.getNumOccurrences())
+          pipelineCuts.getNumOccurrences() ||
+          pipelineLinkBalance.getNumOccurrences() ||
+          recompute.getNumOccurrences())
         return fail("--strategy auto chooses the mesh, stages, schedule, "
                     "micro-batches and recomputation; drop --mesh, "
                     "--pipeline, --pipeline-schedule, --virtual-stages, "
-                    "--pipeline-cuts, --microbatches and --recompute (or "
-                    "give a preset)");
+                    "--pipeline-cuts, --pipeline-link-balance, "
+                    "--microbatches and --recompute (or give a preset)");
       if (inference)
         return fail("--strategy auto plans training steps; it does not "
                     "apply with --inference");
@@ -169,6 +180,7 @@ struct DistributionFlags {
   cl::opt<mlir::cleave::PipelineSchedule> pipelineSchedule;
   cl::opt<int64_t> virtualStages;
   cl::list<std::string> pipelineCuts;
+  cl::opt<double> pipelineLinkBalance;
   cl::opt<std::string> recompute;
 };
 

@@ -158,12 +158,13 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   if (d.mesh.empty() && search && d.pipeline.empty() &&
       !d.microbatches.getNumOccurrences() &&
       !d.pipelineSchedule.getNumOccurrences() &&
-      !d.virtualStages.getNumOccurrences() && !d.recompute.getNumOccurrences() &&
-      !d.pipelineCuts.getNumOccurrences())
+      !d.virtualStages.getNumOccurrences() &&
+      !d.recompute.getNumOccurrences() && !d.pipelineCuts.getNumOccurrences() &&
+      !d.pipelineLinkBalance.getNumOccurrences())
     return std::nullopt;
   if (d.strategy == kAutoStrategy)
     return failure("--strategy auto searches; drop --mesh, --pipeline, "
-                   "--pipeline-cuts, "
+                   "--pipeline-cuts, --pipeline-link-balance, "
                    "--pipeline-schedule, --virtual-stages, --recompute and "
                    "--microbatches, or give the layout's preset");
   PlanLayout layout;
@@ -188,6 +189,8 @@ llvm::Expected<std::optional<PlanLayout>> PlanCommand::givenLayout() const {
   layout.virtualStages = d.virtualStages;
   layout.recompute = d.recompute;
   layout.pipelineCuts.assign(d.pipelineCuts.begin(), d.pipelineCuts.end());
+  if (d.pipelineLinkBalance.getNumOccurrences())
+    layout.pipelineLinkBalance = d.pipelineLinkBalance;
   return layout;
 }
 
