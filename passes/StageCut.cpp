@@ -301,18 +301,50 @@ mlir::cleave::balancedCut(const CutCosts &costs, ArrayRef<bool> cutAllowed,
            costs.linkBalance * (crossing[from] + crossing[to]);
   };
   constexpr double kNone = std::numeric_limits<double>::infinity();
+  // A split to start from: each cut at the first segment boundary past an
+  // even share of the work. Its most expensive chunk bounds the optimum,
+  // and so where each chunk can end: chunk c (from 0) ends at j only if
+  // the work up to j fits in c + 1 chunks of that cost and the rest in the
+  // others (a chunk costs at least its work). The searches below keep to
+  // these bands.
+  double upper = 0;
+  for (int64_t c = 1, start = 0; c <= chunks; ++c) {
+    int64_t end = n;
+    if (c < chunks) {
+      double share = prefix[n] * double(c) / double(chunks);
+      end = std::lower_bound(prefix.begin() + start + 1, prefix.end(), share) -
+            prefix.begin();
+      end = std::clamp<int64_t>(end, start + 1, n - (chunks - c));
+    }
+    upper = std::max(upper, cost(start, end));
+    start = end;
+  }
+  upper *= 1 + 1e-9;
+  SmallVector<int64_t> lowEnd(chunks), highEnd(chunks);
+  for (int64_t c = 0; c < chunks; ++c) {
+    double before = double(c + 1) * upper,
+           after = double(chunks - 1 - c) * upper;
+    lowEnd[c] = std::max<int64_t>(
+        c == chunks - 1 ? n : c + 1,
+        std::lower_bound(prefix.begin(), prefix.end(), prefix[n] - after) -
+            prefix.begin());
+    highEnd[c] = std::min<int64_t>(
+        n - (chunks - 1 - c),
+        (std::upper_bound(prefix.begin(), prefix.end(), before) -
+         prefix.begin()) -
+            1);
+  }
   // worst[c][j]: the least cost of the most expensive of c + 1 chunks
   // over segments 0..j. A chunk costs at least its work, so the search for
   // its start stops once the work alone reaches the best found.
   SmallVector<SmallVector<double>> worst(chunks,
                                          SmallVector<double>(n + 1, kNone));
-  for (int64_t j = 1; j <= n; ++j)
+  for (int64_t j = lowEnd[0]; j <= highEnd[0]; ++j)
     worst[0][j] = cost(0, j);
-  // The last chunk ends at n; chunk c leaves room for those after it.
-  auto firstEnd = [&](int64_t c) { return c + 1 == chunks ? n : c + 1; };
   for (int64_t c = 1; c < chunks; ++c)
-    for (int64_t j = firstEnd(c); j <= n - (chunks - 1 - c); ++j)
-      for (int64_t i = j - 1; i >= c; --i) {
+    for (int64_t j = lowEnd[c]; j <= highEnd[c]; ++j)
+      for (int64_t i = std::min(j - 1, highEnd[c - 1]); i >= lowEnd[c - 1];
+           --i) {
         if (workOf(i, j) >= worst[c][j])
           break;
         worst[c][j] =
@@ -326,12 +358,13 @@ mlir::cleave::balancedCut(const CutCosts &costs, ArrayRef<bool> cutAllowed,
                                            SmallVector<double>(n + 1, kNone));
   SmallVector<SmallVector<int64_t>> from(chunks,
                                          SmallVector<int64_t>(n + 1, 0));
-  for (int64_t j = 1; j <= n; ++j)
+  for (int64_t j = lowEnd[0]; j <= highEnd[0]; ++j)
     if (double first = cost(0, j); first <= bound)
       squares[0][j] = first * first;
   for (int64_t c = 1; c < chunks; ++c)
-    for (int64_t j = firstEnd(c); j <= n - (chunks - 1 - c); ++j)
-      for (int64_t i = j - 1; i >= c && workOf(i, j) <= bound; --i) {
+    for (int64_t j = lowEnd[c]; j <= highEnd[c]; ++j)
+      for (int64_t i = std::min(j - 1, highEnd[c - 1]);
+           i >= lowEnd[c - 1] && workOf(i, j) <= bound; --i) {
         double chunk = cost(i, j);
         if (chunk > bound || squares[c - 1][i] == kNone)
           continue;
