@@ -649,8 +649,9 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
                "later chunks start with (p x V - 1 of them), instead of the "
                "cut by estimated work">,
     Option<"report", "report", "bool", /*default=*/"false",
-           "emit a remark per chunk: where it starts and ends and its "
-           "estimated work, forward and backward">,
+           "emit a remark per chunk: where it starts and ends, its "
+           "estimated work, forward and backward, and the bytes it sends "
+           "and receives per step">,
   ];
   let dependentDialects = ["::mlir::cleave::CleaveDialect"];
 }

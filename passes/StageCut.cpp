@@ -100,7 +100,8 @@ void pullTowardReaders(Block &body, const ForwardUnits &units,
         }))
       movable.push_back(&op);
   // A few rounds let chains of such ops move one after the other.
-  for (int round = 0; round < 4; ++round)
+  for (int round = 0, moved = 1; round < 4 && moved; ++round) {
+    moved = 0;
     for (Operation *op : llvm::reverse(movable)) {
       std::optional<int64_t> to;
       bool oneUnit = true;
@@ -121,9 +122,12 @@ void pullTowardReaders(Block &body, const ForwardUnits &units,
         if (auto it = unitOf.find(operand.getDefiningOp());
             it != unitOf.end() && it->second != *to)
           added += bytesOf(operand);
-      if (added < saved)
+      if (added < saved) {
         unitOf[op] = *to;
+        ++moved;
+      }
     }
+  }
 }
 
 } // namespace
