@@ -321,6 +321,20 @@ LogicalResult StageAssigner::assignForward() {
     if (llvm::none_of(op->getOperands(),
                       [&](Value v) { return fromData.contains(v); }))
       weightOnly.insert(op);
+  // So do forward ops of the data alone that every stage cannot compute
+  // for itself (a data-parallel sum of the loss's sample count): only the
+  // stage that reads their result needs them.
+  llvm::DenseSet<Operation *> dataOnly;
+  for (Operation *op : forward)
+    if (llvm::all_of(op->getOperands(), [&](Value v) {
+          if (auto arg = dyn_cast<BlockArgument>(v))
+            return !isParamOrState(arg);
+          Operation *def = v.getDefiningOp();
+          return everywhere.contains(def) || dataOnly.contains(def);
+        }))
+      dataOnly.insert(op);
+  llvm::DenseSet<Operation *> joinsReader(weightOnly);
+  joinsReader.insert(dataOnly.begin(), dataOnly.end());
   // No cut between a unary elementwise op (a layer's ReLU) that alone
   // reads its operand in the forward pass and that operand's producer:
   // what crosses is as large either way (same type), and the backward
@@ -331,10 +345,21 @@ LogicalResult StageAssigner::assignForward() {
     if (Operation *def = operandItFollows(units.ops[u].front()))
       for (int64_t c = units.unitOf.lookup(def) + 1; c <= u; ++c)
         cutAllowed[c] = false;
+  // Nor after a unit that joins its reader: a chunk of such units alone
+  // would be left empty. (Trailing ones stay with the unit before them.)
+  auto joins = [&](ArrayRef<Operation *> ops) {
+    return llvm::all_of(
+        ops, [&](Operation *op) { return joinsReader.contains(op); });
+  };
+  for (int64_t u = 0; u + 1 < numUnits; ++u)
+    if (joins(units.ops[u]))
+      cutAllowed[u + 1] = false;
+  for (int64_t u = numUnits - 1; u > 0 && joins(units.ops[u]); --u)
+    cutAllowed[u] = false;
   if (explicitCuts.empty()) {
     auto isEverywhere = [&](Operation *op) { return everywhere.contains(op); };
     auto isState = [&](BlockArgument arg) { return isParamOrState(arg); };
-    StepFacts facts{isEverywhere, isState, weightOnly};
+    StepFacts facts{isEverywhere, isState, joinsReader};
     llvm::DenseMap<Operation *, int64_t> placed =
         predictedUnits(body, units, facts);
     // Balanced as for cut-microbatches micro-batches of the same size.
@@ -383,20 +408,10 @@ LogicalResult StageAssigner::assignForward() {
     for (Operation *copy : units.ops[u])
       setStage(copy, to);
   }
-  // So do forward ops of the data alone that every stage cannot compute
-  // for itself (a data-parallel sum of the loss's sample count): only the
-  // stage that reads their result needs them.
-  llvm::DenseSet<Operation *> dataOnly;
-  for (Operation *op : forward)
-    if (llvm::all_of(op->getOperands(), [&](Value v) {
-          if (auto arg = dyn_cast<BlockArgument>(v))
-            return !isParamOrState(arg);
-          Operation *def = v.getDefiningOp();
-          return everywhere.contains(def) || dataOnly.contains(def);
-        }))
-      dataOnly.insert(op);
+  // A weight's preparation and an op of the data alone join the first
+  // stage that reads them.
   for (Operation *op : llvm::reverse(forward)) {
-    if (!weightOnly.contains(op) && !dataOnly.contains(op))
+    if (!joinsReader.contains(op))
       continue;
     std::optional<int64_t> users;
     for (Operation *user : op->getUsers())

@@ -152,9 +152,10 @@ mlir::cleave::predictedUnits(Block &body, const ForwardUnits &units,
   int64_t last = static_cast<int64_t>(units.ops.size()) - 1;
   // The unit whose chunk runs each op (forward ops, then the others).
   llvm::DenseMap<Operation *, int64_t> unitOf(units.unitOf);
-  // A weight's preparation joins its first forward reader.
+  // A weight's preparation and an op of the data alone join their first
+  // forward reader.
   for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (!facts.weightOnly.contains(&op))
+    if (!facts.joinsReader.contains(&op))
       continue;
     std::optional<int64_t> first;
     for (Operation *user : op.getUsers())
@@ -165,11 +166,16 @@ mlir::cleave::predictedUnits(Block &body, const ForwardUnits &units,
   }
   // Forward values are held up to their last forward reader; parameters
   // live with their first, and tied ones are at hand up to their last.
+  // Memoized: a value read by every micro-batch's copy (a shared mask)
+  // would otherwise be scanned once per reader, quadratic in the copies.
+  llvm::DenseMap<Value, int64_t> lastReaderOf;
   auto lastForwardReader = [&](Value value, int64_t from) {
-    for (Operation *user : value.getUsers())
-      if (units.unitOf.count(user))
-        from = std::max(from, unitOf.lookup(user));
-    return from;
+    auto [it, inserted] = lastReaderOf.try_emplace(value, from);
+    if (inserted)
+      for (Operation *user : value.getUsers())
+        if (units.unitOf.count(user))
+          it->second = std::max(it->second, unitOf.lookup(user));
+    return it->second;
   };
   llvm::DenseMap<Value, int64_t> home, tiedUpTo;
   for (BlockArgument arg : body.getArguments()) {

@@ -60,9 +60,10 @@ struct StepFacts {
   llvm::function_ref<bool(Operation *)> everywhere;
   /// Parameters and optimizer state (block arguments).
   llvm::function_ref<bool(BlockArgument)> isParamOrState;
-  /// Forward ops that only prepare a parameter (a weight's transpose): they
-  /// join the unit of their first forward reader.
-  const llvm::DenseSet<Operation *> &weightOnly;
+  /// Forward ops that join the unit of their first forward reader: those
+  /// that only prepare a parameter (a weight's transpose) and those of the
+  /// data alone that not every stage computes.
+  const llvm::DenseSet<Operation *> &joinsReader;
 };
 
 /// The unit whose chunk each op of the step is predicted to run in (ops
