@@ -32,6 +32,7 @@
 #include "passes/FunctionAttributes.h"
 #include "passes/Passes.h"
 #include "passes/PipelineSchedule.h"
+#include "passes/PullTowardUsers.h"
 #include "passes/StageCut.h"
 #include "passes/TrainingStep.h"
 
@@ -88,14 +89,6 @@ int64_t costOf(Operation *op) {
     return 2 * elements * (weight.getNumElements() / weight.getDimSize(0));
   }
   return elements;
-}
-
-/// Bytes of a tensor (i1 counted as a byte).
-int64_t bytesOf(Value value) {
-  auto type = cast<ShapedType>(value.getType());
-  Type element = type.getElementType();
-  return type.getNumElements() *
-         (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
 }
 
 /// Cuts the step into chunks of layers (one per stage, or V per stage for
@@ -227,6 +220,10 @@ private:
   llvm::DenseMap<Value, int64_t> home;
   /// Tied parameters: the last stage that reads them forward.
   llvm::DenseMap<Value, int64_t> tiedUpTo;
+  /// heldUpTo's answers for forward values, whose readers' stages are
+  /// fixed once the forward pass is placed: a value every micro-batch's
+  /// copy reads would otherwise be scanned once per reader.
+  mutable llvm::DenseMap<Value, int64_t> lastForwardStage;
 };
 
 void StageAssigner::findEverywhereOps() {
@@ -585,13 +582,13 @@ void StageAssigner::reportChunks() {
   SmallVector<int64_t> sent(numStages, 0), received(numStages, 0);
   for (auto transfer : body.getOps<SendRecvOp>()) {
     if (std::optional<int64_t> from = producedAt(transfer.getInput()))
-      sent[*from] += bytesOf(transfer.getResult());
+      sent[*from] += static_cast<int64_t>(bytesOf(transfer.getResult()));
     std::optional<int64_t> to;
     for (Operation *user : transfer->getUsers())
       if (auto it = stage.find(user); it != stage.end())
         to = std::min(to.value_or(it->second), it->second);
     if (to)
-      received[*to] += bytesOf(transfer.getResult());
+      received[*to] += static_cast<int64_t>(bytesOf(transfer.getResult()));
   }
   for (int64_t c = 0; c < numStages; ++c) {
     InFlightDiagnostic remark = first[c]->emitRemark();
@@ -650,10 +647,12 @@ std::optional<int64_t> StageAssigner::heldUpTo(Value value) const {
       return it->second;
   if (!at || !value.getDefiningOp() || !forward.contains(value.getDefiningOp()))
     return at;
-  for (Operation *user : value.getUsers())
-    if (forward.contains(user))
-      at = std::max(*at, stage.lookup(user));
-  return at;
+  auto [it, inserted] = lastForwardStage.try_emplace(value, *at);
+  if (inserted)
+    for (Operation *user : value.getUsers())
+      if (forward.contains(user))
+        it->second = std::max(it->second, stage.lookup(user));
+  return it->second;
 }
 
 /// The indices 0..n-1 by the stage `destination` gives each, stages in
@@ -814,78 +813,16 @@ LogicalResult StageAssigner::assignRest() {
 }
 
 void StageAssigner::pullTowardUsers() {
-  SmallVector<Operation *> movable;
-  for (Operation &op : body.without_terminator())
-    if (stage.count(&op) && !forward.contains(&op) &&
-        (isPure(&op) || isa<AllReduceOp>(op)) &&
-        llvm::none_of(op.getOperands(), [&](Value v) {
-          auto arg = dyn_cast<BlockArgument>(v);
-          return arg && isParamOrState(arg);
-        }))
-      movable.push_back(&op);
-  // Whether stage `to` has `value` without a transfer for `op`.
-  auto heldAt = [&](Value value, int64_t to, Operation *op) {
-    std::optional<int64_t> from = producedAt(value);
-    if (!from || *from == to)
-      return true;
-    return llvm::any_of(value.getUsers(), [&](Operation *user) {
-      return user != op && stage.count(user) && stage.lookup(user) == to;
-    });
+  auto at = [&](Operation *op) -> std::optional<int64_t> {
+    auto it = stage.find(op);
+    return it == stage.end() ? std::nullopt : std::optional(it->second);
   };
-  llvm::DenseSet<Operation *> canMove(movable.begin(), movable.end());
-  // A few rounds let chains of such ops move one after the other.
-  for (int round = 0; round < 4; ++round) {
-    bool changed = false;
-    for (Operation *op : llvm::reverse(movable)) {
-      std::optional<int64_t> to;
-      bool oneStage = true;
-      for (Operation *user : op->getUsers()) {
-        if (!stage.count(user)) {
-          oneStage = false;
-          break;
-        }
-        if (to && *to != stage.lookup(user))
-          oneStage = false;
-        to = stage.lookup(user);
-      }
-      int64_t from = stage.lookup(op);
-      if (!oneStage || !to || *to == from)
-        continue;
-      // The op moves with the producers in its stage that only it (or
-      // they) read: a sum of micro-batch gradients takes the gradients'
-      // computations along.
-      llvm::SetVector<Operation *> group;
-      group.insert(op);
-      for (size_t i = 0; i < group.size(); ++i)
-        for (Value operand : group[i]->getOperands()) {
-          Operation *def = operand.getDefiningOp();
-          if (def && canMove.contains(def) && stage.lookup(def) == from &&
-              llvm::all_of(def->getUsers(), [&](Operation *user) {
-                return group.contains(user);
-              }))
-            group.insert(def);
-        }
-      int64_t saved = 0, added = 0;
-      for (Value result : op->getResults())
-        saved += bytesOf(result);
-      llvm::SmallPtrSet<Value, 8> counted;
-      for (Operation *member : group)
-        for (Value operand : member->getOperands()) {
-          Operation *def = operand.getDefiningOp();
-          if ((def && group.contains(def)) || heldAt(operand, *to, member) ||
-              !counted.insert(operand).second)
-            continue;
-          added += bytesOf(operand);
-        }
-      if (added <= saved) {
-        for (Operation *member : group)
-          setStage(member, *to);
-        changed = true;
-      }
-    }
-    if (!changed)
-      break;
-  }
+  auto produced = [&](Value value) { return producedAt(value); };
+  auto move = [&](Operation *op, int64_t s) { setStage(op, s); };
+  mlir::cleave::pullTowardUsers(
+      body, {at, produced, move},
+      [&](Operation *op) { return forward.contains(op); },
+      [&](BlockArgument arg) { return isParamOrState(arg); });
 }
 
 void StageAssigner::readOriginalsAcrossChunks() {

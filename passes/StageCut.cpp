@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/StageCut.h"
+#include "passes/PullTowardUsers.h"
 
 #include "dialects/cleave/CleaveOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,14 +25,6 @@ double elementsOf(Value value) {
   return type && type.hasStaticShape()
              ? static_cast<double>(type.getNumElements())
              : 1.0;
-}
-
-double bytesOf(Value value) {
-  auto type = dyn_cast<ShapedType>(value.getType());
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
-    return 0.0;
-  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-  return elementsOf(value) * std::max(1u, bits / 8);
 }
 
 /// Multiply-adds of one output element of a convolution: its weight's
@@ -81,53 +73,6 @@ double weightOf(Operation *op, double laterCopies) {
 
 bool isUpdate(Operation *op) {
   return isa<SgdOp, AdamwOp, MomentumOp, AdamOp, AdagradOp>(op);
-}
-
-/// What cleave-pipeline-stages does after placing the ops, in units: a
-/// backward op whose readers all sit in one other unit moves there when
-/// that sends fewer bytes (a weight's gradient is computed where the
-/// activation gradient arrives, not sent whole to its update).
-void pullTowardReaders(Block &body, const ForwardUnits &units,
-                       const StepFacts &facts,
-                       llvm::DenseMap<Operation *, int64_t> &unitOf) {
-  SmallVector<Operation *> movable;
-  for (Operation &op : body.without_terminator())
-    if (unitOf.count(&op) && !units.unitOf.count(&op) &&
-        (isPure(&op) || isa<AllReduceOp>(op)) &&
-        llvm::none_of(op.getOperands(), [&](Value v) {
-          auto arg = dyn_cast<BlockArgument>(v);
-          return arg && facts.isParamOrState(arg);
-        }))
-      movable.push_back(&op);
-  // A few rounds let chains of such ops move one after the other.
-  for (int round = 0, moved = 1; round < 4 && moved; ++round) {
-    moved = 0;
-    for (Operation *op : llvm::reverse(movable)) {
-      std::optional<int64_t> to;
-      bool oneUnit = true;
-      for (Operation *user : op->getUsers()) {
-        auto it = unitOf.find(user);
-        oneUnit &= it != unitOf.end() && (!to || *to == it->second);
-        if (!oneUnit)
-          break;
-        to = it->second;
-      }
-      int64_t from = unitOf.lookup(op);
-      if (!oneUnit || !to || *to == from)
-        continue;
-      double saved = 0, added = 0;
-      for (Value result : op->getResults())
-        saved += bytesOf(result);
-      for (Value operand : op->getOperands())
-        if (auto it = unitOf.find(operand.getDefiningOp());
-            it != unitOf.end() && it->second != *to)
-          added += bytesOf(operand);
-      if (added < saved) {
-        unitOf[op] = *to;
-        ++moved;
-      }
-    }
-  }
 }
 
 } // namespace
@@ -233,7 +178,19 @@ mlir::cleave::predictedUnits(Block &body, const ForwardUnits &units,
           arg && facts.isParamOrState(arg))
         home.try_emplace(arg, u);
   }
-  pullTowardReaders(body, units, facts, unitOf);
+  auto at = [&](Operation *op) -> std::optional<int64_t> {
+    auto it = unitOf.find(op);
+    return it == unitOf.end() ? std::nullopt : std::optional(it->second);
+  };
+  auto producedAt = [&](Value value) -> std::optional<int64_t> {
+    Operation *def = value.getDefiningOp();
+    return def ? at(def) : std::nullopt;
+  };
+  auto move = [&](Operation *op, int64_t u) { unitOf[op] = u; };
+  pullTowardUsers(
+      body, {at, producedAt, move},
+      [&](Operation *op) { return units.unitOf.count(op) != 0; },
+      facts.isParamOrState);
   return unitOf;
 }
 

@@ -72,10 +72,8 @@ struct StepFacts {
 /// that still holds what it reads (forward values are held up to their
 /// last forward reader); since chunks are contiguous, that chunk holds the
 /// earliest unit that does, so units stand in for chunks. Then, as
-/// cleave-pipeline-stages does, a backward op whose readers all sit in one
-/// other unit moves there when that sends fewer bytes (a weight gradient
-/// computed where its activation gradient arrives; the producers the pass
-/// moves along with it are not predicted).
+/// cleave-pipeline-stages does, backward ops move toward their readers
+/// (PullTowardUsers.h), with units for stages.
 llvm::DenseMap<Operation *, int64_t>
 predictedUnits(Block &body, const ForwardUnits &units, const StepFacts &facts);
 
