@@ -498,6 +498,12 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
       options.given ? 0
                     : stepComputeBoundMs(distributedStep(steps),
                                          options.cluster, options.precision);
+  // The ops of one micro-batch's step, as unrolling copies them (bounds
+  // what trying a layout costs before any is partitioned).
+  int64_t stepOps = 0;
+  if (func::FuncOp step =
+          options.given ? func::FuncOp() : distributedStep(steps))
+    step.walk([&](Operation *) { ++stepOps; });
   result.computeBoundMs = computeBoundMs;
   auto analyticBound = [&](const Candidate *c) {
     return computeBoundMs / c->layout.ranks() / (1 - bubbleOf(c->layout));
@@ -550,6 +556,24 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
     if (!e.built) {
       const PlanLayout &layout = candidate.layout;
       int64_t tried = interleaved ? layout.axisSize(layout.pipelineAxis) : 2;
+      // A search unrolls no more for this than for any layout: trying the
+      // interleaved schedule on a deep pipeline of a large model took
+      // minutes (the 1T skeleton's pp=768: 61-97 s each).
+      int64_t probeOps = stepOps * std::min(tried, layout.microbatches);
+      if (interleaved && !options.given && probeOps > options.maxUnrolledOps &&
+          llvm::StringRef(e.candidate.rejected)
+              .starts_with("the compiler cannot build it")) {
+        candidate.rejected =
+            e.candidate.rejected +
+            llvm::formatv(" (its 1F1B template, one chunk per stage; the "
+                          "interleaved schedule itself not tried: {0} "
+                          "micro-batches of about {1} ops each are too "
+                          "big to unroll, --max-unrolled-ops {2})",
+                          std::min(tried, layout.microbatches), stepOps,
+                          options.maxUnrolledOps)
+                .str();
+        return true;
+      }
       if (layout.microbatches <= tried)
         return false;
       PlanLayout probe = layout;
