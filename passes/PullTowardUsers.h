@@ -1,5 +1,4 @@
-//===- PullTowardUsers.h - backward ops join their readers' stage -*- C++
-//-*-===//
+//===- PullTowardUsers.h - backward ops join their readers -*- C++ -*-===//
 //
 // After cleave-pipeline-stages places each op of a step, a backward op
 // (or a gradient all-reduce over another mesh axis) whose results only
