@@ -551,7 +551,9 @@ def PipelineStagesPass : Pass<"cleave-pipeline-stages", "::mlir::ModuleOp"> {
     squared stage costs. No
     cut falls between a unary elementwise op (a layer's ReLU) and its
     operand when it is the only forward reader of it, since its gradient
-    reads its result. `cuts` sets the cut by hand instead. A parameter
+    reads its result, nor after an op that joins its first reader's
+    stage (a weight's preparation, a sum of the data alone), which would
+    leave a stage empty. `cuts` sets the cut by hand instead. A parameter
     lives in the stage of its forward uses, and the ops that read
     or update it run there; every other op runs in the earliest stage that
     still holds what it reads (forward values are held up to the last stage
