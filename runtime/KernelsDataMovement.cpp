@@ -109,12 +109,20 @@ void transpose(const T *in, const Shape &inShape, const int64_t *perm, T *out) {
   loop.coalesce();
 
   // A strided innermost read (e.g. swapping the last two dims) thrashes the
-  // cache; when the dim with unit input stride is the next one out, copy
-  // tiles of the two instead.
-  int r = loop.rank;
-  if (r >= 2 && loop.strides[0][r - 1] != 1 && loop.strides[0][r - 2] == 1) {
-    int64_t rows = loop.dims[r - 2], cols = loop.dims[r - 1];
-    int64_t colStride = loop.strides[0][r - 1];
+  // cache: copy tiles of the innermost dim and the one with unit input
+  // stride instead, wherever that one is.
+  int r = loop.rank, unit = -1;
+  for (int d = 0; d + 1 < r; ++d)
+    if (loop.strides[0][d] == 1)
+      unit = d;
+  if (r >= 2 && loop.strides[0][r - 1] != 1 && unit >= 0) {
+    int64_t outStrides[kMaxRank];
+    for (int64_t d = r - 1, s = 1; d >= 0; --d) {
+      outStrides[d] = s;
+      s *= loop.dims[d];
+    }
+    int64_t rows = loop.dims[unit], cols = loop.dims[r - 1];
+    int64_t rowStride = outStrides[unit], colStride = loop.strides[0][r - 1];
     int64_t outer = n / (rows * cols);
     constexpr int64_t kTile = 32;
     int64_t rowTiles = (rows + kTile - 1) / kTile;
@@ -124,17 +132,30 @@ void transpose(const T *in, const Shape &inShape, const int64_t *perm, T *out) {
       int64_t o = t / (rowTiles * colTiles);
       int64_t i0 = (t / colTiles) % rowTiles * kTile;
       int64_t j0 = t % colTiles * kTile;
-      int64_t base = 0, rest = o;
-      for (int d = r - 3; d >= 0; --d) {
-        base += rest % loop.dims[d] * loop.strides[0][d];
+      int64_t inBase = 0, outBase = 0, rest = o;
+      for (int d = r - 2; d >= 0; --d) {
+        if (d == unit)
+          continue;
+        int64_t index = rest % loop.dims[d];
+        inBase += index * loop.strides[0][d];
+        outBase += index * outStrides[d];
         rest /= loop.dims[d];
       }
-      const T *src = in + base;
-      T *dst = out + o * rows * cols;
+      const T *src = in + inBase;
+      T *dst = out + outBase;
       int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
-      for (int64_t j = j0; j < j1; ++j)
+      // The inner loop runs along whichever side has its elements nearer:
+      // the far side's lines, a whole tile's apart (4 KB on [12, 1024] ->
+      // [1024, 12]), fall in one cache set and evict each other.
+      if (rowStride >= colStride) {
         for (int64_t i = i0; i < i1; ++i)
-          dst[i * cols + j] = src[i + j * colStride];
+          for (int64_t j = j0; j < j1; ++j)
+            dst[i * rowStride + j] = src[i + j * colStride];
+      } else {
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i)
+            dst[i * rowStride + j] = src[i + j * colStride];
+      }
     }
     return;
   }

@@ -70,6 +70,10 @@ TEST(DataMovement, TransposeLargeTiled) {
   // the tile, and large enough to run threaded.
   checkAllPerms<float>(Shape{3, 70, 190});
   checkAllPerms<double>(Shape{2, 33, 45, 20});
+  // The unit-stride dim away from the innermost one (attention's head
+  // dims: [128, 8, 12] by [2, 0, 1]), and outer dims on both sides of it.
+  checkAllPerms<float>(Shape{128, 8, 12});
+  checkAllPerms<float>(Shape{5, 40, 3, 36});
 }
 
 TEST(DataMovement, TransposeHandValues) {
