@@ -144,10 +144,11 @@ void transpose(const T *in, const Shape &inShape, const int64_t *perm, T *out) {
       const T *src = in + inBase;
       T *dst = out + outBase;
       int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
-      // The inner loop runs along whichever side has its elements nearer:
-      // the far side's lines, a whole tile's apart (4 KB on [12, 1024] ->
-      // [1024, 12]), fall in one cache set and evict each other.
-      if (rowStride >= colStride) {
+      // Where the written rows lie a tile or more apart and farther than
+      // the read columns, write row by row: column by column, a tile's
+      // rows (4 KB apart on [12, 1024] -> [1024, 12]) fall in one cache
+      // set and evict each other.
+      if (rowStride >= colStride && rowStride >= kTile) {
         for (int64_t i = i0; i < i1; ++i)
           for (int64_t j = j0; j < j1; ++j)
             dst[i * rowStride + j] = src[i + j * colStride];
