@@ -113,6 +113,14 @@ inline void validRange(int64_t outSize, int64_t stride, int64_t offset,
     hi = lo;
 }
 
+/// Copies the elements of `shape` read at `inStrides` from `in` to
+/// `outStrides` from `out` (element strides; the written positions must not
+/// overlap): a transpose, or the gathering of a strided view into a
+/// row-major block and back.
+template <typename T>
+void copyStrided(const T *in, const int64_t *inStrides, const Shape &shape,
+                 T *out, const int64_t *outStrides);
+
 } // namespace cleave::rt::detail
 
 #endif // CLEAVE_RUNTIME_KERNELSUPPORT_H

@@ -54,6 +54,50 @@ void stridedCopy(const T *in, const detail::StridedLoop<1> &loop, T *out,
   }
 }
 
+/// Copies a tile of single elements, src[i + j * colStride] to
+/// dst[i * rowStride + j]. Where the written rows lie a tile or more apart
+/// and farther than the read columns, it writes row by row: column by
+/// column, a tile's rows (4 KB apart on [12, 1024] -> [1024, 12]) fall in
+/// one cache set and evict each other. (Not inlined: inside the tile loop
+/// it ran short of registers and 1.7x slower.)
+template <typename T>
+[[gnu::noinline]] void copyElementTile(const T *src, int64_t colStride, T *dst,
+                                       int64_t rowStride, int64_t rows,
+                                       int64_t cols) {
+  if (rowStride >= colStride && rowStride >= 32) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        dst[i * rowStride + j] = src[i + j * colStride];
+  } else {
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i)
+        dst[i * rowStride + j] = src[i + j * colStride];
+  }
+}
+
+/// The same for runs of `run` contiguous elements at any steps.
+template <typename T>
+[[gnu::noinline]] void copyRunTile(const T *src, int64_t readStep,
+                                   int64_t colStride, T *dst, int64_t rowStride,
+                                   int64_t writeStep, int64_t run, int64_t rows,
+                                   int64_t cols) {
+  auto copyRun = [&](int64_t i, int64_t j) {
+    const T *from = src + i * readStep + j * colStride;
+    T *to = dst + i * rowStride + j * writeStep;
+    for (int64_t e = 0; e < run; ++e)
+      to[e] = from[e];
+  };
+  if (rowStride >= colStride && rowStride >= 32) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        copyRun(i, j);
+  } else {
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i)
+        copyRun(i, j);
+  }
+}
+
 void rowMajorStrides(const Shape &shape, int64_t *strides) {
   int64_t s = 1;
   for (int i = shape.rank - 1; i >= 0; --i) {
@@ -83,6 +127,116 @@ detail::StridedLoop<1> sliceLoop(const Shape &inShape, const int64_t *offsets,
 } // namespace
 
 template <typename T>
+void detail::copyStrided(const T *in, const int64_t *inStrides,
+                         const Shape &shape, T *out,
+                         const int64_t *outStrides) {
+  int64_t n = shape.numElements();
+  if (n == 0)
+    return;
+  // Loop over the dims in the order of the written strides, largest first,
+  // so that the innermost dim is the one written most densely.
+  int order[kMaxRank];
+  for (int i = 0; i < shape.rank; ++i)
+    order[i] = i;
+  std::stable_sort(order, order + shape.rank,
+                   [&](int x, int y) { return outStrides[x] > outStrides[y]; });
+  detail::StridedLoop<2> loop;
+  loop.rank = shape.rank;
+  for (int i = 0; i < shape.rank; ++i) {
+    loop.dims[i] = shape.dims[order[i]];
+    loop.strides[0][i] = inStrides[order[i]];
+    loop.strides[1][i] = outStrides[order[i]];
+  }
+  loop.coalesce();
+  int r = loop.rank;
+  const int64_t *from = loop.strides[0], *to = loop.strides[1];
+
+  // Elements are copied in runs: the innermost dim where it is contiguous
+  // on both sides, else one element. Of the dims of runs, the innermost is
+  // the one written most densely; if another is read more densely, going
+  // along the written one reads far apart (a page apart on attention's
+  // [12, 128 x 8] -> [128, 12 x 8], where rows then share one cache set
+  // and evict each other), so copy tiles of the two instead.
+  bool contiguousRuns = from[r - 1] == 1 && to[r - 1] == 1;
+  int64_t run = contiguousRuns ? loop.dims[r - 1] : 1;
+  int q = contiguousRuns ? r - 1 : r, across = q - 1, along = -1;
+  for (int d = 0; d + 1 < q; ++d)
+    if (from[d] < from[across] && (along < 0 || from[d] < from[along]))
+      along = d;
+  if (along < 0) {
+    // Row by row, each thread's rows in one range, walked with a counter
+    // rather than a division per row (rows are often a few elements long).
+    int64_t inner = loop.inner(), rows = loop.rows();
+    int64_t readStep = from[r - 1], writeStep = to[r - 1];
+#pragma omp parallel if (n > kParallelGrain)
+    {
+      int threads = detail::numThreads(), thread = detail::threadNum();
+      int64_t row = rows * thread / threads,
+              end = rows * (thread + 1) / threads;
+      int64_t index[kMaxRank] = {}, off[2];
+      loop.rowOffsets(row, off);
+      for (int64_t d = r - 2, rest = row; d >= 0; --d) {
+        index[d] = rest % loop.dims[d];
+        rest /= loop.dims[d];
+      }
+      for (; row < end; ++row) {
+        const T *src = in + off[0];
+        T *dst = out + off[1];
+        if (readStep == 1 && writeStep == 1)
+          std::copy(src, src + inner, dst);
+        else
+          for (int64_t i = 0; i < inner; ++i)
+            dst[i * writeStep] = src[i * readStep];
+        for (int d = r - 2; d >= 0; --d) {
+          off[0] += from[d];
+          off[1] += to[d];
+          if (++index[d] < loop.dims[d])
+            break;
+          off[0] -= from[d] * loop.dims[d];
+          off[1] -= to[d] * loop.dims[d];
+          index[d] = 0;
+        }
+      }
+    }
+    return;
+  }
+
+  // Tiles of about 32 x 32 elements: `rows` along the densely read dim,
+  // `cols` along the densely written one.
+  int64_t rows = loop.dims[along], cols = loop.dims[across];
+  int64_t rowStride = to[along], colStride = from[across];
+  int64_t readStep = from[along], writeStep = to[across];
+  int64_t outer = n / (rows * cols * run);
+  int64_t tile = std::max<int64_t>(4, 32 / run);
+  int64_t rowTiles = (rows + tile - 1) / tile;
+  int64_t colTiles = (cols + tile - 1) / tile;
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t t = 0; t < outer * rowTiles * colTiles; ++t) {
+    int64_t o = t / (rowTiles * colTiles);
+    int64_t i0 = (t / colTiles) % rowTiles * tile;
+    int64_t j0 = t % colTiles * tile;
+    int64_t inBase = 0, outBase = 0, rest = o;
+    for (int d = q - 2; d >= 0; --d) {
+      if (d == along)
+        continue;
+      int64_t index = rest % loop.dims[d];
+      inBase += index * from[d];
+      outBase += index * to[d];
+      rest /= loop.dims[d];
+    }
+    int64_t tileRows = std::min(i0 + tile, rows) - i0;
+    int64_t tileCols = std::min(j0 + tile, cols) - j0;
+    const T *src = in + inBase + i0 * readStep + j0 * colStride;
+    T *dst = out + outBase + i0 * rowStride + j0 * writeStep;
+    if (run == 1 && readStep == 1 && writeStep == 1)
+      copyElementTile(src, colStride, dst, rowStride, tileRows, tileCols);
+    else
+      copyRunTile(src, readStep, colStride, dst, rowStride, writeStep, run,
+                  tileRows, tileCols);
+  }
+}
+
+template <typename T>
 void broadcastTo(const T *in, const Shape &inShape, T *out,
                  const Shape &outShape) {
   int64_t n = outShape.numElements();
@@ -95,72 +249,16 @@ void broadcastTo(const T *in, const Shape &inShape, T *out,
 
 template <typename T>
 void transpose(const T *in, const Shape &inShape, const int64_t *perm, T *out) {
-  int64_t n = inShape.numElements();
-  if (n == 0)
-    return;
-  int64_t inStrides[kMaxRank];
+  int64_t inStrides[kMaxRank], outStrides[kMaxRank], permuted[kMaxRank];
   rowMajorStrides(inShape, inStrides);
-  detail::StridedLoop<1> loop;
-  loop.rank = inShape.rank;
+  Shape outShape;
+  outShape.rank = inShape.rank;
   for (int i = 0; i < inShape.rank; ++i) {
-    loop.dims[i] = inShape.dims[perm[i]];
-    loop.strides[0][i] = inStrides[perm[i]];
+    outShape.dims[i] = inShape.dims[perm[i]];
+    permuted[i] = inStrides[perm[i]];
   }
-  loop.coalesce();
-
-  // A strided innermost read (e.g. swapping the last two dims) thrashes the
-  // cache: copy tiles of the innermost dim and the one with unit input
-  // stride instead, wherever that one is.
-  int r = loop.rank, unit = -1;
-  for (int d = 0; d + 1 < r; ++d)
-    if (loop.strides[0][d] == 1)
-      unit = d;
-  if (r >= 2 && loop.strides[0][r - 1] != 1 && unit >= 0) {
-    int64_t outStrides[kMaxRank];
-    for (int64_t d = r - 1, s = 1; d >= 0; --d) {
-      outStrides[d] = s;
-      s *= loop.dims[d];
-    }
-    int64_t rows = loop.dims[unit], cols = loop.dims[r - 1];
-    int64_t rowStride = outStrides[unit], colStride = loop.strides[0][r - 1];
-    int64_t outer = n / (rows * cols);
-    constexpr int64_t kTile = 32;
-    int64_t rowTiles = (rows + kTile - 1) / kTile;
-    int64_t colTiles = (cols + kTile - 1) / kTile;
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-    for (int64_t t = 0; t < outer * rowTiles * colTiles; ++t) {
-      int64_t o = t / (rowTiles * colTiles);
-      int64_t i0 = (t / colTiles) % rowTiles * kTile;
-      int64_t j0 = t % colTiles * kTile;
-      int64_t inBase = 0, outBase = 0, rest = o;
-      for (int d = r - 2; d >= 0; --d) {
-        if (d == unit)
-          continue;
-        int64_t index = rest % loop.dims[d];
-        inBase += index * loop.strides[0][d];
-        outBase += index * outStrides[d];
-        rest /= loop.dims[d];
-      }
-      const T *src = in + inBase;
-      T *dst = out + outBase;
-      int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
-      // Where the written rows lie a tile or more apart and farther than
-      // the read columns, write row by row: column by column, a tile's
-      // rows (4 KB apart on [12, 1024] -> [1024, 12]) fall in one cache
-      // set and evict each other.
-      if (rowStride >= colStride && rowStride >= kTile) {
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j)
-            dst[i * rowStride + j] = src[i + j * colStride];
-      } else {
-        for (int64_t j = j0; j < j1; ++j)
-          for (int64_t i = i0; i < i1; ++i)
-            dst[i * rowStride + j] = src[i + j * colStride];
-      }
-    }
-    return;
-  }
-  stridedCopy(in, loop, out, n);
+  rowMajorStrides(outShape, outStrides);
+  detail::copyStrided(in, permuted, outShape, out, outStrides);
 }
 
 template <typename T>
@@ -293,6 +391,10 @@ void gatherGrad(const float *dOut, const I *indices, int64_t numIndices,
 // Instantiations
 //===----------------------------------------------------------------------===//
 
+// The products' gathers (KernelsLinalg.cpp); transpose's are implicit.
+template void detail::copyStrided<float>(const float *, const int64_t *,
+                                         const Shape &, float *,
+                                         const int64_t *);
 CLEAVE_FOR_EACH_ELEMENT_TYPE(CLEAVE_INSTANTIATE_DATA_MOVEMENT)
 CLEAVE_FOR_EACH_INDEX_TYPE(CLEAVE_INSTANTIATE_GATHER_GRAD)
 

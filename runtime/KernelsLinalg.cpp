@@ -144,15 +144,57 @@ void matmul(const float *a, const Shape &aShape, const float *b,
   }
 }
 
-void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
-                   const float *a, const int64_t *aStrides, const float *b,
-                   const int64_t *bStrides, float *c,
-                   const int64_t *cStrides) {
+namespace {
+
+/// Products at most this big (m * n * k) run from row-major matrices: a
+/// small product's time is OpenBLAS's per call cost, which grows about 2x
+/// when an operand is transposed, and up to 4x when its rows lie a page
+/// apart and share one cache set (attention's heads of [sequence, heads x
+/// samples, features]), while gathering a matrix costs a few ns per float.
+constexpr int64_t kGatheredProduct = 64 * 64 * 64;
+
+void rowMajor(const Shape &shape, int64_t *strides) {
+  for (int64_t i = shape.rank - 1, s = 1; i >= 0; s *= shape.dims[i--])
+    strides[i] = s;
+}
+
+/// An operand's matrices row-major one after the other, in a block of
+/// `buffer` from `offset`, and their strides there; or the operand itself
+/// where it is so already, or packed transposed and `keepTransposed`
+/// (OpenBLAS's small products take a transposed a at little cost, a
+/// transposed b at 2x).
+const float *rowMajorOperand(const Shape &batch, int64_t rows, int64_t cols,
+                             const float *data, const int64_t *strides,
+                             bool keepTransposed, std::vector<float> &buffer,
+                             int64_t &offset, int64_t *viewStrides) {
+  int r = batch.rank;
+  std::copy(strides, strides + r + 2, viewStrides);
+  if ((strides[r + 1] == 1 && strides[r] == cols) ||
+      (keepTransposed && strides[r] == 1 && strides[r + 1] == rows))
+    return data;
+  // A batch dim read with stride 0 (broadcast) is gathered once.
+  Shape shape;
+  shape.rank = r + 2;
+  for (int i = 0; i < r; ++i)
+    shape.dims[i] = strides[i] == 0 ? 1 : batch.dims[i];
+  shape.dims[r] = rows;
+  shape.dims[r + 1] = cols;
+  int64_t packed[kMaxRank];
+  rowMajor(shape, packed);
+  float *block = buffer.data() + offset;
+  offset += shape.numElements();
+  detail::copyStrided(data, strides, shape, block, packed);
+  for (int i = 0; i < r + 2; ++i)
+    viewStrides[i] = shape.dims[i] == 1 && i < r ? 0 : packed[i];
+  return block;
+}
+
+void productsThroughStrides(const Shape &batch, int64_t m, int64_t n, int64_t k,
+                            const float *a, const int64_t *aStrides,
+                            const float *b, const int64_t *bStrides, float *c,
+                            const int64_t *cStrides) {
   int r = batch.rank;
   int64_t count = batch.numElements();
-  if (count == 0 || m == 0 || n == 0)
-    return;
-  useOpenMPThreadsOnly();
   // A matrix whose columns are not contiguous is its transpose stored with
   // contiguous rows.
   bool transA = aStrides[r + 1] != 1, transB = bStrides[r + 1] != 1;
@@ -191,6 +233,45 @@ void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
       blasGemm(transA, transB, m, n, k, 1.0f, a + aOff, lda, b + bOff, ldb,
                0.0f, c + cOff, ldc);
   }
+}
+
+} // namespace
+
+void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
+                   const float *a, const int64_t *aStrides, const float *b,
+                   const int64_t *bStrides, float *c, const int64_t *cStrides) {
+  int64_t count = batch.numElements();
+  if (count == 0 || m == 0 || n == 0)
+    return;
+  useOpenMPThreadsOnly();
+  if (m * n * k > kGatheredProduct || k == 0)
+    return productsThroughStrides(batch, m, n, k, a, aStrides, b, bStrides, c,
+                                  cStrides);
+  // Small products: from and into row-major matrices.
+  int r = batch.rank;
+  thread_local std::vector<float> buffer;
+  size_t floats = count * (m * k + k * n + m * n);
+  if (buffer.size() < floats)
+    buffer.resize(floats);
+  int64_t offset = 0;
+  int64_t aView[kMaxRank], bView[kMaxRank], cView[kMaxRank];
+  const float *aRows =
+      rowMajorOperand(batch, m, k, a, aStrides, true, buffer, offset, aView);
+  const float *bRows =
+      rowMajorOperand(batch, k, n, b, bStrides, false, buffer, offset, bView);
+  if (cStrides[r + 1] == 1 && cStrides[r] == n)
+    return productsThroughStrides(batch, m, n, k, aRows, aView, bRows, bView, c,
+                                  cStrides);
+  Shape cShape = batch;
+  cShape.rank = r + 2;
+  cShape.dims[r] = m;
+  cShape.dims[r + 1] = n;
+  rowMajor(cShape, cView);
+  float *cRows = buffer.data() + offset;
+  productsThroughStrides(batch, m, n, k, aRows, aView, bRows, bView, cRows,
+                         cView);
+  detail::copyStrided(static_cast<const float *>(cRows), cView, cShape, c,
+                      cStrides);
 }
 
 } // namespace cleave::rt

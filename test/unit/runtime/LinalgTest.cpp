@@ -279,3 +279,111 @@ TEST(Linalg, MatmulStridedMatchesNaive) {
           }
   }
 }
+
+namespace {
+
+/// One matmulStrided case over one batch dim: strides are {batch, row,
+/// column} of a (MxK), b (KxN) and c (MxN).
+struct StridedCase {
+  const char *what;
+  int64_t batch, m, n, k;
+  int64_t a[3], b[3], c[3];
+};
+
+int64_t extentOf(const int64_t *s, int64_t batch, int64_t rows, int64_t cols) {
+  return (batch - 1) * s[0] + (rows - 1) * s[1] + (cols - 1) * s[2] + 1;
+}
+
+} // namespace
+
+// matmulStrided on the views attention's products read and write (the
+// cases of bench/matmul_strided_bench.cpp: heads of [12, 128 x 8] whose rows
+// lie 1024 floats apart, packed transposed operands, results written
+// transposed or a page apart), small ones gathered into row-major blocks and
+// large ones (past 64^3) given to BLAS through the strides, a broadcast
+// operand (batch stride 0); on 1 and 2 threads, against a naive product.
+TEST(Linalg, MatmulStridedViewsMatchNaive) {
+  const int64_t h = 6, s = 5, d = 4;      // small: heads, positions, features
+  const int64_t hl = 3, sl = 70, dl = 60; // large: 70 * 70 * 60 > 64^3
+  const StridedCase cases[] = {
+      {"q k^T, k a page apart",
+       h,
+       s,
+       s,
+       d,
+       {s * d, d, 1},
+       {d, 1, h * d},
+       {s * s, s, 1}},
+      {"p v into [s, h x d]",
+       h,
+       s,
+       d,
+       s,
+       {s * s, s, 1},
+       {d, h * d, 1},
+       {d, h * d, 1}},
+      {"both read a page apart",
+       h,
+       s,
+       s,
+       d,
+       {d, h * d, 1},
+       {d, 1, h * d},
+       {s * s, s, 1}},
+      {"packed transposed a, result transposed",
+       h,
+       d,
+       s,
+       s,
+       {s * d, 1, d},
+       {s * s, s, 1},
+       {d, 1, h * d}},
+      {"packed transposed b",
+       h,
+       s,
+       s,
+       d,
+       {s * d, d, 1},
+       {s * d, 1, d},
+       {s * s, s, 1}},
+      {"broadcast b", h, s, d, s, {s * s, s, 1}, {0, d, 1}, {s * d, d, 1}},
+      {"large, a page apart",
+       hl,
+       sl,
+       sl,
+       dl,
+       {dl, hl * dl, 1},
+       {dl, 1, hl * dl},
+       {sl, 1, hl * sl}},
+      {"large, packed transposed",
+       hl,
+       dl,
+       sl,
+       sl,
+       {sl * dl, 1, dl},
+       {sl * sl, sl, 1},
+       {sl, hl * sl, 1}},
+  };
+  for (int threads : {1, 2}) {
+    ScopedThreads scoped(threads);
+    for (const StridedCase &c : cases) {
+      auto a = randomVector(extentOf(c.a, c.batch, c.m, c.k), 11);
+      auto b = randomVector(extentOf(c.b, c.batch, c.k, c.n), 12);
+      std::vector<float> out(extentOf(c.c, c.batch, c.m, c.n), -99.0f);
+      matmulStrided(Shape{c.batch}, c.m, c.n, c.k, a.data(), c.a, b.data(), c.b,
+                    out.data(), c.c);
+      for (int64_t e = 0; e < c.batch; ++e)
+        for (int64_t i = 0; i < c.m; ++i)
+          for (int64_t j = 0; j < c.n; ++j) {
+            double sum = 0.0;
+            for (int64_t p = 0; p < c.k; ++p)
+              sum +=
+                  static_cast<double>(a[e * c.a[0] + i * c.a[1] + p * c.a[2]]) *
+                  b[e * c.b[0] + p * c.b[1] + j * c.b[2]];
+            ASSERT_NEAR(out[e * c.c[0] + i * c.c[1] + j * c.c[2]], sum, 1e-4)
+                << c.what << ", " << threads << " threads, at " << e << "," << i
+                << "," << j;
+          }
+    }
+  }
+}
