@@ -37,6 +37,22 @@ TEST(Training, DropoutMatchesReferenceMask) {
   EXPECT_EQ(y2, y);
 }
 
+TEST(Training, DropoutOffKeepsEverything) {
+  // Ratio 0 (a model exported with p = 0), a whole block and a strided one,
+  // in place too: the input unchanged and every mask element true.
+  auto x = randomVector(40, 3);
+  std::vector<float> y(40, -1.0f);
+  bool mask[40] = {};
+  dropout(x.data(), 40, 0.0f, 5, 0, 2, nullptr, 40, 40, y.data(), mask);
+  EXPECT_EQ(y, x);
+  for (int i = 0; i < 40; ++i)
+    EXPECT_TRUE(mask[i]) << i;
+  std::vector<float> inPlace = x;
+  dropout(inPlace.data(), 40, 0.0f, 5, 0, 2, nullptr, 8, 16, inPlace.data(),
+          nullptr);
+  EXPECT_EQ(inPlace, x);
+}
+
 TEST(Training, DropoutOfABlockIsTheWholeTensorsRows) {
   // A block of rows (a rank's share of the batch, a micro-batch) with its
   // offset is masked as those rows of the whole tensor.
