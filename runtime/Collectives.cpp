@@ -14,14 +14,17 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace cleave::rt {
 namespace {
 
 using detail::beginCollective;
+using detail::finishOnCaller;
 using detail::runBlocking;
 using detail::runningCounters;
+using detail::startOnCaller;
 using detail::submit;
 using detail::waitFor;
 using detail::WaitPolicy;
@@ -355,24 +358,31 @@ void runAllToAll(const void *in, void *out, int64_t bytesPerRank,
   waitRequests(requests);
 }
 
-void runSendRecv(const void *in, void *out, int64_t bytes, int sendTo,
-                 int recvFrom, AxisGroup axes, WaitPolicy policy) {
+/// Posts a hand-over's receive and send (or copies, to itself) and returns
+/// their requests.
+std::vector<MPI_Request> postSendRecv(const void *in, void *out, int64_t bytes,
+                                      int sendTo, int recvFrom,
+                                      AxisGroup axes) {
   countCall(CollectiveKind::SendRecv, axes);
   Group group(axes);
   assert(sendTo >= kNoPeer && sendTo < group.size && recvFrom >= kNoPeer &&
          recvFrom < group.size && "peer outside the group");
   assert((sendTo == group.rank) == (recvFrom == group.rank) &&
          "a rank sends to itself exactly when it receives from itself");
+  std::vector<MPI_Request> requests;
   if (sendTo == group.rank) {
     copyBytes(out, in, bytes);
-    return;
+    return requests;
   }
-  std::vector<MPI_Request> requests;
   if (recvFrom != kNoPeer)
     postRecvs(group, recvFrom, out, bytes, kMaxMessageBytes, requests);
   if (sendTo != kNoPeer)
     postSends(group, sendTo, in, bytes, kMaxMessageBytes,
               CollectiveKind::SendRecv, requests);
+  return requests;
+}
+
+void waitForAll(std::vector<MPI_Request> &requests, WaitPolicy policy) {
   if (!requests.empty())
     waitFor(static_cast<int>(requests.size()), requests.data(), policy);
 }
@@ -396,9 +406,21 @@ CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
 
 CollectiveHandle startSendRecv(const void *in, void *out, int64_t bytes,
                                int sendTo, int recvFrom, AxisGroup group) {
-  // Started hand-overs wait patiently: the rank computes meanwhile.
+  // Started hand-overs wait patiently: the rank computes meanwhile. With
+  // nothing queued or running, the messages are posted here, so that they
+  // leave now; the communication thread, which shares the rank's core,
+  // might only get to post them when the compute next waits (a 2-stage
+  // pipeline on 2 cores sent its first micro-batch 80 us late, its peer
+  // stage idle). The communication thread then only waits for them.
+  if (startOnCaller()) {
+    auto requests = std::make_shared<std::vector<MPI_Request>>(
+        postSendRecv(in, out, bytes, sendTo, recvFrom, group));
+    finishOnCaller();
+    return submit([requests] { waitForAll(*requests, WaitPolicy::Patient); });
+  }
   return submit([=] {
-    runSendRecv(in, out, bytes, sendTo, recvFrom, group, WaitPolicy::Patient);
+    auto requests = postSendRecv(in, out, bytes, sendTo, recvFrom, group);
+    waitForAll(requests, WaitPolicy::Patient);
   });
 }
 
@@ -428,7 +450,8 @@ void allToAll(const void *in, void *out, int64_t bytesPerRank,
 void sendRecv(const void *in, void *out, int64_t bytes, int sendTo,
               int recvFrom, AxisGroup group) {
   runBlocking([=] {
-    runSendRecv(in, out, bytes, sendTo, recvFrom, group, WaitPolicy::Prompt);
+    auto requests = postSendRecv(in, out, bytes, sendTo, recvFrom, group);
+    waitForAll(requests, WaitPolicy::Prompt);
   });
 }
 
