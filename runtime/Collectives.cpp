@@ -21,11 +21,13 @@ namespace cleave::rt {
 namespace {
 
 using detail::beginCollective;
-using detail::finishOnCaller;
+using detail::finishPostingBeside;
+using detail::mpiCallMutex;
 using detail::runBlocking;
 using detail::runningCounters;
-using detail::startOnCaller;
+using detail::startPostingBeside;
 using detail::submit;
+using detail::submitWait;
 using detail::waitFor;
 using detail::WaitPolicy;
 
@@ -406,17 +408,23 @@ CollectiveHandle startAllReduceSum(void *data, int64_t count, DType type,
 
 CollectiveHandle startSendRecv(const void *in, void *out, int64_t bytes,
                                int sendTo, int recvFrom, AxisGroup group) {
-  // Started hand-overs wait patiently: the rank computes meanwhile. With
-  // nothing queued or running, the messages are posted here, so that they
-  // leave now; the communication thread, which shares the rank's core,
-  // might only get to post them when the compute next waits (a 2-stage
-  // pipeline on 2 cores sent its first micro-batch 80 us late, its peer
-  // stage idle). The communication thread then only waits for them.
-  if (startOnCaller()) {
-    auto requests = std::make_shared<std::vector<MPI_Request>>(
-        postSendRecv(in, out, bytes, sendTo, recvFrom, group));
-    finishOnCaller();
-    return submit([requests] { waitForAll(*requests, WaitPolicy::Patient); });
+  // Started hand-overs wait patiently: the rank computes meanwhile. Where
+  // everything queued or running has posted its messages (nothing, or
+  // earlier hand-overs' waits), the messages are posted here, so that they
+  // leave now: the communication thread, which shares the rank's core,
+  // might only get to post them when the compute next waits, or after the
+  // waits ahead of them (a 2-stage pipeline on 2 cores sent its first
+  // micro-batch 80 us late, its peer stage idle). The communication thread
+  // then only waits for them.
+  if (startPostingBeside()) {
+    auto requests = std::make_shared<std::vector<MPI_Request>>();
+    {
+      std::lock_guard<std::mutex> lock(mpiCallMutex());
+      *requests = postSendRecv(in, out, bytes, sendTo, recvFrom, group);
+    }
+    finishPostingBeside();
+    return submitWait(
+        [requests] { waitForAll(*requests, WaitPolicy::Patient); });
   }
   return submit([=] {
     auto requests = postSendRecv(in, out, bytes, sendTo, recvFrom, group);

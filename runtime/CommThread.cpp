@@ -46,6 +46,13 @@ struct CurrentCollective {
 };
 CurrentCollective current;
 
+/// MPI sees one call at a time (MPI_THREAD_SERIALIZED). The thread running
+/// the collectives makes the calls, except that a started hand-over may be
+/// posted by the caller while the communication thread only waits for
+/// earlier hand-overs (startPostingBeside): the two then hold this mutex
+/// for each call, and the caller for its collective's record (`current`).
+std::mutex mpiCalls;
+
 /// How a wait polls: spinning first, as MPI_Waitall does, so that short
 /// waits keep MPI's latency; then yielding the core (ranks may outnumber
 /// cores); then short sleeps, so that ranks waiting long for a straggler
@@ -83,6 +90,7 @@ struct CallerWaiting {
 constexpr int64_t kCenturySeconds = int64_t(100) * 365 * 24 * 3600;
 
 [[noreturn]] void abortStalledJob(int64_t seconds) {
+  std::lock_guard<std::mutex> lock(mpiCalls);
   std::fprintf(
       stderr,
       "%s: error: rank %d: %s over %s made no progress for %lld s "
@@ -109,13 +117,21 @@ struct CommQueue {
   std::condition_variable workQueued;
   /// Signals the waiters: a task completed.
   std::condition_variable workDone;
-  std::deque<std::function<void()>> tasks;
+  struct Task {
+    std::function<void()> run;
+    /// Whether it posts messages (all but the waits of posted hand-overs).
+    bool posts;
+  };
+  std::deque<Task> tasks;
   /// Tasks queued and completed so far; a queued task's handle is its
   /// number.
   int64_t queued = 0;
   int64_t completed = 0;
   /// Whether a task runs, on either thread: MPI sees one caller at a time.
   bool running = false;
+  /// Tasks queued or running that post messages, and a hand-over being
+  /// posted beside them: while none, the caller may post one.
+  int64_t posting = 0;
   bool stopping = false;
   std::thread thread;
 };
@@ -138,13 +154,14 @@ void commThreadMain(CommQueue &queue) {
     });
     if (queue.tasks.empty())
       return;
-    std::function<void()> task = std::move(queue.tasks.front());
+    CommQueue::Task task = std::move(queue.tasks.front());
     queue.tasks.pop_front();
     queue.running = true;
     lock.unlock();
-    task();
+    task.run();
     lock.lock();
     queue.running = false;
+    queue.posting -= task.posts;
     ++queue.completed;
     queue.workDone.notify_all();
   }
@@ -174,7 +191,11 @@ void beginCollective(const char *name, AxisGroup group, bool world) {
 
 void waitFor(int count, MPI_Request *requests, WaitPolicy policy) {
   int done = 0;
-  MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+  auto test = [&] {
+    std::lock_guard<std::mutex> lock(mpiCalls);
+    MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+  };
+  test();
   if (done)
     return;
   int64_t limit = timeoutSeconds.load(std::memory_order_relaxed);
@@ -186,7 +207,7 @@ void waitFor(int count, MPI_Request *requests, WaitPolicy policy) {
   auto sleep = kFirstSleep;
   Clock::time_point last = start;
   for (;;) {
-    MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+    test();
     if (done)
       return;
     Clock::time_point now = Clock::now();
@@ -224,25 +245,57 @@ void waitFor(int count, MPI_Request *requests, WaitPolicy policy) {
 
 CommCounters &runningCounters() { return counters; }
 
-CollectiveHandle submit(std::function<void()> task) {
+/// Queues `task`, which posts messages or not (a posted hand-over's wait).
+CollectiveHandle enqueue(std::function<void()> task, bool posts) {
   if (!commQueue) {
     task();
     return 0;
   }
   std::function<void()> traced = traceCommunication(std::move(task));
   std::lock_guard<std::mutex> lock(commQueue->mutex);
-  commQueue->tasks.push_back(std::move(traced));
+  commQueue->tasks.push_back({std::move(traced), posts});
+  commQueue->posting += posts;
   commQueue->workQueued.notify_one();
   return ++commQueue->queued;
 }
+
+CollectiveHandle submit(std::function<void()> task) {
+  return enqueue(std::move(task), /*posts=*/true);
+}
+
+CollectiveHandle submitWait(std::function<void()> wait) {
+  return enqueue(std::move(wait), /*posts=*/false);
+}
+
+bool startPostingBeside() {
+  if (!commQueue)
+    return true;
+  std::lock_guard<std::mutex> lock(commQueue->mutex);
+  if (commQueue->posting > 0)
+    return false;
+  ++commQueue->posting;
+  return true;
+}
+
+void finishPostingBeside() {
+  if (!commQueue)
+    return;
+  std::lock_guard<std::mutex> lock(commQueue->mutex);
+  --commQueue->posting;
+  if (!commQueue->tasks.empty())
+    commQueue->workQueued.notify_one();
+}
+
+std::mutex &mpiCallMutex() { return mpiCalls; }
 
 bool startOnCaller() {
   if (!commQueue)
     return true;
   std::lock_guard<std::mutex> lock(commQueue->mutex);
-  if (!commQueue->tasks.empty() || commQueue->running)
+  if (!commQueue->tasks.empty() || commQueue->running || commQueue->posting > 0)
     return false;
   commQueue->running = true;
+  ++commQueue->posting;
   return true;
 }
 
@@ -251,6 +304,7 @@ void finishOnCaller() {
     return;
   std::lock_guard<std::mutex> lock(commQueue->mutex);
   commQueue->running = false;
+  --commQueue->posting;
   // A task queued meanwhile (from another thread) waited for `running` to
   // clear. Otherwise the thread sleeps on: waking it for nothing would cost
   // a context switch per collective.

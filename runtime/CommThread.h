@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <mutex>
 #include <utility>
 
 namespace cleave::rt::detail {
@@ -53,6 +54,19 @@ CommCounters &runningCounters();
 /// Queues `task` on the communication thread, or runs it at once without
 /// one (handle 0, already complete).
 CollectiveHandle submit(std::function<void()> task);
+
+/// Queues the wait of a hand-over already posted (startPostingBeside), a
+/// task that posts nothing.
+CollectiveHandle submitWait(std::function<void()> wait);
+
+/// Whether a started hand-over may post its messages on the calling thread
+/// now: every collective queued or running (hand-over waits) has posted
+/// its own, so the messages still go in start order. It posts holding
+/// mpiCallMutex, since the communication thread may be polling, and counts
+/// as posting until finishPostingBeside.
+bool startPostingBeside();
+void finishPostingBeside();
+std::mutex &mpiCallMutex();
 
 /// Whether a blocking collective may run on the calling thread now
 /// (nothing is queued or running); it then counts as running until
