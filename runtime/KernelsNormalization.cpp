@@ -44,8 +44,29 @@ void softmaxShortLines(const float *x, const AxisView &view, bool log, float *y,
     float *yb = y + first * d;
     const float *xb = x + first * d;
     if (masked) {
-      for (int64_t i = 0; i < n; ++i)
-        masked->load(first + i, std::integral_constant<int64_t, 1>());
+      const LineMasking &lm = masked->masking;
+      const SoftmaxMasking &m = lm.masking;
+      if (!m.condition && lm.maskStep <= 1) {
+        // The block's lines are contiguous: scale them in one flat loop
+        // (full vectors, where line by line a line of 12 paid a loop's
+        // setup and tail each: 2x the softmax), then add each line's mask.
+        lm.scale(xb, yb, n * d, std::integral_constant<int64_t, 1>());
+        if (m.mask)
+          for (int64_t i = 0; i < n; ++i) {
+            float *yl = yb + i * d;
+            const float *ml =
+                m.mask + lm.lineOffset(first + i, (first + i) * d);
+            if (lm.maskStep == 1)
+              for (int64_t k = 0; k < d; ++k)
+                yl[k] += ml[k];
+            else
+              for (int64_t k = 0; k < d; ++k)
+                yl[k] += ml[0];
+          }
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          masked->load(first + i, std::integral_constant<int64_t, 1>());
+      }
       xb = yb;
     }
     float maxima[kBlock], e[kBlock * kShortLine];

@@ -146,6 +146,10 @@ std::vector<MaskedCase> maskedCases() {
       // nn.MultiheadAttention's key padding mask: an additive [B*H, 1, S].
       {{4, 6, 6}, 2, {4, 1, 6}, true, true, true},
       {{4, 3, 37}, 2, {4, 1, 37}, true, true, false},
+      // Short lines over several blocks of 64 lines, and an additive mask
+      // repeated along the lines (one value per line).
+      {{5, 30, 12}, 2, {5, 1, 12}, true, true, false},
+      {{3, 4, 10}, 2, {3, 4, 1}, true, true, true},
       // masked_fill(pad, fill): where(c, fill, z); a mask of lower rank.
       {{2, 3, 7, 40}, 3, {40}, false, false, true},
       // Along a middle axis (strided lines), the mask repeated along it.
