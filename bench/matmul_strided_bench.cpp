@@ -5,7 +5,8 @@
 // (nn.MultiheadAttention: 4 heads of 8 features, 12 positions, so 128
 // products of [12, 128 x 8] views whose rows lie 1024 floats apart), forward
 // and backward, with the strides the emitted program passes; then the same
-// products on packed operands. Microseconds per call and GFLOP/s, the best
+// products on packed operands, and those of bench.py's gpt-d128 (32 heads
+// of 64 x 32 out of [8, 64, 128]). Microseconds per call and GFLOP/s, the best
 // of 5 rounds (the machine is shared). Threads come from OMP_NUM_THREADS;
 // bench/README.md has the latest numbers.
 //
@@ -23,52 +24,171 @@
 using namespace cleave::rt;
 
 int main() {
-  // {batch, row, column} strides of a (MxK), b (KxN) and c (MxN).
+  // Batch dims, then {batch..., row, column} strides of a (MxK), b (KxN)
+  // and c (MxN).
   struct Case {
     const char *what;
+    std::vector<int64_t> batch;
     int64_t m, n, k;
-    int64_t a[3], b[3], c[3];
+    std::vector<int64_t> a, b, c;
   };
-  const Case cases[] = {
-      {"MatMul_1 (q k^T)", 12, 12, 8, {96, 8, 1}, {8, 1, 1024}, {144, 12, 1}},
+  const std::vector<int64_t> heads = {128};
+  const std::vector<int64_t> gptHeads = {8, 4};
+  const std::vector<Case> cases = {
+      {"MatMul_1 (q k^T)",
+       heads,
+       12,
+       12,
+       8,
+       {96, 8, 1},
+       {8, 1, 1024},
+       {144, 12, 1}},
       {"Transpose_6 (p v)",
+       heads,
        12,
        8,
        12,
        {144, 12, 1},
        {8, 1024, 1},
        {8, 1024, 1}},
-      {"MatMul_2 grad", 12, 12, 8, {8, 1024, 1}, {8, 1, 1024}, {144, 12, 1}},
-      {"MatMul_1 grad", 12, 8, 12, {144, 12, 1}, {8, 1024, 1}, {96, 8, 1}},
-      {"Transpose_5 grad", 8, 12, 12, {96, 1, 8}, {144, 12, 1}, {8, 1, 1024}},
-      {"Transpose_4 grad", 12, 8, 12, {144, 1, 12}, {8, 1024, 1}, {8, 1024, 1}},
-      {"packed 12x12x8", 12, 12, 8, {96, 8, 1}, {96, 12, 1}, {144, 12, 1}},
-      {"packed 12x8x12", 12, 8, 12, {144, 12, 1}, {96, 8, 1}, {96, 8, 1}},
-      {"packed 8x12x12", 8, 12, 12, {96, 12, 1}, {144, 12, 1}, {96, 12, 1}},
+      {"MatMul_2 grad",
+       heads,
+       12,
+       12,
+       8,
+       {8, 1024, 1},
+       {8, 1, 1024},
+       {144, 12, 1}},
+      {"MatMul_1 grad",
+       heads,
+       12,
+       8,
+       12,
+       {144, 12, 1},
+       {8, 1024, 1},
+       {96, 8, 1}},
+      {"Transpose_5 grad",
+       heads,
+       8,
+       12,
+       12,
+       {96, 1, 8},
+       {144, 12, 1},
+       {8, 1, 1024}},
+      {"Transpose_4 grad",
+       heads,
+       12,
+       8,
+       12,
+       {144, 1, 12},
+       {8, 1024, 1},
+       {8, 1024, 1}},
+      {"packed 12x12x8",
+       heads,
+       12,
+       12,
+       8,
+       {96, 8, 1},
+       {96, 12, 1},
+       {144, 12, 1}},
+      {"packed 12x8x12",
+       heads,
+       12,
+       8,
+       12,
+       {144, 12, 1},
+       {96, 8, 1},
+       {96, 8, 1}},
+      {"packed 8x12x12",
+       heads,
+       8,
+       12,
+       12,
+       {96, 12, 1},
+       {144, 12, 1},
+       {96, 12, 1}},
+      // bench.py's gpt-d128: [8, 64, 4 x 32] split into heads.
+      {"gpt-d128 MatMul (q k^T)",
+       gptHeads,
+       64,
+       64,
+       32,
+       {8192, 32, 128, 1},
+       {8192, 32, 1, 128},
+       {16384, 4096, 64, 1}},
+      {"gpt-d128 Transpose_3 (p v)",
+       gptHeads,
+       64,
+       32,
+       64,
+       {16384, 4096, 64, 1},
+       {8192, 32, 128, 1},
+       {8192, 32, 128, 1}},
+      {"gpt-d128 MatMul_1 grad",
+       gptHeads,
+       64,
+       64,
+       32,
+       {8192, 32, 128, 1},
+       {8192, 32, 1, 128},
+       {16384, 4096, 64, 1}},
+      {"gpt-d128 Transpose_2 grad",
+       gptHeads,
+       32,
+       64,
+       64,
+       {8192, 32, 1, 128},
+       {16384, 4096, 64, 1},
+       {8192, 32, 1, 128}},
+      {"gpt-d128 Transpose_1 grad",
+       gptHeads,
+       64,
+       32,
+       64,
+       {16384, 4096, 1, 64},
+       {8192, 32, 128, 1},
+       {8192, 32, 128, 1}},
+      {"gpt-d128 Transpose grad",
+       gptHeads,
+       64,
+       32,
+       64,
+       {16384, 4096, 64, 1},
+       {8192, 32, 128, 1},
+       {8192, 32, 128, 1}},
   };
-  const Shape batch{128};
-  std::vector<float> a(1 << 16), b(1 << 16), c(1 << 16);
+  std::vector<float> a(1 << 18), b(1 << 18), c(1 << 18);
   for (size_t i = 0; i < a.size(); ++i) {
     a[i] = static_cast<float>(i % 13) * 0.1f;
     b[i] = static_cast<float>(i % 7) * 0.2f;
   }
-  std::printf("| product | m x n x k | us | GFLOP/s |\n|---|---|---:|---:|\n");
+  std::printf("| product | batch | m x n x k | us | GFLOP/s |\n"
+              "|---|---|---|---:|---:|\n");
   for (const Case &p : cases) {
-    const int calls = 2000;
+    Shape batch;
+    batch.rank = static_cast<int>(p.batch.size());
+    int64_t count = 1;
+    for (int i = 0; i < batch.rank; ++i) {
+      batch.dims[i] = p.batch[i];
+      count *= p.batch[i];
+    }
+    const int calls = static_cast<int>(
+        std::max<int64_t>(20, 300000000 / (count * p.m * p.n * p.k)));
     double best = 1e30;
     for (int round = 0; round < 5; ++round) {
       auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < calls; ++i)
-        matmulStrided(batch, p.m, p.n, p.k, a.data(), p.a, b.data(), p.b,
-                      c.data(), p.c);
+        matmulStrided(batch, p.m, p.n, p.k, a.data(), p.a.data(), b.data(),
+                      p.b.data(), c.data(), p.c.data());
       std::chrono::duration<double, std::micro> took =
           std::chrono::steady_clock::now() - start;
       best = std::min(best, took.count() / calls);
     }
-    double flops = 2.0 * 128 * p.m * p.n * p.k;
-    std::printf("| %s | %ldx%ldx%ld | %.2f | %.1f |\n", p.what,
-                static_cast<long>(p.m), static_cast<long>(p.n),
-                static_cast<long>(p.k), best, flops / best * 1e-3);
+    double flops = 2.0 * count * p.m * p.n * p.k;
+    std::printf("| %s | %ld | %ldx%ldx%ld | %.2f | %.1f |\n", p.what,
+                static_cast<long>(count), static_cast<long>(p.m),
+                static_cast<long>(p.n), static_cast<long>(p.k), best,
+                flops / best * 1e-3);
   }
   return 0;
 }

@@ -167,6 +167,22 @@ void softmaxGradMasked(const float *y, const float *dy, const Shape &shape,
                        int axis, bool log, const SoftmaxMasking &masking,
                        float *dx) {
   AxisView view(shape, axis);
+  if (!masking.mask && !masking.condition && view.inner == 1 &&
+      view.d < kShortLine) {
+    // A scale alone over short contiguous lines: the gradients, then the
+    // scale in one flat loop (line by line, a line of 12 paid a loop's
+    // setup and tail for it). The same operations in the same order.
+    softmaxGrad(y, dy, shape, axis, log, dx);
+    LineMasking scaling(masking, shape, axis);
+    constexpr int64_t kChunk = 4096;
+    const int64_t n = shape.numElements();
+    runItems((n + kChunk - 1) / kChunk, n, [&](int64_t chunk) {
+      float *at = dx + chunk * kChunk;
+      scaling.scale(at, at, std::min(kChunk, n - chunk * kChunk),
+                    std::integral_constant<int64_t, 1>());
+    });
+    return;
+  }
   MaskedSoftmaxGradLine line{y, dy, dx, view, log,
                              LineMasking(masking, shape, axis)};
   std::vector<int64_t> offsets;

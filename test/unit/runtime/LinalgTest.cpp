@@ -297,65 +297,32 @@ int64_t extentOf(const int64_t *s, int64_t batch, int64_t rows, int64_t cols) {
 } // namespace
 
 // matmulStrided on the views attention's products read and write (the
-// cases of bench/matmul_strided_bench.cpp: heads of [12, 128 x 8] whose rows
-// lie 1024 floats apart, packed transposed operands, results written
-// transposed or a page apart), small ones gathered into row-major blocks and
-// large ones (past 64^3) given to BLAS through the strides, a broadcast
-// operand (batch stride 0); on 1 and 2 threads, against a naive product.
+// cases of bench/matmul_strided_bench.cpp): heads of [s, h x d] whose rows
+// lie a page apart (F = 1024 floats) or near (h x d), packed transposed
+// operands, results written transposed or a page apart, a broadcast
+// operand (batch stride 0); small ones partly gathered into row-major
+// blocks, large ones (past 64^3) given to BLAS through the strides; on 1
+// and 2 threads, against a naive product.
 TEST(Linalg, MatmulStridedViewsMatchNaive) {
-  const int64_t h = 6, s = 5, d = 4;      // small: heads, positions, features
+  const int64_t h = 6, s = 5, d = 4, F = 1024; // heads, positions, features
   const int64_t hl = 3, sl = 70, dl = 60; // large: 70 * 70 * 60 > 64^3
   const StridedCase cases[] = {
-      {"q k^T, k a page apart",
-       h,
-       s,
-       s,
-       d,
-       {s * d, d, 1},
-       {d, 1, h * d},
-       {s * s, s, 1}},
-      {"p v into [s, h x d]",
-       h,
-       s,
-       d,
-       s,
-       {s * s, s, 1},
-       {d, h * d, 1},
-       {d, h * d, 1}},
-      {"both read a page apart",
-       h,
-       s,
-       s,
-       d,
-       {d, h * d, 1},
-       {d, 1, h * d},
-       {s * s, s, 1}},
-      {"packed transposed a, result transposed",
-       h,
-       d,
-       s,
-       s,
-       {s * d, 1, d},
-       {s * s, s, 1},
-       {d, 1, h * d}},
-      {"packed transposed b",
-       h,
-       s,
-       s,
-       d,
-       {s * d, d, 1},
-       {s * d, 1, d},
-       {s * s, s, 1}},
-      {"broadcast b", h, s, d, s, {s * s, s, 1}, {0, d, 1}, {s * d, d, 1}},
-      {"large, a page apart",
-       hl,
-       sl,
-       sl,
-       dl,
-       {dl, hl * dl, 1},
-       {dl, 1, hl * dl},
-       {sl, 1, hl * sl}},
-      {"large, packed transposed",
+      // q k^T: k^T a page apart, then near.
+      {"qk far", h, s, s, d, {s * d, d, 1}, {d, 1, F}, {s * s, s, 1}},
+      {"qk near", h, s, s, d, {s * d, d, 1}, {d, 1, h * d}, {s * s, s, 1}},
+      // p v into [s, h x d], far and near.
+      {"pv far", h, s, d, s, {s * s, s, 1}, {d, F, 1}, {d, F, 1}},
+      {"pv near", h, s, d, s, {s * s, s, 1}, {d, h * d, 1}, {d, h * d, 1}},
+      {"both far", h, s, s, d, {d, F, 1}, {d, 1, F}, {s * s, s, 1}},
+      // Packed transposed a, result transposed a page apart and near.
+      {"ta, tc far", h, d, s, s, {s * d, 1, d}, {s * s, s, 1}, {d, 1, F}},
+      {"ta, tc near", h, d, s, s, {s * d, 1, d}, {s * s, s, 1}, {d, 1, h * d}},
+      // a transposed a page apart; b packed transposed.
+      {"ta far", h, s, d, s, {s * s, 1, F}, {d, F, 1}, {d, F, 1}},
+      {"tb", h, s, s, d, {s * d, d, 1}, {s * d, 1, d}, {s * s, s, 1}},
+      {"broadcast b", h, s, d, s, {s * s, s, 1}, {0, F, 1}, {s * d, d, 1}},
+      {"large far", hl, sl, sl, dl, {dl, F, 1}, {dl, 1, F}, {sl, 1, F}},
+      {"large ta",
        hl,
        dl,
        sl,

@@ -231,6 +231,35 @@ TEST(Normalization, SoftmaxMaskedMatchesUnfused) {
     }
 }
 
+/// softmaxGradMasked with a scale alone (the backward pass of attention
+/// whose mask is additive) against softmaxGrad then the scale: lines short
+/// and long, in one block of lines and several, multiplied and divided.
+TEST(Normalization, SoftmaxGradScaledMatchesUnfused) {
+  uint32_t seed = 120;
+  const Shape shapes[] = {{4, 6, 6}, {5, 30, 12}, {4, 3, 37}};
+  for (const Shape &shape : shapes)
+    for (bool divide : {false, true})
+      for (bool log : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "d " << shape.dims[2] << " divide "
+                                        << divide << " log " << log);
+        int64_t n = shape.numElements();
+        auto x = randomVector(n, seed++, -3.0f, 3.0f);
+        auto dy = randomVector(n, seed++);
+        std::vector<float> y(n), dx(n), got(n);
+        softmax(x.data(), shape, 2, log, y.data());
+        softmaxGrad(y.data(), dy.data(), shape, 2, log, dx.data());
+        const float scale = 0.35f;
+        SoftmaxMasking masking;
+        masking.scale = &scale;
+        masking.divide = divide;
+        softmaxGradMasked(y.data(), dy.data(), shape, 2, log, masking,
+                          got.data());
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_EQ(got[i], divide ? dx[i] / scale : dx[i] * scale)
+              << "at " << i;
+      }
+}
+
 /// softmaxGradMasked against softmaxGrad followed by the where and the
 /// scale as separate loops (the unfused backward pass), and, with a zero
 /// fill, against central differences of softmaxMasked.
