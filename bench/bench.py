@@ -151,10 +151,14 @@ LR = 0.01
 MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
 # Issue 21's sizes, not in the default run.
 SIZED_NAMES = ["gpt-d128", "mlp-512", "gpt-d768"]
-# Stock models of the model zoo (test/models/zoo), not in the default run.
-ZOO_NAMES = ["mobilenet_v2", "resnet18"]
+# Stock models of the model zoo (test/models/zoo), not in the default run:
+# torchvision's MobileNetV2 and ResNet-18 at 32x32, and nn.TransformerEncoder
+# (transformer_pre_norm: 2 pre-norm layers, d_model 32, 4 heads, sequence
+# 12, with a key padding mask).
+ZOO_NAMES = ["mobilenet_v2", "resnet18", "transformer"]
 BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32, "mobilenet_v2": 16,
-         "resnet18": 16, "gpt-d128": 8, "mlp-512": 64, "gpt-d768": 4}
+         "resnet18": 16, "gpt-d128": 8, "mlp-512": 64, "gpt-d768": 4,
+         "transformer": 32}
 # Optimizer per model (default: plain SGD at LR), the same for both sides.
 OPTIMIZER = {"gpt-d128": dict(kind="adamw", lr=1e-3),
              "gpt-d768": dict(kind="adamw", lr=1e-3),
@@ -202,10 +206,19 @@ def build_model(name):
         sys.path.insert(0, os.path.join(ROOT, "test", "models", "zoo"))
         import zoo_models
         b = BATCH[name]
-        model, names, dynamic, _ = zoo_models.MODELS[name]()
-        args = (torch.randn(b, 3, zoo_models.IMAGE_SIZE,
-                            zoo_models.IMAGE_SIZE),
-                torch.randint(0, zoo_models.CLASSES, (b,)))
+        if name == "transformer":
+            # nn.TransformerEncoder (pre-norm) on token ids, its padding
+            # mask from token 0: the ids drawn from 1 up, as Cleave's
+            # --synthetic draws them within the vocabulary.
+            model, names, dynamic, _ = zoo_models.MODELS[
+                "transformer_pre_norm"]()
+            args = (torch.randint(1, zoo_models.VOCAB, (b, zoo_models.SEQ)),
+                    torch.randint(0, zoo_models.VOCAB, (b, zoo_models.SEQ)))
+        else:
+            model, names, dynamic, _ = zoo_models.MODELS[name]()
+            args = (torch.randn(b, 3, zoo_models.IMAGE_SIZE,
+                                zoo_models.IMAGE_SIZE),
+                    torch.randint(0, zoo_models.CLASSES, (b,)))
         return model, args, names, dynamic, ["--input-shape", f"batch={b}"]
     if name in GPT_SIZES:
         class Config(export_models.GPTConfig):
