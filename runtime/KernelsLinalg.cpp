@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/DataMovementBodies.h"
 #include "runtime/Elementwise.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
@@ -153,11 +154,6 @@ namespace {
 /// samples, features]), while gathering a matrix costs a few ns per float.
 constexpr int64_t kGatheredProduct = 64 * 64 * 64;
 
-void rowMajor(const Shape &shape, int64_t *strides) {
-  for (int64_t i = shape.rank - 1, s = 1; i >= 0; s *= shape.dims[i--])
-    strides[i] = s;
-}
-
 /// Rows of floats this far apart or farther fall in few cache sets (4 KB
 /// apart: one), so that a small product reading them misses on each row.
 constexpr int64_t kFarRows = 1024;
@@ -195,7 +191,7 @@ const float *rowMajorOperand(const Shape &batch, int64_t rows, int64_t cols,
   shape.dims[r] = rows;
   shape.dims[r + 1] = cols;
   int64_t packed[kMaxRank];
-  rowMajor(shape, packed);
+  body::rowMajorStrides(shape, packed);
   float *block = buffer.data() + offset;
   offset += shape.numElements();
   detail::copyStrided(data, strides, shape, block, packed);
@@ -281,7 +277,7 @@ void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
   cShape.rank = r + 2;
   cShape.dims[r] = m;
   cShape.dims[r + 1] = n;
-  rowMajor(cShape, cView);
+  body::rowMajorStrides(cShape, cView);
   float *cRows = buffer.data() + offset;
   productsThroughStrides(batch, m, n, k, aRows, aView, bRows, bView, cRows,
                          cView);

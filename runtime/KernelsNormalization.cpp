@@ -52,17 +52,9 @@ void softmaxShortLines(const float *x, const AxisView &view, bool log, float *y,
         // setup and tail each: 2x the softmax), then add each line's mask.
         lm.scale(xb, yb, n * d, std::integral_constant<int64_t, 1>());
         if (m.mask)
-          for (int64_t i = 0; i < n; ++i) {
-            float *yl = yb + i * d;
-            const float *ml =
-                m.mask + lm.lineOffset(first + i, (first + i) * d);
-            if (lm.maskStep == 1)
-              for (int64_t k = 0; k < d; ++k)
-                yl[k] += ml[k];
-            else
-              for (int64_t k = 0; k < d; ++k)
-                yl[k] += ml[0];
-          }
+          for (int64_t i = first; i < first + n; ++i)
+            lm.mask(y + i * d, d, std::integral_constant<int64_t, 1>(), i,
+                    i * d);
       } else {
         for (int64_t i = 0; i < n; ++i)
           masked->load(first + i, std::integral_constant<int64_t, 1>());
