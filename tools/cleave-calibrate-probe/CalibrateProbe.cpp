@@ -13,8 +13,9 @@
 // (runtime/CollectiveKernels.h: an all-reduce bucket on the communication
 // thread) at buffers of 4 KiB to 64 MiB, on groups of each size a mesh of
 // these ranks has, and how much of a started all-reduce's time GEMMs on
-// the ranks hide. Rank 0 prints one JSON object on stdout; numbers are
-// the slowest rank's.
+// the ranks hide. The link's measurements run in three rounds spread over
+// the probe, and each keeps its fastest round. Rank 0 prints one JSON
+// object on stdout; numbers are the slowest rank's.
 //
 //   mpirun -np 2 cleave-calibrate-probe [--ranks 2] [--seconds S]
 //
@@ -28,6 +29,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -50,6 +52,14 @@ double now() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+/// printf into a string (the JSON pieces rank 0 prints).
+template <typename... Args>
+std::string format(const char *pattern, Args... args) {
+  char text[256];
+  std::snprintf(text, sizeof text, pattern, args...);
+  return text;
 }
 
 /// Runs `op` for about `seconds` on every rank at once; returns the
@@ -451,25 +461,32 @@ std::vector<int64_t> meshAxes(int64_t ranks) {
   return std::vector<int64_t>(factors.rbegin(), factors.rend());
 }
 
-/// Seconds per call of the runtime's collectives on `group` (all its
-/// groups at once), as a JSON object: {"group_size": g, "all_reduce":
-/// [[bytes, seconds], ...], "reduce_scatter": ..., "all_gather": ...}, a
-/// buffer's bytes being the tensor an all-reduce sums, a reduce-scatter's
-/// input or an all-gather's output. The all-reduce goes as one tensor in a
-/// bucket started and then finished, as a program's gradient bucket does;
-/// reduce-scatter and all-gather along the first dimension.
-std::string measureCollectives(cleave::rt::AxisGroup group, double seconds) {
+/// Seconds per call of the runtime's collectives on one group (all its
+/// groups at once), by kind (all-reduce, reduce-scatter, all-gather) and
+/// buffer size (kCollectiveBytes): a buffer's bytes being the tensor an
+/// all-reduce sums, a reduce-scatter's input or an all-gather's output
+/// (rounded down to a whole number of elements per rank).
+struct CollectiveTimes {
+  cleave::rt::AxisGroup group;
+  std::array<std::array<double, std::size(kCollectiveBytes)>, 3> seconds;
+};
+
+/// Times each collective on `group` for about `seconds` in all. The
+/// all-reduce goes as one tensor in a bucket started and then finished, as
+/// a program's gradient bucket does; reduce-scatter and all-gather along
+/// the first dimension.
+CollectiveTimes measureCollectives(cleave::rt::AxisGroup group,
+                                   double seconds) {
   using namespace cleave::rt;
   int g = groupSize(group);
   constexpr size_t kSizes = std::size(kCollectiveBytes);
   seconds /= 3 * kSizes;
   std::vector<float> in(kCollectiveBytes[kSizes - 1] / sizeof(float), 0.0f),
       out(in.size(), 0.0f);
-  std::string allReduce, reduceScatter, allGather;
-  char text[96];
-  for (int64_t bytes : kCollectiveBytes) {
-    int64_t count = bytes / sizeof(float);
-    double t = secondsPerCall(
+  CollectiveTimes times{group, {}};
+  for (size_t s = 0; s < kSizes; ++s) {
+    int64_t count = kCollectiveBytes[s] / sizeof(float);
+    times.seconds[0][s] = secondsPerCall(
         [&] {
           const void *ins[] = {in.data()};
           void *outs[] = {in.data()};
@@ -477,38 +494,114 @@ std::string measureCollectives(cleave::rt::AxisGroup group, double seconds) {
               startAllReduceBucket(ins, outs, &count, 1, DType::F32, group));
         },
         seconds);
-    std::snprintf(text, sizeof text, "%s[%lld, %.9g]",
-                  allReduce.empty() ? "" : ", ",
-                  static_cast<long long>(bytes), t);
-    allReduce += text;
-    // A whole number of elements for each rank of the group.
     int64_t perRank = count / g;
-    int64_t whole = perRank * g * static_cast<int64_t>(sizeof(float));
-    t = secondsPerCall(
+    times.seconds[1][s] = secondsPerCall(
         [&] {
           reduceScatterDim(in.data(), Shape{perRank * g}, 0, DType::F32,
                            out.data(), group);
         },
         seconds);
-    std::snprintf(text, sizeof text, "%s[%lld, %.9g]",
-                  reduceScatter.empty() ? "" : ", ",
-                  static_cast<long long>(whole), t);
-    reduceScatter += text;
-    t = secondsPerCall(
+    times.seconds[2][s] = secondsPerCall(
         [&] {
           allGatherDim(in.data(), Shape{perRank}, 0, sizeof(float),
                        out.data(), group);
         },
         seconds);
-    std::snprintf(text, sizeof text, "%s[%lld, %.9g]",
-                  allGather.empty() ? "" : ", ",
-                  static_cast<long long>(whole), t);
-    allGather += text;
   }
-  return "{\"group_size\": " + std::to_string(g) + ", \"all_reduce\": [" +
-         allReduce + "], \"reduce_scatter\": [" + reduceScatter +
-         "], \"all_gather\": [" + allGather + "]}";
+  return times;
 }
+
+/// The link between ranks measured in rounds spread over the probe (a
+/// shared or virtual machine's link between cores can change speed for
+/// tens of seconds at a time: the vCPUs move), each number kept from its
+/// fastest round; every round's ping-pong is reported, so that `cleave
+/// calibrate` can say when they disagree.
+class LinkRounds {
+public:
+  /// `groups`: the axis groups whose collectives are measured.
+  LinkRounds(int rank, std::vector<cleave::rt::AxisGroup> groups)
+      : rank(rank), groups(std::move(groups)) {}
+
+  /// One round: ping-pong latency and bandwidth between ranks 0 and 1,
+  /// then every group's collectives, about `seconds` for each.
+  void measure(double seconds) {
+    double latency = pingPong(rank, 8, seconds);
+    const int64_t big = int64_t{16} << 20;
+    double bandwidth = big / pingPong(rank, big, seconds);
+    rounds.push_back({latency, bandwidth});
+    for (size_t i = 0; i < groups.size(); ++i) {
+      CollectiveTimes times = measureCollectives(groups[i], seconds);
+      if (fastest.size() <= i) {
+        fastest.push_back(times);
+        continue;
+      }
+      for (size_t k = 0; k < times.seconds.size(); ++k)
+        for (size_t s = 0; s < times.seconds[k].size(); ++s)
+          fastest[i].seconds[k][s] =
+              std::min(fastest[i].seconds[k][s], times.seconds[k][s]);
+    }
+  }
+
+  double latencyUs() const {
+    double best = rounds.front().latency;
+    for (const Round &round : rounds)
+      best = std::min(best, round.latency);
+    return best * 1e6;
+  }
+  double bandwidthGBs() const {
+    double best = 0;
+    for (const Round &round : rounds)
+      best = std::max(best, round.bandwidth);
+    return best / 1e9;
+  }
+
+  /// [{"latency_us": ..., "bandwidth_gbs": ...}, ...], in the order
+  /// measured.
+  std::string roundsJson() const {
+    std::string json;
+    for (const Round &round : rounds)
+      json += (json.empty() ? "" : ", ") +
+              format("{\"latency_us\": %.3f, \"bandwidth_gbs\": %.3f}",
+                     round.latency * 1e6, round.bandwidth / 1e9);
+    return "[" + json + "]";
+  }
+
+  /// Each group's fastest times: [{"group_size": g, "all_reduce":
+  /// [[bytes, seconds], ...], "reduce_scatter": ..., "all_gather": ...},
+  /// ...].
+  std::string collectivesJson() const {
+    static const char *const kNames[] = {"all_reduce", "reduce_scatter",
+                                         "all_gather"};
+    std::string json;
+    for (const CollectiveTimes &times : fastest) {
+      int g = cleave::rt::groupSize(times.group);
+      json += (json.empty() ? "" : ", ") + format("{\"group_size\": %d", g);
+      for (size_t k = 0; k < times.seconds.size(); ++k) {
+        std::string points;
+        for (size_t s = 0; s < times.seconds[k].size(); ++s) {
+          int64_t bytes = kCollectiveBytes[s];
+          // The reduce-scatter's and all-gather's whole elements per rank.
+          if (k > 0)
+            bytes = bytes / sizeof(float) / g * g * sizeof(float);
+          points += format("%s[%lld, %.9g]", points.empty() ? "" : ", ",
+                           static_cast<long long>(bytes), times.seconds[k][s]);
+        }
+        json += format(", \"%s\": [", kNames[k]) + points + "]";
+      }
+      json += "}";
+    }
+    return "[" + json + "]";
+  }
+
+private:
+  struct Round {
+    double latency, bandwidth; // seconds for 8 bytes; bytes per second
+  };
+  int rank;
+  std::vector<cleave::rt::AxisGroup> groups;
+  std::vector<Round> rounds;
+  std::vector<CollectiveTimes> fastest; // per group
+};
 
 /// The share of a started all-reduce's time that compute on the rank's
 /// own threads hides, all ranks at once: a 16 MiB all-reduce bucket
@@ -612,6 +705,26 @@ int main(int argc, char **argv) {
                            axes.data()},
       argc, argv);
   int rank = cleave::rt::worldRank(), ranks = cleave::rt::worldSize();
+  // Groups over the last 1, 2, ... mesh axes: every size a mesh of these
+  // ranks' prime factors has (2 and 4 of 4 ranks).
+  std::vector<cleave::rt::AxisGroup> groups;
+  cleave::rt::AxisGroup group{{}, 0};
+  for (int a = static_cast<int>(axes.size()) - 1; a >= 0 && ranks > 1; --a) {
+    for (int i = group.count; i > 0; --i)
+      group.axes[i] = group.axes[i - 1];
+    group.axes[0] = static_cast<int8_t>(a);
+    ++group.count;
+    groups.push_back(group);
+  }
+  // The link in three rounds: first, between the compute phases and last,
+  // a third of the time each.
+  constexpr int kLinkRounds = 3;
+  LinkRounds link(rank, groups);
+  auto linkRound = [&] {
+    if (ranks > 1)
+      link.measure(seconds / kLinkRounds);
+  };
+  linkRound();
   double large = gemmGflops(1024, 1024, 1024, seconds);
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
@@ -635,28 +748,12 @@ int main(int argc, char **argv) {
     llcTriad = triadGBs(llcFloats, seconds);
     llcBytes = 3 * llcFloats * sizeof(float);
   }
+  linkRound();
   double overhead = opOverhead(seconds);
   std::string kernels = kernelRates(overhead, seconds);
   double handOff = threadHandOff(seconds / 4);
-  double latency = 0, bandwidth = 0, overlap = 1;
-  std::string collectives;
-  if (ranks > 1) {
-    latency = pingPong(rank, 8, seconds) * 1e6;
-    const int64_t big = int64_t{16} << 20;
-    bandwidth = big / pingPong(rank, big, seconds) / 1e9;
-    // Groups over the last 1, 2, ... mesh axes: every size a mesh of these
-    // ranks' prime factors has (2 and 4 of 4 ranks).
-    cleave::rt::AxisGroup group{{}, 0};
-    for (int a = static_cast<int>(axes.size()) - 1; a >= 0; --a) {
-      for (int i = group.count; i > 0; --i)
-        group.axes[i] = group.axes[i - 1];
-      group.axes[0] = static_cast<int8_t>(a);
-      ++group.count;
-      collectives += (collectives.empty() ? "" : ", ") +
-                     measureCollectives(group, seconds);
-    }
-    overlap = collectiveOverlap(group, seconds);
-  }
+  linkRound();
+  double overlap = ranks > 1 ? collectiveOverlap(group, seconds) : 1;
   if (rank == 0)
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f, "
@@ -664,14 +761,17 @@ int main(int argc, char **argv) {
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
-                "\"p2p_bandwidth_gbs\": %.3f, \"op_overhead_us\": %.4f, "
+                "\"p2p_bandwidth_gbs\": %.3f, \"link_rounds\": %s, "
+                "\"op_overhead_us\": %.4f, "
                 "\"hand_off_us\": %.3f, \"kernels\": %s, "
-                "\"collectives\": [%s], \"overlap\": %.3f}\n",
+                "\"collectives\": %s, \"overlap\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny,
-                byDimension.c_str(), triad,
-                cacheTriad, cacheBytes, llcTriad, llcBytes, latency,
-                bandwidth, overhead * 1e6, handOff * 1e6,
-                kernels.c_str(), collectives.c_str(), overlap);
+                byDimension.c_str(), triad, cacheTriad, cacheBytes, llcTriad,
+                llcBytes, ranks > 1 ? link.latencyUs() : 0.0,
+                ranks > 1 ? link.bandwidthGBs() : 0.0,
+                ranks > 1 ? link.roundsJson().c_str() : "[]", overhead * 1e6,
+                handOff * 1e6, kernels.c_str(),
+                ranks > 1 ? link.collectivesJson().c_str() : "[]", overlap);
   cleave::rt::finalizeMesh();
   return 0;
 }

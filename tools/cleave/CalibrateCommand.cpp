@@ -124,7 +124,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
                                                 std::nullopt};
   llvm::errs() << "cleave calibrate: measuring " << ranks_ << " ranks x "
                << threads << " threads (about "
-               << llvm::formatv("{0:f0}", (ranks_ > 1 ? 13 : 9) * seconds_ + 2)
+               << llvm::formatv("{0:f0}", (ranks_ > 1 ? 30 : 24) * seconds_ + 2)
                << " s): " << llvm::join(args, " ") << "\n";
   std::string error;
   int code = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt,
@@ -253,6 +253,49 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       collectiveTimes += llvm::formatv("#   {0}: {1}\n", name, times).str();
     }
   }
+  // The link's rounds: a comment, and a warning when they disagree (the
+  // file then holds each number's fastest round).
+  std::string linkRounds;
+  if (ranks_ > 1) {
+    const llvm::json::Array *rounds = result->getArray("link_rounds");
+    double slowest = 0, fastest = 0, least = 0, most = 0;
+    for (const llvm::json::Value &roundValue :
+         rounds ? *rounds : llvm::json::Array()) {
+      const llvm::json::Object *round = roundValue.getAsObject();
+      double roundLatency = number(round, "latency_us");
+      double roundBandwidth = number(round, "bandwidth_gbs");
+      if (!(roundLatency > 0 && roundBandwidth > 0))
+        return fail("the probe's link rounds are not positive latencies and "
+                    "bandwidths: '" +
+                    (*text)->getBuffer().trim() + "'");
+      linkRounds += llvm::formatv("{0}{1:f2} us {2:f2} GB/s",
+                                  linkRounds.empty() ? "" : ", ", roundLatency,
+                                  roundBandwidth)
+                        .str();
+      bool first = slowest == 0;
+      slowest = first ? roundLatency : std::max(slowest, roundLatency);
+      fastest = first ? roundLatency : std::min(fastest, roundLatency);
+      least = first ? roundBandwidth : std::min(least, roundBandwidth);
+      most = first ? roundBandwidth : std::max(most, roundBandwidth);
+    }
+    if (linkRounds.empty())
+      return fail("the probe measured the link in no round: '" +
+                  (*text)->getBuffer().trim() + "'");
+    linkRounds = "# The link in rounds spread over the measurement (ping-pong "
+                 "latency, bandwidth): " +
+                 linkRounds + "; each number is its fastest round's.\n";
+    // Half again as slow: more than repeated measurements of one link
+    // differ, as much as a vCPU moved to another die changes it.
+    if (slowest > 1.5 * fastest || most > 1.5 * least)
+      llvm::errs() << llvm::formatv(
+          "cleave calibrate: warning: the link between ranks changed speed "
+          "during the measurement (ping-pong {0:f2}-{1:f2} us, {2:f2}-{3:f2} "
+          "GB/s): the file keeps each number's fastest round. A shared or "
+          "virtual machine's cores can change speed for tens of seconds at a "
+          "time; runs in a slow period will be slower than predicted. "
+          "Calibrate again (a larger --seconds samples longer) to confirm.\n",
+          fastest, slowest, least, most);
+  }
   if (ranks_ == 1) {
     // Nothing to measure between ranks; plans on one rank send nothing.
     bandwidth = triad;
@@ -313,7 +356,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "# STREAM triad {5:f2} GB/s per rank ({11:f2} in the L2 cache, "
       "{16:f2} in the last-level cache); MPI "
       "ping-pong between ranks 0 and 1: {6:f2} us, {7:f3} GB/s.\n"
-      "{18}"
+      "{22}{18}"
       "# One node measured: inter_node repeats intra_node.\n"
       "name: calibrated\n"
       "target: cpu\n"
@@ -343,8 +386,8 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "{21}",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link,
-      overlap, gemmByDimension);
+      overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link, overlap,
+      gemmByDimension, linkRounds);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;
