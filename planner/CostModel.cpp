@@ -79,10 +79,11 @@ void forEachStage(Operation *op, int64_t stages, int64_t pipelineAxis, Fn fn) {
 /// The bytes each stage's ops read and write (one entry when `pipelineAxis`
 /// is -1), for CacheState::stepTraffic: one pass over the step.
 std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
-                                  int64_t pipelineAxis) {
+                                  int64_t pipelineAxis,
+                                  const llvm::DenseSet<Operation *> &views) {
   std::vector<double> bytes(stages, 0);
   for (Operation &op : step.getBody().front()) {
-    if (isCollective(&op))
+    if (isCollective(&op) || views.contains(&op))
       continue;
     double opBytes = costOf(&op).bytes;
     forEachStage(&op, stages, pipelineAxis,
@@ -102,13 +103,16 @@ public:
   /// Ops the program runs inside a later op's fused loop: no call of
   /// their own.
   llvm::DenseSet<Operation *> fusedAway;
+  /// Ops the program runs as views of their input (a micro-batch's rows
+  /// of a step input: MemoryPlan::rowsOfInput): no call, no bytes.
+  llvm::DenseSet<Operation *> views;
 
   /// Seconds of a compute op: its roofline time (or a measured kernel's,
   /// when longer) and the cost of an op.
   /// With caches, its bytes are read from a cache or from memory as
   /// `cache` says (and `cache` moves on).
   double opSeconds(const OpCost &cost, Operation *op, CacheState &cache) const {
-    if (cost.free)
+    if (cost.free || views.contains(op))
       return 0;
     double overhead =
         fusedAway.contains(op) ? 0 : cluster.opOverheadUs * 1e-6;
@@ -876,6 +880,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   if (codegen::TargetTraits::of(target).stridedMatmuls)
     planStridedMatmuls(step, fusion);
   std::vector<int64_t> stageArenaBytes, stageGradientBytes;
+  llvm::DenseSet<Operation *> views;
   {
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).asyncHandOvers)
@@ -884,6 +889,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
          planMemoryOfStages(step, memoryFusion, stages)) {
       stageArenaBytes.push_back(plan.arenaBytes);
       stageGradientBytes.push_back(plan.gradientBytesAtPeak);
+      for (const auto &entry : plan.rowsOfInput)
+        if (Operation *slice = entry.first.getDefiningOp())
+          views.insert(slice);
     }
   }
 
@@ -954,7 +962,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   // coordinates run the same ops on blocks of the same size).
   StepTimer timer(cluster, mesh, ringOnly, precision);
   timer.fusedAway = std::move(fusion.fusedAway);
-  std::vector<double> traffic = stagesTraffic(step, stages, pipelineAxis);
+  timer.views = std::move(views);
+  std::vector<double> traffic =
+      stagesTraffic(step, stages, pipelineAxis, timer.views);
   for (double &bytes : traffic)
     bytes *= timer.byteScale;
   std::vector<StageTime> times = timeStages(step, timer, mesh, stages,

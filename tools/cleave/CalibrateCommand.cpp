@@ -290,10 +290,11 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       llvm::errs() << llvm::formatv(
           "cleave calibrate: warning: the link between ranks changed speed "
           "during the measurement (ping-pong {0:f2}-{1:f2} us, {2:f2}-{3:f2} "
-          "GB/s): the file keeps each number's fastest round. A shared or "
-          "virtual machine's cores can change speed for tens of seconds at a "
-          "time; runs in a slow period will be slower than predicted. "
-          "Calibrate again (a larger --seconds samples longer) to confirm.\n",
+          "GB/s): the file keeps each number's fastest round. On a shared or "
+          "virtual machine the link between cores can change speed for tens "
+          "of seconds at a time, and runs in a slow period will be slower "
+          "than predicted; calibrate again (a larger --seconds samples "
+          "longer) to confirm.\n",
           fastest, slowest, least, most);
   }
   if (ranks_ == 1) {
