@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/DataMovementBodies.h"
 #include "runtime/Elementwise.h"
 #include "runtime/KernelInstantiations.h"
 #include "runtime/KernelSupport.h"
@@ -98,20 +99,12 @@ template <typename T>
   }
 }
 
-void rowMajorStrides(const Shape &shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int i = shape.rank - 1; i >= 0; --i) {
-    strides[i] = s;
-    s *= shape.dims[i];
-  }
-}
-
 /// The loop and base offset that read `in` at offsets + i * strides.
 detail::StridedLoop<1> sliceLoop(const Shape &inShape, const int64_t *offsets,
                                  const int64_t *strides, const Shape &outShape,
                                  int64_t &base) {
   int64_t inStrides[kMaxRank];
-  rowMajorStrides(inShape, inStrides);
+  body::rowMajorStrides(inShape, inStrides);
   detail::StridedLoop<1> loop;
   loop.rank = outShape.rank;
   base = 0;
@@ -250,14 +243,14 @@ void broadcastTo(const T *in, const Shape &inShape, T *out,
 template <typename T>
 void transpose(const T *in, const Shape &inShape, const int64_t *perm, T *out) {
   int64_t inStrides[kMaxRank], outStrides[kMaxRank], permuted[kMaxRank];
-  rowMajorStrides(inShape, inStrides);
+  body::rowMajorStrides(inShape, inStrides);
   Shape outShape;
   outShape.rank = inShape.rank;
   for (int i = 0; i < inShape.rank; ++i) {
     outShape.dims[i] = inShape.dims[perm[i]];
     permuted[i] = inStrides[perm[i]];
   }
-  rowMajorStrides(outShape, outStrides);
+  body::rowMajorStrides(outShape, outStrides);
   detail::copyStrided(in, permuted, outShape, out, outStrides);
 }
 
