@@ -31,7 +31,8 @@ Models: mlp (test/models/export_models.py, 784-128-64-10, global batch 64),
 wide (784-4096-4096-1024-10, 24.6M weights, global batch 64), transformer
 (test/models/zoo's transformer_pre_norm, global batch 32), cnn
 (export_models.py's CNN, global batch 64), gpt (export_models.py's GPT,
-2 layers of width 32, sequence 16, global batch 16).
+2 layers of width 32, sequence 16, global batch 16), resnet18
+(torchvision's ResNet-18 at 32x32 from test/models/zoo, global batch 32).
 
 Printed with each table: when it ran (UTC) and the load average at its
 start and end (this machine is shared: other processes take cores).
@@ -52,7 +53,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MPIRUN = ["mpirun", "--oversubscribe"] + (
     ["--allow-run-as-root"] if os.geteuid() == 0 else [])
-MODELS = {"mlp": 64, "wide": 64, "transformer": 32, "cnn": 64, "gpt": 16}
+MODELS = {"mlp": 64, "wide": 64, "transformer": 32, "cnn": 64, "gpt": 16,
+          "resnet18": 32}
 
 
 def export(name, out):

@@ -85,7 +85,8 @@ std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
   for (Operation &op : step.getBody().front()) {
     if (isCollective(&op) || views.contains(&op))
       continue;
-    double opBytes = costOf(&op).bytes;
+    // (Bytes are the same whichever taps a convolution computes.)
+    double opBytes = costOf(&op, ConvTaps::All).bytes;
     forEachStage(&op, stages, pipelineAxis,
                  [&](int64_t s) { bytes[s] += opBytes; });
   }
@@ -187,6 +188,9 @@ public:
       gbs = cluster.llcBandwidthGBs;
     return gbs * 1e9;
   }
+
+  /// The convolution taps the target computes.
+  ConvTaps convTaps() const { return convTapsOf(cluster); }
 
   /// The share of a started all-reduce's time the rank's compute hides.
   double commOverlap() const { return cluster.commOverlap; }
@@ -455,7 +459,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
         return;
       }
       if (!cost)
-        cost = costOf(&op);
+        cost = costOf(&op, timer.convTaps());
       double seconds = timer.opSeconds(*cost, &op, clock.cache);
       clock.compute(seconds);
       times[s].compute += seconds;
@@ -565,7 +569,8 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
                seconds);
         return;
       }
-      double seconds = timer.opSeconds(costOf(&op), &op, clock.cache);
+      double seconds =
+          timer.opSeconds(costOf(&op, timer.convTaps()), &op, clock.cache);
       int64_t microbatch = StepPhases::microbatchOf(&op);
       const char *phase = stepPhaseName(phases.phaseOf(&op));
       if (clock.open < 0 || p.schedule[clock.open].microbatch != microbatch ||

@@ -200,7 +200,7 @@ private:
   /// cost model times the partitioned step (Cluster::matrixEfficiency).
   double roofline(Operation *op, const std::optional<OpShardingRule> &rule,
                   double data, int64_t factor) {
-    OpCost cost = costOf(op);
+    OpCost cost = costOf(op, convTapsOf(cluster));
     if (cost.free)
       return 0;
     double divisor = data * (factor >= 0 ? problem.axisSize : 1);

@@ -6,6 +6,7 @@
 
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
+#include "runtime/ConvolutionLiveTaps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -52,6 +53,28 @@ std::tuple<double, double, double> convProduct(Value output, Value weight,
   double channels =
       double(w.getDimSize(0)) / double(std::max<int64_t>(group, 1));
   return {rows, channels, perOutputElement(weight)};
+}
+
+/// The share of a 2-d convolution's kernel taps the cpu runtime computes
+/// (rt::cropDeadTaps, on the shapes of this rank's partitioned op): 1
+/// where it crops none.
+template <typename ConvLike>
+double liveTapShare(ConvLike op, Value input, Value weight, Value output) {
+  auto shapeOf = [](Value value) {
+    rt::Shape shape;
+    auto type = cast<ShapedType>(value.getType());
+    if (!type.hasStaticShape() || type.getRank() > rt::kMaxRank)
+      return shape;
+    for (int64_t d : type.getShape())
+      shape.dims[shape.rank++] = d;
+    return shape;
+  };
+  rt::Shape x = shapeOf(input), w = shapeOf(weight), y = shapeOf(output);
+  rt::ConvCrop crop;
+  if (!rt::cropDeadTaps(x, w, y, op.getStrides().data(), op.getPads().data(),
+                        op.getDilations().data(), crop))
+    return 1;
+  return double(crop.wShape.numElements()) / double(w.numElements());
 }
 
 /// Lines of `value` along `axis` (each a row the kernel walks).
@@ -167,7 +190,11 @@ bool isCollective(Operation *op) {
              SendRecvOp>(op);
 }
 
-OpCost costOf(Operation *op) {
+ConvTaps convTapsOf(const Cluster &cluster) {
+  return cluster.target == "cpu" ? ConvTaps::Live : ConvTaps::All;
+}
+
+OpCost costOf(Operation *op, ConvTaps taps) {
   OpCost cost;
   if (isa<ConstantOp, ReshapeOp, AxisIndexOp, func::ReturnOp>(op) ||
       op->getNumResults() == 0) {
@@ -184,6 +211,9 @@ OpCost costOf(Operation *op) {
   }
   cost.flops = resultElements;
   setKernel(op, cost);
+  // A convolution's share of live taps, and the product dimension that
+  // sums over its taps.
+  double live = 1, *tapsDim = nullptr;
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     auto lhs = cast<ShapedType>(matmul.getLhs().getType());
     auto result = cast<ShapedType>(matmul.getType());
@@ -215,6 +245,9 @@ OpCost costOf(Operation *op) {
     auto [rows, channels, taps] =
         convProduct(conv.getResult(), conv.getWeight(), conv.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, channels, taps);
+    live =
+        liveTapShare(conv, conv.getInput(), conv.getWeight(), conv.getResult());
+    tapsDim = &cost.k;
   } else if (auto grad = dyn_cast<ConvGradInputOp>(op)) {
     cost.flops =
         2 * elements(grad.getOutputGrad()) * perOutputElement(grad.getWeight());
@@ -222,6 +255,9 @@ OpCost costOf(Operation *op) {
     auto [rows, channels, taps] =
         convProduct(grad.getOutputGrad(), grad.getWeight(), grad.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, taps, channels);
+    live = liveTapShare(grad, grad.getInputGrad(), grad.getWeight(),
+                        grad.getOutputGrad());
+    tapsDim = &cost.n;
   } else if (auto grad = dyn_cast<ConvGradWeightOp>(op)) {
     cost.flops = 2 * elements(grad.getOutputGrad()) *
                  perOutputElement(grad.getWeightGrad());
@@ -229,6 +265,13 @@ OpCost costOf(Operation *op) {
     auto [rows, channels, taps] = convProduct(
         grad.getOutputGrad(), grad.getWeightGrad(), grad.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(channels, taps, rows);
+    live = liveTapShare(grad, grad.getInput(), grad.getWeightGrad(),
+                        grad.getOutputGrad());
+    tapsDim = &cost.n;
+  }
+  if (taps == ConvTaps::Live && tapsDim && live < 1) {
+    cost.flops *= live;
+    *tapsDim *= live;
   }
   return cost;
 }

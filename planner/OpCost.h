@@ -38,9 +38,21 @@ struct OpCost {
   double kernelRows = 0, kernelElements = 0;
 };
 
+/// Which of a convolution's kernel taps its program computes: the cpu
+/// runtime crops away those that read only padding at every output
+/// position (runtime/ConvolutionLiveTaps.h: 8 of 9 for a 3x3 kernel on a
+/// 1x1 image, the last stage of a CNN on small images); the cuda target's
+/// cuDNN and im2col compute them all.
+enum class ConvTaps { All, Live };
+
+/// The taps `cluster`'s target computes.
+ConvTaps convTapsOf(const Cluster &cluster);
+
 /// The cost of `op`; collectives are not costed here (CostModel times them
-/// from their bytes).
-OpCost costOf(mlir::Operation *op);
+/// from their bytes). A convolution's work is that of the taps `taps` says
+/// (its bytes are all of its operands' either way: a weight is cropped
+/// from the whole one).
+OpCost costOf(mlir::Operation *op, ConvTaps taps);
 
 /// Whether `op` is a collective (its time is communication).
 bool isCollective(mlir::Operation *op);

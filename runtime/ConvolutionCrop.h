@@ -14,7 +14,7 @@
 #ifndef CLEAVE_RUNTIME_CONVOLUTIONCROP_H
 #define CLEAVE_RUNTIME_CONVOLUTIONCROP_H
 
-#include "runtime/Shape.h"
+#include "runtime/ConvolutionLiveTaps.h"
 
 #include <cstdint>
 
@@ -22,30 +22,10 @@ namespace cleave::rt {
 
 struct CroppedWeight;
 
-/// A 2-d convolution's kernel cropped to the taps that meet the input: the
-/// cropped weight shape, the pads that keep every live tap on the input
-/// positions it read before, and the taps kept per spatial dim, [lo, hi).
-struct ConvCrop {
-  Shape wShape;
-  int64_t pads[4] = {0, 0, 0, 0};
-  int64_t lo[2] = {0, 0};
-  int64_t hi[2] = {0, 0};
-
-  bool operator==(const ConvCrop &other) const;
-};
-
 /// w's live taps for `crop`: `cache`'s, cropped again when stale or cut
 /// for another crop or weight.
 const float *liveTaps(const float *w, const Shape &wShape, const ConvCrop &crop,
                       CroppedWeight &cache);
-
-/// Whether the 2-d convolution (NCHW x, OIHW w) has dead taps to crop, and
-/// then its crop. No crop where no tap is dead, where the live taps of a
-/// dim are not one run, or where the shifted pads would be negative.
-bool cropDeadTaps(const Shape &xShape, const Shape &wShape,
-                  const Shape &yShape, const int64_t *strides,
-                  const int64_t *pads, const int64_t *dilations,
-                  ConvCrop &crop);
 
 /// wc = w's live taps ([O, I, kh, kw] -> the crop's [O, I, kh', kw']).
 void cropWeight(const float *w, const Shape &wShape, const ConvCrop &crop,
