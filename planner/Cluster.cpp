@@ -285,6 +285,33 @@ llvm::Error readGemmEfficiency(Reader &reader, const Tree *node,
   return llvm::Error::success();
 }
 
+/// efficiency.conv: {forward: rate, input_grad: rate, weight_grad: rate},
+/// each over the peak (ConvEfficiency).
+llvm::Error readConvEfficiency(Reader &reader, const Tree *node, Cluster &c) {
+  const char *where = "efficiency.conv";
+  auto rates =
+      reader.entries(node, where, {"forward", "input_grad", "weight_grad"});
+  if (!rates)
+    return rates.takeError();
+  // A direct kernel may outrun the GEMM that sets the peak, not by much:
+  // more than 4x would be a measurement gone wrong.
+  constexpr double kMost = 4;
+  for (auto [key, out] :
+       {std::pair{"forward", &c.convEfficiency.forward},
+        std::pair{"input_grad", &c.convEfficiency.inputGrad},
+        std::pair{"weight_grad", &c.convEfficiency.weightGrad}}) {
+    if (llvm::Error e = reader.number(*rates, key, where, *out))
+      return e;
+    if (*out > kMost)
+      return reader.error(
+          Reader::join(where, key),
+          llvm::formatv("is a rate over the peak and must be at most {0}",
+                        kMost),
+          rates->lookup(key));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error readCollectives(Reader &reader, const Tree *node,
                             llvm::StringRef linkKey, Link &link) {
   std::string where = (linkKey + ".collectives").str();
@@ -550,12 +577,15 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   }
 
   if (auto node = top->lookup("efficiency")) {
-    auto entries = reader.entries(node, "efficiency",
-                                  {"compute", "memory", "network", "gemm"});
+    auto entries = reader.entries(
+        node, "efficiency", {"compute", "memory", "network", "gemm", "conv"});
     if (!entries)
       return entries.takeError();
     if (const Tree *gemm = entries->lookup("gemm"))
       if (llvm::Error e = readGemmEfficiency(reader, gemm, c))
+        return std::move(e);
+    if (const Tree *conv = entries->lookup("conv"))
+      if (llvm::Error e = readConvEfficiency(reader, conv, c))
         return std::move(e);
     for (auto [key, out] : {std::pair{"compute", &c.computeEfficiency},
                             std::pair{"memory", &c.memoryEfficiency},
@@ -613,7 +643,8 @@ double Cluster::matrixEfficiency(double m, double n, double k) const {
 }
 
 double Cluster::bestMatrixEfficiency() const {
-  double best = computeEfficiency;
+  double best = std::max({computeEfficiency, convEfficiency.forward,
+                          convEfficiency.inputGrad, convEfficiency.weightGrad});
   for (const GemmEfficiencyAtWidth &table : gemmEfficiency)
     for (const GemmEfficiency &point : table.points)
       best = std::max({best, point.mn, point.k});

@@ -123,6 +123,15 @@ struct GemmEfficiencyAtWidth {
   std::vector<GemmEfficiency> points;
 };
 
+/// oneDNN's direct convolutions, the cpu runtime's path for most dense
+/// convolutions (runtime/ConvolutionPath.h), per pass: the GFLOP/s of the
+/// multiply-adds their kernels do (rt::directConvWork), over the peak. Above 1
+/// where they outrun the GEMM that sets the peak. 0: not measured (time them as
+/// matrix products by efficiency.gemm).
+struct ConvEfficiency {
+  double forward = 0, inputGrad = 0, weightGrad = 0;
+};
+
 struct Cluster {
   std::string name;
   /// The target programs are compiled for: "cuda" or "cpu".
@@ -168,6 +177,8 @@ struct Cluster {
   /// their smallest (`cleave calibrate` measures them; by increasing
   /// width; empty: computeEfficiency for every product).
   std::vector<GemmEfficiencyAtWidth> gemmEfficiency;
+  /// Direct convolutions (`cleave calibrate` measures them on a cpu).
+  ConvEfficiency convEfficiency;
   /// Where the numbers come from (shown in `cleave plan`'s header).
   std::string source;
 

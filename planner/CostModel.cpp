@@ -128,7 +128,17 @@ public:
     double efficiency =
         cost.matrix ? cluster.matrixEfficiency(cost.m, cost.n, cost.k)
                     : cluster.computeEfficiency;
-    double compute = cost.flops / (peak * 1e12 * efficiency);
+    double flops = cost.flops;
+    // oneDNN's direct convolutions at their own measured rate, on the
+    // multiply-adds their kernels do.
+    if (double direct = cost.directConv ? directConvEfficiency(
+                                              cluster, cost.directConv->pass)
+                                        : 0;
+        direct > 0) {
+      efficiency = direct;
+      flops *= cost.directConv->work;
+    }
+    double compute = flops / (peak * 1e12 * efficiency);
     double bytes = cost.bytes * byteScale;
     // Each operand comes from the smallest cache holding both what passed
     // through since it was last touched (its reuse distance; the whole

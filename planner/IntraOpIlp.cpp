@@ -255,8 +255,17 @@ private:
       if (efficiency <= 0)
         efficiency = cluster.computeEfficiency;
     }
+    double flops = cost.flops;
+    // oneDNN's direct convolutions as the cost model times them.
+    if (double direct = cost.directConv ? directConvEfficiency(
+                                              cluster, cost.directConv->pass)
+                                        : 0;
+        direct > 0) {
+      efficiency = direct;
+      flops *= cost.directConv->work;
+    }
     double compute =
-        cost.flops / divisor / (cluster.peakTflopsFp32 * 1e12 * efficiency);
+        flops / divisor / (cluster.peakTflopsFp32 * 1e12 * efficiency);
     double memory =
         cost.bytes / divisor /
         (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);

@@ -7,6 +7,7 @@
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "runtime/ConvolutionLiveTaps.h"
+#include "runtime/ConvolutionPath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -55,11 +56,21 @@ std::tuple<double, double, double> convProduct(Value output, Value weight,
   return {rows, channels, perOutputElement(weight)};
 }
 
-/// The share of a 2-d convolution's kernel taps the cpu runtime computes
-/// (rt::cropDeadTaps, on the shapes of this rank's partitioned op): 1
-/// where it crops none.
+/// What the cpu runtime computes of a convolution pass, on the shapes of
+/// this rank's partitioned op: the share of the kernel's taps it keeps
+/// (rt::cropDeadTaps), whether oneDNN's direct kernels then run it
+/// (rt::choosesOneDnn, as on one thread: the rule differs on more only
+/// below 2 MFLOP; dense convolutions only, a depthwise one runs kernels of
+/// another kind) and the multiply-adds those do.
+struct CpuConvolution {
+  double liveTaps = 1;
+  std::optional<OpCost::DirectConv> direct;
+};
+
 template <typename ConvLike>
-double liveTapShare(ConvLike op, Value input, Value weight, Value output) {
+CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
+                              Value weight, Value output) {
+  CpuConvolution result;
   auto shapeOf = [](Value value) {
     rt::Shape shape;
     auto type = cast<ShapedType>(value.getType());
@@ -70,11 +81,26 @@ double liveTapShare(ConvLike op, Value input, Value weight, Value output) {
     return shape;
   };
   rt::Shape x = shapeOf(input), w = shapeOf(weight), y = shapeOf(output);
+  if (x.rank != 4 || w.rank != 4 || y.rank != 4)
+    return result;
+  const int64_t *strides = op.getStrides().data();
+  const int64_t *dilations = op.getDilations().data();
   rt::ConvCrop crop;
-  if (!rt::cropDeadTaps(x, w, y, op.getStrides().data(), op.getPads().data(),
-                        op.getDilations().data(), crop))
-    return 1;
-  return double(crop.wShape.numElements()) / double(w.numElements());
+  const int64_t *pads = op.getPads().data();
+  if (rt::cropDeadTaps(x, w, y, strides, pads, dilations, crop)) {
+    result.liveTaps =
+        double(crop.wShape.numElements()) / double(w.numElements());
+    w = crop.wShape;
+    pads = crop.pads;
+  }
+  rt::OneDnnLayout layout;
+  if (op.getGroup() == 1 &&
+      rt::choosesOneDnn(pass, x, w, y, strides, pads, dilations, 1, 1, layout))
+    result.direct = OpCost::DirectConv{
+        pass, rt::directConvWork(
+                  pass, w, layout,
+                  body::Window3(x, y, w.dims + 2, strides, pads, dilations))};
+  return result;
 }
 
 /// Lines of `value` along `axis` (each a row the kernel walks).
@@ -190,6 +216,18 @@ bool isCollective(Operation *op) {
              SendRecvOp>(op);
 }
 
+double directConvEfficiency(const Cluster &cluster, rt::ConvPass pass) {
+  switch (pass) {
+  case rt::ConvPass::Forward:
+    return cluster.convEfficiency.forward;
+  case rt::ConvPass::GradInput:
+    return cluster.convEfficiency.inputGrad;
+  case rt::ConvPass::GradWeight:
+    return cluster.convEfficiency.weightGrad;
+  }
+  return 0;
+}
+
 ConvTaps convTapsOf(const Cluster &cluster) {
   return cluster.target == "cpu" ? ConvTaps::Live : ConvTaps::All;
 }
@@ -213,7 +251,8 @@ OpCost costOf(Operation *op, ConvTaps taps) {
   setKernel(op, cost);
   // A convolution's share of live taps, and the product dimension that
   // sums over its taps.
-  double live = 1, *tapsDim = nullptr;
+  CpuConvolution cpu;
+  double *tapsDim = nullptr;
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     auto lhs = cast<ShapedType>(matmul.getLhs().getType());
     auto result = cast<ShapedType>(matmul.getType());
@@ -245,8 +284,8 @@ OpCost costOf(Operation *op, ConvTaps taps) {
     auto [rows, channels, taps] =
         convProduct(conv.getResult(), conv.getWeight(), conv.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, channels, taps);
-    live =
-        liveTapShare(conv, conv.getInput(), conv.getWeight(), conv.getResult());
+    cpu = cpuConvolution(conv, rt::ConvPass::Forward, conv.getInput(),
+                         conv.getWeight(), conv.getResult());
     tapsDim = &cost.k;
   } else if (auto grad = dyn_cast<ConvGradInputOp>(op)) {
     cost.flops =
@@ -255,8 +294,8 @@ OpCost costOf(Operation *op, ConvTaps taps) {
     auto [rows, channels, taps] =
         convProduct(grad.getOutputGrad(), grad.getWeight(), grad.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, taps, channels);
-    live = liveTapShare(grad, grad.getInputGrad(), grad.getWeight(),
-                        grad.getOutputGrad());
+    cpu = cpuConvolution(grad, rt::ConvPass::GradInput, grad.getInputGrad(),
+                         grad.getWeight(), grad.getOutputGrad());
     tapsDim = &cost.n;
   } else if (auto grad = dyn_cast<ConvGradWeightOp>(op)) {
     cost.flops = 2 * elements(grad.getOutputGrad()) *
@@ -265,13 +304,14 @@ OpCost costOf(Operation *op, ConvTaps taps) {
     auto [rows, channels, taps] = convProduct(
         grad.getOutputGrad(), grad.getWeightGrad(), grad.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(channels, taps, rows);
-    live = liveTapShare(grad, grad.getInput(), grad.getWeightGrad(),
-                        grad.getOutputGrad());
+    cpu = cpuConvolution(grad, rt::ConvPass::GradWeight, grad.getInput(),
+                         grad.getWeightGrad(), grad.getOutputGrad());
     tapsDim = &cost.n;
   }
-  if (taps == ConvTaps::Live && tapsDim && live < 1) {
-    cost.flops *= live;
-    *tapsDim *= live;
+  if (taps == ConvTaps::Live && tapsDim) {
+    cost.flops *= cpu.liveTaps;
+    *tapsDim *= cpu.liveTaps;
+    cost.directConv = cpu.direct;
   }
   return cost;
 }

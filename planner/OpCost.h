@@ -15,6 +15,7 @@
 #define CLEAVE_PLANNER_OPCOST_H
 
 #include "planner/Cluster.h"
+#include "runtime/ConvolutionPath.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -36,6 +37,16 @@ struct OpCost {
   /// elements: its time is at least rows * rowNs + elements * elementNs.
   std::optional<Kernel> kernel;
   double kernelRows = 0, kernelElements = 0;
+  /// A convolution pass the cpu runtime runs on oneDNN's direct kernels
+  /// (runtime/ConvolutionPath.h), and the multiply-adds those do as a
+  /// share of `flops` (rt::directConvWork: the padding skipped, channels
+  /// in blocks of 16). Timed at the cluster's measured rate of such
+  /// kernels where it has one (directConvEfficiency).
+  struct DirectConv {
+    rt::ConvPass pass;
+    double work = 1;
+  };
+  std::optional<DirectConv> directConv;
 };
 
 /// Which of a convolution's kernel taps its program computes: the cpu
@@ -53,6 +64,10 @@ ConvTaps convTapsOf(const Cluster &cluster);
 /// (its bytes are all of its operands' either way: a weight is cropped
 /// from the whole one).
 OpCost costOf(mlir::Operation *op, ConvTaps taps);
+
+/// The fraction of peak `cluster` measured for oneDNN's direct
+/// convolutions in `pass` (Cluster::convEfficiency; 0: not measured).
+double directConvEfficiency(const Cluster &cluster, rt::ConvPass pass);
 
 /// Whether `op` is a collective (its time is communication).
 bool isCollective(mlir::Operation *op);

@@ -40,7 +40,9 @@ double stepComputeBoundMs(func::FuncOp step, const Cluster &cluster,
         sixteenBit = type.getElementType().isBF16() ||
                      type.getElementType().isF16();
     bool fast = precision == Precision::Bf16 || sixteenBit;
-    seconds += cost.flops / (fast ? bf16 : fp32);
+    // (A direct convolution does the multiply-adds its kernels do.)
+    double flops = cost.flops * (cost.directConv ? cost.directConv->work : 1.0);
+    seconds += flops / (fast ? bf16 : fp32);
   });
   return seconds * 1e3;
 }

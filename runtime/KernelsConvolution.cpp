@@ -432,20 +432,14 @@ void im2colConvGradWeight(const float *dy, const Shape &yShape, const float *x,
 
 namespace {
 
-/// Whether `pass` runs through oneDNN, and in which layout. The rule was
-/// measured on 2-d convs; 1- and 3-d ones, and empty tensors, stay with
-/// im2col. Inside an OpenMP region either path runs on the calling thread
-/// alone.
+/// Whether `pass` runs through oneDNN, and in which layout (choosesOneDnn).
+/// Inside an OpenMP region either path runs on the calling thread alone.
 bool viaOneDnn(ConvPass pass, const Shape &xShape, const Shape &wShape,
                const Shape &yShape, const int64_t *strides, const int64_t *pads,
                const int64_t *dilations, int64_t group, OneDnnLayout &layout) {
-  if (xShape.rank != 4 || xShape.numElements() == 0 ||
-      wShape.numElements() == 0 || yShape.numElements() == 0)
-    return false;
-  Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
-  ConvDims cd(xShape, wShape, group, win);
   int threads = detail::inParallel() ? 1 : detail::maxThreads();
-  return preferOneDnn(pass, cd, win, threads, layout);
+  return choosesOneDnn(pass, xShape, wShape, yShape, strides, pads, dilations,
+                       group, threads, layout);
 }
 
 /// The two paths, for the geometry as given.

@@ -4,35 +4,21 @@
 // a convolution and its two gradients either as im2col + OpenBLAS sgemm
 // (KernelsConvolution.cpp) or with oneDNN's convolution primitives
 // (OneDnnConvolution.cpp), and rt::conv, convGradInput and convGradWeight
-// pick one per shape and pass with preferOneDnn, a fixed rule drawn from
-// measurements (bench/conv_bench.cpp), never from a timer at run time: a
-// program computes the same way every run.
+// pick one per shape and pass with preferOneDnn (ConvolutionPath.h), a fixed
+// rule drawn from measurements (bench/conv_bench.cpp), never from a timer at
+// run time: a program computes the same way every run.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_RUNTIME_ONEDNNCONVOLUTION_H
 #define CLEAVE_RUNTIME_ONEDNNCONVOLUTION_H
 
-#include "runtime/ConvolutionShapes.h"
+#include "runtime/ConvolutionPath.h"
 #include "runtime/Shape.h"
 
 #include <cstdint>
 
 namespace cleave::rt {
-
-enum class ConvPass { Forward, GradInput, GradWeight };
-
-/// How oneDNN sees the tensors. Plain: the program's own NCHW activations
-/// and OIHW weights, which restricts oneDNN to its GEMM-based or reference
-/// implementations. Blocked: the layouts oneDNN prefers (nChw16c, ...),
-/// reached by reorders on the way in and out of every call.
-enum class OneDnnLayout { Plain, Blocked };
-
-/// Whether `pass` of this convolution runs through oneDNN, and in which
-/// layout, on `threads` OpenMP threads: the rule of KernelsConvolution's
-/// dispatch (OneDnnConvolution.cpp says what it rests on).
-bool preferOneDnn(ConvPass pass, const ConvDims &cd, const body::Window3 &w,
-                  int threads, OneDnnLayout &layout);
 
 // The im2col + sgemm path, whatever the rule says (rt::conv and its
 // gradients dispatch between this and oneDNN; tests and the benchmark call

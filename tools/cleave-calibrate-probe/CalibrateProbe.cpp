@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/CollectiveKernels.h"
+#include "runtime/ConvolutionPath.h"
 #include "runtime/Kernels.h"
 #include "runtime/Mesh.h"
 
@@ -131,6 +132,51 @@ std::string gemmByDimension(double seconds) {
       out += point;
     }
   return "[" + out + "]";
+}
+
+/// oneDNN's direct convolutions (the cpu runtime's path for most dense
+/// convolutions: runtime/ConvolutionPath.h) per pass, as
+/// Cluster::convEfficiency counts them: GFLOP/s of the multiply-adds the
+/// kernels do (rt::directConvWork). On a 3x3
+/// convolution with padding 1 of 64 channels on 16x16 images, batch 8
+/// (ResNet's middle stages), whose three passes the rule sends to oneDNN.
+/// A JSON object {"forward": ..., "input_grad": ..., "weight_grad": ...}.
+std::string convGflops(double seconds) {
+  using cleave::rt::Shape;
+  const Shape xShape{8, 64, 16, 16}, wShape{64, 64, 3, 3},
+      yShape{8, 64, 16, 16};
+  const int64_t unit[] = {1, 1}, pads[] = {1, 1, 1, 1};
+  std::vector<float> x(xShape.numElements(), 0.5f),
+      w(wShape.numElements(), 0.01f), y(yShape.numElements(), 0.25f),
+      dx(x.size()), dw(w.size());
+  cleave::body::Window3 window(xShape, yShape, wShape.dims + 2, unit, pads,
+                               unit);
+  auto flops = [&](cleave::rt::ConvPass pass) {
+    return 2.0 * yShape.numElements() * 64 * 9 *
+           cleave::rt::directConvWork(
+               pass, wShape, cleave::rt::OneDnnLayout::Blocked, window);
+  };
+  auto gflops = [&](cleave::rt::ConvPass pass, auto call) {
+    return flops(pass) / secondsPerCall(call, seconds) / 1e9;
+  };
+  double forward = gflops(cleave::rt::ConvPass::Forward, [&] {
+    cleave::rt::conv(x.data(), xShape, w.data(), wShape, nullptr, unit, pads,
+                     unit, 1, y.data(), yShape);
+  });
+  double inputGrad = gflops(cleave::rt::ConvPass::GradInput, [&] {
+    cleave::rt::convGradInput(y.data(), yShape, w.data(), wShape, unit, pads,
+                              unit, 1, dx.data(), xShape);
+  });
+  double weightGrad = gflops(cleave::rt::ConvPass::GradWeight, [&] {
+    cleave::rt::convGradWeight(y.data(), yShape, x.data(), xShape, unit, pads,
+                               unit, 1, dw.data(), wShape);
+  });
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "{\"forward\": %.3f, \"input_grad\": %.3f, "
+                "\"weight_grad\": %.3f}",
+                forward, inputGrad, weightGrad);
+  return text;
 }
 
 /// STREAM's triad a = b + s c on arrays of n floats, on the OpenMP
@@ -245,11 +291,13 @@ std::string kernelRates(double overhead, double seconds) {
                                       dx.data(), dScale.data(), dBias.data());
           },
               overhead, seconds)};
-  // Pools and BatchNorm by plane, on 2^16 elements as 4x4 planes and as
-  // 32x32 ones: pools with 2x2 windows, stride 2 (as many window taps as
+  // Pools and BatchNorm by plane, on 62720 elements as 4x4 planes and as
+  // 28x28 ones: pools with 2x2 windows, stride 2 (as many window taps as
   // inputs), BatchNorm in training (statistics, then the output) over 8
-  // channels.
-  const int64_t planeElements = 65536, smallPlane = 16, largePlane = 1024;
+  // channels. Rows of 28 (and 14 after a pool), not 32: a CNN's planes are
+  // seldom a multiple of the 16 floats of a vector, and MaxPool on 28x28
+  // takes 1.6x as long per element as on 32x32 (0.50 against 0.31 ns).
+  const int64_t planeElements = 62720, smallPlane = 16, largePlane = 784;
   std::vector<float> px(planeElements), py(planeElements), pdy(planeElements),
       pdx(planeElements), ones(8, 1.0f), zeros(8, 0.0f), stats(32);
   for (int64_t i = 0; i < planeElements; ++i) {
@@ -729,6 +777,7 @@ int main(int argc, char **argv) {
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
   std::string byDimension = gemmByDimension(seconds / 4);
+  std::string conv = convGflops(seconds / 4);
   // Memory: arrays of 32 MiB; cache: three arrays in half the L2.
   double triad = triadGBs(int64_t{8} << 20, seconds);
   long l2 = cacheSize(2, _SC_LEVEL2_CACHE_SIZE);
@@ -757,7 +806,7 @@ int main(int argc, char **argv) {
   if (rank == 0)
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f, "
-                "\"by_dimension\": %s}, "
+                "\"by_dimension\": %s}, \"conv_gflops\": %s, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
@@ -766,8 +815,9 @@ int main(int argc, char **argv) {
                 "\"hand_off_us\": %.3f, \"kernels\": %s, "
                 "\"collectives\": %s, \"overlap\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny,
-                byDimension.c_str(), triad, cacheTriad, cacheBytes, llcTriad,
-                llcBytes, ranks > 1 ? link.latencyUs() : 0.0,
+                byDimension.c_str(), conv.c_str(), triad, cacheTriad,
+                cacheBytes, llcTriad, llcBytes,
+                ranks > 1 ? link.latencyUs() : 0.0,
                 ranks > 1 ? link.bandwidthGBs() : 0.0,
                 ranks > 1 ? link.roundsJson().c_str() : "[]", overhead * 1e6,
                 handOff * 1e6, kernels.c_str(),

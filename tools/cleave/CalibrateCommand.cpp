@@ -349,6 +349,21 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   for (const auto &[width, points] : byWidth)
     gemmByDimension +=
         llvm::formatv("    {0}: {{{1}}\n", width, points).str();
+  // oneDNN's direct convolutions, per pass, over the same peak.
+  const llvm::json::Object *conv = result->getObject("conv_gflops");
+  double convForward = number(conv, "forward"),
+         convInputGrad = number(conv, "input_grad"),
+         convWeightGrad = number(conv, "weight_grad");
+  if (!(convForward > 0) || !(convInputGrad > 0) || !(convWeightGrad > 0))
+    return fail("the probe gave no convolution rates: '" +
+                (*text)->getBuffer().trim() + "'");
+  std::string convEfficiency =
+      llvm::formatv("  conv: {{forward: {0:f3}, input_grad: {1:f3}, "
+                    "weight_grad: {2:f3}}  # oneDNN's direct convolutions, "
+                    "on the multiply-adds their kernels do\n",
+                    convForward / large, convInputGrad / large,
+                    convWeightGrad / large)
+          .str();
   std::string yaml = llvm::formatv(
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
       "(all ranks at once, as a run has them).\n"
@@ -384,11 +399,11 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "  network: 1\n"
       "  gemm:  # by the other two dimensions (their geometric mean), then "
       "the smallest: mn with that many rows or columns, k summing over it\n"
-      "{21}",
+      "{21}{23}",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
       overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link, overlap,
-      gemmByDimension, linkRounds);
+      gemmByDimension, linkRounds, convEfficiency);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;

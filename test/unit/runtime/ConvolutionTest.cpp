@@ -470,6 +470,35 @@ std::vector<int64_t> dimsOf(const Shape &s) {
   return std::vector<int64_t>(s.dims, s.dims + s.rank);
 }
 
+TEST(ConvolutionPath, DirectConvWork) {
+  // A 3x3 kernel, padding 1, on a 2x2 image: per dim, 4 of the 6 (output,
+  // tap) pairs read the image, so 4/9 of the multiply-adds.
+  const int64_t unit[] = {1, 1}, pads[] = {1, 1, 1, 1};
+  Shape x{4, 8, 2, 2}, w{8, 8, 3, 3}, y{4, 8, 2, 2};
+  cleave::body::Window3 window(x, y, w.dims + 2, unit, pads, unit);
+  // The forward pass computes its 8 output channels as a block of 16, the
+  // input gradient its 8 input channels so; the weight gradient neither.
+  EXPECT_DOUBLE_EQ(
+      directConvWork(ConvPass::Forward, w, OneDnnLayout::Blocked, window),
+      8.0 / 9);
+  EXPECT_DOUBLE_EQ(
+      directConvWork(ConvPass::GradInput, w, OneDnnLayout::Blocked, window),
+      8.0 / 9);
+  EXPECT_DOUBLE_EQ(
+      directConvWork(ConvPass::GradWeight, w, OneDnnLayout::Blocked, window),
+      4.0 / 9);
+  EXPECT_DOUBLE_EQ(
+      directConvWork(ConvPass::Forward, w, OneDnnLayout::Plain, window),
+      4.0 / 9);
+  // 48 output channels are three whole blocks; a 1x1 kernel without
+  // padding reads the image everywhere.
+  Shape w1{48, 16, 1, 1}, y1{4, 48, 2, 2};
+  cleave::body::Window3 pointwise(x, y1, w1.dims + 2, unit, nullptr, unit);
+  EXPECT_DOUBLE_EQ(
+      directConvWork(ConvPass::Forward, w1, OneDnnLayout::Blocked, pointwise),
+      1.0);
+}
+
 TEST(ConvolutionCrop, DeadTapsFound) {
   ConvCrop crop;
   // ResNet-18's last stage at 32x32: a 1x1 image, 3x3 kernel, padding 1:

@@ -1,0 +1,148 @@
+//===- ConvolutionPath.h - which path a cpu convolution takes ---*- C++ -*-===//
+//
+// Part of the Cleave runtime: plain C++ (no MLIR), header only. The cpu
+// target computes a convolution pass either as im2col + OpenBLAS sgemm or
+// with oneDNN's direct kernels (OneDnnConvolution.h); this is the rule that
+// picks one, here so that the planner's cost model times the path the
+// program takes (planner/OpCost.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_CONVOLUTIONPATH_H
+#define CLEAVE_RUNTIME_CONVOLUTIONPATH_H
+
+#include "runtime/ConvolutionShapes.h"
+#include "runtime/Shape.h"
+
+#include <cstdint>
+
+namespace cleave::rt {
+
+enum class ConvPass { Forward, GradInput, GradWeight };
+
+/// How oneDNN sees the tensors. Plain: the program's own NCHW activations
+/// and OIHW weights, which restricts oneDNN to its GEMM-based or reference
+/// implementations. Blocked: the layouts oneDNN prefers (nChw16c, ...),
+/// reached by reorders on the way in and out of every call.
+enum class OneDnnLayout { Plain, Blocked };
+
+/// Whether `pass` of this convolution runs through oneDNN, and in which
+/// layout, on `threads` OpenMP threads: the rule of KernelsConvolution's
+/// dispatch.
+//
+// The rule, from bench/conv_bench.cpp on every conv of ResNet-18 and
+// MobileNetV2 (32x32, batch 16) and the MNIST CNN (batch 8), 1 and 2
+// threads, AVX-512 (oneDNN picks jit:avx512_core, jit_1x1 and jit_dw);
+// bench/README.md has the tables. Microseconds are 1-thread times, im2col
+// vs oneDNN blocked unless said otherwise.
+// - Depthwise (one input and one output channel per group): oneDNN's
+//   jit_dw kernels, 10-60x faster in all three passes (48x8x8 forward 251
+//   vs 18); where its backward-weights kernel does not apply oneDNN falls
+//   back to its GEMM one, still faster (96x2x2: 322 vs 212). Other grouped
+//   convs were not measured and stay with im2col.
+// - Blocked layouts beat the plain ones almost everywhere: on NCHW oneDNN
+//   can only run im2col + its own GEMM (gemm:jit), no faster than ours
+//   (64x8x8 3x3: 528 plain, 317 blocked, 713 im2col), while the reorders
+//   cost far less than the direct kernels save.
+// - A GEMM depth (input channels x kernel taps) under 16 stays with
+//   im2col: blocked layouts pad channels to 16, and the reorders outweigh
+//   the product (8x16x16 1x1 -> 8: 5 vs 26; MNIST's 1-channel 3x3: 16 vs
+//   26).
+// - The input gradient of a conv with fewer than 8 input channels (a first
+//   layer) stays with im2col (ResNet's 7x7 on 3 channels: 616 vs 1729).
+// - The weight gradient of a conv with at most 4 output positions, not
+//   pointwise, stays with im2col: one GEMM over the batch's samples side
+//   by side, whose im2col reads a table of each tap's positions
+//   (im2colChunk). ResNet-18 at batch 16, 1 / 2 threads, im2col vs
+//   blocked: 256x2x2 3x3 -> 256 868 vs 1196 / 544 vs 599; 128x4x4 3x3
+//   stride 2 -> 256 440 vs 689 / 289 vs 353; 256x2x2 3x3 stride 2 -> 512
+//   533 vs 1717; 256x2x2 1x1 stride 2 -> 512 80 vs 152 / 80 vs 97. At 16
+//   positions oneDNN wins (128x4x4 3x3 -> 128: 937 vs 770); pointwise
+//   convs go either way by thread count (MobileNetV2's 80x1x1 -> 1280: 99
+//   vs 114 at 1 thread, 110 vs 74 at 2) and keep the rules below.
+// - So does the input gradient of such a conv with a 1x1 output (its
+//   col2im by the same table): 256x2x2 3x3 stride 2 -> 512 589 vs 902 /
+//   360 vs 473; at 4 outputs they tie (128x4x4 3x3 stride 2 -> 256: 474
+//   vs 476 / 322 vs 271).
+// - On 2 threads each of oneDNN's parallel regions (a conv and up to three
+//   reorders) wakes a sleeping thread (the benchmarks' OMP_WAIT_POLICY=
+//   PASSIVE), and its backward-weights kernels wait at barriers: below
+//   ~2 MFLOP per pass that costs more than it saves (24x2x2 1x1 -> 144:
+//   15 im2col, 37 blocked; MobileNetV2's first conv's weight gradient: 48
+//   vs 2400). There only pointwise convs of 48 or more input channels go to
+//   oneDNN, in the plain layout (one region: 240x1x1 -> 40: 81 im2col, 30
+//   plain, 33 blocked).
+inline bool preferOneDnn(ConvPass pass, const ConvDims &cd,
+                         const body::Window3 &w, int threads,
+                         OneDnnLayout &layout) {
+  layout = OneDnnLayout::Blocked;
+  if (cd.groupIn != cd.inChannels)
+    return cd.groupIn == 1 && cd.groupOut == 1;
+  if (cd.kRows < 16)
+    return false;
+  if (pass == ConvPass::GradInput && cd.groupIn < 8)
+    return false;
+  if (pass == ConvPass::GradWeight && w.outSize() <= 4 && !isPointwise(w))
+    return false;
+  if (pass == ConvPass::GradInput && w.outSize() == 1 && !isPointwise(w))
+    return false;
+  double flops = 2.0 * cd.batch * cd.outChannels * w.outSize() * cd.kRows;
+  if (threads > 1 && flops < 2e6) {
+    layout = OneDnnLayout::Plain;
+    return isPointwise(w) && cd.groupIn >= 48;
+  }
+  return true;
+}
+
+/// Whether `pass` of the convolution with these operands runs through
+/// oneDNN on `threads` threads, and in which layout: the rule was measured
+/// on 2-d convs; 1- and 3-d ones, and empty tensors, stay with im2col.
+inline bool choosesOneDnn(ConvPass pass, const Shape &xShape,
+                          const Shape &wShape, const Shape &yShape,
+                          const int64_t *strides, const int64_t *pads,
+                          const int64_t *dilations, int64_t group, int threads,
+                          OneDnnLayout &layout) {
+  if (xShape.rank != 4 || xShape.numElements() == 0 ||
+      wShape.numElements() == 0 || yShape.numElements() == 0)
+    return false;
+  body::Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
+  ConvDims cd(xShape, wShape, group, win);
+  return preferOneDnn(pass, cd, win, threads, layout);
+}
+
+/// The multiply-adds oneDNN's direct kernels do for `pass` of a dense
+/// convolution with weight `wShape` and window `w`, as a share of the
+/// convolution's count (every output position times every tap): they skip
+/// the taps that read padding, where im2col multiplies its zeros; in the
+/// blocked layout they hold channels in blocks of 16 (nChw16c), so the
+/// forward pass computes its output channels and the input gradient its
+/// input channels rounded up to 16 (measured on 16x16 images, 1 thread:
+/// 8 -> 16 channels forward at 0.92 of 64 -> 64's rate, 8 -> 8 at 0.46,
+/// the input gradient of 8 -> 16 at 0.47; the weight gradient of 8 -> 16
+/// at 0.79, not blocked so).
+inline double directConvWork(ConvPass pass, const Shape &wShape,
+                             OneDnnLayout layout, const body::Window3 &w) {
+  double share = 1;
+  for (int d = 0; d < 3; ++d) {
+    int64_t onInput = 0;
+    for (int64_t o = 0; o < w.out[d]; ++o)
+      for (int64_t k = 0; k < w.kernel[d]; ++k) {
+        int64_t i = o * w.stride[d] + k * w.dilation[d] - w.padBegin[d];
+        onInput += i >= 0 && i < w.in[d];
+      }
+    int64_t pairs = w.out[d] * w.kernel[d];
+    share *= pairs > 0 ? double(onInput) / double(pairs) : 1.0;
+  }
+  int64_t channels = pass == ConvPass::Forward     ? wShape.dims[0]
+                     : pass == ConvPass::GradInput ? wShape.dims[1]
+                                                   : 0;
+  constexpr int64_t kBlock = 16;
+  if (layout == OneDnnLayout::Blocked && channels > 0)
+    share *=
+        double((channels + kBlock - 1) / kBlock * kBlock) / double(channels);
+  return share;
+}
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_CONVOLUTIONPATH_H
