@@ -85,8 +85,8 @@ std::vector<double> stagesTraffic(func::FuncOp step, int64_t stages,
   for (Operation &op : step.getBody().front()) {
     if (isCollective(&op) || views.contains(&op))
       continue;
-    // (Bytes are the same whichever taps a convolution computes.)
-    double opBytes = costOf(&op, ConvTaps::All).bytes;
+    // (A convolution's bytes are the same on either runtime.)
+    double opBytes = costOf(&op, ConvRuntime::Cuda).bytes;
     forEachStage(&op, stages, pipelineAxis,
                  [&](int64_t s) { bytes[s] += opBytes; });
   }
@@ -129,15 +129,7 @@ public:
         cost.matrix ? cluster.matrixEfficiency(cost.m, cost.n, cost.k)
                     : cluster.computeEfficiency;
     double flops = cost.flops;
-    // oneDNN's direct convolutions at their own measured rate, on the
-    // multiply-adds their kernels do.
-    if (double direct = cost.directConv ? directConvEfficiency(
-                                              cluster, cost.directConv->pass)
-                                        : 0;
-        direct > 0) {
-      efficiency = direct;
-      flops *= cost.directConv->work;
-    }
+    applyDirectConvRate(cost, cluster, flops, efficiency);
     double compute = flops / (peak * 1e12 * efficiency);
     double bytes = cost.bytes * byteScale;
     // Each operand comes from the smallest cache holding both what passed
@@ -199,8 +191,8 @@ public:
     return gbs * 1e9;
   }
 
-  /// The convolution taps the target computes.
-  ConvTaps convTaps() const { return convTapsOf(cluster); }
+  /// Whose convolutions the target runs.
+  ConvRuntime convRuntime() const { return convRuntimeOf(cluster); }
 
   /// The share of a started all-reduce's time the rank's compute hides.
   double commOverlap() const { return cluster.commOverlap; }
@@ -469,7 +461,7 @@ std::vector<StageTime> timeStages(func::FuncOp step, StepTimer &timer,
         return;
       }
       if (!cost)
-        cost = costOf(&op, timer.convTaps());
+        cost = costOf(&op, timer.convRuntime());
       double seconds = timer.opSeconds(*cost, &op, clock.cache);
       clock.compute(seconds);
       times[s].compute += seconds;
@@ -580,7 +572,7 @@ void simulateSchedule(func::FuncOp step, StepTimer &timer, MeshAttr mesh,
         return;
       }
       double seconds =
-          timer.opSeconds(costOf(&op, timer.convTaps()), &op, clock.cache);
+          timer.opSeconds(costOf(&op, timer.convRuntime()), &op, clock.cache);
       int64_t microbatch = StepPhases::microbatchOf(&op);
       const char *phase = stepPhaseName(phases.phaseOf(&op));
       if (clock.open < 0 || p.schedule[clock.open].microbatch != microbatch ||

@@ -200,7 +200,7 @@ private:
   /// cost model times the partitioned step (Cluster::matrixEfficiency).
   double roofline(Operation *op, const std::optional<OpShardingRule> &rule,
                   double data, int64_t factor) {
-    OpCost cost = costOf(op, convTapsOf(cluster));
+    OpCost cost = costOf(op, convRuntimeOf(cluster));
     if (cost.free)
       return 0;
     double divisor = data * (factor >= 0 ? problem.axisSize : 1);
@@ -256,14 +256,7 @@ private:
         efficiency = cluster.computeEfficiency;
     }
     double flops = cost.flops;
-    // oneDNN's direct convolutions as the cost model times them.
-    if (double direct = cost.directConv ? directConvEfficiency(
-                                              cluster, cost.directConv->pass)
-                                        : 0;
-        direct > 0) {
-      efficiency = direct;
-      flops *= cost.directConv->work;
-    }
+    applyDirectConvRate(cost, cluster, flops, efficiency);
     double compute =
         flops / divisor / (cluster.peakTflopsFp32 * 1e12 * efficiency);
     double memory =

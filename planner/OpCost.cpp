@@ -216,23 +216,34 @@ bool isCollective(Operation *op) {
              SendRecvOp>(op);
 }
 
-double directConvEfficiency(const Cluster &cluster, rt::ConvPass pass) {
-  switch (pass) {
+void applyDirectConvRate(const OpCost &cost, const Cluster &cluster,
+                         double &flops, double &efficiency) {
+  if (!cost.directConv)
+    return;
+  const ConvEfficiency &rates = cluster.convEfficiency;
+  double rate = 0;
+  switch (cost.directConv->pass) {
   case rt::ConvPass::Forward:
-    return cluster.convEfficiency.forward;
+    rate = rates.forward;
+    break;
   case rt::ConvPass::GradInput:
-    return cluster.convEfficiency.inputGrad;
+    rate = rates.inputGrad;
+    break;
   case rt::ConvPass::GradWeight:
-    return cluster.convEfficiency.weightGrad;
+    rate = rates.weightGrad;
+    break;
   }
-  return 0;
+  if (rate <= 0)
+    return;
+  flops = cost.flops * cost.directConv->work;
+  efficiency = rate;
 }
 
-ConvTaps convTapsOf(const Cluster &cluster) {
-  return cluster.target == "cpu" ? ConvTaps::Live : ConvTaps::All;
+ConvRuntime convRuntimeOf(const Cluster &cluster) {
+  return cluster.target == "cpu" ? ConvRuntime::Cpu : ConvRuntime::Cuda;
 }
 
-OpCost costOf(Operation *op, ConvTaps taps) {
+OpCost costOf(Operation *op, ConvRuntime runtime) {
   OpCost cost;
   if (isa<ConstantOp, ReshapeOp, AxisIndexOp, func::ReturnOp>(op) ||
       op->getNumResults() == 0) {
@@ -308,7 +319,7 @@ OpCost costOf(Operation *op, ConvTaps taps) {
                          grad.getWeightGrad(), grad.getOutputGrad());
     tapsDim = &cost.n;
   }
-  if (taps == ConvTaps::Live && tapsDim) {
+  if (runtime == ConvRuntime::Cpu && tapsDim) {
     cost.flops *= cpu.liveTaps;
     *tapsDim *= cpu.liveTaps;
     cost.directConv = cpu.direct;

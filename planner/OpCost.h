@@ -41,7 +41,7 @@ struct OpCost {
   /// (runtime/ConvolutionPath.h), and the multiply-adds those do as a
   /// share of `flops` (rt::directConvWork: the padding skipped, channels
   /// in blocks of 16). Timed at the cluster's measured rate of such
-  /// kernels where it has one (directConvEfficiency).
+  /// kernels where it has one (applyDirectConvRate).
   struct DirectConv {
     rt::ConvPass pass;
     double work = 1;
@@ -49,25 +49,28 @@ struct OpCost {
   std::optional<DirectConv> directConv;
 };
 
-/// Which of a convolution's kernel taps its program computes: the cpu
-/// runtime crops away those that read only padding at every output
-/// position (runtime/ConvolutionLiveTaps.h: 8 of 9 for a 3x3 kernel on a
-/// 1x1 image, the last stage of a CNN on small images); the cuda target's
-/// cuDNN and im2col compute them all.
-enum class ConvTaps { All, Live };
+/// Whose convolutions costOf counts. The cpu runtime's crop away the
+/// kernel taps that read only padding at every output position
+/// (runtime/ConvolutionLiveTaps.h: 8 of 9 for a 3x3 kernel on a 1x1 image,
+/// the last stage of a CNN on small images) and run most passes on
+/// oneDNN's direct kernels (OpCost::directConv); the cuda target's cuDNN
+/// and im2col compute every tap.
+enum class ConvRuntime { Cuda, Cpu };
 
-/// The taps `cluster`'s target computes.
-ConvTaps convTapsOf(const Cluster &cluster);
+/// The convolutions of `cluster`'s target.
+ConvRuntime convRuntimeOf(const Cluster &cluster);
 
 /// The cost of `op`; collectives are not costed here (CostModel times them
-/// from their bytes). A convolution's work is that of the taps `taps` says
-/// (its bytes are all of its operands' either way: a weight is cropped
+/// from their bytes). A convolution's work is what `runtime` computes of
+/// it (its bytes are all of its operands' either way: a weight is cropped
 /// from the whole one).
-OpCost costOf(mlir::Operation *op, ConvTaps taps);
+OpCost costOf(mlir::Operation *op, ConvRuntime runtime);
 
-/// The fraction of peak `cluster` measured for oneDNN's direct
-/// convolutions in `pass` (Cluster::convEfficiency; 0: not measured).
-double directConvEfficiency(const Cluster &cluster, rt::ConvPass pass);
+/// Where `cost` is a direct convolution `cluster` measured the rate of
+/// (Cluster::convEfficiency), `flops` becomes the multiply-adds its
+/// kernels do and `efficiency` that rate; otherwise both stay.
+void applyDirectConvRate(const OpCost &cost, const Cluster &cluster,
+                         double &flops, double &efficiency);
 
 /// Whether `op` is a collective (its time is communication).
 bool isCollective(mlir::Operation *op);

@@ -31,7 +31,7 @@ double stepComputeBoundMs(func::FuncOp step, const Cluster &cluster,
     // Matrix products only: their 2 M N K survives any split (each rank
     // multiplies its blocks), where an elementwise op's count may not; a
     // convolution's live taps too (no split is spatial).
-    OpCost cost = costOf(op, convTapsOf(cluster));
+    OpCost cost = costOf(op, convRuntimeOf(cluster));
     if (cost.free || !cost.matrix || cost.flops <= 0)
       return;
     bool sixteenBit = false;
