@@ -113,7 +113,8 @@ std::string Emitter::handleRef(const std::string &handle) {
 
 std::string Emitter::croppedWeightRef(Value weight) {
   Value root = plan.root(weight);
-  if (!backward.croppedWeights.contains(root))
+  if (!backward.croppedWeights.contains(root) &&
+      !backward.refreshedWeights.contains(weight))
     return "";
   auto [it, inserted] = croppedWeightNames.try_emplace(root);
   if (inserted) {

@@ -353,6 +353,13 @@ FailureOr<bool> Emitter::emitStep(const std::string &argPointers) {
                       traits.copyFunction, ref(value), numElements(value),
                       ref(arg), cppCommentText(target.getValue()));
   }
+  // The weights' updates are written: the copies of their live taps that
+  // served this step's convolutions are stale.
+  for (BlockArgument weight : block.getArguments())
+    if (auto it = croppedWeightNames.find(weight);
+        it != croppedWeightNames.end() &&
+        backward.refreshedWeights.contains(weight))
+      body << formatv("  staleCroppedWeight({0});\n", it->second);
 
   return haveLoss;
 }

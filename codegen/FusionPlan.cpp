@@ -1,7 +1,9 @@
 //===- FusionPlan.cpp - ops the emitter runs together ---------------------===//
 
 #include "codegen/FusionPlan.h"
+#include "codegen/RuntimeShape.h"
 #include "codegen/StepPhases.h"
+#include "runtime/ConvolutionLiveTaps.h"
 
 namespace mlir::cleave {
 
@@ -417,6 +419,78 @@ stridedMatmulView(Operation *op, int index, const FusionPlan &fusion) {
                        cast<RankedTensorType>(operand.getType()).getShape())};
 }
 
+namespace {
+
+/// Whether the runtime crops kernel taps of convolution pass `pass` (a
+/// ConvOp or ConvGradInputOp) that read only padding (rt::cropDeadTaps).
+bool cropsDeadTaps(Operation *pass) {
+  auto crops = [](auto op, Value x, Value w, Value y) {
+    ::cleave::rt::ConvCrop crop;
+    return ::cleave::rt::cropDeadTaps(
+        codegen::runtimeShape(x), codegen::runtimeShape(w),
+        codegen::runtimeShape(y), op.getStrides().data(), op.getPads().data(),
+        op.getDilations().data(), crop);
+  };
+  if (auto forward = dyn_cast<ConvOp>(pass))
+    return crops(forward, forward.getInput(), forward.getWeight(),
+                 forward.getResult());
+  auto grad = cast<ConvGradInputOp>(pass);
+  return crops(grad, grad.getInputGrad(), grad.getWeight(),
+               grad.getOutputGrad());
+}
+
+/// Whether `user` reads `w` as the weight of a convolution or of its input
+/// gradient, and as nothing else.
+bool readsAsConvolutionWeight(Operation *user, Value w) {
+  if (auto forward = dyn_cast<ConvOp>(user))
+    return forward.getWeight() == w && forward.getInput() != w &&
+           forward.getBias() != w;
+  if (auto grad = dyn_cast<ConvGradInputOp>(user))
+    return grad.getWeight() == w && grad.getOutputGrad() != w;
+  return false;
+}
+
+/// BackwardFusion::refreshedWeights: step arguments that two or more
+/// convolution passes on `stage`, some of which crop dead taps, read as
+/// their weight before any other op
+/// of the stage reads them (an optimizer update, which may write them in
+/// place, comes last), and that no convolution reads through another value
+/// of their buffer (an updated weight).
+template <typename RunsAt>
+void planRefreshedWeights(Block &block, const MemoryPlan &plan, int64_t stage,
+                          RunsAt runsAt, BackwardFusion &backward) {
+  for (BlockArgument w : block.getArguments()) {
+    if (backward.croppedWeights.contains(w))
+      continue;
+    SmallVector<Operation *> passes, others;
+    for (Operation *user : w.getUsers()) {
+      if (!runsOnStage(user, stage))
+        continue;
+      (readsAsConvolutionWeight(user, w) ? passes : others).push_back(user);
+    }
+    if (passes.size() < 2 || !llvm::any_of(passes, cropsDeadTaps))
+      continue;
+    bool othersLast = llvm::all_of(others, [&](Operation *other) {
+      return llvm::all_of(passes, [&](Operation *pass) {
+        return runsAt(pass)->isBeforeInBlock(runsAt(other));
+      });
+    });
+    bool onlyThisValue = true;
+    for (Operation &op : block.without_terminator()) {
+      Value weight;
+      if (auto forward = dyn_cast<ConvOp>(op))
+        weight = forward.getWeight();
+      else if (auto grad = dyn_cast<ConvGradInputOp>(op))
+        weight = grad.getWeight();
+      onlyThisValue &= !weight || weight == w || plan.root(weight) != w;
+    }
+    if (othersLast && onlyThisValue)
+      backward.refreshedWeights.insert(w);
+  }
+}
+
+} // namespace
+
 BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
                                   const FusionPlan &fusion, int64_t stage) {
   BackwardFusion backward;
@@ -529,6 +603,7 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
     if (onlyConvolutions && !w.hasOneUse())
       backward.croppedWeights.insert(w);
   }
+  planRefreshedWeights(block, plan, stage, runsAt, backward);
   return backward;
 }
 

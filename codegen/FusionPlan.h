@@ -122,6 +122,13 @@ struct BackwardFusion {
   /// gradients read and only such a fused update writes: the cpu target
   /// keeps a copy of their live taps between calls (runtime CroppedWeight).
   llvm::DenseSet<Value> croppedWeights;
+  /// Weights (step arguments) that no fused update writes, read by two or
+  /// more convolution passes (some cropping dead taps) before anything
+  /// else reads them: the cpu
+  /// target keeps a copy of their live taps for the step, cropped at the
+  /// first pass, and marks it stale at the step's end
+  /// (runtime staleCroppedWeight), after the weight's update.
+  llvm::DenseSet<Value> refreshedWeights;
 };
 
 /// Pairs the GEMMs, and the convolution weight gradients, of `block` run on

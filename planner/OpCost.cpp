@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "codegen/MemoryPlan.h"
+#include "codegen/RuntimeShape.h"
 #include "dialects/cleave/CleaveOps.h"
 #include "runtime/ConvolutionLiveTaps.h"
 #include "runtime/ConvolutionPath.h"
@@ -71,16 +72,9 @@ template <typename ConvLike>
 CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
                               Value weight, Value output) {
   CpuConvolution result;
-  auto shapeOf = [](Value value) {
-    rt::Shape shape;
-    auto type = cast<ShapedType>(value.getType());
-    if (!type.hasStaticShape() || type.getRank() > rt::kMaxRank)
-      return shape;
-    for (int64_t d : type.getShape())
-      shape.dims[shape.rank++] = d;
-    return shape;
-  };
-  rt::Shape x = shapeOf(input), w = shapeOf(weight), y = shapeOf(output);
+  using codegen::runtimeShape;
+  rt::Shape x = runtimeShape(input), w = runtimeShape(weight),
+            y = runtimeShape(output);
   if (x.rank != 4 || w.rank != 4 || y.rank != 4)
     return result;
   const int64_t *strides = op.getStrides().data();

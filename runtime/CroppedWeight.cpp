@@ -56,6 +56,11 @@ void syncCroppedWeight(CroppedWeight &cache) {
                   cache.weight + (p * kh + crop.lo[0] + r) * kw + crop.lo[1]);
 }
 
+void staleCroppedWeight(CroppedWeight &cache) {
+  syncCroppedWeight(cache);
+  cache.generation = 0;
+}
+
 void syncCroppedWeights() {
   for (CroppedWeight *cache : listed())
     syncCroppedWeight(*cache);

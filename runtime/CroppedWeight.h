@@ -23,7 +23,10 @@ namespace cleave::rt {
 /// that only convolutions read and only their fused SGD update writes
 /// (codegen/FusionPlan.h): the update then goes to the copy alone, which
 /// is ahead of the weight until syncCroppedWeights writes it back (before
-/// anything outside the step reads the tensors). Anything that writes the
+/// anything outside the step reads the tensors). A weight that convolutions
+/// read more than once in a step and an update (of any optimizer) writes
+/// after them gets one too: cropped at its first pass, stale at the end of
+/// the step (staleCroppedWeight). Anything that writes the
 /// tensors outside the step (initial values, loaded files) makes every
 /// copy stale (forgetCroppedWeights).
 struct CroppedWeight {
@@ -44,6 +47,11 @@ struct CroppedWeight {
 
 /// Marks every CroppedWeight stale: the next pass crops its weight again.
 void forgetCroppedWeights();
+
+/// Marks `cache` stale, its weight having been written in the step (by an
+/// update that does not go through the copy): the next pass crops it
+/// again. Updates the copy holds are written back first.
+void staleCroppedWeight(CroppedWeight &cache);
 
 /// Writes the updates every CroppedWeight holds back into its weight.
 void syncCroppedWeights();

@@ -685,6 +685,46 @@ TEST(ConvolutionCrop, CachedLiveTapsStayTheWeights) {
   EXPECT_EQ(y0, y1);
 }
 
+TEST(ConvolutionCrop, StaleCopyIsCroppedAgain) {
+  // A weight an unfused update writes (momentum, or after an all-reduce):
+  // the forward pass and the input gradient of each step share one copy of
+  // its live taps, which staleCroppedWeight drops at the step's end. Three
+  // steps against the same calls without a copy: every result bitwise
+  // equal, with the weight changed between steps.
+  ScopedThreads threads(1);
+  ConvCase cc{{3, 32, 1, 1},
+              {24, 32, 3, 3},
+              {3, 24, 1, 1},
+              {1, 1},
+              {1, 1, 1, 1},
+              {1, 1},
+              1};
+  auto x = randomVector(cc.x.numElements(), 61);
+  auto dy = randomVector(cc.y.numElements(), 62);
+  std::vector<float> w = randomVector(cc.w.numElements(), 63);
+  CroppedWeight cache;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> y0(cc.y.numElements()), y1(cc.y.numElements());
+    std::vector<float> dx0(cc.x.numElements()), dx1(cc.x.numElements());
+    conv(x.data(), cc.x, w.data(), cc.w, nullptr, cc.strides.data(),
+         cc.pads.data(), cc.dilations.data(), 1, y0.data(), cc.y);
+    conv(x.data(), cc.x, w.data(), cc.w, nullptr, cc.strides.data(),
+         cc.pads.data(), cc.dilations.data(), 1, y1.data(), cc.y, cache);
+    ASSERT_EQ(y0, y1) << "step " << step;
+    convGradInput(dy.data(), cc.y, w.data(), cc.w, cc.strides.data(),
+                  cc.pads.data(), cc.dilations.data(), 1, dx0.data(), cc.x);
+    convGradInput(dy.data(), cc.y, w.data(), cc.w, cc.strides.data(),
+                  cc.pads.data(), cc.dilations.data(), 1, dx1.data(), cc.x,
+                  cache);
+    ASSERT_EQ(dx0, dx1) << "step " << step;
+    EXPECT_FALSE(cache.ahead);
+    // The update, in place, then the end of the step.
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = 0.9f * w[i] + 0.01f * float(i % 7);
+    staleCroppedWeight(cache);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
