@@ -452,15 +452,26 @@ bool readsAsConvolutionWeight(Operation *user, Value w) {
 
 /// BackwardFusion::refreshedWeights: step arguments that two or more
 /// convolution passes on `stage`, some of which crop dead taps, read as
-/// their weight before any other op
-/// of the stage reads them (an optimizer update, which may write them in
-/// place, comes last), and that no convolution reads through another value
-/// of their buffer (an updated weight).
+/// their weight before any other op of the stage reads them (an optimizer
+/// update, which may write them in place, comes last), and that no
+/// convolution reads through another value of their buffer (an updated
+/// weight).
 template <typename RunsAt>
 void planRefreshedWeights(Block &block, const MemoryPlan &plan, int64_t stage,
                           RunsAt runsAt, BackwardFusion &backward) {
+  // Buffers some convolution reads through a value other than their own.
+  llvm::DenseSet<Value> readThroughOther;
+  for (Operation &op : block.without_terminator()) {
+    Value weight;
+    if (auto forward = dyn_cast<ConvOp>(op))
+      weight = forward.getWeight();
+    else if (auto grad = dyn_cast<ConvGradInputOp>(op))
+      weight = grad.getWeight();
+    if (weight && plan.root(weight) != weight)
+      readThroughOther.insert(plan.root(weight));
+  }
   for (BlockArgument w : block.getArguments()) {
-    if (backward.croppedWeights.contains(w))
+    if (backward.croppedWeights.contains(w) || readThroughOther.contains(w))
       continue;
     SmallVector<Operation *> passes, others;
     for (Operation *user : w.getUsers()) {
@@ -475,16 +486,7 @@ void planRefreshedWeights(Block &block, const MemoryPlan &plan, int64_t stage,
         return runsAt(pass)->isBeforeInBlock(runsAt(other));
       });
     });
-    bool onlyThisValue = true;
-    for (Operation &op : block.without_terminator()) {
-      Value weight;
-      if (auto forward = dyn_cast<ConvOp>(op))
-        weight = forward.getWeight();
-      else if (auto grad = dyn_cast<ConvGradInputOp>(op))
-        weight = grad.getWeight();
-      onlyThisValue &= !weight || weight == w || plan.root(weight) != w;
-    }
-    if (othersLast && onlyThisValue)
+    if (othersLast)
       backward.refreshedWeights.insert(w);
   }
 }
@@ -592,12 +594,7 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
     if (!w)
       continue;
     bool onlyConvolutions = llvm::all_of(w.getUsers(), [&](Operation *user) {
-      if (auto forward = dyn_cast<ConvOp>(user))
-        return forward.getWeight() == w && forward.getInput() != w &&
-               forward.getBias() != w;
-      if (auto grad = dyn_cast<ConvGradInputOp>(user))
-        return grad.getWeight() == w && grad.getOutputGrad() != w;
-      return user == sgd.getOperation();
+      return readsAsConvolutionWeight(user, w) || user == sgd.getOperation();
     });
     // Without a pass reading it, a copy would only be written.
     if (onlyConvolutions && !w.hasOneUse())
