@@ -626,6 +626,39 @@ TEST(ConvolutionCrop, LargeWeightsOnThreads) {
   }
 }
 
+/// The forward pass and the input gradient of `cc` on weight `plain`
+/// without a copy of its live taps and on `cached` through `cache`:
+/// bitwise equal results.
+void expectSamePasses(const ConvCase &cc, const std::vector<float> &x,
+                      const std::vector<float> &dy,
+                      const std::vector<float> &plain,
+                      const std::vector<float> &cached, CroppedWeight &cache,
+                      int step) {
+  std::vector<float> y0(cc.y.numElements()), y1(cc.y.numElements());
+  std::vector<float> dx0(cc.x.numElements()), dx1(cc.x.numElements());
+  conv(x.data(), cc.x, plain.data(), cc.w, nullptr, cc.strides.data(),
+       cc.pads.data(), cc.dilations.data(), 1, y0.data(), cc.y);
+  conv(x.data(), cc.x, cached.data(), cc.w, nullptr, cc.strides.data(),
+       cc.pads.data(), cc.dilations.data(), 1, y1.data(), cc.y, cache);
+  ASSERT_EQ(y0, y1) << "step " << step;
+  convGradInput(dy.data(), cc.y, plain.data(), cc.w, cc.strides.data(),
+                cc.pads.data(), cc.dilations.data(), 1, dx0.data(), cc.x);
+  convGradInput(dy.data(), cc.y, cached.data(), cc.w, cc.strides.data(),
+                cc.pads.data(), cc.dilations.data(), 1, dx1.data(), cc.x,
+                cache);
+  ASSERT_EQ(dx0, dx1) << "step " << step;
+}
+
+/// A 3x3 convolution of 32 -> 24 channels on 1x1 images: only the centre
+/// tap is live.
+const ConvCase kCentreTapOnly{{3, 32, 1, 1},
+                              {24, 32, 3, 3},
+                              {3, 24, 1, 1},
+                              {1, 1},
+                              {1, 1, 1, 1},
+                              {1, 1},
+                              1};
+
 TEST(ConvolutionCrop, CachedLiveTapsStayTheWeights) {
   // Three steps of the forward pass, the input gradient and the fused SGD
   // update through a CroppedWeight, against the same calls without one:
@@ -633,32 +666,15 @@ TEST(ConvolutionCrop, CachedLiveTapsStayTheWeights) {
   // syncCroppedWeights writes the updates back, and a weight written
   // outside the step (forgetCroppedWeights) is cropped again.
   ScopedThreads threads(1);
-  ConvCase cc{{3, 32, 1, 1},
-              {24, 32, 3, 3},
-              {3, 24, 1, 1},
-              {1, 1},
-              {1, 1, 1, 1},
-              {1, 1},
-              1};
+  const ConvCase &cc = kCentreTapOnly;
   auto x = randomVector(cc.x.numElements(), 51);
   auto dy = randomVector(cc.y.numElements(), 52);
   std::vector<float> plain = randomVector(cc.w.numElements(), 53);
   std::vector<float> cached = plain;
   CroppedWeight cache;
   for (int step = 0; step < 3; ++step) {
-    std::vector<float> y0(cc.y.numElements()), y1(cc.y.numElements());
-    std::vector<float> dx0(cc.x.numElements()), dx1(cc.x.numElements());
-    conv(x.data(), cc.x, plain.data(), cc.w, nullptr, cc.strides.data(),
-         cc.pads.data(), cc.dilations.data(), 1, y0.data(), cc.y);
-    conv(x.data(), cc.x, cached.data(), cc.w, nullptr, cc.strides.data(),
-         cc.pads.data(), cc.dilations.data(), 1, y1.data(), cc.y, cache);
-    ASSERT_EQ(y0, y1) << "step " << step;
-    convGradInput(dy.data(), cc.y, plain.data(), cc.w, cc.strides.data(),
-                  cc.pads.data(), cc.dilations.data(), 1, dx0.data(), cc.x);
-    convGradInput(dy.data(), cc.y, cached.data(), cc.w, cc.strides.data(),
-                  cc.pads.data(), cc.dilations.data(), 1, dx1.data(), cc.x,
-                  cache);
-    ASSERT_EQ(dx0, dx1) << "step " << step;
+    ASSERT_NO_FATAL_FAILURE(
+        expectSamePasses(cc, x, dy, plain, cached, cache, step));
     std::vector<float> before = cached;
     convGradWeightSgd(dy.data(), cc.y, x.data(), cc.x, cc.strides.data(),
                       cc.pads.data(), cc.dilations.data(), 1, 0.5f,
@@ -692,31 +708,13 @@ TEST(ConvolutionCrop, StaleCopyIsCroppedAgain) {
   // steps against the same calls without a copy: every result bitwise
   // equal, with the weight changed between steps.
   ScopedThreads threads(1);
-  ConvCase cc{{3, 32, 1, 1},
-              {24, 32, 3, 3},
-              {3, 24, 1, 1},
-              {1, 1},
-              {1, 1, 1, 1},
-              {1, 1},
-              1};
+  const ConvCase &cc = kCentreTapOnly;
   auto x = randomVector(cc.x.numElements(), 61);
   auto dy = randomVector(cc.y.numElements(), 62);
   std::vector<float> w = randomVector(cc.w.numElements(), 63);
   CroppedWeight cache;
   for (int step = 0; step < 3; ++step) {
-    std::vector<float> y0(cc.y.numElements()), y1(cc.y.numElements());
-    std::vector<float> dx0(cc.x.numElements()), dx1(cc.x.numElements());
-    conv(x.data(), cc.x, w.data(), cc.w, nullptr, cc.strides.data(),
-         cc.pads.data(), cc.dilations.data(), 1, y0.data(), cc.y);
-    conv(x.data(), cc.x, w.data(), cc.w, nullptr, cc.strides.data(),
-         cc.pads.data(), cc.dilations.data(), 1, y1.data(), cc.y, cache);
-    ASSERT_EQ(y0, y1) << "step " << step;
-    convGradInput(dy.data(), cc.y, w.data(), cc.w, cc.strides.data(),
-                  cc.pads.data(), cc.dilations.data(), 1, dx0.data(), cc.x);
-    convGradInput(dy.data(), cc.y, w.data(), cc.w, cc.strides.data(),
-                  cc.pads.data(), cc.dilations.data(), 1, dx1.data(), cc.x,
-                  cache);
-    ASSERT_EQ(dx0, dx1) << "step " << step;
+    ASSERT_NO_FATAL_FAILURE(expectSamePasses(cc, x, dy, w, w, cache, step));
     EXPECT_FALSE(cache.ahead);
     // The update, in place, then the end of the step.
     for (size_t i = 0; i < w.size(); ++i)
