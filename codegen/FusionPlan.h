@@ -124,10 +124,9 @@ struct BackwardFusion {
   llvm::DenseSet<Value> croppedWeights;
   /// Weights (step arguments) that no fused update writes, read by two or
   /// more convolution passes (some cropping dead taps) before anything
-  /// else reads them: the cpu
-  /// target keeps a copy of their live taps for the step, cropped at the
-  /// first pass, and marks it stale at the step's end
-  /// (runtime staleCroppedWeight), after the weight's update.
+  /// else reads them: the cpu target keeps a copy of their live taps for
+  /// the step, cropped at the first pass, and marks it stale at the step's
+  /// end (runtime staleCroppedWeight), after the weight's update.
   llvm::DenseSet<Value> refreshedWeights;
 };
 
