@@ -1,8 +1,8 @@
 //===- FusionPlan.cpp - ops the emitter runs together ---------------------===//
 
 #include "codegen/FusionPlan.h"
-#include "codegen/RuntimeShape.h"
 #include "codegen/StepPhases.h"
+#include "dialects/cleave/RuntimeShape.h"
 #include "runtime/ConvolutionLiveTaps.h"
 
 namespace mlir::cleave {
@@ -426,10 +426,10 @@ namespace {
 bool cropsDeadTaps(Operation *pass) {
   auto crops = [](auto op, Value x, Value w, Value y) {
     ::cleave::rt::ConvCrop crop;
-    return ::cleave::rt::cropDeadTaps(
-        codegen::runtimeShape(x), codegen::runtimeShape(w),
-        codegen::runtimeShape(y), op.getStrides().data(), op.getPads().data(),
-        op.getDilations().data(), crop);
+    return ::cleave::rt::cropDeadTaps(runtimeShape(x), runtimeShape(w),
+                                      runtimeShape(y), op.getStrides().data(),
+                                      op.getPads().data(),
+                                      op.getDilations().data(), crop);
   };
   if (auto forward = dyn_cast<ConvOp>(pass))
     return crops(forward, forward.getInput(), forward.getWeight(),

@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "codegen/MemoryPlan.h"
-#include "codegen/RuntimeShape.h"
 #include "dialects/cleave/CleaveOps.h"
+#include "dialects/cleave/RuntimeShape.h"
 #include "runtime/ConvolutionLiveTaps.h"
 #include "runtime/ConvolutionPath.h"
 
@@ -72,7 +72,6 @@ template <typename ConvLike>
 CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
                               Value weight, Value output) {
   CpuConvolution result;
-  using codegen::runtimeShape;
   rt::Shape x = runtimeShape(input), w = runtimeShape(weight),
             y = runtimeShape(output);
   if (x.rank != 4 || w.rank != 4 || y.rank != 4)

@@ -6,15 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CLEAVE_CODEGEN_RUNTIMESHAPE_H
-#define CLEAVE_CODEGEN_RUNTIMESHAPE_H
+#ifndef CLEAVE_DIALECT_RUNTIMESHAPE_H
+#define CLEAVE_DIALECT_RUNTIMESHAPE_H
 
 #include "runtime/Shape.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 
-namespace mlir::cleave::codegen {
+namespace mlir::cleave {
 
 /// `value`'s static shape as the runtime holds it; rank 0 where it has no
 /// static shape or more dims than the runtime's Shape.
@@ -29,6 +29,6 @@ inline ::cleave::rt::Shape runtimeShape(Value value) {
   return shape;
 }
 
-} // namespace mlir::cleave::codegen
+} // namespace mlir::cleave
 
-#endif // CLEAVE_CODEGEN_RUNTIMESHAPE_H
+#endif // CLEAVE_DIALECT_RUNTIMESHAPE_H
