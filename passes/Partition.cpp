@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/DeadTapGradients.h"
+#include "passes/DeadTapCollectives.h"
 #include "passes/Passes.h"
 #include "passes/ShardingHints.h"
 #include "passes/ShardingRules.h"
@@ -693,7 +693,7 @@ struct PartitionPass
       Partitioner partitioner(mesh, reduceScatterGradients);
       if (failed(partitioner.run(func)))
         return signalPassFailure();
-      sumLiveTapGradientsOnly(func);
+      keepDeadTapsOutOfCollectives(func);
       bucketAllReduces(func, static_cast<int64_t>(bucketMb * (1 << 20)));
     }
   }

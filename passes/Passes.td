@@ -457,7 +457,7 @@ def PartitionPass : Pass<"cleave-partition", "::mlir::ModuleOp"> {
     A convolution weight gradient with kernel taps that only ever read
     padding (exactly zero on every rank) is computed and summed for its
     live taps alone and put back in the whole kernel by a `slice_grad`
-    after the sum (passes/DeadTapGradients.h), so those zeros are not sent.
+    after the sum (passes/DeadTapCollectives.h), so those zeros are not sent.
     Arguments keep `cleave.sharding` (the runtime uses it to load and save
     their shards).
 
