@@ -293,9 +293,7 @@ llvm::Error readConvEfficiency(Reader &reader, const Tree *node, Cluster &c) {
       reader.entries(node, where, {"forward", "input_grad", "weight_grad"});
   if (!rates)
     return rates.takeError();
-  // A direct kernel may outrun the GEMM that sets the peak, not by much:
-  // more than 4x would be a measurement gone wrong.
-  constexpr double kMost = 4;
+  constexpr double kMost = ConvEfficiency::kMost;
   for (auto [key, out] :
        {std::pair{"forward", &c.convEfficiency.forward},
         std::pair{"input_grad", &c.convEfficiency.inputGrad},

@@ -130,6 +130,11 @@ struct GemmEfficiencyAtWidth {
 /// matrix products by efficiency.gemm).
 struct ConvEfficiency {
   double forward = 0, inputGrad = 0, weightGrad = 0;
+  /// The largest rate a file may give. oneDNN's kernels may outrun the
+  /// GEMM that sets the peak by a lot where OpenBLAS runs kernels for an
+  /// older CPU (4.5x on a Xeon that OpenBLAS 0.3.21 does not know, without
+  /// OPENBLAS_CORETYPE); more than 32x is a measurement gone wrong.
+  static constexpr double kMost = 32;
 };
 
 struct Cluster {

@@ -357,12 +357,38 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   if (!(convForward > 0) || !(convInputGrad > 0) || !(convWeightGrad > 0))
     return fail("the probe gave no convolution rates: '" +
                 (*text)->getBuffer().trim() + "'");
+  // Rates above 2 mean that the runtime's GEMM (OpenBLAS) runs far below
+  // what the vector units do, which the user may fix; above what a file
+  // may say (ConvEfficiency::kMost) the measurement went wrong, and the
+  // rate is capped so that the file written is one `cleave plan` reads.
+  double fastest = std::max({convForward, convInputGrad, convWeightGrad});
+  if (fastest > 2 * large)
+    llvm::errs() << llvm::formatv(
+        "cleave calibrate: warning: oneDNN's convolutions ran at up to "
+        "{0:f1} times the runtime's 1024^3 GEMM ({1:f2} GFLOP/s): OpenBLAS "
+        "may be running kernels for an older CPU (0.3.21 does not know the "
+        "newest Xeons; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 "
+        "kernels). The file holds what was measured; calibrate with the "
+        "environment the programs will run in.\n",
+        fastest / large, large);
+  auto convRate = [&](double gflops, const char *pass) {
+    double rate = gflops / large;
+    if (rate <= planner::ConvEfficiency::kMost)
+      return rate;
+    llvm::errs() << llvm::formatv(
+        "cleave calibrate: warning: the convolution's {0} pass measured "
+        "{1:f1} times the GEMM's rate, more than a file may say: the file "
+        "says {2:f0}; calibrate again on a quieter machine.\n",
+        pass, rate, planner::ConvEfficiency::kMost);
+    return planner::ConvEfficiency::kMost;
+  };
   std::string convEfficiency =
       llvm::formatv("  conv: {{forward: {0:f3}, input_grad: {1:f3}, "
                     "weight_grad: {2:f3}}  # oneDNN's direct convolutions, "
                     "on the multiply-adds their kernels do\n",
-                    convForward / large, convInputGrad / large,
-                    convWeightGrad / large)
+                    convRate(convForward, "forward"),
+                    convRate(convInputGrad, "input gradient"),
+                    convRate(convWeightGrad, "weight gradient"))
           .str();
   std::string yaml = llvm::formatv(
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "

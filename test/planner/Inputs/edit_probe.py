@@ -1,0 +1,20 @@
+"""Rewrites the calibration probe's JSON (stdin to stdout) as a probe from
+another build, or one measured while the machine's load changed, might
+print it:
+
+  edit_probe.py drop FIELD          without FIELD (link_rounds, conv_gflops):
+                                    `cleave calibrate` must refuse it with a
+                                    message, not write a file;
+  edit_probe.py scale FIELD FACTOR  every number of the object FIELD times
+                                    FACTOR (conv_gflops 100: convolutions far
+                                    faster than the GEMM)."""
+import json
+import sys
+
+result = json.loads(sys.stdin.read())
+if sys.argv[1] == "drop":
+    del result[sys.argv[2]]
+else:
+    field, factor = sys.argv[2], float(sys.argv[3])
+    result[field] = {key: value * factor for key, value in result[field].items()}
+print(json.dumps(result))
