@@ -2,6 +2,7 @@
 
 #include "runtime/ConvolutionCrop.h"
 #include "runtime/CroppedWeight.h"
+#include "runtime/Elementwise.h"
 
 #include <algorithm>
 
@@ -98,9 +99,12 @@ void addCroppedWeight(const float *dwc, float alpha, const ConvCrop &crop,
     addCroppedWeight(dwc, alpha, crop, w, wShape);
     return;
   }
+  // Contiguous, unlike the visits of w's live taps above: worth the
+  // threads from an elementwise op's grain (4 weights of 262144 floats a
+  // step in ResNet-18 at 32x32, 1.9% of a 2-thread step on one).
   float *taps = cache.taps.data();
   int64_t n = crop.wShape.numElements();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelWeight)
+#pragma omp parallel for simd schedule(static) if (n > detail::kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     taps[i] = taps[i] + alpha * dwc[i];
   cache.ahead = true;

@@ -248,6 +248,11 @@ void im2colChunk(const float *x, const ConvDims &cd, int64_t g,
   std::vector<int32_t> table = tapTable(win);
   const float *first =
       x + (chunk.first * cd.inChannels + g * cd.groupIn) * inSize;
+  // Called in order (the weight gradient's chunks, whose GEMMs use the
+  // threads), the copy would leave the other threads waiting.
+#pragma omp parallel for schedule(static) if (!detail::inParallel() &&         \
+                                              cd.groupIn * kSize * ld >        \
+                                                  kParallelGrain)
   for (int64_t c = 0; c < cd.groupIn; ++c)
     for (int64_t k = 0; k < kSize; ++k) {
       const int32_t *at = table.data() + k * oSize;
@@ -389,16 +394,22 @@ void im2colConvGradWeight(const float *dy, const Shape &yShape, const float *x,
   Window3 win(xShape, yShape, wShape.dims + 2, strides, pads, dilations);
   ConvDims cd(xShape, wShape, group, win);
   int64_t inSize = win.inSize(), oSize = win.outSize();
-  std::fill(dw, dw + wShape.numElements(), 0.0f);
-  if (wShape.numElements() == 0 || cd.batch * oSize == 0)
+  if (wShape.numElements() == 0)
     return;
+  if (cd.batch * oSize == 0) {
+    std::fill(dw, dw + wShape.numElements(), 0.0f);
+    return;
+  }
   bool pointwise = isPointwise(win);
   int64_t per = samplesPerGemm(cd, oSize);
   int64_t columns = per * oSize;
   int64_t scratch = chunkScratch(cd, oSize, per, pointwise);
-  // In order: every chunk accumulates into dw (the GEMMs use the threads).
+  // In order: the first chunk's products write dw (no zero fill on one
+  // thread first), the others accumulate into it (the GEMMs use the
+  // threads).
   forEachChunk(
       cd, oSize, per, scratch, false, [&](SampleChunk chunk, float *buf) {
+        float beta = chunk.first == 0 ? 0.0f : 1.0f;
         for (int64_t g = 0; g < group; ++g) {
           float *dwg = dw + g * cd.groupOut * cd.kRows;
           if (per == 1) {
@@ -412,7 +423,7 @@ void im2colConvGradWeight(const float *dy, const Shape &yShape, const float *x,
             // dw_g += dy_g @ col^T, accumulated over the batch.
             gemm(false, true, cd.groupOut, cd.kRows, oSize, 1.0f,
                  dy + (chunk.first * cd.outChannels + g * cd.groupOut) * oSize,
-                 src, 1.0f, dwg);
+                 src, beta, dwg);
             continue;
           }
           int64_t n = chunk.count * oSize;
@@ -420,7 +431,7 @@ void im2colConvGradWeight(const float *dy, const Shape &yShape, const float *x,
           im2colChunk(x, cd, g, win, chunk, col);
           gatherChannels(dy, cd.outChannels, g * cd.groupOut, cd.groupOut,
                          oSize, chunk, dyg);
-          gemm(false, true, cd.groupOut, cd.kRows, n, 1.0f, dyg, col, 1.0f,
+          gemm(false, true, cd.groupOut, cd.kRows, n, 1.0f, dyg, col, beta,
                dwg);
         }
       });
