@@ -1,4 +1,4 @@
-//===- DeadTapCollectives.cpp - conv weights' dead taps never sent --------===//
+//===- DeadTapCollectives.cpp - dead kernel taps never sent ---------------===//
 
 #include "passes/DeadTapCollectives.h"
 
@@ -103,6 +103,8 @@ void sumLiveTaps(Operation *sum) {
 /// The crop of convolution pass `user` if it reads `weight` as its kernel
 /// and has dead taps.
 std::optional<ConvCrop> cropOfWeightReader(Operation *user, Value weight) {
+  if (llvm::count(user->getOperands(), weight) != 1)
+    return std::nullopt;
   if (auto conv = dyn_cast<ConvOp>(user); conv && conv.getWeight() == weight)
     return deadTapCrop(conv, conv.getInput(), weight, conv.getResult());
   if (auto grad = dyn_cast<ConvGradInputOp>(user);

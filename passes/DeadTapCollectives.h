@@ -1,5 +1,4 @@
-//===- DeadTapCollectives.h - conv weights' dead taps never sent -*- C++
-//-*-===//
+//===- DeadTapCollectives.h - dead kernel taps never sent -------*- C++ -*-===//
 //
 // Part of cleave-partition. A convolution kernel tap that reads only
 // padding at every output position (a 3x3 kernel on a 1x1 image, as in

@@ -454,10 +454,12 @@ def PartitionPass : Pass<"cleave-partition", "::mlir::ModuleOp"> {
     gradients that reach the optimizer are all-reduced in
     buckets of at most `bucket-mb` MiB, in the order the backward pass
     produces them, each bucket issued where its last gradient is computed.
-    A convolution weight gradient with kernel taps that only ever read
-    padding (exactly zero on every rank) is computed and summed for its
-    live taps alone and put back in the whole kernel by a `slice_grad`
-    after the sum (passes/DeadTapCollectives.h), so those zeros are not sent.
+    Kernel taps of a convolution that only ever read padding are kept out
+    of collectives (passes/DeadTapCollectives.h): their weight gradient,
+    exactly zero on every rank, is neither computed nor summed (the live
+    taps' sum is put back in the whole kernel by a `slice_grad` where the
+    optimizer reads it), and a gathered weight that only such
+    convolutions read is gathered as its live taps.
     Arguments keep `cleave.sharding` (the runtime uses it to load and save
     their shards).
 
