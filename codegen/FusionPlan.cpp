@@ -3,7 +3,6 @@
 #include "codegen/FusionPlan.h"
 #include "codegen/StepPhases.h"
 #include "dialects/cleave/RuntimeShape.h"
-#include "runtime/ConvolutionLiveTaps.h"
 
 namespace mlir::cleave {
 
@@ -424,19 +423,14 @@ namespace {
 /// Whether the runtime crops kernel taps of convolution pass `pass` (a
 /// ConvOp or ConvGradInputOp) that read only padding (rt::cropDeadTaps).
 bool cropsDeadTaps(Operation *pass) {
-  auto crops = [](auto op, Value x, Value w, Value y) {
-    ::cleave::rt::ConvCrop crop;
-    return ::cleave::rt::cropDeadTaps(runtimeShape(x), runtimeShape(w),
-                                      runtimeShape(y), op.getStrides().data(),
-                                      op.getPads().data(),
-                                      op.getDilations().data(), crop);
-  };
   if (auto forward = dyn_cast<ConvOp>(pass))
-    return crops(forward, forward.getInput(), forward.getWeight(),
-                 forward.getResult());
+    return deadTapCrop(forward, forward.getInput(), forward.getWeight(),
+                       forward.getResult())
+        .has_value();
   auto grad = cast<ConvGradInputOp>(pass);
-  return crops(grad, grad.getInputGrad(), grad.getWeight(),
-               grad.getOutputGrad());
+  return deadTapCrop(grad, grad.getInputGrad(), grad.getWeight(),
+                     grad.getOutputGrad())
+      .has_value();
 }
 
 /// Whether `user` reads `w` as the weight of a convolution or of its input

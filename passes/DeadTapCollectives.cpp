@@ -4,7 +4,6 @@
 
 #include "dialects/cleave/CleaveOps.h"
 #include "dialects/cleave/RuntimeShape.h"
-#include "runtime/ConvolutionLiveTaps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,19 +13,6 @@ namespace mlir::cleave {
 namespace {
 
 using ::cleave::rt::ConvCrop;
-
-/// The crop of a convolution pass `op` (any op with the conv attributes)
-/// of input `x`, kernel `w` and output `y`, when some taps are dead.
-template <typename ConvLike>
-std::optional<ConvCrop> deadTapCrop(ConvLike op, Value x, Value w, Value y) {
-  ConvCrop crop;
-  if (!::cleave::rt::cropDeadTaps(runtimeShape(x), runtimeShape(w),
-                                  runtimeShape(y), op.getStrides().data(),
-                                  op.getPads().data(), op.getDilations().data(),
-                                  crop))
-    return std::nullopt;
-  return crop;
-}
 
 /// `type` with its kernel dims (2 and 3) those of `crop`.
 RankedTensorType croppedType(Type type, const ConvCrop &crop) {

@@ -250,9 +250,9 @@ void im2colChunk(const float *x, const ConvDims &cd, int64_t g,
       x + (chunk.first * cd.inChannels + g * cd.groupIn) * inSize;
   // Called in order (the weight gradient's chunks, whose GEMMs use the
   // threads), the copy would leave the other threads waiting.
-#pragma omp parallel for schedule(static) if (!detail::inParallel() &&         \
-                                              cd.groupIn * kSize * ld >        \
-                                                  kParallelGrain)
+  bool onThreads =
+      !detail::inParallel() && cd.groupIn * kSize * ld > kParallelGrain;
+#pragma omp parallel for schedule(static) if (onThreads)
   for (int64_t c = 0; c < cd.groupIn; ++c)
     for (int64_t k = 0; k < kSize; ++k) {
       const int32_t *at = table.data() + k * oSize;

@@ -9,10 +9,13 @@
 #ifndef CLEAVE_DIALECT_RUNTIMESHAPE_H
 #define CLEAVE_DIALECT_RUNTIMESHAPE_H
 
+#include "runtime/ConvolutionLiveTaps.h"
 #include "runtime/Shape.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
+
+#include <optional>
 
 namespace mlir::cleave {
 
@@ -27,6 +30,21 @@ inline ::cleave::rt::Shape runtimeShape(Value value) {
   for (int64_t d : type.getShape())
     shape.dims[shape.rank++] = d;
   return shape;
+}
+
+/// The crop the runtime makes of convolution pass `op` (any op with the
+/// conv attributes) of input `x`, kernel `w` and output `y` when some of
+/// its taps read only padding (rt::cropDeadTaps); none otherwise.
+template <typename ConvLike>
+std::optional<::cleave::rt::ConvCrop> deadTapCrop(ConvLike op, Value x, Value w,
+                                                  Value y) {
+  ::cleave::rt::ConvCrop crop;
+  if (!::cleave::rt::cropDeadTaps(runtimeShape(x), runtimeShape(w),
+                                  runtimeShape(y), op.getStrides().data(),
+                                  op.getPads().data(), op.getDilations().data(),
+                                  crop))
+    return std::nullopt;
+  return crop;
 }
 
 } // namespace mlir::cleave
