@@ -99,6 +99,20 @@ LogicalResult Emitter::emitOperation(SgdOp sgd) {
          << ": in the weight gradient's convGradWeightSgd\n";
     return success();
   }
+  if (auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
+      slice && backward.liveTapUpdates.count(slice)) {
+    // w += -lr * g at the taps the slice_grad would fill; the cached copy
+    // of w's live taps, where it has one, takes the update (FusionPlan.h).
+    std::string cached = croppedWeightRef(sgd.getParam());
+    call(sgd, formatv("sgdLiveTaps({0}, {1}, {2}, {3}, {4}, {5}{6})",
+                      ref(slice.getOutputGrad()),
+                      shapeLiteral(slice.getOutputGrad()),
+                      window(slice, slice.getOffsets(), "offsets"),
+                      learningRate(sgd.getLr(), sgd.getLrFactor()),
+                      ref(sgd.getParam()), shapeLiteral(sgd.getParam()),
+                      cached.empty() ? "" : ", &" + cached));
+    return success();
+  }
   if (backward.fusedUpdates.contains(sgd)) {
     body << "  // " << baseName(sgd)
          << ": in the input gradient's linearBackwardSgd\n";

@@ -444,6 +444,21 @@ bool readsAsConvolutionWeight(Operation *user, Value w) {
   return false;
 }
 
+/// Whether `slice` puts a float32 gradient of a 2-d convolution kernel's
+/// run of taps into the whole kernel (the rows and columns of taps cut
+/// alone, every output and input channel kept): what sgdLiveTaps adds.
+bool slicesKernelTaps(SliceGradOp slice) {
+  auto whole = cast<RankedTensorType>(slice.getType());
+  auto taps = cast<RankedTensorType>(slice.getOutputGrad().getType());
+  ArrayRef<int64_t> offsets = slice.getOffsets();
+  return whole.getRank() == 4 && whole.getElementType().isF32() &&
+         whole.hasStaticShape() && taps.hasStaticShape() &&
+         llvm::all_of(slice.getStrides(), [](int64_t s) { return s == 1; }) &&
+         offsets[0] == 0 && offsets[1] == 0 &&
+         taps.getDimSize(0) == whole.getDimSize(0) &&
+         taps.getDimSize(1) == whole.getDimSize(1);
+}
+
 /// BackwardFusion::refreshedWeights: step arguments that two or more
 /// convolution passes on `stage`, some of which crop dead taps, read as
 /// their weight before any other op of the stage reads them (an optimizer
@@ -583,7 +598,26 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
     if (!readsW)
       backward.convWithUpdate[conv] = sgd;
   }
-  for (auto &[conv, sgd] : backward.convWithUpdate) {
+  // A plain SGD step on a slice_grad that puts the live taps' gradient
+  // back into the whole kernel (zero at the dead taps) changes the live
+  // taps alone: it adds that gradient to them where it stands.
+  for (Operation &op : block.without_terminator()) {
+    auto sgd = dyn_cast<SgdOp>(op);
+    if (!sgd || sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero() ||
+        !runsOnStage(sgd, stage) || backward.fusedUpdates.contains(sgd))
+      continue;
+    auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
+    if (slice && sgd.getGrad().hasOneUse() && slice->getBlock() == &block &&
+        runsOnStage(slice, stage) && slicesKernelTaps(slice) &&
+        slice.getType() == sgd.getParam().getType())
+      backward.liveTapUpdates[slice] = sgd;
+  }
+  SmallVector<SgdOp> convolutionUpdates;
+  for (auto &entry : backward.convWithUpdate)
+    convolutionUpdates.push_back(entry.second);
+  for (auto &entry : backward.liveTapUpdates)
+    convolutionUpdates.push_back(entry.second);
+  for (SgdOp sgd : convolutionUpdates) {
     auto w = dyn_cast<BlockArgument>(sgd.getParam());
     if (!w)
       continue;

@@ -118,8 +118,16 @@ struct BackwardFusion {
   /// no op between them reads the weight. The conv -> the update; the
   /// update emits nothing where it stands.
   llvm::DenseMap<Operation *, SgdOp> convWithUpdate;
+  /// Plain-SGD updates of a convolution weight whose gradient a slice_grad
+  /// puts back into the whole kernel from the live taps' gradient alone
+  /// (passes/DeadTapCollectives.h: a data-parallel sum of the live taps):
+  /// the update adds that gradient to the live taps (runtime
+  /// sgdLiveTaps), where the sgd stands. The slice_grad -> the update; the
+  /// slice_grad emits nothing.
+  llvm::DenseMap<Operation *, SgdOp> liveTapUpdates;
   /// Weights (step arguments) that only convolutions and their input
-  /// gradients read and only such a fused update writes: the cpu target
+  /// gradients read and only such a fused update (or a live-tap update)
+  /// writes: the cpu target
   /// keeps a copy of their live taps between calls (runtime CroppedWeight).
   llvm::DenseSet<Value> croppedWeights;
   /// Weights (step arguments) that no fused update writes, read by two or

@@ -70,7 +70,7 @@ namespace {
 bool holdsTapsOf(const CroppedWeight &cache, const float *w,
                  const ConvCrop &crop) {
   return cache.generation == tensorsGeneration() && cache.weight == w &&
-         cache.crop == crop;
+         cache.crop.sameTaps(crop);
 }
 
 } // namespace

@@ -27,14 +27,20 @@ struct ConvCrop {
   int64_t lo[2] = {0, 0};
   int64_t hi[2] = {0, 0};
 
+  /// Whether `other` keeps the same taps of the same kernel (its pads,
+  /// which say where the taps then sit on the input, may differ).
+  bool sameTaps(const ConvCrop &other) const;
   bool operator==(const ConvCrop &other) const;
 };
 
-inline bool ConvCrop::operator==(const ConvCrop &other) const {
+inline bool ConvCrop::sameTaps(const ConvCrop &other) const {
   return std::equal(wShape.dims, wShape.dims + wShape.rank, other.wShape.dims,
                     other.wShape.dims + other.wShape.rank) &&
-         std::equal(pads, pads + 4, other.pads) &&
          std::equal(lo, lo + 2, other.lo) && std::equal(hi, hi + 2, other.hi);
+}
+
+inline bool ConvCrop::operator==(const ConvCrop &other) const {
+  return sameTaps(other) && std::equal(pads, pads + 4, other.pads);
 }
 
 /// Whether the 2-d convolution (NCHW x, OIHW w) has dead taps to crop, and

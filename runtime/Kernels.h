@@ -42,6 +42,16 @@ void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
                        int64_t group, float lr, float *w, const Shape &wShape,
                        CroppedWeight *cache = nullptr);
 
+/// The cpu target only: the plain-SGD update w += -lr * g of a 2-d
+/// convolution kernel w whose gradient is zero outside one run of taps:
+/// `taps`, the gradient of w's taps from `offsets` (w's rank; 0 for the
+/// two channel dims) on, of shape `tapsShape`. The other taps are not
+/// touched. With `cache` (ConvolutionCrop.h), its live taps take the
+/// update when they are those taps.
+void sgdLiveTaps(const float *taps, const Shape &tapsShape,
+                 const int64_t *offsets, float lr, float *w,
+                 const Shape &wShape, CroppedWeight *cache = nullptr);
+
 /// The cpu target only: conv and convGradInput reading a cropped weight's
 /// live taps from `cache` (ConvolutionCrop.h) instead of cropping w on
 /// every call; the same as conv and convGradInput otherwise.

@@ -707,6 +707,21 @@ void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
     w[i] = w[i] + -lr * g[i];
 }
 
+void sgdLiveTaps(const float *taps, const Shape &tapsShape,
+                 const int64_t *offsets, float lr, float *w,
+                 const Shape &wShape, CroppedWeight *cache) {
+  ConvCrop crop;
+  crop.wShape = tapsShape;
+  for (int d = 0; d < 2; ++d) {
+    crop.lo[d] = offsets[2 + d];
+    crop.hi[d] = offsets[2 + d] + tapsShape.dims[2 + d];
+  }
+  if (cache)
+    addCroppedWeight(taps, -lr, crop, w, wShape, *cache);
+  else
+    addCroppedWeight(taps, -lr, crop, w, wShape);
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//

@@ -701,6 +701,44 @@ TEST(ConvolutionCrop, CachedLiveTapsStayTheWeights) {
   EXPECT_EQ(y0, y1);
 }
 
+TEST(ConvolutionCrop, LiveTapUpdateIsTheWholeUpdate) {
+  // The update after a data-parallel sum of the live taps' gradient:
+  // sgdLiveTaps against sliceGrad into the whole kernel and sgdUpdate,
+  // bitwise, for the 2x2 live taps of a 3x3 kernel on a 2x2 image with
+  // stride 2, with and without a copy of the live taps that the forward
+  // pass made (the update then goes to the copy until the sync).
+  ScopedThreads threads(1);
+  const ConvCase cc{{2, 16, 2, 2},
+                    {8, 16, 3, 3},
+                    {2, 8, 1, 1},
+                    {2, 2},
+                    {1, 1, 1, 1},
+                    {1, 1},
+                    1};
+  Shape tapsShape{8, 16, 2, 2};
+  const int64_t offsets[] = {0, 0, 1, 1}, unit[] = {1, 1, 1, 1};
+  auto x = randomVector(cc.x.numElements(), 71);
+  auto taps = randomVector(tapsShape.numElements(), 72);
+  std::vector<float> whole = randomVector(cc.w.numElements(), 73);
+  std::vector<float> live = whole, cached = whole;
+  std::vector<float> grad(cc.w.numElements()), y(cc.y.numElements());
+  CroppedWeight cache;
+  for (int step = 0; step < 2; ++step) {
+    sliceGrad(taps.data(), tapsShape, offsets, unit, grad.data(), cc.w);
+    sgdUpdate(whole.data(), grad.data(), nullptr, cc.w.numElements(), 0.25f,
+              0.0f, 0.0f, false, 0.0f, step);
+    sgdLiveTaps(taps.data(), tapsShape, offsets, 0.25f, live.data(), cc.w);
+    EXPECT_EQ(live, whole) << "step " << step;
+    conv(x.data(), cc.x, cached.data(), cc.w, nullptr, cc.strides.data(),
+         cc.pads.data(), cc.dilations.data(), 1, y.data(), cc.y, cache);
+    sgdLiveTaps(taps.data(), tapsShape, offsets, 0.25f, cached.data(), cc.w,
+                &cache);
+    EXPECT_TRUE(cache.ahead) << "step " << step;
+  }
+  syncCroppedWeights();
+  EXPECT_EQ(cached, whole);
+}
+
 TEST(ConvolutionCrop, StaleCopyIsCroppedAgain) {
   // A weight an unfused update writes (momentum, or after an all-reduce):
   // the forward pass and the input gradient of each step share one copy of
