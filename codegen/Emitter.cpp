@@ -214,7 +214,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   }
   // --trace: a slice around the op's calls; a view makes no call.
   auto reshape = dyn_cast<ReshapeOp>(op);
-  if (reluInGemm.contains(op) ||
+  if (reluInGemm.contains(op) || runsInAnotherCall(op) ||
       (reshape && plan.root(reshape.getResult()) != reshape.getResult()))
     return emitOpCalls(op);
   std::string row =
@@ -229,6 +229,15 @@ LogicalResult Emitter::emitOp(Operation *op) {
         succeeded(result) && it != pendingWaits.end() && !it->second.empty())
       waitTraceRow[it->second.back()] = traceRow(op, "all_reduce wait");
   return result;
+}
+
+bool Emitter::runsInAnotherCall(Operation *op) const {
+  if (plan.gemmInUpdate.count(op) || backward.fusedUpdates.contains(op) ||
+      backward.liveTapUpdates.count(op))
+    return true;
+  auto sgd = dyn_cast<SgdOp>(op);
+  auto conv = sgd ? sgd.getGrad().getDefiningOp<ConvGradWeightOp>() : nullptr;
+  return conv && backward.convWithUpdate.count(conv);
 }
 
 LogicalResult Emitter::emitOpCalls(Operation *op) {

@@ -132,6 +132,11 @@ private:
   const char *traceMicrobatch() const { return part ? "microbatch" : "-1"; }
   /// emitOp after the prologue of waits, constants and fused-away ops.
   LogicalResult emitOpCalls(Operation *op);
+  /// Whether `op` makes no call where it stands, another op's call doing
+  /// its work (a gradient GEMM in its update, an update fused into its
+  /// gradient's call, a slice_grad that a live-tap update reads through):
+  /// no trace slice.
+  bool runsInAnotherCall(Operation *op) const;
 
   //===--------------------------------------------------------------------===//
   // Trace points (EmitTrace.cpp, runtime/Trace.h)

@@ -2,6 +2,7 @@
 
 #include "planner/CostModel.h"
 
+#include "planner/FusedUpdates.h"
 #include "planner/OpCost.h"
 
 #include "codegen/Emitter.h"
@@ -107,16 +108,23 @@ public:
   /// Ops the program runs as views of their input (a micro-batch's rows
   /// of a step input: MemoryPlan::rowsOfInput): no call, no bytes.
   llvm::DenseSet<Operation *> views;
+  /// The ops of updates the program fuses, with the share of their own
+  /// cost they take and whether the call is theirs (FusedUpdates.h).
+  llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
 
   /// Seconds of a compute op: its roofline time (or a measured kernel's,
   /// when longer) and the cost of an op.
   /// With caches, its bytes are read from a cache or from memory as
   /// `cache` says (and `cache` moves on).
   double opSeconds(const OpCost &cost, Operation *op, CacheState &cache) const {
+    // A fused update's arithmetic is done in the call that applies it; its
+    // memory traffic and measured-kernel time shrink to its share.
+    FusedUpdate fused = fusedUpdates.lookup_or(op, FusedUpdate());
+    double share = fused.share;
     if (cost.free || views.contains(op))
       return 0;
     double overhead =
-        fusedAway.contains(op) ? 0 : cluster.opOverheadUs * 1e-6;
+        fusedAway.contains(op) || !fused.call ? 0 : cluster.opOverheadUs * 1e-6;
     double peak = cluster.peakTflopsFp32;
     if (cost.matrix && bf16)
       peak = cluster.peakTflopsBf16;
@@ -161,7 +169,8 @@ public:
                              : std::max(0.0, bytes - operandBytes -
                                                  registerBytes);
     seconds += resultBytes / bandwidthHolding(bytes);
-    bytes = operandBytes + resultBytes;
+    bytes = share * (operandBytes + resultBytes);
+    seconds *= share;
     for (Value operand : op->getOperands())
       cache.touched[operand] = cache.traffic;
     cache.traffic += bytes;
@@ -173,7 +182,8 @@ public:
     if (cost.kernel) {
       const KernelRate &rate =
           cluster.kernelRates[static_cast<size_t>(*cost.kernel)];
-      kernel = (cost.kernelRows * rate.rowNs +
+      kernel = share *
+               (cost.kernelRows * rate.rowNs +
                 cost.kernelElements * rate.elementNs) *
                1e-9;
     }
@@ -888,17 +898,24 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     planStridedMatmuls(step, fusion);
   std::vector<int64_t> stageArenaBytes, stageGradientBytes;
   llvm::DenseSet<Operation *> views;
+  llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
   {
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).asyncHandOvers)
       planUncopiedSends(step, memoryFusion);
-    for (const MemoryPlan &plan :
-         planMemoryOfStages(step, memoryFusion, stages)) {
+    for (auto [s, plan] :
+         llvm::enumerate(planMemoryOfStages(step, memoryFusion, stages))) {
       stageArenaBytes.push_back(plan.arenaBytes);
       stageGradientBytes.push_back(plan.gradientBytesAtPeak);
       for (const auto &entry : plan.rowsOfInput)
         if (Operation *slice = entry.first.getDefiningOp())
           views.insert(slice);
+      // As the emitter pairs updates with the calls that apply them.
+      for (auto [op, fused] : planner::fusedUpdates(
+               step.getBody().front(), plan, memoryFusion,
+               stages > 1 ? int64_t(s) : -1,
+               codegen::TargetTraits::of(target).fusedBackwardSgd))
+        fusedUpdates[op] = fused;
     }
   }
 
@@ -970,6 +987,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   StepTimer timer(cluster, mesh, ringOnly, precision);
   timer.fusedAway = std::move(fusion.fusedAway);
   timer.views = std::move(views);
+  timer.fusedUpdates = std::move(fusedUpdates);
   std::vector<double> traffic =
       stagesTraffic(step, stages, pipelineAxis, timer.views);
   for (double &bytes : traffic)

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "planner/IntraOpIlp.h"
+#include "planner/FusedUpdates.h"
 
 #include "planner/IlpSolver.h"
 #include "planner/OpCost.h"
@@ -262,7 +263,20 @@ private:
     double memory =
         cost.bytes / divisor /
         (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);
-    return std::max(compute, memory) * 1e6 + cluster.opOverheadUs;
+    // An update the program will fuse into its gradient's call, as the cost
+    // model times the partitioned step (FusedUpdates.h).
+    bool dataParallel = problem.dataDegree > 1,
+         cpu = convRuntimeOf(cluster) == ConvRuntime::Cpu;
+    FusedUpdate fused;
+    if (auto sgd = dyn_cast<SgdOp>(op))
+      fused = updateBeforePartitioning(sgd, dataParallel, cpu);
+    // A gradient GEMM is called where its update stands.
+    if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm->hasOneUse())
+      if (auto sgd = dyn_cast<SgdOp>(*gemm->user_begin()))
+        fused.call =
+            updateBeforePartitioning(sgd, dataParallel, cpu).share == 1;
+    return std::max(compute, fused.share * memory) * 1e6 +
+           (fused.call ? cluster.opOverheadUs : 0);
   }
   /// The collective `kind` over a buffer of `bufferBytes` in a group of
   /// `group` ranks, each sending `bytes` in `steps` messages: timed as the

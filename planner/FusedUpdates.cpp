@@ -1,0 +1,94 @@
+//===- FusedUpdates.cpp - updates run inside another op's call ------------===//
+
+#include "planner/FusedUpdates.h"
+
+#include "dialects/cleave/CleaveOps.h"
+#include "dialects/cleave/RuntimeShape.h"
+
+namespace cleave::planner {
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+/// Elements of `small` per element of `whole`.
+double shareOf(Value small, Value whole) {
+  return double(cast<ShapedType>(small.getType()).getNumElements()) /
+         double(cast<ShapedType>(whole.getType()).getNumElements());
+}
+
+/// The share of the kernel's taps that `conv`'s runtime computes
+/// (rt::cropDeadTaps).
+double liveTapsOf(ConvGradWeightOp conv) {
+  std::optional<rt::ConvCrop> crop = deadTapCrop(
+      conv, conv.getInput(), conv.getWeightGrad(), conv.getOutputGrad());
+  return crop ? double(crop->wShape.numElements()) /
+                    double(cast<ShapedType>(conv.getWeightGrad().getType())
+                               .getNumElements())
+              : 1.0;
+}
+
+} // namespace
+
+llvm::DenseMap<Operation *, FusedUpdate>
+fusedUpdates(Block &block, const MemoryPlan &plan, const FusionPlan &fusion,
+             int64_t stage, bool fusedBackwardSgd) {
+  // An SGD update costs reading the parameter and its gradient and writing
+  // the parameter: three passes over it (costOf).
+  llvm::DenseMap<Operation *, FusedUpdate> shares;
+  // The GEMM, called where the update stands, adds its product to the
+  // parameter: one more read of it.
+  for (auto [gemm, sgd] : plan.gemmInUpdate) {
+    shares[gemm] = {1, false};
+    shares[sgd] = {1.0 / 3.0, true};
+  }
+  if (!fusedBackwardSgd)
+    return shares;
+  BackwardFusion backward = planBackwardFusion(block, plan, fusion, stage);
+  // The input gradient's pass over the weight writes it too.
+  for (Operation *sgd : backward.fusedUpdates)
+    shares[sgd] = {0, false};
+  // The weight gradient's call reads and writes the live taps it updates;
+  // the gradient stays in its buffer.
+  for (auto [conv, sgd] : backward.convWithUpdate)
+    shares[sgd] = {liveTapsOf(cast<ConvGradWeightOp>(conv)) * 2.0 / 3.0, false};
+  // sgdLiveTaps: the live taps' gradient read, the live taps read and
+  // written; the slice_grad writes nothing.
+  for (auto [slice, sgd] : backward.liveTapUpdates) {
+    shares[slice] = {0, false};
+    shares[sgd] = {shareOf(slice->getOperand(0), sgd.getParam()), true};
+  }
+  return shares;
+}
+
+FusedUpdate updateBeforePartitioning(SgdOp sgd, bool dataParallel, bool cpu) {
+  FusedUpdate whole{1, true};
+  Value grad = sgd.getGrad();
+  if (sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero() ||
+      !grad.hasOneUse() || grad.getType() != sgd.getParam().getType())
+    return whole;
+  if (auto conv = grad.getDefiningOp<ConvGradWeightOp>(); conv && cpu) {
+    double live = liveTapsOf(conv);
+    if (!dataParallel)
+      return {live * 2.0 / 3.0, false};
+    return live < 1 ? FusedUpdate{live, true} : whole;
+  }
+  auto gemm = grad.getDefiningOp<GemmOp>();
+  if (!gemm || gemm.getC() || sgd.getLrFactor() || dataParallel)
+    return whole;
+  // dw = dy^T x beside dx = dy w: one pass over w on the cpu target
+  // (runtime linearBackwardSgd).
+  auto unit = [](GemmOp g) { return g.getAlpha().isExactlyValue(1.0); };
+  bool withInputGradient =
+      cpu && gemm.getTransA() && !gemm.getTransB() && unit(gemm) &&
+      llvm::any_of(gemm.getA().getUsers(), [&](Operation *user) {
+        auto dx = dyn_cast<GemmOp>(user);
+        return dx && dx != gemm && dx.getB() == sgd.getParam() &&
+               !dx.getTransA() && !dx.getTransB() && !dx.getC() && unit(dx);
+      });
+  return withInputGradient ? FusedUpdate{0, false}
+                           : FusedUpdate{1.0 / 3.0, true};
+}
+
+} // namespace cleave::planner
