@@ -9,7 +9,9 @@ measured step time, predicted peak memory per rank and what the program
 allocates (--print-memory), predicted and counted bytes sent per rank
 (--print-comm); per model: the median of |predicted/measured - 1|, the
 Spearman rank correlation of the two orders, and how far the plan ranked
-first is from the fastest measured.
+first is from the fastest measured. Where it calibrated this machine
+itself, it calibrates again after the runs and prints how the rates moved
+and the median error with the second calibration's predictions.
 
   /usr/bin/python3 bench/plan_vs_measured.py --markdown
   /usr/bin/python3 bench/plan_vs_measured.py --models mlp --ranks 2 \\
@@ -187,6 +189,40 @@ def spearman(a, b):
     return 1 - 6 * d / (n * (n * n - 1))
 
 
+def drift(before, after):
+    """The calibrated rates that moved between two cluster files."""
+    def rates(path):
+        text = open(path).read()
+        found = {}
+        for key, pattern in (("GEMM peak TFLOP/s", r"fp32: ([0-9.]+)"),
+                             ("memory GB/s",
+                              r"memory_bandwidth_gbs: ([0-9.]+)"),
+                             ("op overhead us", r"op_overhead_us: ([0-9.]+)")):
+            m = re.search(pattern, text)
+            if m:
+                found[key] = float(m.group(1))
+        return found
+    a, b = rates(before), rates(after)
+    return "calibration before and after the runs: " + ", ".join(
+        f"{k} {a[k]:g} -> {b[k]:g}" for k in a if k in b)
+
+
+def error_with(opts, model, batch, cluster, rows):
+    """The median error of the measured plans' steps as `cluster`
+    predicts them (each plan's own flags evaluated)."""
+    path = os.path.join(os.path.dirname(cluster), "after.plan.json")
+    errors = []
+    for r in rows:
+        run([opts.cleave, "plan", model, "--cluster", cluster, "--ranks",
+             str(opts.ranks), "--global-batch", str(batch), "--json", path]
+            + r["flags"].split())
+        with open(path) as f:
+            predicted = json.load(f)["plans"][0]["predicted"]["step_ms"]
+        errors.append(abs(predicted / r["measured"] - 1))
+    errors.sort()
+    return f"{errors[len(errors) // 2] * 100:.0f}%"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS))
@@ -211,11 +247,14 @@ def main():
             if m:
                 threads = int(m.group(1))
     env = timing_env(threads)
-    if not cluster:
+    calibrated = not cluster
+    def calibrate(path):
         # Measured in the environment the programs are timed in.
-        cluster = os.path.join(work, "local.yaml")
-        run([opts.cleave, "calibrate", "-o", cluster, "--ranks",
+        run([opts.cleave, "calibrate", "-o", path, "--ranks",
              str(opts.ranks), "--threads", str(threads)], env)
+    if calibrated:
+        cluster = os.path.join(work, "local.yaml")
+        calibrate(cluster)
     def now():
         return (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) +
                 ", load %.1f" % os.getloadavg()[0])
@@ -277,7 +316,8 @@ def main():
         fastest = min(r["measured"] for r in rows)
         chosen = rows[0]["measured"]
         summary.append((name, len(rows), errors[len(errors) // 2], rho,
-                        chosen / fastest - 1, len(failed)))
+                        chosen / fastest - 1, len(failed), model, batch,
+                        rows))
         print(f"\n{name} (global batch {batch}, {opts.ranks} ranks; "
               f"{started} to {now()}):")
         print("| # | flags | predicted ms (exposed comm) | "
@@ -292,13 +332,25 @@ def main():
                   f"{r['allocated']} |", flush=True)
         for rank, flags, error in failed:
             print(f"| {rank} | `{flags}` | does not compile: {error} |")
+    after = None
+    if calibrated:
+        # This host's speed drifts: the same calibration again after the
+        # runs shows how far the machine moved while they ran, and how the
+        # plans' predictions from it compare.
+        after = os.path.join(work, "local-after.yaml")
+        calibrate(after)
+        print("\n" + drift(cluster, after))
     print("\n| model | plans run | median error of predicted step | "
           "Spearman | plan ranked first vs fastest measured | plans that "
-          "do not compile |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, n, err, rho, gap, bad in summary:
-        print(f"| {name} | {n} | {err * 100:.0f}% | {rho:.2f} | "
-              f"+{gap * 100:.0f}% | {bad} |")
+          "do not compile |" + (" median error, calibrated after the runs |"
+                               if after else ""))
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|" if after else ""))
+    for name, n, err, rho, gap, bad, model, batch, rows in summary:
+        line = (f"| {name} | {n} | {err * 100:.0f}% | {rho:.2f} | "
+                f"+{gap * 100:.0f}% | {bad} |")
+        if after:
+            line += f" {error_with(opts, model, batch, after, rows)} |"
+        print(line)
     print(f"\ncluster file: {cluster}; work directory: {work}")
     if not opts.keep:
         shutil.rmtree(work, ignore_errors=True)
