@@ -36,24 +36,39 @@ void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
   }
   auto element = body::DropoutElement::make(x, ratio, seed, node, step, offset,
                                             rowLength, rowStride, y, mask);
+  uint64_t key = element.key;
+  float keepProb = element.keepProb;
+  int64_t first = offset ? *offset : 0;
+  auto keeps = [&](int64_t index) {
+    return dropoutUniformFromKey(key, index) >= ratio;
+  };
   if (rowLength != rowStride) {
-    detail::runItems(n, n, element);
+    // A block of short rows (a tensor-parallel block of channels: a row
+    // per sample): row by row, each as the contiguous block below.
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+    for (int64_t r = 0; r < n / rowLength; ++r) {
+      int64_t start = first + r * rowStride;
+      const float *xr = x + r * rowLength;
+      float *yr = y + r * rowLength;
+      bool *mr = mask ? mask + r * rowLength : nullptr;
+      CLEAVE_SIMD
+      for (int64_t i = 0; i < rowLength; ++i) {
+        bool keep = keeps(start + i);
+        yr[i] = keep ? xr[i] / keepProb : 0.0f;
+        if (mr)
+          mr[i] = keep;
+      }
+    }
     return;
   }
   // A contiguous block: DropoutElement's draw and select, with its stream
   // index first + i, in vector registers (its per-item index arithmetic
   // and tests kept the loop scalar, 3.8 ns an element).
-  int64_t first = offset ? *offset : 0;
-  uint64_t key = element.key;
-  float keepProb = element.keepProb;
-  auto keeps = [&](int64_t i) {
-    return dropoutUniformFromKey(key, first + i) >= ratio;
-  };
   if (mask) {
 #pragma omp parallel for simd schedule(static) if (parallel                    \
                                                    : n > kParallelGrain)
     for (int64_t i = 0; i < n; ++i) {
-      bool keep = keeps(i);
+      bool keep = keeps(first + i);
       y[i] = keep ? x[i] / keepProb : 0.0f;
       mask[i] = keep;
     }
@@ -61,7 +76,7 @@ void dropout(const float *x, int64_t n, float ratio, uint64_t seed,
 #pragma omp parallel for simd schedule(static) if (parallel                    \
                                                    : n > kParallelGrain)
     for (int64_t i = 0; i < n; ++i)
-      y[i] = keeps(i) ? x[i] / keepProb : 0.0f;
+      y[i] = keeps(first + i) ? x[i] / keepProb : 0.0f;
   }
 }
 
