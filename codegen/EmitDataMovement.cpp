@@ -158,10 +158,6 @@ LogicalResult Emitter::emitOperation(SliceOp slice) {
 }
 
 LogicalResult Emitter::emitOperation(SliceGradOp grad) {
-  if (backward.liveTapUpdates.count(grad)) {
-    body << "  // " << baseName(grad) << ": read by the update's sgdLiveTaps\n";
-    return success();
-  }
   std::string offsets = window(grad, grad.getOffsets(), "offsets");
   std::string strides = window(grad, grad.getStrides(), "strides");
   call(grad,

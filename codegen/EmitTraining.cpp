@@ -100,7 +100,7 @@ LogicalResult Emitter::emitOperation(SgdOp sgd) {
     return success();
   }
   if (auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
-      slice && backward.liveTapUpdates.count(slice)) {
+      slice && fusion.liveTapUpdates.count(slice)) {
     // w += -lr * g at the taps the slice_grad would fill; the cached copy
     // of w's live taps, where it has one, takes the update (FusionPlan.h).
     std::string cached = croppedWeightRef(sgd.getParam());

@@ -87,6 +87,8 @@ Emitter::Emitter(func::FuncOp func, const EmitOptions &options)
       func, [](Operation *op) { return !elementwiseBody(op).empty(); });
   if (traits.stridedMatmuls)
     planStridedMatmuls(func, fusion);
+  if (traits.fusedBackwardSgd)
+    planLiveTapUpdates(func, fusion);
   if (traits.asyncHandOvers)
     planUncopiedSends(func, fusion);
   // A dropout's stream is numbered in the program order of the step it
@@ -232,8 +234,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
 }
 
 bool Emitter::runsInAnotherCall(Operation *op) const {
-  if (plan.gemmInUpdate.count(op) || backward.fusedUpdates.contains(op) ||
-      backward.liveTapUpdates.count(op))
+  if (plan.gemmInUpdate.count(op) || backward.fusedUpdates.contains(op))
     return true;
   auto sgd = dyn_cast<SgdOp>(op);
   auto conv = sgd ? sgd.getGrad().getDefiningOp<ConvGradWeightOp>() : nullptr;

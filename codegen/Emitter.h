@@ -134,8 +134,7 @@ private:
   LogicalResult emitOpCalls(Operation *op);
   /// Whether `op` makes no call where it stands, another op's call doing
   /// its work (a gradient GEMM in its update, an update fused into its
-  /// gradient's call, a slice_grad that a live-tap update reads through):
-  /// no trace slice.
+  /// gradient's call): no trace slice.
   bool runsInAnotherCall(Operation *op) const;
 
   //===--------------------------------------------------------------------===//

@@ -598,25 +598,12 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
     if (!readsW)
       backward.convWithUpdate[conv] = sgd;
   }
-  // A plain SGD step on a slice_grad that puts the live taps' gradient
-  // back into the whole kernel (zero at the dead taps) changes the live
-  // taps alone: it adds that gradient to them where it stands.
-  for (Operation &op : block.without_terminator()) {
-    auto sgd = dyn_cast<SgdOp>(op);
-    if (!sgd || sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero() ||
-        !runsOnStage(sgd, stage) || backward.fusedUpdates.contains(sgd))
-      continue;
-    auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
-    if (slice && sgd.getGrad().hasOneUse() && slice->getBlock() == &block &&
-        runsOnStage(slice, stage) && slicesKernelTaps(slice) &&
-        slice.getType() == sgd.getParam().getType())
-      backward.liveTapUpdates[slice] = sgd;
-  }
   SmallVector<SgdOp> convolutionUpdates;
   for (auto &entry : backward.convWithUpdate)
     convolutionUpdates.push_back(entry.second);
-  for (auto &entry : backward.liveTapUpdates)
-    convolutionUpdates.push_back(entry.second);
+  for (auto &entry : fusion.liveTapUpdates)
+    if (runsOnStage(entry.second, stage))
+      convolutionUpdates.push_back(cast<SgdOp>(entry.second));
   for (SgdOp sgd : convolutionUpdates) {
     auto w = dyn_cast<BlockArgument>(sgd.getParam());
     if (!w)
@@ -630,6 +617,27 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
   }
   planRefreshedWeights(block, plan, stage, runsAt, backward);
   return backward;
+}
+
+void planLiveTapUpdates(func::FuncOp func, FusionPlan &fusion) {
+  // A plain SGD step on a slice_grad that puts the live taps' gradient
+  // back into the whole kernel (zero at the dead taps) changes the live
+  // taps alone: it adds that gradient to them where it stands.
+  Block &block = func.getBody().front();
+  for (Operation &op : block.without_terminator()) {
+    auto sgd = dyn_cast<SgdOp>(op);
+    if (!sgd || sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero())
+      continue;
+    auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
+    if (!slice || !sgd.getGrad().hasOneUse() || slice->getBlock() != &block ||
+        !slicesKernelTaps(slice) ||
+        slice.getType() != sgd.getParam().getType() ||
+        fusion.fusedAway.contains(slice) || fusion.executedAt.count(slice))
+      continue;
+    fusion.liveTapUpdates[slice] = sgd;
+    fusion.fusedAway.insert(slice);
+    fusion.executedAt[slice] = sgd;
+  }
 }
 
 void planUncopiedSends(func::FuncOp func, FusionPlan &fusion) {

@@ -66,6 +66,9 @@ struct FusionPlan {
   /// away), or the last scale or mask op after a softmax gradient (which
   /// is fused away with the ops before).
   llvm::DenseMap<Operation *, SoftmaxFusion> softmaxAt;
+  /// slice_grads of a kernel's live taps that the plain-SGD update they
+  /// feed reads through (planLiveTapUpdates): slice_grad -> update.
+  llvm::DenseMap<Operation *, Operation *> liveTapUpdates;
 };
 
 /// Plans `func`'s single block. `isElementwise` says which ops compute per
@@ -87,6 +90,15 @@ FusionPlan planFusion(func::FuncOp func,
 /// the cases this removes. Transposes of arguments (parameters that
 /// updates overwrite in place) and of collectives' results stay.
 void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion);
+
+/// The cpu target's plain-SGD updates of a convolution kernel whose
+/// gradient a slice_grad puts back into the whole kernel from the live
+/// taps' gradient alone (passes/DeadTapCollectives.h: a data-parallel sum
+/// of the live taps): the update adds that gradient to the live taps
+/// (runtime sgdLiveTaps), and the slice_grad joins `fusion.fusedAway`
+/// (the whole-kernel gradient is never stored), its operand live up to
+/// the update (`executedAt`).
+void planLiveTapUpdates(func::FuncOp func, FusionPlan &fusion);
 
 /// The cpu target's pipeline sends without a staging copy (runtime
 /// sendAsyncUncopied): the communication thread reads a sent tensor until
@@ -118,16 +130,9 @@ struct BackwardFusion {
   /// no op between them reads the weight. The conv -> the update; the
   /// update emits nothing where it stands.
   llvm::DenseMap<Operation *, SgdOp> convWithUpdate;
-  /// Plain-SGD updates of a convolution weight whose gradient a slice_grad
-  /// puts back into the whole kernel from the live taps' gradient alone
-  /// (passes/DeadTapCollectives.h: a data-parallel sum of the live taps):
-  /// the update adds that gradient to the live taps (runtime
-  /// sgdLiveTaps), where the sgd stands. The slice_grad -> the update; the
-  /// slice_grad emits nothing.
-  llvm::DenseMap<Operation *, SgdOp> liveTapUpdates;
   /// Weights (step arguments) that only convolutions and their input
-  /// gradients read and only such a fused update (or a live-tap update)
-  /// writes: the cpu target
+  /// gradients read and only such a fused update (or a live-tap update,
+  /// FusionPlan::liveTapUpdates) writes: the cpu target
   /// keeps a copy of their live taps between calls (runtime CroppedWeight).
   llvm::DenseSet<Value> croppedWeights;
   /// Weights (step arguments) that no fused update writes, read by two or

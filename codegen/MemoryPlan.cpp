@@ -299,6 +299,11 @@ MemoryPlan MemoryPlanner::plan(int64_t stage, bool stageOnly) const {
   // and the buffers a reduce-scatter or all-reduce summed them from.
   llvm::DenseSet<Value> gradients;
   auto addGradient = [&](Value grad) {
+    // A slice_grad an update reads through holds nothing: its operand is
+    // the gradient (FusionPlan::liveTapUpdates).
+    if (auto slice = grad.getDefiningOp<SliceGradOp>();
+        slice && fusedAway.contains(slice))
+      grad = slice.getOutputGrad();
     gradients.insert(plan.root(grad));
     if (Operation *def = grad.getDefiningOp();
         def && isa<AllReduceOp, ReduceScatterOp>(def))

@@ -896,6 +896,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   });
   if (codegen::TargetTraits::of(target).stridedMatmuls)
     planStridedMatmuls(step, fusion);
+  if (codegen::TargetTraits::of(target).fusedBackwardSgd)
+    planLiveTapUpdates(step, fusion);
   std::vector<int64_t> stageArenaBytes, stageGradientBytes;
   llvm::DenseSet<Operation *> views;
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;

@@ -55,9 +55,10 @@ fusedUpdates(Block &block, const MemoryPlan &plan, const FusionPlan &fusion,
     shares[sgd] = {liveTapsOf(cast<ConvGradWeightOp>(conv)) * 2.0 / 3.0, false};
   // sgdLiveTaps: the live taps' gradient read, the live taps read and
   // written; the slice_grad writes nothing.
-  for (auto [slice, sgd] : backward.liveTapUpdates) {
+  for (auto [slice, sgd] : fusion.liveTapUpdates) {
     shares[slice] = {0, false};
-    shares[sgd] = {shareOf(slice->getOperand(0), sgd.getParam()), true};
+    shares[sgd] = {shareOf(slice->getOperand(0), cast<SgdOp>(sgd).getParam()),
+                   true};
   }
   return shares;
 }
