@@ -87,6 +87,13 @@ const ConvShape kShapes[] = {
     {"mobilenet_v2", 16, 80, 1, 1, 1280, 1, 1, 0, 1},
     {"cnn", 8, 1, 28, 28, 8, 3, 1, 1, 1},
     {"cnn", 8, 8, 14, 14, 16, 3, 1, 0, 1},
+    // The MNIST CNN at batch 64 on 2 ranks, as bench/plan_vs_measured.py
+    // runs it: each rank's convolutions when the batch is split (dp=2) and
+    // when the output channels are (tp=2, conv2 on all 8 input channels).
+    {"cnn-dp2", 32, 1, 28, 28, 8, 3, 1, 1, 1},
+    {"cnn-dp2", 32, 8, 14, 14, 16, 3, 1, 0, 1},
+    {"cnn-tp2", 64, 1, 28, 28, 4, 3, 1, 1, 1},
+    {"cnn-tp2", 64, 8, 14, 14, 8, 3, 1, 0, 1},
 };
 
 /// Microseconds per call of `f`: the best, over 7 rounds, of a round's

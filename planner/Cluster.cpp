@@ -684,6 +684,12 @@ llvm::StringRef kernelName(Kernel kernel) {
     return "batch_norm";
   case Kernel::BatchNormGrad:
     return "batch_norm_grad";
+  case Kernel::Im2colConv:
+    return "conv_im2col";
+  case Kernel::Im2colConvGradInput:
+    return "conv_im2col_grad_input";
+  case Kernel::Im2colConvGradWeight:
+    return "conv_im2col_grad_weight";
   }
   llvm_unreachable("unknown kernel");
 }

@@ -94,15 +94,19 @@ enum class Kernel {
   AvgPoolGrad,
   BatchNorm,
   BatchNormGrad,
+  Im2colConv,
+  Im2colConvGradInput,
+  Im2colConvGradWeight,
 };
-constexpr size_t kKernelCount = 12;
+constexpr size_t kKernelCount = 15;
 
 /// The kernel's name in cluster files ("softmax", "layer_norm_grad", ...).
 llvm::StringRef kernelName(Kernel kernel);
 
 /// A kernel's measured time: per row (a softmax's or LayerNorm's line, a
-/// batched product's matrix, a pool's or BatchNorm's plane) and per element
-/// (a pool's output element and window tap), in nanoseconds.
+/// batched product's matrix, a pool's or BatchNorm's plane, an im2col
+/// convolution's GEMM call) and per element (a pool's output element and
+/// window tap, an element of an im2col matrix), in nanoseconds.
 struct KernelRate {
   double rowNs = 0, elementNs = 0;
 };

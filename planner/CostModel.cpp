@@ -138,7 +138,9 @@ public:
                     : cluster.computeEfficiency;
     double flops = cost.flops;
     applyDirectConvRate(cost, cluster, flops, efficiency);
-    double compute = flops / (peak * 1e12 * efficiency);
+    double compute = cost.im2col
+                         ? im2colConvSeconds(*cost.im2col, cluster, peak * 1e12)
+                         : flops / (peak * 1e12 * efficiency);
     double bytes = cost.bytes * byteScale;
     // Each operand comes from the smallest cache holding both what passed
     // through since it was last touched (its reuse distance; the whole

@@ -225,12 +225,15 @@ private:
         bool convolution = isa<ConvOp, ConvGradInputOp, ConvGradWeightOp>(op);
         auto shrink = [&](int64_t f, double by) {
           if (convolution) {
-            if (rank >= 1 && result[0] == f)
-              m /= by;
-            else if (rank >= 2 && result[1] == f)
-              n /= by;
-            else if (!llvm::is_contained(result, f))
-              k /= by;
+            int productDim = rank >= 1 && result[0] == f      ? 0
+                             : rank >= 2 && result[1] == f    ? 1
+                             : !llvm::is_contained(result, f) ? 2
+                                                              : -1;
+            if (productDim >= 0) {
+              *(productDim == 0 ? &m : productDim == 1 ? &n : &k) /= by;
+              if (cost.im2col)
+                cost.im2col->divideProductDim(productDim, by);
+            }
             return;
           }
           if (rank >= 1 && result[rank - 1] == f)
@@ -258,8 +261,12 @@ private:
     }
     double flops = cost.flops;
     applyDirectConvRate(cost, cluster, flops, efficiency);
+    // An im2col convolution's split is in its dimensions already.
     double compute =
-        flops / divisor / (cluster.peakTflopsFp32 * 1e12 * efficiency);
+        cost.im2col && cost.m > 0 && rule && !rule->resultFactors.empty()
+            ? im2colConvSeconds(*cost.im2col, cluster,
+                                cluster.peakTflopsFp32 * 1e12)
+            : flops / divisor / (cluster.peakTflopsFp32 * 1e12 * efficiency);
     double memory =
         cost.bytes / divisor /
         (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency);

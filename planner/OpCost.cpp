@@ -59,13 +59,14 @@ std::tuple<double, double, double> convProduct(Value output, Value weight,
 
 /// What the cpu runtime computes of a convolution pass, on the shapes of
 /// this rank's partitioned op: the share of the kernel's taps it keeps
-/// (rt::cropDeadTaps), whether oneDNN's direct kernels then run it
+/// (rt::cropDeadTaps), and whether oneDNN's direct kernels then run it
 /// (rt::choosesOneDnn, as on one thread: the rule differs on more only
-/// below 2 MFLOP; dense convolutions only, a depthwise one runs kernels of
-/// another kind) and the multiply-adds those do.
+/// below 2 MFLOP), with the multiply-adds those do (dense convolutions
+/// only, a depthwise one runs kernels of another kind), or im2col + GEMMs.
 struct CpuConvolution {
   double liveTaps = 1;
   std::optional<OpCost::DirectConv> direct;
+  std::optional<OpCost::Im2colConv> im2col;
 };
 
 template <typename ConvLike>
@@ -86,13 +87,28 @@ CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
     w = crop.wShape;
     pads = crop.pads;
   }
+  int64_t group = std::max<int64_t>(op.getGroup(), 1);
+  body::Window3 window(x, y, w.dims + 2, strides, pads, dilations);
   rt::OneDnnLayout layout;
-  if (op.getGroup() == 1 &&
-      rt::choosesOneDnn(pass, x, w, y, strides, pads, dilations, 1, 1, layout))
-    result.direct = OpCost::DirectConv{
-        pass, rt::directConvWork(
-                  pass, w, layout,
-                  body::Window3(x, y, w.dims + 2, strides, pads, dilations))};
+  if (rt::choosesOneDnn(pass, x, w, y, strides, pads, dilations, group, 1,
+                        layout)) {
+    if (group == 1)
+      result.direct =
+          OpCost::DirectConv{pass, rt::directConvWork(pass, w, layout, window)};
+    return result;
+  }
+  if (x.numElements() == 0 || y.numElements() == 0 || w.numElements() == 0)
+    return result;
+  rt::ConvDims dims(x, w, group, window);
+  OpCost::Im2colConv conv;
+  conv.pass = pass;
+  conv.samples = double(dims.batch);
+  conv.channels = double(dims.groupOut);
+  conv.depth = double(dims.kRows);
+  conv.positions = double(window.outSize());
+  conv.groups = double(group);
+  conv.pointwise = rt::isPointwise(window);
+  result.im2col = conv;
   return result;
 }
 
@@ -203,6 +219,54 @@ void setKernel(Operation *op, OpCost &cost) {
 }
 
 } // namespace
+
+void OpCost::Im2colConv::divideProductDim(int productDim, double by) {
+  // OpCost's m, n, k of each pass (costOf): the forward product is rows
+  // (samples x positions) x channels x depth, the input gradient's rows x
+  // depth x channels, the weight gradient's channels x depth x rows.
+  static constexpr int kSamples = 0, kChannels = 1, kDepth = 2;
+  static constexpr int kDims[3][3] = {{kSamples, kChannels, kDepth},
+                                      {kSamples, kDepth, kChannels},
+                                      {kChannels, kDepth, kSamples}};
+  double *dims[3] = {&samples, &channels, &depth};
+  *dims[kDims[static_cast<int>(pass)][productDim]] /= by;
+}
+
+double im2colConvSeconds(const OpCost::Im2colConv &conv, const Cluster &cluster,
+                         double peakFlops) {
+  auto count = [](double value) {
+    return std::max<int64_t>(1, static_cast<int64_t>(std::llround(value)));
+  };
+  double perGemm = double(rt::samplesPerGemm(
+      count(conv.samples), count(conv.depth), count(conv.positions)));
+  double calls = std::ceil(conv.samples / perGemm) * conv.groups;
+  double columns = perGemm * conv.positions;
+  double m = conv.channels, n = columns, k = conv.depth;
+  if (conv.pass == rt::ConvPass::GradInput)
+    std::tie(m, n, k) = std::make_tuple(conv.depth, columns, conv.channels);
+  else if (conv.pass == rt::ConvPass::GradWeight)
+    std::tie(m, n, k) = std::make_tuple(conv.channels, conv.depth, columns);
+  double efficiency = cluster.matrixEfficiency(
+      std::max(m, 1.0), std::max(n, 1.0), std::max(k, 1.0));
+  if (efficiency <= 0)
+    efficiency = cluster.computeEfficiency;
+  double flops = 2 * conv.channels * conv.depth * conv.positions *
+                 conv.samples * conv.groups;
+  double gemms =
+      peakFlops > 0 && efficiency > 0 ? flops / (peakFlops * efficiency) : 0;
+  // A pointwise convolution's GEMM reads one sample's input in place; with
+  // several samples side by side it gathers them.
+  double elements =
+      conv.pointwise && perGemm == 1
+          ? 0
+          : conv.depth * conv.positions * conv.samples * conv.groups;
+  Kernel kernel = conv.pass == rt::ConvPass::Forward ? Kernel::Im2colConv
+                  : conv.pass == rt::ConvPass::GradInput
+                      ? Kernel::Im2colConvGradInput
+                      : Kernel::Im2colConvGradWeight;
+  const KernelRate &rate = cluster.kernelRates[static_cast<size_t>(kernel)];
+  return gemms + (calls * rate.rowNs + elements * rate.elementNs) * 1e-9;
+}
 
 bool isCollective(Operation *op) {
   return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp,
@@ -316,6 +380,7 @@ OpCost costOf(Operation *op, ConvRuntime runtime) {
     cost.flops *= cpu.liveTaps;
     *tapsDim *= cpu.liveTaps;
     cost.directConv = cpu.direct;
+    cost.im2col = cpu.im2col;
   }
   return cost;
 }

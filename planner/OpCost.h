@@ -47,6 +47,28 @@ struct OpCost {
     double work = 1;
   };
   std::optional<DirectConv> directConv;
+  /// A convolution pass the cpu runtime runs as im2col + OpenBLAS
+  /// (runtime/KernelsConvolution.cpp): a GEMM per chunk of samples
+  /// (rt::samplesPerGemm) and group, each with copies into or out of its
+  /// im2col matrix. Timed by those GEMMs' shapes, not the whole product's,
+  /// and the calls and copies at the cluster's measured rates
+  /// (im2colConvSeconds): splitting a convolution's output channels over
+  /// ranks leaves each rank every sample's im2col matrix to build.
+  struct Im2colConv {
+    rt::ConvPass pass = rt::ConvPass::Forward;
+    /// Samples, output channels per group, the product's depth (input
+    /// channels per group x live taps), output positions per sample.
+    double samples = 0, channels = 0, depth = 0, positions = 0;
+    double groups = 1;
+    /// A 1x1 convolution reads its input as its im2col matrix.
+    bool pointwise = false;
+
+    /// Divides the whole product's dimension `productDim` (0: m, 1: n,
+    /// 2: k, as OpCost counts them for this pass) by `by`, as a split of
+    /// the op over ranks does.
+    void divideProductDim(int productDim, double by);
+  };
+  std::optional<Im2colConv> im2col;
 };
 
 /// Whose convolutions costOf counts. The cpu runtime's crop away the
@@ -71,6 +93,13 @@ OpCost costOf(mlir::Operation *op, ConvRuntime runtime);
 /// kernels do and `efficiency` that rate; otherwise both stay.
 void applyDirectConvRate(const OpCost &cost, const Cluster &cluster,
                          double &flops, double &efficiency);
+
+/// Seconds of `conv` on `cluster` at `peakFlops` (FLOP/s): its GEMM calls
+/// at the efficiency of each one's shape (Cluster::matrixEfficiency), and
+/// per call and per element of the im2col matrices the measured rates of
+/// the pass's kernel (Kernel::Im2colConv...; zero where not measured).
+double im2colConvSeconds(const OpCost::Im2colConv &conv, const Cluster &cluster,
+                         double peakFlops);
 
 /// Whether `op` is a collective (its time is communication).
 bool isCollective(mlir::Operation *op);

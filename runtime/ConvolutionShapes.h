@@ -12,6 +12,8 @@
 #include "runtime/ConvolutionBodies.h"
 #include "runtime/Shape.h"
 
+#include <algorithm>
+
 #include <cstdint>
 
 namespace cleave::rt {
@@ -37,6 +39,24 @@ inline bool isPointwise(const body::Window3 &w) {
         w.out[d] != w.in[d])
       return false;
   return true;
+}
+
+/// Samples (of `batch`) whose im2col matrices (`kRows` x `oSize`) one GEMM
+/// takes side by side: one, unless
+/// a sample's output is small (the late layers of a CNN, down to 1x1,
+/// where a per-sample product is a matrix-vector product that reads the
+/// whole weight for a few columns); then enough for kMinColumns columns,
+/// within kMaxColumnFloats of im2col matrix. The planner times the GEMMs
+/// this makes (planner/OpCost.h, Im2colConv).
+inline int64_t samplesPerGemm(int64_t batch, int64_t kRows, int64_t oSize) {
+  constexpr int64_t kMinColumns = 256;
+  constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;
+  if (oSize >= kMinColumns || batch <= 1)
+    return 1;
+  int64_t wanted = (kMinColumns + oSize - 1) / oSize;
+  int64_t fits = std::max<int64_t>(1, kMaxColumnFloats /
+                                          std::max<int64_t>(1, kRows * oSize));
+  return std::max<int64_t>(1, std::min({batch, wanted, fits}));
 }
 
 } // namespace cleave::rt

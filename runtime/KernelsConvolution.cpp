@@ -123,22 +123,6 @@ void col2im(const float *col, int64_t channels, const Window3 &w, float *x,
   }
 }
 
-/// Samples whose im2col matrices one GEMM takes side by side: one, unless
-/// a sample's output is small (the late layers of a CNN, down to 1x1,
-/// where a per-sample product is a matrix-vector product that reads the
-/// whole weight for a few columns); then enough for kMinColumns columns,
-/// within kMaxColumnFloats of im2col matrix.
-int64_t samplesPerGemm(const ConvDims &cd, int64_t oSize) {
-  constexpr int64_t kMinColumns = 256;
-  constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;
-  if (oSize >= kMinColumns || cd.batch == 1)
-    return 1;
-  int64_t wanted = (kMinColumns + oSize - 1) / oSize;
-  int64_t fits = std::max<int64_t>(1, kMaxColumnFloats /
-                                           std::max<int64_t>(1, cd.kRows * oSize));
-  return std::max<int64_t>(1, std::min({cd.batch, wanted, fits}));
-}
-
 /// Floats of scratch a chunk of `per` samples needs: one sample's im2col
 /// matrix (none for a pointwise conv, which reads its input in place), or
 /// for several the side-by-side im2col matrix and the product (or gathered
@@ -300,7 +284,7 @@ void im2colConv(const float *x, const Shape &xShape, const float *w,
   if (yShape.numElements() == 0)
     return;
   bool pointwise = isPointwise(win);
-  int64_t per = samplesPerGemm(cd, oSize);
+  int64_t per = samplesPerGemm(cd.batch, cd.kRows, oSize);
   // One sample: the product straight into y. Several: into the scratch,
   // then to y.
   int64_t columns = per * oSize;
@@ -357,7 +341,7 @@ void im2colConvGradInput(const float *dy, const Shape &yShape, const float *w,
   if (xShape.numElements() == 0 || oSize == 0)
     return;
   bool pointwise = isPointwise(win);
-  int64_t per = samplesPerGemm(cd, oSize);
+  int64_t per = samplesPerGemm(cd.batch, cd.kRows, oSize);
   int64_t columns = per * oSize;
   int64_t scratch = chunkScratch(cd, oSize, per, pointwise);
   forEachChunk(
@@ -401,7 +385,7 @@ void im2colConvGradWeight(const float *dy, const Shape &yShape, const float *x,
     return;
   }
   bool pointwise = isPointwise(win);
-  int64_t per = samplesPerGemm(cd, oSize);
+  int64_t per = samplesPerGemm(cd.batch, cd.kRows, oSize);
   int64_t columns = per * oSize;
   int64_t scratch = chunkScratch(cd, oSize, per, pointwise);
   // In order: the first chunk's products write dw (no zero fill on one

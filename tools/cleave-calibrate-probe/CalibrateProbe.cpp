@@ -279,10 +279,34 @@ RowRate rowRate(Kernel kernel, double overhead, double seconds,
   return {perRow * 1e9, perElement * 1e9};
 }
 
+/// A convolution pass the runtime runs as im2col + GEMMs, per GEMM call and
+/// per element of the im2col matrix (planner/OpCost.h, Im2colConv): on one
+/// input and one output channel, 3x3 with padding 1 (the product a
+/// matrix-vector one, so that the copies and calls are what is timed), the
+/// same 112896 im2col elements as 16 samples of 28x28 and as 49 of 16x16
+/// (a GEMM per sample either way: rt::samplesPerGemm).
+/// pass(shape of x and y) runs it.
+template <typename Pass>
+RowRate im2colRate(Pass pass, double overhead, double seconds) {
+  using cleave::rt::Shape;
+  auto secondsOn = [&](int64_t samples, int64_t side) {
+    Shape shape{samples, 1, side, side};
+    return secondsPerCall([&] { pass(shape); }, seconds);
+  };
+  const int64_t fewCalls = 16, manyCalls = 49, taps = 9;
+  double few = secondsOn(fewCalls, 28), many = secondsOn(manyCalls, 16);
+  double perCall = std::max(0.0, (many - few) / (manyCalls - fewCalls));
+  double elements = double(fewCalls * 28 * 28 * taps);
+  double perElement =
+      std::max(0.0, (few - overhead - perCall * fewCalls) / elements);
+  return {perCall * 1e9, perElement * 1e9};
+}
+
 /// The kernels whose time the roofline misses on a cpu (planner/Cluster.h,
 /// Kernel): softmax and LayerNorm forward and backward by row and element,
 /// dropout by element, attention's batched products by matrix (8x8x8),
-/// pools and BatchNorm forward and backward by plane and element.
+/// pools and BatchNorm forward and backward by plane and element, im2col
+/// convolutions by GEMM call and im2col element (im2colRate).
 std::string kernelRates(double overhead, double seconds) {
   const int64_t n = 16384;
   std::vector<float> x(n), dy(n), y(n), dx(n), scale(512, 1.0f),
@@ -412,12 +436,45 @@ std::string kernelRates(double overhead, double seconds) {
       std::max(0.0, dropout - overhead) / n * 1e9,
       std::max(0.0, batched - overhead) / matrices * 1e9);
   std::string json = text;
-  const char *planeKernels[6] = {"max_pool",   "max_pool_grad",
-                                 "avg_pool",   "avg_pool_grad",
-                                 "batch_norm", "batch_norm_grad"};
-  for (int k = 0; k < 6; ++k) {
-    std::snprintf(text, sizeof text, ", \"%s\": [%.4f, %.4f]", planeKernels[k],
-                  planeRates[k].rowNs, planeRates[k].elementNs);
+  // The im2col passes: x and y of the same shape (3x3, padding 1), one
+  // channel each.
+  const int64_t most = 16 * 28 * 28;
+  std::vector<float> cx(most, 0.5f), cy(most, 0.25f), cdx(most), cw(9, 0.1f),
+      cdw(9);
+  const Shape cwShape{1, 1, 3, 3};
+  const int64_t pads[] = {1, 1, 1, 1};
+  RowRate convRates[3] = {
+      im2colRate(
+          [&](const Shape &shape) {
+            cleave::rt::conv(cx.data(), shape, cw.data(), cwShape, nullptr,
+                             unit, pads, unit, 1, cy.data(), shape);
+          },
+          overhead, seconds),
+      im2colRate(
+          [&](const Shape &shape) {
+            cleave::rt::convGradInput(cy.data(), shape, cw.data(), cwShape,
+                                      unit, pads, unit, 1, cdx.data(), shape);
+          },
+          overhead, seconds),
+      im2colRate(
+          [&](const Shape &shape) {
+            cleave::rt::convGradWeight(cy.data(), shape, cx.data(), shape, unit,
+                                       pads, unit, 1, cdw.data(), cwShape);
+          },
+          overhead, seconds)};
+  const char *namedKernels[9] = {"max_pool",
+                                 "max_pool_grad",
+                                 "avg_pool",
+                                 "avg_pool_grad",
+                                 "batch_norm",
+                                 "batch_norm_grad",
+                                 "conv_im2col",
+                                 "conv_im2col_grad_input",
+                                 "conv_im2col_grad_weight"};
+  for (int k = 0; k < 9; ++k) {
+    const RowRate &rate = k < 6 ? planeRates[k] : convRates[k - 6];
+    std::snprintf(text, sizeof text, ", \"%s\": [%.4f, %.4f]", namedKernels[k],
+                  rate.rowNs, rate.elementNs);
     json += text;
   }
   return json + "}";
