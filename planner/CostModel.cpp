@@ -283,9 +283,34 @@ public:
     // the waiting thread woken at its end. (A measured all-reduce's time
     // holds its own hand-off.)
     double handOff = isa<SendRecvOp>(op) ? cluster.handOffUs * 1e-6 : 0;
-    return handOff +
+    return handOff + innerDimCopySeconds(op, buffer) +
            cluster.collectiveSeconds(link, measured, buffer, bytes, group,
                                      steps);
+  }
+
+  /// Along a dimension with others before it, the runtimes pack a
+  /// reduce-scatter's input rank-major first and unpack an all-gather's
+  /// output after (runtime/CollectiveKernels.cpp, CudaCollectives.cu): a
+  /// copy of the whole `buffer` the collectives `cleave calibrate` times
+  /// do not make.
+  double innerDimCopySeconds(Operation *op, double buffer) const {
+    ShapedType type;
+    int64_t dim = 0;
+    if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+      type = cast<ShapedType>(scatter.getInput().getType());
+      dim = scatter.getDim();
+    } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+      type = cast<ShapedType>(gather.getResult().getType());
+      dim = gather.getDim();
+    } else {
+      return 0;
+    }
+    int64_t outer = 1;
+    for (int64_t d = 0; d < dim && d < type.getRank(); ++d)
+      outer *= type.getDimSize(d);
+    if (outer <= 1 || buffer <= 0)
+      return 0;
+    return 2 * buffer / bandwidthHolding(2 * buffer) / cluster.memoryEfficiency;
   }
 
 private:

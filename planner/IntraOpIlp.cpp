@@ -571,6 +571,16 @@ double Formulation::reshardUs(Value value, Placement from, Placement to) {
   if (from.dim >= 0)
     us += collectiveUs(MeasuredCollective::AllGather, bytes,
                        (t - 1) * bytes / t, t, t - 1, problem.interNode);
+  // Gathered along a dimension with others before it, the blocks are
+  // interleaved after: a copy of the whole tensor, as the cost model
+  // times it (CostModel.cpp, innerDimCopySeconds).
+  auto type = cast<ShapedType>(value.getType());
+  int64_t outer = 1;
+  for (int64_t d = 0; d < from.dim && d < type.getRank(); ++d)
+    outer *= type.getDimSize(d);
+  if (from.dim >= 0 && outer > 1)
+    us += 2 * bytes /
+          (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency) * 1e6;
   if (to.dim >= 0)
     us += 2 * bytes / t /
               (cluster.memoryBandwidthGBs * 1e9 * cluster.memoryEfficiency) *
