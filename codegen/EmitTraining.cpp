@@ -100,6 +100,25 @@ LogicalResult Emitter::emitOperation(SgdOp sgd) {
     return success();
   }
   if (auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
+      slice && fusion.liveTapUpdates.count(slice) &&
+      !changesLiveTapsAlone(sgd)) {
+    // Every tap stepped, with the slice's gradient at its taps and zero at
+    // the others (FusionPlan.h).
+    call(sgd, formatv("sgdUpdateLiveTaps({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                      "{7}f, {8}f, {9}, {10}f, ctx.step)",
+                      ref(slice.getOutputGrad()),
+                      shapeLiteral(slice.getOutputGrad()),
+                      window(slice, slice.getOffsets(), "offsets"),
+                      ref(sgd.getParam()), shapeLiteral(sgd.getParam()),
+                      nullable(sgd.getMomentumBuffer()),
+                      learningRate(sgd.getLr(), sgd.getLrFactor()),
+                      floatLiteral(sgd.getMomentum().convertToFloat()),
+                      floatLiteral(sgd.getDampening().convertToFloat()),
+                      sgd.getNesterov(),
+                      floatLiteral(sgd.getWeightDecay().convertToFloat())));
+    return success();
+  }
+  if (auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
       slice && fusion.liveTapUpdates.count(slice)) {
     // w += -lr * g at the taps the slice_grad would fill; the cached copy
     // of w's live taps, where it has one, takes the update (FusionPlan.h).

@@ -601,8 +601,11 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
   SmallVector<SgdOp> convolutionUpdates;
   for (auto &entry : backward.convWithUpdate)
     convolutionUpdates.push_back(entry.second);
+  // (A live-tap update with momentum or decay writes every tap: the weight
+  // may still get a copy for the step, planRefreshedWeights.)
   for (auto &entry : fusion.liveTapUpdates)
-    if (runsOnStage(entry.second, stage))
+    if (runsOnStage(entry.second, stage) &&
+        changesLiveTapsAlone(cast<SgdOp>(entry.second)))
       convolutionUpdates.push_back(cast<SgdOp>(entry.second));
   for (SgdOp sgd : convolutionUpdates) {
     auto w = dyn_cast<BlockArgument>(sgd.getParam());
@@ -619,14 +622,19 @@ BackwardFusion planBackwardFusion(Block &block, const MemoryPlan &plan,
   return backward;
 }
 
+bool changesLiveTapsAlone(SgdOp sgd) {
+  return !sgd.getMomentumBuffer() && sgd.getWeightDecay().isZero();
+}
+
 void planLiveTapUpdates(func::FuncOp func, FusionPlan &fusion) {
-  // A plain SGD step on a slice_grad that puts the live taps' gradient
-  // back into the whole kernel (zero at the dead taps) changes the live
-  // taps alone: it adds that gradient to them where it stands.
+  // An SGD step on a slice_grad that puts the live taps' gradient back
+  // into the whole kernel (zero at the dead taps) reads that gradient
+  // where it stands: a plain step changes the live taps alone, one with
+  // momentum or weight decay steps the dead taps with a zero gradient.
   Block &block = func.getBody().front();
   for (Operation &op : block.without_terminator()) {
     auto sgd = dyn_cast<SgdOp>(op);
-    if (!sgd || sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero())
+    if (!sgd)
       continue;
     auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
     if (!slice || !sgd.getGrad().hasOneUse() || slice->getBlock() != &block ||

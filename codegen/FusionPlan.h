@@ -66,8 +66,8 @@ struct FusionPlan {
   /// away), or the last scale or mask op after a softmax gradient (which
   /// is fused away with the ops before).
   llvm::DenseMap<Operation *, SoftmaxFusion> softmaxAt;
-  /// slice_grads of a kernel's live taps that the plain-SGD update they
-  /// feed reads through (planLiveTapUpdates): slice_grad -> update.
+  /// slice_grads of a kernel's live taps that the SGD update they feed
+  /// reads through (planLiveTapUpdates): slice_grad -> update.
   llvm::DenseMap<Operation *, Operation *> liveTapUpdates;
 };
 
@@ -91,14 +91,19 @@ FusionPlan planFusion(func::FuncOp func,
 /// updates overwrite in place) and of collectives' results stay.
 void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion);
 
-/// The cpu target's plain-SGD updates of a convolution kernel whose
-/// gradient a slice_grad puts back into the whole kernel from the live
-/// taps' gradient alone (passes/DeadTapCollectives.h: a data-parallel sum
-/// of the live taps): the update adds that gradient to the live taps
-/// (runtime sgdLiveTaps), and the slice_grad joins `fusion.fusedAway`
-/// (the whole-kernel gradient is never stored), its operand live up to
-/// the update (`executedAt`).
+/// The cpu target's SGD updates of a convolution kernel whose gradient a
+/// slice_grad puts back into the whole kernel from the live taps' gradient
+/// alone (passes/DeadTapCollectives.h: a data-parallel sum of the live
+/// taps): a plain one adds that gradient to the live taps (runtime
+/// sgdLiveTaps), one with momentum or weight decay steps every tap with
+/// that gradient at the live ones (sgdUpdateLiveTaps). The slice_grad
+/// joins `fusion.fusedAway` (the whole-kernel gradient is never stored),
+/// its operand live up to the update (`executedAt`).
 void planLiveTapUpdates(func::FuncOp func, FusionPlan &fusion);
+
+/// Whether `sgd`, given a gradient that is zero at some taps, leaves those
+/// taps as they are: no momentum, no weight decay.
+bool changesLiveTapsAlone(SgdOp sgd);
 
 /// The cpu target's pipeline sends without a staging copy (runtime
 /// sendAsyncUncopied): the communication thread reads a sent tensor until

@@ -29,6 +29,17 @@ double liveTapsOf(ConvGradWeightOp conv) {
               : 1.0;
 }
 
+/// The share of an SGD update's traffic (costOf: the parameter, its
+/// gradient and momentum buffer read, the parameter and buffer written)
+/// left when its gradient is read at the live taps alone, `live` of the
+/// kernel: sgdLiveTaps reads and writes the live taps alone; with momentum
+/// or weight decay sgdUpdateLiveTaps steps every tap (FusionPlan.h).
+double liveTapUpdateShare(SgdOp sgd, double live) {
+  if (changesLiveTapsAlone(sgd))
+    return live;
+  return sgd.getMomentumBuffer() ? (4 + live) / 5 : (2 + live) / 3;
+}
+
 } // namespace
 
 llvm::DenseMap<Operation *, FusedUpdate>
@@ -53,11 +64,13 @@ fusedUpdates(Block &block, const MemoryPlan &plan, const FusionPlan &fusion,
   // the gradient stays in its buffer.
   for (auto [conv, sgd] : backward.convWithUpdate)
     shares[sgd] = {liveTapsOf(cast<ConvGradWeightOp>(conv)) * 2.0 / 3.0, false};
-  // sgdLiveTaps: the live taps' gradient read, the live taps read and
-  // written; the slice_grad writes nothing.
+  // The slice_grad writes nothing; the update reads the live taps'
+  // gradient alone (liveTapUpdateShare).
   for (auto [slice, sgd] : fusion.liveTapUpdates) {
+    auto update = cast<SgdOp>(sgd);
     shares[slice] = {0, false};
-    shares[sgd] = {shareOf(slice->getOperand(0), cast<SgdOp>(sgd).getParam()),
+    shares[sgd] = {liveTapUpdateShare(update, shareOf(slice->getOperand(0),
+                                                      update.getParam())),
                    true};
   }
   return shares;
@@ -66,15 +79,19 @@ fusedUpdates(Block &block, const MemoryPlan &plan, const FusionPlan &fusion,
 FusedUpdate updateBeforePartitioning(SgdOp sgd, bool dataParallel, bool cpu) {
   FusedUpdate whole{1, true};
   Value grad = sgd.getGrad();
-  if (sgd.getMomentumBuffer() || !sgd.getWeightDecay().isZero() ||
-      !grad.hasOneUse() || grad.getType() != sgd.getParam().getType())
+  if (!grad.hasOneUse() || grad.getType() != sgd.getParam().getType())
     return whole;
   if (auto conv = grad.getDefiningOp<ConvGradWeightOp>(); conv && cpu) {
     double live = liveTapsOf(conv);
-    if (!dataParallel)
+    if (dataParallel)
+      return live < 1 ? FusedUpdate{liveTapUpdateShare(sgd, live), true}
+                      : whole;
+    if (changesLiveTapsAlone(sgd))
       return {live * 2.0 / 3.0, false};
-    return live < 1 ? FusedUpdate{live, true} : whole;
+    return whole;
   }
+  if (!changesLiveTapsAlone(sgd))
+    return whole;
   auto gemm = grad.getDefiningOp<GemmOp>();
   if (!gemm || gemm.getC() || sgd.getLrFactor() || dataParallel)
     return whole;

@@ -52,6 +52,16 @@ void sgdLiveTaps(const float *taps, const Shape &tapsShape,
                  const int64_t *offsets, float lr, float *w,
                  const Shape &wShape, CroppedWeight *cache = nullptr);
 
+/// The cpu target only: sgdUpdate of a 2-d convolution kernel w (and its
+/// momentum buffer, when there is one) whose gradient is zero outside one
+/// run of taps (`taps` from `offsets` on, as for sgdLiveTaps), without
+/// that gradient written out whole: weight decay and momentum step the
+/// other taps too, with a zero gradient. Bitwise what sgdUpdate does.
+void sgdUpdateLiveTaps(const float *taps, const Shape &tapsShape,
+                       const int64_t *offsets, float *w, const Shape &wShape,
+                       float *buffer, float lr, float momentum, float dampening,
+                       bool nesterov, float weightDecay, int64_t step);
+
 /// The cpu target only: conv and convGradInput reading a cropped weight's
 /// live taps from `cache` (ConvolutionCrop.h) instead of cropping w on
 /// every call; the same as conv and convGradInput otherwise.

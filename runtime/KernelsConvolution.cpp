@@ -11,6 +11,7 @@
 #include "runtime/ConvolutionCrop.h"
 #include "runtime/ConvolutionShapes.h"
 #include "runtime/Elementwise.h"
+#include "runtime/ElementwiseBodies.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/Kernels.h"
 #include "runtime/OneDnnConvolution.h"
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace cleave::rt {
@@ -704,6 +706,67 @@ void sgdLiveTaps(const float *taps, const Shape &tapsShape,
     addCroppedWeight(taps, -lr, crop, w, wShape, *cache);
   else
     addCroppedWeight(taps, -lr, crop, w, wShape);
+}
+
+void sgdUpdateLiveTaps(const float *taps, const Shape &tapsShape,
+                       const int64_t *offsets, float *w, const Shape &wShape,
+                       float *buffer, float lr, float momentum, float dampening,
+                       bool nesterov, float weightDecay, int64_t step) {
+  body::SgdStep sgd{lr,          momentum, dampening,
+                    weightDecay, nesterov, /*firstStep=*/step == 0};
+  int64_t planes = wShape.dims[0] * wShape.dims[1];
+  int64_t columns = wShape.dims[3];
+  int64_t planeSize = wShape.dims[2] * columns;
+  int64_t tapRows = tapsShape.dims[2], tapColumns = tapsShape.dims[3];
+  int64_t tapsPlane = tapRows * tapColumns;
+  int64_t firstTap = offsets[2] * columns + offsets[3];
+  // Every element as sgdUpdate steps it, the gradient of a dead tap zero
+  // (decay and momentum change the dead taps too): a few planes at a time,
+  // their gradient spread into a small block that stays in the cache, then
+  // the update over the planes in one loop in vector registers.
+  int64_t chunkPlanes =
+      std::max<int64_t>(1, 4096 / std::max<int64_t>(planeSize, 1));
+  int64_t chunks = (planes + chunkPlanes - 1) / chunkPlanes;
+  bool hasMomentum = momentum != 0.0f && buffer;
+  auto run = [&](auto hasMomentumTag, auto hasDecayTag) {
+    constexpr bool kMomentum = decltype(hasMomentumTag)::value;
+    constexpr bool kDecay = decltype(hasDecayTag)::value;
+#pragma omp parallel if (planes * planeSize > kParallelGrain)
+    {
+      std::vector<float> grad(chunkPlanes * planeSize);
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        int64_t first = chunk * chunkPlanes;
+        int64_t count = std::min(chunkPlanes, planes - first);
+        std::fill_n(grad.data(), count * planeSize, 0.0f);
+        // Tap by tap across the planes: a few live taps a plane (one, the
+        // centre of a 3x3 kernel on a 1x1 image) make short rows.
+        for (int64_t r = 0; r < tapRows; ++r)
+          for (int64_t c = 0; c < tapColumns; ++c) {
+            const float *from = taps + first * tapsPlane + r * tapColumns + c;
+            float *to = grad.data() + firstTap + r * columns + c;
+            for (int64_t p = 0; p < count; ++p)
+              to[p * planeSize] = from[p * tapsPlane];
+          }
+        float *__restrict wp = w + first * planeSize;
+        float *__restrict bp = kMomentum ? buffer + first * planeSize : nullptr;
+        const float *__restrict gp = grad.data();
+        int64_t n = count * planeSize;
+        for (int64_t i = 0; i < n; ++i) {
+          float unused = 0.0f;
+          float &buf = kMomentum ? bp[i] : unused;
+          wp[i] = sgd.template apply<kMomentum, kDecay>(wp[i], gp[i], buf);
+        }
+      }
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  bool hasDecay = weightDecay != 0.0f;
+  if (hasMomentum)
+    hasDecay ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+  else
+    hasDecay ? run(No{}, Yes{}) : run(No{}, No{});
 }
 
 //===----------------------------------------------------------------------===//

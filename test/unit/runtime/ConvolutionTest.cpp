@@ -739,6 +739,46 @@ TEST(ConvolutionCrop, LiveTapUpdateIsTheWholeUpdate) {
   EXPECT_EQ(cached, whole);
 }
 
+TEST(ConvolutionCrop, LiveTapUpdateWithMomentumAndDecayIsTheWholeUpdate) {
+  // sgdUpdateLiveTaps against sliceGrad into the whole kernel and
+  // sgdUpdate, bitwise, over three steps (the first sets the buffer), for
+  // momentum with and without Nesterov and dampening, weight decay alone,
+  // and both: decay and momentum step the dead taps too. The buffer starts
+  // nonzero at the dead taps (a state loaded from another run).
+  ScopedThreads threads(2);
+  const Shape wShape{8, 16, 3, 3}, tapsShape{8, 16, 2, 2};
+  const int64_t offsets[] = {0, 0, 1, 1}, unit[] = {1, 1, 1, 1};
+  struct Options {
+    float momentum, dampening, weightDecay;
+    bool nesterov;
+  };
+  for (Options o :
+       {Options{0.9f, 0.0f, 0.0f, false}, Options{0.9f, 0.0f, 1e-2f, true},
+        Options{0.5f, 0.25f, 1e-2f, false},
+        Options{0.0f, 0.0f, 1e-2f, false}}) {
+    std::vector<float> whole = randomVector(wShape.numElements(), 81);
+    std::vector<float> live = whole;
+    std::vector<float> wholeBuffer = randomVector(wShape.numElements(), 82);
+    std::vector<float> liveBuffer = wholeBuffer;
+    std::vector<float> grad(wShape.numElements());
+    float *wholeBuf = o.momentum != 0.0f ? wholeBuffer.data() : nullptr;
+    float *liveBuf = o.momentum != 0.0f ? liveBuffer.data() : nullptr;
+    for (int step = 0; step < 3; ++step) {
+      auto taps = randomVector(tapsShape.numElements(), 83 + step);
+      sliceGrad(taps.data(), tapsShape, offsets, unit, grad.data(), wShape);
+      sgdUpdate(whole.data(), grad.data(), wholeBuf, wShape.numElements(),
+                0.25f, o.momentum, o.dampening, o.nesterov, o.weightDecay,
+                step);
+      sgdUpdateLiveTaps(taps.data(), tapsShape, offsets, live.data(), wShape,
+                        liveBuf, 0.25f, o.momentum, o.dampening, o.nesterov,
+                        o.weightDecay, step);
+      EXPECT_EQ(live, whole) << "momentum " << o.momentum << " step " << step;
+      EXPECT_EQ(liveBuffer, wholeBuffer)
+          << "momentum " << o.momentum << " step " << step;
+    }
+  }
+}
+
 TEST(ConvolutionCrop, StaleCopyIsCroppedAgain) {
   // A weight an unfused update writes (momentum, or after an all-reduce):
   // the forward pass and the input gradient of each step share one copy of
