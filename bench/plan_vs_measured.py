@@ -21,7 +21,8 @@ A step time is (T(3N) - T(N)) / 2N from two timed runs of N and 3N steps
 (N chosen from runs of 10 and 210 steps so that the short run takes about
 --seconds, at most 20000 steps), which cancels start-up; the fastest of
 --rounds such estimates is reported, the rounds passing over all plans in
-turn, so that a plan's rounds lie minutes apart. This machine's link
+turn, so that a plan's rounds lie minutes apart; plans whose binaries are
+byte-identical (dp, ZeRO-1 and ZeRO-2 with plain SGD) pool their rounds. This machine's link
 between cores changes speed for tens of seconds at a time (the vCPUs
 move: bench/link_monitor.cpp); `cleave calibrate` keeps its fastest
 rounds too, so both sides are the fast state. Timing environment as
@@ -41,6 +42,8 @@ start and end (this machine is shared: other processes take cores).
 """
 
 import argparse
+import collections
+import hashlib
 import json
 import math
 import os
@@ -175,18 +178,30 @@ def allocated_bytes(program, ranks, env):
 
 
 def spearman(a, b):
+    """Spearman's rank correlation: Pearson's of the ranks, tied values
+    (identical programs, predicted and measured alike) at their average
+    rank."""
     def ranks(v):
         order = sorted(range(len(v)), key=lambda i: v[i])
         r = [0.0] * len(v)
-        for pos, i in enumerate(order):
-            r[i] = pos
+        start = 0
+        while start < len(order):
+            end = start
+            while end + 1 < len(order) and v[order[end + 1]] == v[order[start]]:
+                end += 1
+            for pos in range(start, end + 1):
+                r[order[pos]] = (start + end) / 2
+            start = end + 1
         return r
-    ra, rb = ranks(a), ranks(b)
     n = len(a)
     if n < 2:
         return float("nan")
-    d = sum((x - y) ** 2 for x, y in zip(ra, rb))
-    return 1 - 6 * d / (n * (n * n - 1))
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra)
+    vb = sum((y - mb) ** 2 for y in rb)
+    return cov / math.sqrt(va * vb) if va > 0 and vb > 0 else float("nan")
 
 
 def drift(before, after):
@@ -221,6 +236,11 @@ def error_with(opts, model, batch, cluster, rows):
         errors.append(abs(predicted / r["measured"] - 1))
     errors.sort()
     return f"{errors[len(errors) // 2] * 100:.0f}%"
+
+
+def file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def main():
@@ -308,8 +328,17 @@ def main():
             for r in rows:
                 r["estimates"].append(step_estimate(
                     r["program"], opts.ranks, env, r["steps"]))
+        # Plans that compile to the same binary (dp, ZeRO-1 and ZeRO-2 with
+        # plain SGD) are one program: its rounds are pooled, so that the
+        # same program is not reported at two speeds the host gave it.
+        by_binary = collections.defaultdict(list)
         for r in rows:
-            r["measured"] = min(r["estimates"]) * 1e3
+            by_binary[file_digest(r["program"])].append(r)
+        for same in by_binary.values():
+            best = min(min(r["estimates"]) for r in same) * 1e3
+            for r in same:
+                r["measured"] = best
+                r["same_as"] = [o["rank"] for o in same if o is not r]
         errors = sorted(abs(r["predicted"] / r["measured"] - 1) for r in rows)
         rho = spearman([r["predicted"] for r in rows],
                        [r["measured"] for r in rows])
@@ -325,7 +354,10 @@ def main():
               "allocated bytes |")
         print("|---:|---|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['rank']} | `{r['flags']}` | "
+            same = (" (the same binary as " +
+                    ", ".join(f"#{k}" for k in r["same_as"]) + ")"
+                    if r["same_as"] else "")
+            print(f"| {r['rank']} | `{r['flags']}`{same} | "
                   f"{r['predicted']:.3f} ({r['comm']:.3f}) | "
                   f"{r['measured']:.3f} | "
                   f"{r['predicted'] / r['measured']:.2f} | {r['peak']} | "
