@@ -92,6 +92,15 @@ LogicalResult Emitter::emitOperation(LrScheduleOp schedule) {
   return success();
 }
 
+std::string Emitter::sgdOptions(SgdOp sgd) {
+  return formatv("{0}, {1}f, {2}f, {3}, {4}f, ctx.step",
+                 learningRate(sgd.getLr(), sgd.getLrFactor()),
+                 floatLiteral(sgd.getMomentum().convertToFloat()),
+                 floatLiteral(sgd.getDampening().convertToFloat()),
+                 sgd.getNesterov(),
+                 floatLiteral(sgd.getWeightDecay().convertToFloat()));
+}
+
 LogicalResult Emitter::emitOperation(SgdOp sgd) {
   if (auto conv = sgd.getGrad().getDefiningOp<ConvGradWeightOp>();
       conv && backward.convWithUpdate.count(conv)) {
@@ -104,18 +113,12 @@ LogicalResult Emitter::emitOperation(SgdOp sgd) {
       !changesLiveTapsAlone(sgd)) {
     // Every tap stepped, with the slice's gradient at its taps and zero at
     // the others (FusionPlan.h).
-    call(sgd, formatv("sgdUpdateLiveTaps({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-                      "{7}f, {8}f, {9}, {10}f, ctx.step)",
+    call(sgd, formatv("sgdUpdateLiveTaps({0}, {1}, {2}, {3}, {4}, {5}, {6})",
                       ref(slice.getOutputGrad()),
                       shapeLiteral(slice.getOutputGrad()),
                       window(slice, slice.getOffsets(), "offsets"),
                       ref(sgd.getParam()), shapeLiteral(sgd.getParam()),
-                      nullable(sgd.getMomentumBuffer()),
-                      learningRate(sgd.getLr(), sgd.getLrFactor()),
-                      floatLiteral(sgd.getMomentum().convertToFloat()),
-                      floatLiteral(sgd.getDampening().convertToFloat()),
-                      sgd.getNesterov(),
-                      floatLiteral(sgd.getWeightDecay().convertToFloat())));
+                      nullable(sgd.getMomentumBuffer()), sgdOptions(sgd)));
     return success();
   }
   if (auto slice = sgd.getGrad().getDefiningOp<SliceGradOp>();
@@ -148,16 +151,9 @@ LogicalResult Emitter::emitOperation(SgdOp sgd) {
                        ref(sgd.getParam())));
     return success();
   }
-  call(sgd,
-       formatv("sgdUpdate({0}, {1}, {2}, {3}, {4}, {5}f, {6}f, {7}, "
-               "{8}f, ctx.step)",
-               ref(sgd.getParam()), ref(sgd.getGrad()),
-               nullable(sgd.getMomentumBuffer()), numElements(sgd.getParam()),
-               learningRate(sgd.getLr(), sgd.getLrFactor()),
-               floatLiteral(sgd.getMomentum().convertToFloat()),
-               floatLiteral(sgd.getDampening().convertToFloat()),
-               sgd.getNesterov(),
-               floatLiteral(sgd.getWeightDecay().convertToFloat())));
+  call(sgd, formatv("sgdUpdate({0}, {1}, {2}, {3}, {4})", ref(sgd.getParam()),
+                    ref(sgd.getGrad()), nullable(sgd.getMomentumBuffer()),
+                    numElements(sgd.getParam()), sgdOptions(sgd)));
   return success();
 }
 

@@ -246,6 +246,9 @@ private:
   LogicalResult emitOperation(AdagradOp adagrad);
   /// `lr`, times element 0 of `factor` (a schedule's) when there is one.
   std::string learningRate(APFloat lr, Value factor);
+  /// An SGD update's learning rate, momentum, dampening, Nesterov flag,
+  /// weight decay and step, as the runtime's SGD calls end.
+  std::string sgdOptions(SgdOp sgd);
 
   // EmitCollectives.cpp
   LogicalResult emitOperation(AllReduceOp allReduce);
