@@ -94,6 +94,9 @@ const ConvShape kShapes[] = {
     {"cnn-dp2", 32, 8, 14, 14, 16, 3, 1, 0, 1},
     {"cnn-tp2", 64, 1, 28, 28, 4, 3, 1, 1, 1},
     {"cnn-tp2", 64, 8, 14, 14, 8, 3, 1, 0, 1},
+    // ResNet-18's layer4 3x3 convolutions on a 1x1 image as the runtime
+    // runs them: cropped to their centre tap (runtime/ConvolutionLiveTaps.h).
+    {"resnet18-cropped", 16, 512, 1, 1, 512, 1, 1, 0, 1},
 };
 
 /// Microseconds per call of `f`: the best, over 7 rounds, of a round's

@@ -40,6 +40,9 @@ struct CacheState {
   double traffic = 0, stepTraffic = 0;
   /// Each value's traffic clock when last read or written.
   llvm::DenseMap<Value, double> touched;
+  /// Weights whose live taps a convolution pass has cropped into the copy
+  /// the program keeps for the step (StepTimer::refreshedCrops).
+  llvm::DenseSet<Value> cropped;
 };
 
 /// The micro-batch `op` works for, -1 when it runs once a step: its own
@@ -111,6 +114,11 @@ public:
   /// The ops of updates the program fuses, with the share of their own
   /// cost they take and whether the call is theirs (FusedUpdates.h).
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
+  /// Weights whose live taps the program keeps in a copy (runtime
+  /// CroppedWeight, codegen BackwardFusion): from one step to the next,
+  /// so that every convolution pass reads the copy alone, or for the step,
+  /// cropped by its first pass.
+  llvm::DenseSet<Value> keptCrops, refreshedCrops;
 
   /// Seconds of a compute op: its roofline time (or a measured kernel's,
   /// when longer) and the cost of an op.
@@ -155,6 +163,10 @@ public:
       if (!type || !type.hasStaticShape() || isa_and_nonnull<ConstantOp>(def))
         continue;
       double operandSize = tensorBytes(type) * byteScale;
+      if (cost.liveTaps < 1 && readsCopiedTaps(op, operand, cache)) {
+        bytes -= operandSize * (1 - cost.liveTaps);
+        operandSize *= cost.liveTaps;
+      }
       if (def && fusedAway.contains(def)) {
         registerBytes += operandSize;
         continue;
@@ -190,6 +202,24 @@ public:
                1e-9;
     }
     return overhead + std::max({compute, memory, kernel});
+  }
+
+  /// Whether convolution pass `op` reads `weight`'s live taps from the
+  /// program's copy of them (its other taps read only padding): always for
+  /// a copy kept between steps, after the step's first pass for one the
+  /// first pass crops (and `cache` notes that it did).
+  bool readsCopiedTaps(Operation *op, Value weight, CacheState &cache) const {
+    bool passReadsWeight = false;
+    if (auto conv = dyn_cast<ConvOp>(op))
+      passReadsWeight = conv.getWeight() == weight;
+    else if (auto grad = dyn_cast<ConvGradInputOp>(op))
+      passReadsWeight = grad.getWeight() == weight;
+    if (!passReadsWeight)
+      return false;
+    if (keptCrops.contains(weight))
+      return true;
+    return refreshedCrops.contains(weight) &&
+           !cache.cropped.insert(weight).second;
   }
 
   /// Bytes per second of the smallest cache level holding `bytes` (the
@@ -928,6 +958,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   std::vector<int64_t> stageArenaBytes, stageGradientBytes;
   llvm::DenseSet<Operation *> views;
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
+  llvm::DenseSet<Value> keptCrops, refreshedCrops;
   {
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).asyncHandOvers)
@@ -939,12 +970,21 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
       for (const auto &entry : plan.rowsOfInput)
         if (Operation *slice = entry.first.getDefiningOp())
           views.insert(slice);
-      // As the emitter pairs updates with the calls that apply them.
+      // As the emitter pairs updates with the calls that apply them, and
+      // keeps copies of weights' live taps.
+      int64_t stage = stages > 1 ? int64_t(s) : -1;
       for (auto [op, fused] : planner::fusedUpdates(
-               step.getBody().front(), plan, memoryFusion,
-               stages > 1 ? int64_t(s) : -1,
+               step.getBody().front(), plan, memoryFusion, stage,
                codegen::TargetTraits::of(target).fusedBackwardSgd))
         fusedUpdates[op] = fused;
+      if (codegen::TargetTraits::of(target).fusedBackwardSgd) {
+        BackwardFusion backward = planBackwardFusion(
+            step.getBody().front(), plan, memoryFusion, stage);
+        keptCrops.insert(backward.croppedWeights.begin(),
+                         backward.croppedWeights.end());
+        refreshedCrops.insert(backward.refreshedWeights.begin(),
+                              backward.refreshedWeights.end());
+      }
     }
   }
 
@@ -1017,6 +1057,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   timer.fusedAway = std::move(fusion.fusedAway);
   timer.views = std::move(views);
   timer.fusedUpdates = std::move(fusedUpdates);
+  timer.keptCrops = std::move(keptCrops);
+  timer.refreshedCrops = std::move(refreshedCrops);
   std::vector<double> traffic =
       stagesTraffic(step, stages, pipelineAxis, timer.views);
   for (double &bytes : traffic)

@@ -381,6 +381,7 @@ OpCost costOf(Operation *op, ConvRuntime runtime) {
     *tapsDim *= cpu.liveTaps;
     cost.directConv = cpu.direct;
     cost.im2col = cpu.im2col;
+    cost.liveTaps = cpu.liveTaps;
   }
   return cost;
 }

@@ -69,6 +69,9 @@ struct OpCost {
     void divideProductDim(int productDim, double by);
   };
   std::optional<Im2colConv> im2col;
+  /// A convolution's share of its kernel's taps the cpu runtime computes
+  /// (the others read only padding: rt::cropDeadTaps); 1 otherwise.
+  double liveTaps = 1;
 };
 
 /// Whose convolutions costOf counts. The cpu runtime's crop away the

@@ -59,7 +59,13 @@ enum class OneDnnLayout { Plain, Blocked };
 //   533 vs 1717; 256x2x2 1x1 stride 2 -> 512 80 vs 152 / 80 vs 97. At 16
 //   positions oneDNN wins (128x4x4 3x3 -> 128: 937 vs 770); pointwise
 //   convs go either way by thread count (MobileNetV2's 80x1x1 -> 1280: 99
-//   vs 114 at 1 thread, 110 vs 74 at 2) and keep the rules below.
+//   vs 114 at 1 thread, 110 vs 74 at 2) and keep the rules below, but
+//   for the weight gradient on a 1x1 output (2026-11-28, 1 / 2 threads):
+//   one GEMM over the samples, where oneDNN's blocked kernels lose most
+//   (ResNet-18's layer4 3x3 convolutions on a 1x1 image, cropped to their
+//   centre tap, 512x1x1 1x1 -> 512 at batch 16: 144 vs 602 / 115 vs 319;
+//   MobileNetV2's 240x1x1 -> 80: 24 vs 45 / 28 vs 67 plain; its 80x1x1
+//   -> 1280: 129 vs 212 / 172 vs 161, the one loss).
 // - So does the input gradient of such a conv with a 1x1 output (its
 //   col2im by the same table): 256x2x2 3x3 stride 2 -> 512 589 vs 902 /
 //   360 vs 473; at 4 outputs they tie (128x4x4 3x3 stride 2 -> 256: 474
@@ -83,6 +89,8 @@ inline bool preferOneDnn(ConvPass pass, const ConvDims &cd,
   if (pass == ConvPass::GradInput && cd.groupIn < 8)
     return false;
   if (pass == ConvPass::GradWeight && w.outSize() <= 4 && !isPointwise(w))
+    return false;
+  if (pass == ConvPass::GradWeight && w.outSize() == 1)
     return false;
   if (pass == ConvPass::GradInput && w.outSize() == 1 && !isPointwise(w))
     return false;
