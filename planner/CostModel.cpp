@@ -972,19 +972,19 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
           views.insert(slice);
       // As the emitter pairs updates with the calls that apply them, and
       // keeps copies of weights' live taps.
-      int64_t stage = stages > 1 ? int64_t(s) : -1;
-      for (auto [op, fused] : planner::fusedUpdates(
-               step.getBody().front(), plan, memoryFusion, stage,
-               codegen::TargetTraits::of(target).fusedBackwardSgd))
-        fusedUpdates[op] = fused;
+      std::optional<BackwardFusion> backward;
       if (codegen::TargetTraits::of(target).fusedBackwardSgd) {
-        BackwardFusion backward = planBackwardFusion(
-            step.getBody().front(), plan, memoryFusion, stage);
-        keptCrops.insert(backward.croppedWeights.begin(),
-                         backward.croppedWeights.end());
-        refreshedCrops.insert(backward.refreshedWeights.begin(),
-                              backward.refreshedWeights.end());
+        backward =
+            planBackwardFusion(step.getBody().front(), plan, memoryFusion,
+                               stages > 1 ? int64_t(s) : -1);
+        keptCrops.insert(backward->croppedWeights.begin(),
+                         backward->croppedWeights.end());
+        refreshedCrops.insert(backward->refreshedWeights.begin(),
+                              backward->refreshedWeights.end());
       }
+      for (auto [op, fused] : planner::fusedUpdates(
+               plan, memoryFusion, backward ? &*backward : nullptr))
+        fusedUpdates[op] = fused;
     }
   }
 

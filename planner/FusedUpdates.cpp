@@ -43,8 +43,8 @@ double liveTapUpdateShare(SgdOp sgd, double live) {
 } // namespace
 
 llvm::DenseMap<Operation *, FusedUpdate>
-fusedUpdates(Block &block, const MemoryPlan &plan, const FusionPlan &fusion,
-             int64_t stage, bool fusedBackwardSgd) {
+fusedUpdates(const MemoryPlan &plan, const FusionPlan &fusion,
+             const BackwardFusion *backward) {
   // An SGD update costs reading the parameter and its gradient and writing
   // the parameter: three passes over it (costOf).
   llvm::DenseMap<Operation *, FusedUpdate> shares;
@@ -54,15 +54,14 @@ fusedUpdates(Block &block, const MemoryPlan &plan, const FusionPlan &fusion,
     shares[gemm] = {1, false};
     shares[sgd] = {1.0 / 3.0, true};
   }
-  if (!fusedBackwardSgd)
+  if (!backward)
     return shares;
-  BackwardFusion backward = planBackwardFusion(block, plan, fusion, stage);
   // The input gradient's pass over the weight writes it too.
-  for (Operation *sgd : backward.fusedUpdates)
+  for (Operation *sgd : backward->fusedUpdates)
     shares[sgd] = {0, false};
   // The weight gradient's call reads and writes the live taps it updates;
   // the gradient stays in its buffer.
-  for (auto [conv, sgd] : backward.convWithUpdate)
+  for (auto [conv, sgd] : backward->convWithUpdate)
     shares[sgd] = {liveTapsOf(cast<ConvGradWeightOp>(conv)) * 2.0 / 3.0, false};
   // The slice_grad writes nothing; the update reads the live taps'
   // gradient alone (liveTapUpdateShare).

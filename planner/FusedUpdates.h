@@ -30,13 +30,14 @@ struct FusedUpdate {
   bool call = true;
 };
 
-/// The ops of `block` on `stage` (-1: all) that take part in an update the
-/// program fuses with memory plan `plan` and fusion `fusion`.
-/// `fusedBackwardSgd`: the target's (codegen::TargetTraits).
+/// The ops that take part in an update the program fuses with memory plan
+/// `plan`, fusion `fusion` and, where the target fuses updates into the
+/// backward pass (codegen::TargetTraits::fusedBackwardSgd), `backward`
+/// (planBackwardFusion of the same stage; null elsewhere).
 llvm::DenseMap<mlir::Operation *, FusedUpdate>
-fusedUpdates(mlir::Block &block, const mlir::cleave::MemoryPlan &plan,
-             const mlir::cleave::FusionPlan &fusion, int64_t stage,
-             bool fusedBackwardSgd);
+fusedUpdates(const mlir::cleave::MemoryPlan &plan,
+             const mlir::cleave::FusionPlan &fusion,
+             const mlir::cleave::BackwardFusion *backward);
 
 /// How the program the partitioner makes of the step will run `sgd`,
 /// judged on the step before partitioning (the intra-op ILP's view): a

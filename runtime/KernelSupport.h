@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -85,6 +86,20 @@ template <typename F> void runItems(int64_t n, int64_t work, const F &f) {
 #pragma omp parallel for schedule(static) if (work > kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     f(i);
+}
+
+/// Calls run(hasMomentum, hasDecay) with std::bool_constant tags for an
+/// SGD update's combination (body::SgdStep::apply's template arguments), so
+/// that each update loop is compiled without per-element tests and
+/// vectorizes.
+template <typename Run>
+void withSgdCombination(bool hasMomentum, bool hasDecay, const Run &run) {
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (hasMomentum)
+    hasDecay ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+  else
+    hasDecay ? run(No{}, Yes{}) : run(No{}, No{});
 }
 
 inline int normalizeAxis(int axis, int rank) {

@@ -20,7 +20,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace cleave::rt {
@@ -727,7 +726,6 @@ void sgdUpdateLiveTaps(const float *taps, const Shape &tapsShape,
   int64_t chunkPlanes =
       std::max<int64_t>(1, 4096 / std::max<int64_t>(planeSize, 1));
   int64_t chunks = (planes + chunkPlanes - 1) / chunkPlanes;
-  bool hasMomentum = momentum != 0.0f && buffer;
   auto run = [&](auto hasMomentumTag, auto hasDecayTag) {
     constexpr bool kMomentum = decltype(hasMomentumTag)::value;
     constexpr bool kDecay = decltype(hasDecayTag)::value;
@@ -760,13 +758,8 @@ void sgdUpdateLiveTaps(const float *taps, const Shape &tapsShape,
       }
     }
   };
-  using Yes = std::true_type;
-  using No = std::false_type;
-  bool hasDecay = weightDecay != 0.0f;
-  if (hasMomentum)
-    hasDecay ? run(Yes{}, Yes{}) : run(Yes{}, No{});
-  else
-    hasDecay ? run(No{}, Yes{}) : run(No{}, No{});
+  detail::withSgdCombination(momentum != 0.0f && buffer, weightDecay != 0.0f,
+                             run);
 }
 
 //===----------------------------------------------------------------------===//

@@ -114,14 +114,8 @@ void sgdUpdate(float *param, const float *grad, float *buffer, int64_t n,
       param[i] = body.template apply<kMomentum, kDecay>(param[i], grad[i], buf);
     }
   };
-  using Yes = std::true_type;
-  using No = std::false_type;
-  bool hasMomentum = momentum != 0.0f && buffer;
-  bool hasDecay = weightDecay != 0.0f;
-  if (hasMomentum)
-    hasDecay ? run(Yes{}, Yes{}) : run(Yes{}, No{});
-  else
-    hasDecay ? run(No{}, Yes{}) : run(No{}, No{});
+  detail::withSgdCombination(momentum != 0.0f && buffer, weightDecay != 0.0f,
+                             run);
 }
 
 void adamwUpdate(float *param, const float *grad, float *expAvg,

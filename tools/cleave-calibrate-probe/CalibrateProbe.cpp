@@ -302,16 +302,18 @@ RowRate im2colRate(Pass pass, double overhead, double seconds) {
   return {perCall * 1e9, perElement * 1e9};
 }
 
-/// The kernels whose time the roofline misses on a cpu (planner/Cluster.h,
-/// Kernel): softmax and LayerNorm forward and backward by row and element,
-/// dropout by element, attention's batched products by matrix (8x8x8),
-/// pools and BatchNorm forward and backward by plane and element, im2col
-/// convolutions by GEMM call and im2col element (im2colRate). By the
-/// names of the cluster file's device.kernels.
+/// A kernel's rates under its name in the cluster file's device.kernels.
 struct NamedRate {
   const char *name;
   RowRate rate;
 };
+
+/// The kernels whose time the roofline misses on a cpu (planner/Cluster.h,
+/// Kernel): softmax and LayerNorm forward and backward by row and element,
+/// dropout by element, attention's batched products by matrix (8x8x8),
+/// pools and BatchNorm forward and backward by plane and element, im2col
+/// convolutions by GEMM call and im2col element (im2colRate), by the names
+/// of the cluster file's device.kernels.
 std::vector<NamedRate> kernelRates(double overhead, double seconds) {
   const int64_t n = 16384;
   std::vector<float> x(n), dy(n), y(n), dx(n), scale(512, 1.0f),
