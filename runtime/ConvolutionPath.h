@@ -70,6 +70,21 @@ enum class OneDnnLayout { Plain, Blocked };
 //   col2im by the same table): 256x2x2 3x3 stride 2 -> 512 589 vs 902 /
 //   360 vs 473; at 4 outputs they tie (128x4x4 3x3 stride 2 -> 256: 474
 //   vs 476 / 322 vs 271).
+// - Small planes (2026-11-28, an Intel Xeon with AVX-512, batch 16, 1 / 2
+//   threads, once the im2col path stopped copying 1-float planes by a
+//   memmove each): where every output is a single position, or a pointwise
+//   conv has at most 4, a conv is a linear layer over the samples, one
+//   GEMM of the samples side by side, and oneDNN's blocked kernels spend
+//   most of their time reordering. Every pass goes to im2col (ResNet-18's
+//   layer4 cropped to its centre tap, 512x1x1 -> 512: forward 150 vs 208
+//   / 155 vs 292, input gradient 109 vs 212 / 118 vs 239; its 256x2x2 3x3
+//   stride 2 -> 512 forward 762 vs 920 / 446 vs 645; MobileNetV2's 144x1x1
+//   -> 40 forward 11.7 vs 16.6 / 8.1 vs 13.6 plain; its 48x2x2 -> 16 5.9 vs
+//   12.9 / 9.7 vs 19.0), except the forward pass of a conv with more than
+//   twice as many outputs as products' depth, whose output scatter then
+//   outweighs the GEMM (MobileNetV2's 80x1x1 -> 1280: 138 vs 89 / 165 vs
+//   116; 24x2x2 -> 144: 21 vs 13 / 31 vs 26). 2x2 outputs of a 3x3 kernel
+//   keep the rules above (256x2x2 -> 256 forward 874 vs 759 / 782 vs 589).
 // - On 2 threads each of oneDNN's parallel regions (a conv and up to three
 //   reorders) wakes a sleeping thread (the benchmarks' OMP_WAIT_POLICY=
 //   PASSIVE), and its backward-weights kernels wait at barriers: below
@@ -88,11 +103,9 @@ inline bool preferOneDnn(ConvPass pass, const ConvDims &cd,
     return false;
   if (pass == ConvPass::GradInput && cd.groupIn < 8)
     return false;
-  if (pass == ConvPass::GradWeight && w.outSize() <= 4 && !isPointwise(w))
-    return false;
-  if (pass == ConvPass::GradWeight && w.outSize() == 1)
-    return false;
-  if (pass == ConvPass::GradInput && w.outSize() == 1 && !isPointwise(w))
+  if (w.outSize() == 1 || (isPointwise(w) && w.outSize() <= 4))
+    return pass == ConvPass::Forward && cd.outChannels > 2 * cd.kRows;
+  if (pass == ConvPass::GradWeight && w.outSize() <= 4)
     return false;
   double flops = 2.0 * cd.batch * cd.outChannels * w.outSize() * cd.kRows;
   if (threads > 1 && flops < 2e6) {

@@ -444,12 +444,35 @@ TEST(ConvolutionPaths, Im2colWhereItIsFaster) {
                    {1, 1, 1, 1}, {1, 1},        2};
   EXPECT_EQ(chosenPaths(grouped, 1), (Paths{"im2col", "im2col", "im2col"}));
   checkBothPaths(grouped);
-  // A 1x1 output of a 3x3 kernel: both gradients on im2col, whose
-  // samples sit side by side in one GEMM (im2colChunk, col2imChunk).
+  // A 1x1 output of a 3x3 kernel: every pass on im2col, whose samples sit
+  // side by side in one GEMM (im2colChunk, col2imChunk), on any thread
+  // count.
   ConvCase late{{2, 32, 2, 2}, {16, 32, 3, 3}, {2, 16, 1, 1}, {2, 2},
                 {1, 1, 1, 1},  {1, 1},         1};
-  EXPECT_EQ(chosenPaths(late, 1), (Paths{"blocked", "im2col", "im2col"}));
+  EXPECT_EQ(chosenPaths(late, 1), (Paths{"im2col", "im2col", "im2col"}));
+  EXPECT_EQ(chosenPaths(late, 2), (Paths{"im2col", "im2col", "im2col"}));
   checkBothPaths(late);
+  // Pointwise on 2x2 planes: a linear layer over the samples, on im2col,
+  // but for the forward pass of one with more than twice as many outputs
+  // as inputs (oneDNN's, whose output needs no scatter).
+  ConvCase narrow{{5, 48, 2, 2},
+                  {16, 48, 1, 1},
+                  {5, 16, 2, 2},
+                  {1, 1},
+                  {0, 0, 0, 0},
+                  {1, 1},
+                  1};
+  EXPECT_EQ(chosenPaths(narrow, 1), (Paths{"im2col", "im2col", "im2col"}));
+  checkBothPaths(narrow);
+  ConvCase widening{{5, 24, 1, 1},
+                    {144, 24, 1, 1},
+                    {5, 144, 1, 1},
+                    {1, 1},
+                    {0, 0, 0, 0},
+                    {1, 1},
+                    1};
+  EXPECT_EQ(chosenPaths(widening, 1), (Paths{"blocked", "im2col", "im2col"}));
+  checkBothPaths(widening);
   // 2x2 outputs: the weight gradient on im2col, the input gradient not.
   ConvCase small{{3, 32, 4, 4},
                  {16, 32, 3, 3},
