@@ -15,6 +15,10 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include "runtime/CommVolume.h"
+
+#include <numeric>
+
 using llvm::formatv;
 
 namespace mlir::cleave::codegen {
@@ -58,13 +62,28 @@ std::string Emitter::traceBytes(Operation *op) {
     return axisGroup(op->getAttrOfType<ArrayAttr>("axes"));
   };
   if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-    int64_t count = 0;
+    SmallVector<int64_t> counts;
     for (Value input : allReduce.getInputs())
-      count += tensorType(input).getNumElements();
+      counts.push_back(tensorType(input).getNumElements());
+    int64_t bytes = std::stoll(elementBytes(allReduce.getInputs()[0]));
     std::string g = group(op);
-    return formatv("{3}({0}, {1}, groupSize({2}), groupRank({2}))", count,
-                   elementBytes(allReduce.getInputs()[0]), g,
-                   traits.allReduceBytesSent);
+    auto sent = [&](int64_t count) {
+      return formatv("{3}({0}, {1}, groupSize({2}), groupRank({2}))", count,
+                     bytes, g, traits.allReduceBytesSent)
+          .str();
+    };
+    if (!traits.segmentedBuckets)
+      return sent(std::accumulate(counts.begin(), counts.end(), int64_t{0}));
+    // The cpu runtime's all-reduces of the bucket's segments.
+    std::string sum;
+    ::cleave::rt::forEachBucketSegment(
+        counts.data(), static_cast<int>(counts.size()), bytes,
+        [&](int first, int end) {
+          sum += (sum.empty() ? "" : " + ") +
+                 sent(std::accumulate(counts.begin() + first,
+                                      counts.begin() + end, int64_t{0}));
+        });
+    return "(" + sum + ")";
   }
   if (auto gather = dyn_cast<AllGatherOp>(op)) {
     std::string g = group(op);

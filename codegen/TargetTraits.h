@@ -41,6 +41,9 @@ struct TargetTraits {
   /// sends in an all-reduce (--trace): NCCL's is always a ring, the cpu
   /// runtime's may be recursive doubling.
   const char *allReduceBytesSent;
+  /// A gradient bucket is all-reduced by segments (forEachBucketSegment,
+  /// runtime/CommVolume.h), not as one buffer.
+  bool segmentedBuckets;
   /// The cpu runtime's own calls: matmulStrided, which reads transposed
   /// views in place (FusionPlan's planStridedMatmuls); linearBackwardSgd,
   /// which cuBLAS has no counterpart of; hand-overs between pipeline

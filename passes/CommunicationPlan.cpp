@@ -8,6 +8,8 @@
 
 #include "runtime/CommVolume.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::cleave;
 
@@ -56,16 +58,21 @@ int64_t mlir::cleave::bytesSentBy(Operation *op, MeshAttr mesh,
         mesh.getAxisSize(transfer.getAxis()), stage);
   }
   if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-    // A bucket travels as one reduction of all its elements.
+    // A bucket travels as one reduction of all its elements on the cuda
+    // target (NCCL's ring), as the reductions of its segments on the cpu
+    // one.
     kind = indexOf(CollectiveKind::AllReduce);
     auto [size, index] = groupOf(mesh, allReduce.getAxes(), coords);
-    int64_t count = 0;
+    SmallVector<int64_t> counts;
     for (Value input : allReduce.getInputs())
-      count += cast<ShapedType>(input.getType()).getNumElements();
+      counts.push_back(cast<ShapedType>(input.getType()).getNumElements());
     int64_t bytes = elementBytes(allReduce.getInputs()[0].getType());
-    return ringOnly
-               ? ::cleave::rt::ringAllReduceBytesSent(count, bytes, size, index)
-               : ::cleave::rt::allReduceBytesSent(count, bytes, size, index);
+    if (ringOnly)
+      return ::cleave::rt::ringAllReduceBytesSent(
+          std::accumulate(counts.begin(), counts.end(), int64_t{0}), bytes,
+          size, index);
+    return ::cleave::rt::bucketAllReduceBytesSent(
+        counts.data(), static_cast<int>(counts.size()), bytes, size, index);
   }
   if (auto gather = dyn_cast<AllGatherOp>(op)) {
     kind = indexOf(CollectiveKind::AllGather);

@@ -239,27 +239,61 @@ public:
   /// The share of a started all-reduce's time the rank's compute hides.
   double commOverlap() const { return cluster.commOverlap; }
 
-  /// Seconds the step's own thread spends copying a gradient bucket of
-  /// several tensors into one buffer before the all-reduce starts, and as
-  /// long again copying the sums back out after its wait
-  /// (runtime/CollectiveKernels.cpp, startAllReduceBucket): a copy reads
-  /// and writes the bucket's bytes. Zero for other collectives, buckets of
-  /// one tensor, which are summed in place, and on the cuda target (ring
-  /// only), whose NCCL group sums each tensor where it is.
+  /// The buffers, in fp32 bytes, of the all-reduces the runtime makes of
+  /// a bucket: on the cpu target one per segment (forEachBucketSegment),
+  /// each with whether its tensors are packed into it; on the cuda target
+  /// (ring only) the whole bucket, summed where its tensors are.
+  SmallVector<std::pair<double, bool>> bucketSegments(AllReduceOp op) const {
+    SmallVector<int64_t> counts;
+    for (Value input : op.getInputs())
+      counts.push_back(cast<ShapedType>(input.getType()).getNumElements());
+    auto type = cast<ShapedType>(op.getInputs()[0].getType());
+    int64_t bytes = std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+    SmallVector<std::pair<double, bool>> segments;
+    if (ringOnly) {
+      double total = 0;
+      for (int64_t count : counts)
+        total += double(count) * bytes;
+      segments.push_back({total, false});
+      return segments;
+    }
+    ::cleave::rt::forEachBucketSegment(
+        counts.data(), static_cast<int>(counts.size()), bytes,
+        [&](int first, int end) {
+          double total = 0;
+          for (int i = first; i < end; ++i)
+            total += double(counts[i]) * bytes;
+          segments.push_back({total, end - first > 1});
+        });
+    return segments;
+  }
+
+  /// Seconds the step's own thread spends copying a gradient bucket's
+  /// packed runs of small tensors into one buffer each before their
+  /// all-reduces start, and as long again copying the sums back out after
+  /// the wait (runtime/CollectiveKernels.cpp, startAllReduceBucket): a copy
+  /// reads and writes the run's bytes. Zero for other collectives and
+  /// tensors summed in place.
   double bucketCopySeconds(Operation *op) const {
     auto allReduce = dyn_cast<AllReduceOp>(op);
-    if (ringOnly || !allReduce || allReduce.getInputs().size() < 2)
+    if (!allReduce || axisGroupSize(op) <= 1)
       return 0;
+    double bytes = 0;
+    for (auto [buffer, packed] : bucketSegments(allReduce))
+      if (packed)
+        bytes += buffer * byteScale;
+    if (bytes == 0)
+      return 0;
+    return 2 * bytes / bandwidthHolding(2 * bytes) / cluster.memoryEfficiency;
+  }
+
+  /// Ranks in the group of the mesh axes `op` names.
+  int64_t axisGroupSize(Operation *op) const {
     int64_t group = 1;
     if (auto attr = op->getAttrOfType<ArrayAttr>("axes"))
       for (auto axis : attr.getAsRange<StringAttr>())
         group *= mesh.getAxisSizes()[mesh.getAxisIndex(axis.getValue())];
-    if (group <= 1)
-      return 0;
-    double bytes = 0;
-    for (Value input : allReduce.getInputs())
-      bytes += tensorBytes(input.getType()) * byteScale;
-    return 2 * bytes / bandwidthHolding(2 * bytes) / cluster.memoryEfficiency;
+    return group;
   }
 
   /// Seconds of a collective sending `bytes` (of the fp32 program) from
@@ -289,19 +323,26 @@ public:
     if (isa<SendRecvOp>(op))
       steps = bytes ? 1 : 0;
     else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-      steps = 2 * (group - 1);
-      int64_t total = 0;
-      for (Value input : allReduce.getInputs())
-        total += tensorBytes(input.getType());
-      if (!ringOnly && ::cleave::rt::usesRecursiveDoubling(
-                           static_cast<int64_t>(total * byteScale),
-                           static_cast<int>(group))) {
-        steps = 0;
-        for (int64_t mask = 1; mask < group; mask <<= 1)
-          ++steps;
+      // Each segment's all-reduce, its share of the bytes sent.
+      SmallVector<std::pair<double, bool>> segments = bucketSegments(allReduce);
+      double total = 0;
+      for (auto [segment, packed] : segments)
+        total += segment;
+      double seconds = 0;
+      for (auto [segment, packed] : segments) {
+        int64_t segmentSteps = 2 * (group - 1);
+        if (!ringOnly && ::cleave::rt::usesRecursiveDoubling(
+                             static_cast<int64_t>(segment * byteScale),
+                             static_cast<int>(group))) {
+          segmentSteps = 0;
+          for (int64_t mask = 1; mask < group; mask <<= 1)
+            ++segmentSteps;
+        }
+        seconds += cluster.collectiveSeconds(
+            link, MeasuredCollective::AllReduce, segment * byteScale,
+            total > 0 ? bytes * segment / total : 0, group, segmentSteps);
       }
-      measured = MeasuredCollective::AllReduce;
-      buffer = total * byteScale;
+      return seconds;
     } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
       measured = MeasuredCollective::ReduceScatter;
       buffer = tensorBytes(scatter.getInput().getType()) * byteScale;

@@ -3,6 +3,7 @@
 #include "runtime/CollectiveKernels.h"
 
 #include "runtime/Collectives.h"
+#include "runtime/CommVolume.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,12 +14,19 @@ namespace cleave::rt {
 
 namespace {
 
-/// A bucket in flight: where its tensors go back to, and the packed copy
-/// of a bucket of several tensors (empty for one tensor, which is summed in
-/// its output buffer).
+/// A packed run of a bucket's tensors (forEachBucketSegment): tensors
+/// [first, end), copied one after another into `staging`.
+struct PackedSegment {
+  int first, end;
+  std::vector<char> staging;
+};
+
+/// A bucket in flight: its last all-reduce (waiting for it waits for the
+/// ones started before it too), where its tensors go back to, and its
+/// packed runs.
 struct PendingBucket {
   CollectiveHandle handle;
-  std::vector<char> staging;
+  std::vector<PackedSegment> packed;
   std::vector<void *> outputs;
   std::vector<int64_t> counts;
   int64_t elementBytes;
@@ -66,6 +74,33 @@ void unpackBucket(std::vector<char> staging, void *const *outputs,
   spareStagings.push_back(std::move(staging));
 }
 
+/// Runs `allReduce(data, count)` on each segment of the bucket
+/// (forEachBucketSegment): a tensor in its output buffer (the memory plan
+/// usually makes that the gradient's own), a run packed into a staging
+/// buffer handed to `packed`, which unpacks it when the sum is in.
+template <typename AllReduce, typename Packed>
+void forEachBucketAllReduce(const void *const *inputs, void *const *outputs,
+                            const int64_t *counts, int numTensors,
+                            int64_t elementBytes, AllReduce allReduce,
+                            Packed packed) {
+  forEachBucketSegment(
+      counts, numTensors, elementBytes, [&](int first, int end) {
+        if (end - first == 1) {
+          if (outputs[first] != inputs[first])
+            std::memcpy(outputs[first], inputs[first],
+                        counts[first] * elementBytes);
+          allReduce(outputs[first], counts[first]);
+          return;
+        }
+        PackedSegment segment{first, end,
+                              packBucket(inputs + first, counts + first,
+                                         end - first, elementBytes)};
+        allReduce(segment.staging.data(),
+                  static_cast<int64_t>(segment.staging.size()) / elementBytes);
+        packed(std::move(segment));
+      });
+}
+
 } // namespace
 
 int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
@@ -75,19 +110,16 @@ int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
   pending.elementBytes = dtypeSize(type);
   pending.outputs.assign(outputs, outputs + numTensors);
   pending.counts.assign(counts, counts + numTensors);
-  if (numTensors == 1) {
-    // The memory plan usually gives the sum the gradient's own buffer.
-    if (outputs[0] != inputs[0])
-      std::memcpy(outputs[0], inputs[0], counts[0] * pending.elementBytes);
-    pending.handle = startAllReduceSum(outputs[0], counts[0], type, group);
-  } else {
-    pending.staging =
-        packBucket(inputs, counts, numTensors, pending.elementBytes);
-    pending.handle =
-        startAllReduceSum(pending.staging.data(),
-                          pending.staging.size() / pending.elementBytes, type,
-                          group);
-  }
+  // A moved staging vector keeps its storage, which the started
+  // all-reduce reads.
+  forEachBucketAllReduce(
+      inputs, outputs, counts, numTensors, pending.elementBytes,
+      [&](void *data, int64_t count) {
+        pending.handle = startAllReduceSum(data, count, type, group);
+      },
+      [&](PackedSegment segment) {
+        pending.packed.push_back(std::move(segment));
+      });
   int64_t id = nextBucket++;
   pendingBuckets.emplace(id, std::move(pending));
   return id;
@@ -97,10 +129,11 @@ void finishAllReduceBucket(int64_t bucket) {
   auto it = pendingBuckets.find(bucket);
   PendingBucket &pending = it->second;
   waitCollective(pending.handle);
-  if (!pending.staging.empty())
-    unpackBucket(std::move(pending.staging), pending.outputs.data(),
-                 pending.counts.data(), pending.outputs.size(),
-                 pending.elementBytes);
+  for (PackedSegment &segment : pending.packed)
+    unpackBucket(std::move(segment.staging),
+                 pending.outputs.data() + segment.first,
+                 pending.counts.data() + segment.first,
+                 segment.end - segment.first, pending.elementBytes);
   pendingBuckets.erase(it);
 }
 
@@ -108,16 +141,16 @@ void allReduceBucket(const void *const *inputs, void *const *outputs,
                      const int64_t *counts, int numTensors, DType type,
                      AxisGroup group) {
   int64_t elementBytes = dtypeSize(type);
-  if (numTensors == 1) {
-    if (outputs[0] != inputs[0])
-      std::memcpy(outputs[0], inputs[0], counts[0] * elementBytes);
-    allReduceSum(outputs[0], counts[0], type, group);
-    return;
-  }
-  std::vector<char> staging =
-      packBucket(inputs, counts, numTensors, elementBytes);
-  allReduceSum(staging.data(), staging.size() / elementBytes, type, group);
-  unpackBucket(std::move(staging), outputs, counts, numTensors, elementBytes);
+  forEachBucketAllReduce(
+      inputs, outputs, counts, numTensors, elementBytes,
+      [&](void *data, int64_t count) {
+        allReduceSum(data, count, type, group);
+      },
+      [&](PackedSegment segment) {
+        unpackBucket(std::move(segment.staging), outputs + segment.first,
+                     counts + segment.first, segment.end - segment.first,
+                     elementBytes);
+      });
 }
 
 /// Forgets finished sends; their copies serve again.

@@ -19,7 +19,9 @@ namespace cleave::rt {
 /// Sums `numTensors` tensors over `group`: tensor i is `inputs[i]`
 /// (counts[i] elements) and its sum lands in `outputs[i]` (which may be
 /// `inputs[i]`). The tensors travel as one bucket, on the communication
-/// thread so that compute goes on meanwhile. The inputs may be read and the
+/// thread so that compute goes on meanwhile: large ones each in place,
+/// runs of small ones packed together (forEachBucketSegment in
+/// CommVolume.h). The inputs may be read and the
 /// outputs are written until finishAllReduceBucket, which the step calls
 /// before the first use of an output.
 int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,

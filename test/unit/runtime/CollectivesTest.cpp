@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Collectives.h"
+#include "runtime/CollectiveKernels.h"
 #include "runtime/CommVolume.h"
 #include "runtime/Mesh.h"
 
@@ -444,6 +445,56 @@ void checkAsync(const std::vector<AxisGroup> &groups) {
          static_cast<long long>(predicted), handles.size());
 }
 
+/// A gradient bucket of small and large tensors, summed by
+/// allReduceBucket (blocking) and by startAllReduceBucket and
+/// finishAllReduceBucket: every sum right, whether a tensor's sum lands in
+/// its own buffer or another, in the all-reduces and bytes that
+/// forEachBucketSegment and bucketAllReduceBytesSent predict (here a small
+/// tensor alone, a large one, a packed run, a large one, a packed run).
+void checkBucket(AxisGroup group, bool started) {
+  const std::vector<int64_t> counts = {10, 70000, 300, 5, 100000, 1000, 2000};
+  int n = static_cast<int>(counts.size());
+  std::vector<std::vector<float>> inputs, outputs, expected;
+  std::vector<const void *> in;
+  std::vector<void *> out;
+  for (int i = 0; i < n; ++i) {
+    inputs.push_back(inputOf<float>(worldRank(), counts[i]));
+    expected.emplace_back(counts[i], 0.0f);
+    for (int member : membersOf(group))
+      for (int64_t e = 0; e < counts[i]; ++e)
+        expected.back()[e] += value<float>(member, e);
+    // Odd tensors are summed into a buffer of their own.
+    outputs.emplace_back(i % 2 ? counts[i] : 0, -1.0f);
+    in.push_back(inputs.back().data());
+    out.push_back(i % 2 ? outputs.back().data() : inputs.back().data());
+  }
+  resetCommCounters();
+  if (started)
+    finishAllReduceBucket(startAllReduceBucket(
+        in.data(), out.data(), counts.data(), n, DType::F32, group));
+  else
+    allReduceBucket(in.data(), out.data(), counts.data(), n, DType::F32, group);
+  std::string what =
+      caseName<float>(started ? "started bucket" : "bucket", n, group);
+  for (int i = 0; i < n; ++i)
+    expectEqual(i % 2 ? outputs[i] : inputs[i], expected[i],
+                what + " tensor " + std::to_string(i));
+  int64_t segments = 0;
+  forEachBucketSegment(counts.data(), n, sizeof(float),
+                       [&](int, int) { ++segments; });
+  const CommCounters &counters = commCounters();
+  int k = static_cast<int>(CollectiveKind::AllReduce);
+  int64_t predicted = bucketAllReduceBytesSent(counts.data(), n, sizeof(float),
+                                               sizeOf(group), rankIn(group));
+  if (segments != 5 || counters.bytesSent[k] != predicted ||
+      counters.calls[k] != segments)
+    fail("%s: counted %lld bytes in %lld all_reduce calls, predicted %lld in "
+         "%lld (5 segments)",
+         what.c_str(), static_cast<long long>(counters.bytesSent[k]),
+         static_cast<long long>(counters.calls[k]),
+         static_cast<long long>(predicted), static_cast<long long>(segments));
+}
+
 void checkMesh(const std::vector<AxisGroup> &groups) {
   for (size_t axis = 0; axis < axisSizes.size(); ++axis)
     if (meshCoord(axis) != myCoords[axis])
@@ -536,6 +587,11 @@ int main(int argc, char **argv) {
     checkSendRecv<int64_t>(group);
     report("send_recv" + over);
   }
+  for (AxisGroup group : groups) {
+    checkBucket(group, false);
+    checkBucket(group, true);
+  }
+  report("gradient buckets over every group");
   checkAsync(groups);
   report("async all_reduce over every group at once");
 
