@@ -285,28 +285,65 @@ llvm::Error readGemmEfficiency(Reader &reader, const Tree *node,
   return llvm::Error::success();
 }
 
-/// efficiency.conv: {forward: rate, input_grad: rate, weight_grad: rate},
-/// each over the peak (ConvEfficiency).
-llvm::Error readConvEfficiency(Reader &reader, const Tree *node, Cluster &c) {
-  const char *where = "efficiency.conv";
-  auto rates =
-      reader.entries(node, where, {"forward", "input_grad", "weight_grad"});
-  if (!rates)
-    return rates.takeError();
+/// The three rates {forward, input_grad, weight_grad} over the peak of the
+/// mapping `rates` at `where`.
+llvm::Error readConvRates(Reader &reader,
+                          const llvm::StringMap<const Tree *> &rates,
+                          const std::string &where, ConvRates &out) {
   constexpr double kMost = ConvEfficiency::kMost;
-  for (auto [key, out] :
-       {std::pair{"forward", &c.convEfficiency.forward},
-        std::pair{"input_grad", &c.convEfficiency.inputGrad},
-        std::pair{"weight_grad", &c.convEfficiency.weightGrad}}) {
-    if (llvm::Error e = reader.number(*rates, key, where, *out))
+  for (auto [key, rate] : {std::pair{"forward", &out.forward},
+                           std::pair{"input_grad", &out.inputGrad},
+                           std::pair{"weight_grad", &out.weightGrad}}) {
+    if (llvm::Error e = reader.number(rates, key, where, *rate))
       return e;
-    if (*out > kMost)
+    if (*rate > kMost)
       return reader.error(
           Reader::join(where, key),
           llvm::formatv("is a rate over the peak and must be at most {0}",
                         kMost),
-          rates->lookup(key));
+          rates.lookup(key));
   }
+  return llvm::Error::success();
+}
+
+/// efficiency.conv: {forward: rate, input_grad: rate, weight_grad: rate,
+/// by_rows: {ROWS: {forward: rate, ...}, ...}} (by_rows optional), each
+/// rate over the peak (ConvEfficiency).
+llvm::Error readConvEfficiency(Reader &reader, const Tree *node, Cluster &c) {
+  const std::string where = "efficiency.conv";
+  auto rates = reader.entries(
+      node, where, {"forward", "input_grad", "weight_grad", "by_rows"});
+  if (!rates)
+    return rates.takeError();
+  if (llvm::Error e =
+          readConvRates(reader, *rates, where, c.convEfficiency.rates))
+    return e;
+  const Tree *byRows = rates->lookup("by_rows");
+  if (!byRows)
+    return llvm::Error::success();
+  std::string table = where + ".by_rows";
+  if (byRows->kind != Tree::Mapping || byRows->entries.empty())
+    return reader.error(table,
+                        "must be a mapping of output rows per call (samples "
+                        "x output positions) to the three rates measured "
+                        "there",
+                        byRows);
+  for (const auto &[key, value] : byRows->entries) {
+    std::string at = Reader::join(table, key);
+    int64_t rows = 0;
+    if (llvm::StringRef(key).getAsInteger(10, rows) || rows <= 0)
+      return reader.error(at, "must be a positive number of rows", value.get());
+    auto point = reader.entries(value.get(), at,
+                                {"forward", "input_grad", "weight_grad"});
+    if (!point)
+      return point.takeError();
+    ConvRates measured;
+    if (llvm::Error e = readConvRates(reader, *point, at, measured))
+      return e;
+    c.convEfficiency.byRows.push_back({rows, measured});
+  }
+  llvm::sort(c.convEfficiency.byRows,
+             [](const auto &a, const auto &b) { return a.first < b.first; });
   return llvm::Error::success();
 }
 
@@ -622,6 +659,14 @@ double logInterpolate(const Points &points, double x, Position position,
 
 } // namespace
 
+double ConvEfficiency::at(double ConvRates::*pass, double rows) const {
+  if (byRows.empty() || !(rows > 0))
+    return rates.*pass;
+  return logInterpolate(
+      byRows, rows, [](const auto &point) { return double(point.first); },
+      [&](const auto &point) { return point.second.*pass; });
+}
+
 double Cluster::matrixEfficiency(double m, double n, double k) const {
   if (gemmEfficiency.empty() || !(m > 0 && n > 0 && k > 0))
     return computeEfficiency;
@@ -641,8 +686,11 @@ double Cluster::matrixEfficiency(double m, double n, double k) const {
 }
 
 double Cluster::bestMatrixEfficiency() const {
-  double best = std::max({computeEfficiency, convEfficiency.forward,
-                          convEfficiency.inputGrad, convEfficiency.weightGrad});
+  const ConvRates &conv = convEfficiency.rates;
+  double best = std::max(
+      {computeEfficiency, conv.forward, conv.inputGrad, conv.weightGrad});
+  for (const auto &[rows, rates] : convEfficiency.byRows)
+    best = std::max({best, rates.forward, rates.inputGrad, rates.weightGrad});
   for (const GemmEfficiencyAtWidth &table : gemmEfficiency)
     for (const GemmEfficiency &point : table.points)
       best = std::max({best, point.mn, point.k});

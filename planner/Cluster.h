@@ -127,18 +127,35 @@ struct GemmEfficiencyAtWidth {
   std::vector<GemmEfficiency> points;
 };
 
-/// oneDNN's direct convolutions, the cpu runtime's path for most dense
-/// convolutions (runtime/ConvolutionPath.h), per pass: the GFLOP/s of the
-/// multiply-adds their kernels do (rt::directConvWork), over the peak. Above 1
-/// where they outrun the GEMM that sets the peak. 0: not measured (time them as
-/// matrix products by efficiency.gemm).
-struct ConvEfficiency {
+/// Rates of oneDNN's direct convolution kernels, per pass: the GFLOP/s of
+/// the multiply-adds they do (rt::directConvWork), over the peak.
+struct ConvRates {
   double forward = 0, inputGrad = 0, weightGrad = 0;
+};
+
+/// oneDNN's direct convolutions, the cpu runtime's path for most dense
+/// convolutions (runtime/ConvolutionPath.h). Above 1 where they outrun the
+/// GEMM that sets the peak. 0: not measured (time them as matrix products
+/// by efficiency.gemm).
+struct ConvEfficiency {
+  /// The rates `cleave calibrate` measures on 8 images of 16x16 (2048
+  /// output rows per call), and of every call where byRows is empty.
+  ConvRates rates;
+  /// The rates by output rows per call (samples x output positions), by
+  /// increasing rows: a call reorders the whole weight into and out of
+  /// oneDNN's layouts, which fewer rows share (ResNet-18's 2x2 images at
+  /// batch 16 run at a third of the 16x16 rate).
+  std::vector<std::pair<int64_t, ConvRates>> byRows;
   /// The largest rate a file may give. oneDNN's kernels may outrun the
   /// GEMM that sets the peak by a lot where OpenBLAS runs kernels for an
   /// older CPU (4.5x on a Xeon that OpenBLAS 0.3.21 does not know, without
   /// OPENBLAS_CORETYPE); more than 32x is a measurement gone wrong.
   static constexpr double kMost = 32;
+
+  /// The rate of pass `pass` on calls of `rows` output rows: from byRows
+  /// (linear in log2 of the rows between two measured, the nearest one's
+  /// outside them), else `rates`.
+  double at(double ConvRates::*pass, double rows) const;
 };
 
 struct Cluster {

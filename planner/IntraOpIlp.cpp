@@ -233,6 +233,13 @@ private:
               *(productDim == 0 ? &m : productDim == 1 ? &n : &k) /= by;
               if (cost.im2col)
                 cost.im2col->divideProductDim(productDim, by);
+              // The samples (the weight gradient's k, else m) set a direct
+              // kernel's rows per call.
+              if (cost.directConv &&
+                  productDim ==
+                      (cost.directConv->pass == rt::ConvPass::GradWeight ? 2
+                                                                         : 0))
+                cost.directConv->rows /= by;
             }
             return;
           }

@@ -94,7 +94,8 @@ CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
                         layout)) {
     if (group == 1)
       result.direct =
-          OpCost::DirectConv{pass, rt::directConvWork(pass, w, layout, window)};
+          OpCost::DirectConv{pass, rt::directConvWork(pass, w, layout, window),
+                             double(y.dims[0]) * double(window.outSize())};
     return result;
   }
   if (x.numElements() == 0 || y.numElements() == 0 || w.numElements() == 0)
@@ -277,19 +278,19 @@ void applyDirectConvRate(const OpCost &cost, const Cluster &cluster,
                          double &flops, double &efficiency) {
   if (!cost.directConv)
     return;
-  const ConvEfficiency &rates = cluster.convEfficiency;
-  double rate = 0;
+  double ConvRates::*pass = nullptr;
   switch (cost.directConv->pass) {
   case rt::ConvPass::Forward:
-    rate = rates.forward;
+    pass = &ConvRates::forward;
     break;
   case rt::ConvPass::GradInput:
-    rate = rates.inputGrad;
+    pass = &ConvRates::inputGrad;
     break;
   case rt::ConvPass::GradWeight:
-    rate = rates.weightGrad;
+    pass = &ConvRates::weightGrad;
     break;
   }
+  double rate = cluster.convEfficiency.at(pass, cost.directConv->rows);
   if (rate <= 0)
     return;
   flops = cost.flops * cost.directConv->work;

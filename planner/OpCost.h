@@ -45,6 +45,9 @@ struct OpCost {
   struct DirectConv {
     rt::ConvPass pass;
     double work = 1;
+    /// Output rows of a call (samples x output positions), which the
+    /// measured rate depends on (ConvEfficiency::byRows).
+    double rows = 0;
   };
   std::optional<DirectConv> directConv;
   /// A convolution pass the cpu runtime runs as im2col + OpenBLAS

@@ -25,6 +25,7 @@
 #include "runtime/ConvolutionPath.h"
 #include "runtime/Kernels.h"
 #include "runtime/Mesh.h"
+#include "runtime/OneDnnConvolution.h"
 
 #include <mpi.h>
 #include <omp.h>
@@ -134,74 +135,101 @@ std::string gemmByDimension(double seconds) {
   return "[" + out + "]";
 }
 
+/// A 3x3 convolution with padding 1 the probe times oneDNN's direct
+/// kernels on: `samples` images of `size` x `size` and `channels` channels
+/// in and out; its output rows per call (samples x positions) are what the
+/// rate depends on most: a call reorders the weight, which the rows share.
+struct ConvGeometry {
+  int64_t samples, channels, size;
+  int64_t rows() const { return samples * size * size; }
+};
+
+/// 2048 rows (ResNet's middle stages), then 256 and 64 (its late stages at
+/// 32x32: 4x4 and 2x2 images).
+constexpr ConvGeometry kConvGeometries[] = {
+    {8, 64, 16}, {16, 128, 4}, {16, 256, 2}};
+
 /// oneDNN's direct convolutions (the cpu runtime's path for most dense
-/// convolutions: runtime/ConvolutionPath.h) per pass, as
+/// convolutions: runtime/ConvolutionPath.h) per pass and geometry, as
 /// Cluster::convEfficiency counts them: GFLOP/s of the multiply-adds the
-/// kernels do (rt::directConvWork). On a 3x3
-/// convolution with padding 1 of 64 channels on 16x16 images, batch 8
-/// (ResNet's middle stages), whose three passes the rule sends to oneDNN.
-/// The cost model reads them over the 1024^3 GEMM's rate (`large`), so
-/// they are timed against that GEMM: both in turn in short rounds, each
-/// pass's rate over the round's GEMM, the median round's ratio times
-/// `large`. Timed apart, a load that came or went between them made the
-/// ratio anything (5 to 6 with another build running, where oneDNN runs
-/// at about the GEMM's rate).
-/// A JSON object {"forward": ..., "input_grad": ..., "weight_grad": ...}.
-std::string convGflops(double seconds, double large) {
+/// kernels do (rt::directConvWork), on oneDNN's blocked layouts whatever
+/// the rule picks for the geometry (the rate is the kernels'). The cost
+/// model reads them over the 1024^3 GEMM's rate (`large`), so they are
+/// timed against that GEMM: both in turn in short rounds, each pass's rate
+/// over the round's GEMM, the median round's ratio times `large`. Timed
+/// apart, a load that came or went between them made the ratio anything
+/// (5 to 6 with another build running, where oneDNN runs at about the
+/// GEMM's rate).
+/// A JSON object {"forward": ..., "input_grad": ..., "weight_grad": ...}
+/// for the first geometry, and in `byRows` one {"ROWS": {...}, ...} of
+/// every geometry's.
+std::string convGflops(double seconds, double large, std::string &byRows) {
   using cleave::rt::Shape;
-  const Shape xShape{8, 64, 16, 16}, wShape{64, 64, 3, 3},
-      yShape{8, 64, 16, 16};
-  const int64_t unit[] = {1, 1}, pads[] = {1, 1, 1, 1};
-  std::vector<float> x(xShape.numElements(), 0.5f),
-      w(wShape.numElements(), 0.01f), y(yShape.numElements(), 0.25f),
-      dx(x.size()), dw(w.size());
-  cleave::body::Window3 window(xShape, yShape, wShape.dims + 2, unit, pads,
-                               unit);
-  auto flops = [&](cleave::rt::ConvPass pass) {
-    return 2.0 * yShape.numElements() * 64 * 9 *
-           cleave::rt::directConvWork(
-               pass, wShape, cleave::rt::OneDnnLayout::Blocked, window);
-  };
+  constexpr auto kBlocked = cleave::rt::OneDnnLayout::Blocked;
   constexpr int kRounds = 5;
-  seconds /= 4 * kRounds;
-  auto gflops = [&](cleave::rt::ConvPass pass, auto call) {
-    return flops(pass) / secondsPerCall(call, seconds) / 1e9;
-  };
-  std::vector<double> forward, inputGrad, weightGrad;
-  for (int round = 0; round < kRounds; ++round) {
-    double gemm = gemmGflops(1024, 1024, 1024, seconds);
-    forward.push_back(gflops(cleave::rt::ConvPass::Forward,
-                             [&] {
-                               cleave::rt::conv(x.data(), xShape, w.data(),
-                                                wShape, nullptr, unit, pads,
-                                                unit, 1, y.data(), yShape);
-                             }) /
-                      gemm);
-    inputGrad.push_back(gflops(cleave::rt::ConvPass::GradInput,
+  constexpr int kGeometries = std::size(kConvGeometries);
+  seconds /= 4 * kRounds * kGeometries;
+  std::string first;
+  byRows.clear();
+  for (const ConvGeometry &g : kConvGeometries) {
+    const Shape xShape{g.samples, g.channels, g.size, g.size},
+        wShape{g.channels, g.channels, 3, 3};
+    const Shape &yShape = xShape;
+    const int64_t unit[] = {1, 1}, pads[] = {1, 1, 1, 1};
+    std::vector<float> x(xShape.numElements(), 0.5f),
+        w(wShape.numElements(), 0.01f), y(yShape.numElements(), 0.25f),
+        dx(x.size()), dw(w.size());
+    cleave::body::Window3 window(xShape, yShape, wShape.dims + 2, unit, pads,
+                                 unit);
+    auto gflops = [&](cleave::rt::ConvPass pass, auto call) {
+      double flops = 2.0 * yShape.numElements() * g.channels * 9 *
+                     cleave::rt::directConvWork(pass, wShape, kBlocked, window);
+      return flops / secondsPerCall(call, seconds) / 1e9;
+    };
+    std::vector<double> forward, inputGrad, weightGrad;
+    for (int round = 0; round < kRounds; ++round) {
+      double gemm = gemmGflops(1024, 1024, 1024, seconds);
+      forward.push_back(gflops(cleave::rt::ConvPass::Forward,
                                [&] {
-                                 cleave::rt::convGradInput(
-                                     y.data(), yShape, w.data(), wShape, unit,
-                                     pads, unit, 1, dx.data(), xShape);
+                                 cleave::rt::oneDnnConv(
+                                     x.data(), xShape, w.data(), wShape,
+                                     nullptr, unit, pads, unit, 1, y.data(),
+                                     yShape, kBlocked);
                                }) /
                         gemm);
-    weightGrad.push_back(gflops(cleave::rt::ConvPass::GradWeight,
-                                [&] {
-                                  cleave::rt::convGradWeight(
-                                      y.data(), yShape, x.data(), xShape, unit,
-                                      pads, unit, 1, dw.data(), wShape);
-                                }) /
-                         gemm);
+      inputGrad.push_back(gflops(cleave::rt::ConvPass::GradInput,
+                                 [&] {
+                                   cleave::rt::oneDnnConvGradInput(
+                                       y.data(), yShape, w.data(), wShape, unit,
+                                       pads, unit, 1, dx.data(), xShape,
+                                       kBlocked);
+                                 }) /
+                          gemm);
+      weightGrad.push_back(gflops(cleave::rt::ConvPass::GradWeight,
+                                  [&] {
+                                    cleave::rt::oneDnnConvGradWeight(
+                                        y.data(), yShape, x.data(), xShape,
+                                        unit, pads, unit, 1, dw.data(), wShape,
+                                        kBlocked);
+                                  }) /
+                           gemm);
+    }
+    auto median = [&](std::vector<double> &ratios) {
+      std::sort(ratios.begin(), ratios.end());
+      return ratios[kRounds / 2] * large;
+    };
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "{\"forward\": %.3f, \"input_grad\": %.3f, "
+                  "\"weight_grad\": %.3f}",
+                  median(forward), median(inputGrad), median(weightGrad));
+    if (first.empty())
+      first = text;
+    byRows += (byRows.empty() ? "\"" : ", \"") + std::to_string(g.rows()) +
+              "\": " + text;
   }
-  auto median = [&](std::vector<double> &ratios) {
-    std::sort(ratios.begin(), ratios.end());
-    return ratios[kRounds / 2] * large;
-  };
-  char text[160];
-  std::snprintf(text, sizeof text,
-                "{\"forward\": %.3f, \"input_grad\": %.3f, "
-                "\"weight_grad\": %.3f}",
-                median(forward), median(inputGrad), median(weightGrad));
-  return text;
+  byRows = "{" + byRows + "}";
+  return first;
 }
 
 /// STREAM's triad a = b + s c on arrays of n floats, on the OpenMP
@@ -886,7 +914,8 @@ int main(int argc, char **argv) {
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
   std::string byDimension = gemmByDimension(seconds / 4);
-  std::string conv = convGflops(seconds / 2, large);
+  std::string convByRows;
+  std::string conv = convGflops(seconds, large, convByRows);
   // Memory: arrays of 32 MiB; cache: three arrays in half the L2.
   double triad = triadGBs(int64_t{8} << 20, seconds);
   long l2 = cacheSize(2, _SC_LEVEL2_CACHE_SIZE);
@@ -921,6 +950,7 @@ int main(int argc, char **argv) {
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f, "
                 "\"by_dimension\": %s}, \"conv_gflops\": %s, "
+                "\"conv_gflops_by_rows\": %s, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
@@ -929,8 +959,8 @@ int main(int argc, char **argv) {
                 "\"hand_off_us\": %.3f, \"kernels\": %s, "
                 "\"collectives\": %s, \"overlap\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny,
-                byDimension.c_str(), conv.c_str(), triad, cacheTriad,
-                cacheBytes, llcTriad, llcBytes,
+                byDimension.c_str(), conv.c_str(), convByRows.c_str(), triad,
+                cacheTriad, cacheBytes, llcTriad, llcBytes,
                 ranks > 1 ? link.latencyUs() : 0.0,
                 ranks > 1 ? link.bandwidthGBs() : 0.0,
                 ranks > 1 ? link.roundsJson().c_str() : "[]", overhead * 1e6,

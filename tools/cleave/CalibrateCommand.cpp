@@ -382,14 +382,45 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
         pass, rate, planner::ConvEfficiency::kMost);
     return planner::ConvEfficiency::kMost;
   };
+  auto convRates = [&](double forward, double inputGrad, double weightGrad) {
+    return llvm::formatv("{{forward: {0:f3}, input_grad: {1:f3}, "
+                         "weight_grad: {2:f3}}",
+                         convRate(forward, "forward"),
+                         convRate(inputGrad, "input gradient"),
+                         convRate(weightGrad, "weight gradient"))
+        .str();
+  };
+  // The same by output rows a call, from 2x2 images to 16x16.
+  const llvm::json::Object *byRows = result->getObject("conv_gflops_by_rows");
+  std::map<int64_t, std::string> convByRows;
+  if (byRows)
+    for (const auto &[rows, value] : *byRows) {
+      const llvm::json::Object *point = value.getAsObject();
+      double forward = number(point, "forward"),
+             inputGrad = number(point, "input_grad"),
+             weightGrad = number(point, "weight_grad");
+      int64_t count = 0;
+      if (llvm::StringRef(rows).getAsInteger(10, count) || count <= 0 ||
+          !(forward > 0) || !(inputGrad > 0) || !(weightGrad > 0))
+        return fail("the probe gave a bad convolution rate by rows: '" +
+                    (*text)->getBuffer().trim() + "'");
+      convByRows[count] = convRates(forward, inputGrad, weightGrad);
+    }
+  if (convByRows.empty())
+    return fail("the probe gave no convolution rates by rows: '" +
+                (*text)->getBuffer().trim() + "'");
   std::string convEfficiency =
-      llvm::formatv("  conv: {{forward: {0:f3}, input_grad: {1:f3}, "
-                    "weight_grad: {2:f3}}  # oneDNN's direct convolutions, "
-                    "on the multiply-adds their kernels do\n",
+      "  conv:  # oneDNN's direct convolutions, on the multiply-adds their "
+      "kernels do, 8 images of 16x16 (2048 output rows a call)\n" +
+      llvm::formatv("    forward: {0:f3}\n    input_grad: {1:f3}\n"
+                    "    weight_grad: {2:f3}\n",
                     convRate(convForward, "forward"),
                     convRate(convInputGrad, "input gradient"),
                     convRate(convWeightGrad, "weight gradient"))
-          .str();
+          .str() +
+      "    by_rows:  # by output rows a call (samples x output positions)\n";
+  for (const auto &[rows, rates] : convByRows)
+    convEfficiency += llvm::formatv("      {0}: {1}\n", rows, rates).str();
   std::string yaml = llvm::formatv(
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
       "(all ranks at once, as a run has them).\n"
