@@ -11,8 +11,9 @@ data), and Cleave must be about as close to it as PyTorch in float32 is:
 
  1. PyTorch float32 (test/reference/torch_train.py) trains --steps steps
     with 1 thread and with 2, and one step; the float64 run trains --steps
-    steps. e_k, float32's relative loss error at step k, sets the bounds;
-    the 1-vs-2-thread spread is printed. BatchNorm over a small batch
+    steps. e_k, float32's relative loss error at step k (the larger of
+    the 1- and 2-thread runs'), sets the bounds; the 1-vs-2-thread spread
+    is printed. BatchNorm over a small batch
     amplifies rounding from step to step (by orders of magnitude in
     ResNet-50 and MobileNetV2 here), which these numbers show.
  2. `cleave compile` builds the program from the exported ONNX (the batch
@@ -215,12 +216,17 @@ def main():
     torch32 = load_params(os.path.join(work, "onestep", "reference",
                                        "params"), exact)
     spread = [abs(a - b) / abs(a) for a, b in zip(ref, ref2)]
-    torch_error = [abs(a - b) / abs(b) for a, b in zip(ref, exact_losses)]
+    # Both of PyTorch's float32 runs are float32's error: on a chaotic
+    # model (DenseNet-121 at batch 8) the 2-thread run's is 7x the
+    # 1-thread run's by step 3, and which one is lucky is chance.
+    torch_error = [max(abs(a - c), abs(b - c)) / abs(c)
+                   for a, b, c in zip(ref, ref2, exact_losses)]
     bounds = [max(1e-5, 10 * max(torch_error[:k + 1]))
               for k in range(len(ref))]
     print(f"note PyTorch float32 1 vs 2 threads, relative loss spread per "
           f"step: {' '.join(f'{s:.1e}' for s in spread)}")
-    print(f"note PyTorch float32 vs float64, relative loss error per step: "
+    print(f"note PyTorch float32 vs float64 (the larger of 1 and 2 threads), "
+          f"relative loss error per step: "
           f"{' '.join(f'{s:.1e}' for s in torch_error)}")
 
     # 2. Cleave on one rank.
