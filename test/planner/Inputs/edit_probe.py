@@ -5,8 +5,9 @@ print it:
   edit_probe.py drop FIELD          without FIELD (link_rounds, conv_gflops):
                                     `cleave calibrate` must refuse it with a
                                     message, not write a file;
-  edit_probe.py scale FIELD FACTOR  every number of the object FIELD times
-                                    FACTOR (conv_gflops 100: convolutions far
+  edit_probe.py scale FIELD FACTOR  every number of the object FIELD (and
+                                    of the objects in it) times FACTOR
+                                    (conv_gflops 100: convolutions far
                                     faster than the GEMM)."""
 import json
 import sys
@@ -16,5 +17,9 @@ if sys.argv[1] == "drop":
     del result[sys.argv[2]]
 else:
     field, factor = sys.argv[2], float(sys.argv[3])
-    result[field] = {key: value * factor for key, value in result[field].items()}
+    def scaled(value):
+        if isinstance(value, dict):
+            return {key: scaled(inner) for key, inner in value.items()}
+        return value * factor
+    result[field] = scaled(result[field])
 print(json.dumps(result))
