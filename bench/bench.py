@@ -30,6 +30,12 @@ on both sides):
              (weight decay 0.01, eps 1e-8: PyTorch's defaults)
   mlp-512    its MLP at 784-512-512-10, static batch 64; SGD, lr 0.01,
              momentum 0.9
+  convnet    defined here: Keras' MNIST convnet at full size (the issue's
+             "2 convs, maxpool, 2 dense"): Conv 1->32 3x3, ReLU, Conv
+             32->64 3x3, ReLU, MaxPool 2, Dropout 0.25, Flatten (9216),
+             Linear 9216->128, ReLU, Dropout 0.5, Linear 128->10,
+             cross-entropy; static batch 32, SGD
+  convnet-b128  the same at static batch 128
   gpt-d768   its GPT shaped as GPT-2 small's layers: d_model 768, 12
              heads, 2 layers, sequence 256, vocabulary 8192, static batch
              4 (1024 tokens); AdamW as gpt-d128
@@ -110,12 +116,14 @@ convGradInput, convGradWeight), timed back to back: "OpenBLAS GEMMs", what
 the step's GEMMs cost on OpenBLAS alone with its own T threads. Cleave's
 step can take less: it runs a linear layer's forward product at batch <= 64
 with a kernel of its own (runtime/SkinnyGemm.h), and every other GEMM on its
-OpenMP threads with OpenBLAS single-threaded inside them. For mlp-large
-and the GPTs of issue 21 the table also gives the model FLOP/s, as a
-fraction of the peak sgemm rate. mlp-large: forward 2*M*N*K per Linear,
-backward the weight gradient (2*M*N*K) for every Linear and the input
-gradient for all but the first (the input needs none), 4.56 GFLOP per step
-at batch 32. A GPT: three times its forward products (each Linear, the
+OpenMP threads with OpenBLAS single-threaded inside them. For mlp-large,
+the convnets and the GPTs of issue 21 the table also gives the model
+FLOP/s, as a fraction of the peak sgemm rate. mlp-large: forward 2*M*N*K
+per Linear, backward the weight gradient (2*M*N*K) for every Linear and
+the input gradient for all but the first (the input needs none), 4.56
+GFLOP per step at batch 32. The convnets: the same, a convolution's M*N*K
+being samples x output positions x output channels x input channels x
+kernel taps (2.29 GFLOP per step at batch 32). A GPT: three times its forward products (each Linear, the
 output head, and attention's two batched products over the whole T x T
 score matrix, the masked half included, as PyTorch computes it), as
 model_flops() counts. The peak is measured again after every round of these
@@ -150,7 +158,7 @@ OPSET = 17
 LR = 0.01
 MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
 # Issue 21's sizes, not in the default run.
-SIZED_NAMES = ["gpt-d128", "mlp-512", "gpt-d768"]
+SIZED_NAMES = ["gpt-d128", "mlp-512", "convnet", "convnet-b128", "gpt-d768"]
 # Stock models of the model zoo (test/models/zoo), not in the default run:
 # torchvision's MobileNetV2 and ResNet-18 at 32x32, and nn.TransformerEncoder
 # (transformer_pre_norm: 2 pre-norm layers, d_model 32, 4 heads, sequence
@@ -158,7 +166,7 @@ SIZED_NAMES = ["gpt-d128", "mlp-512", "gpt-d768"]
 ZOO_NAMES = ["mobilenet_v2", "resnet18", "transformer"]
 BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32, "mobilenet_v2": 16,
          "resnet18": 16, "gpt-d128": 8, "mlp-512": 64, "gpt-d768": 4,
-         "transformer": 32}
+         "transformer": 32, "convnet": 32, "convnet-b128": 128}
 # Optimizer per model (default: plain SGD at LR), the same for both sides.
 OPTIMIZER = {"gpt-d128": dict(kind="adamw", lr=1e-3),
              "gpt-d768": dict(kind="adamw", lr=1e-3),
@@ -185,6 +193,10 @@ def torch_optimizer(name, params):
     return torch.optim.SGD(params, lr=opt["lr"],
                            momentum=opt.get("momentum", 0.0))
 LARGE_DIMS = [1024, 4096, 4096, 1024]   # mlp-large's Linear widths
+# The convnets' layers: convolutions (in, out, kernel) on 28x28 inputs
+# without padding, then the Linear widths after the 2x2 max-pool.
+CONVNET_CONVS = [(1, 32, 3), (32, 64, 3)]
+CONVNET_DENSE = [64 * 12 * 12, 128, 10]
 # The sized GPTs: (vocabulary, sequence, d_model, heads, layers).
 GPT_SIZES = {"gpt-d128": (512, 64, 128, 4, 2),
              "gpt-d768": (8192, 256, 768, 12, 2)}
@@ -235,6 +247,11 @@ def build_model(name):
         y = torch.randint(0, 10, (b,))
         return export_models.MLP((784, 512, 512, 10)), (x, y), ["x", "y"], \
             None, []
+    if name in ("convnet", "convnet-b128"):
+        b = BATCH[name]
+        x = torch.randn(b, 1, 28, 28)
+        y = torch.randint(0, 10, (b,))
+        return keras_convnet(), (x, y), ["x", "y"], None, []
     if name == "mlp-large":
         b = BATCH[name]
         x = torch.randn(b, LARGE_DIMS[0])
@@ -253,6 +270,29 @@ def build_model(name):
     # gpt: the export's own static batch.
     assert args[0].shape[0] == BATCH[name], (name, args[0].shape)
     return model, args, names, dynamic, []
+
+
+def keras_convnet():
+    """Keras' MNIST convnet example (see the docstring), its loss inside."""
+    import torch.nn as nn
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layers = []
+            for cin, cout, k in CONVNET_CONVS:
+                layers += [nn.Conv2d(cin, cout, k), nn.ReLU()]
+            layers += [nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+                       nn.Linear(CONVNET_DENSE[0], CONVNET_DENSE[1]),
+                       nn.ReLU(), nn.Dropout(0.5),
+                       nn.Linear(CONVNET_DENSE[1], CONVNET_DENSE[2])]
+            self.body = nn.Sequential(*layers)
+            self.loss_fn = nn.CrossEntropyLoss()
+
+        def forward(self, x, y):
+            return self.loss_fn(self.body(x), y)
+
+    return ConvNet()
 
 
 def export_onnx(name, path):
@@ -561,6 +601,8 @@ def model_flops(name, batch):
     for a model the table gives no FLOP rate for."""
     if name == "mlp-large":
         return large_model_flops(batch)
+    if name in ("convnet", "convnet-b128"):
+        return convnet_flops(batch)
     if name in GPT_SIZES:
         vocab, seq, d, _, layers = GPT_SIZES[name]
         tokens = batch * seq
@@ -576,6 +618,20 @@ def large_model_flops(batch):
     for i in range(len(LARGE_DIMS) - 1):
         mnk = batch * LARGE_DIMS[i] * LARGE_DIMS[i + 1]
         flops += 2 * mnk * (2 if i == 0 else 3)
+    return flops
+
+
+def convnet_flops(batch):
+    """The convnets' useful FLOPs per step: forward, the weight gradient of
+    every layer and the input gradient of all but the first (as for
+    mlp-large; the convolutions' multiply-adds over their output planes)."""
+    flops, size = 0, 28
+    for i, (cin, cout, k) in enumerate(CONVNET_CONVS):
+        size -= k - 1
+        mnk = batch * size * size * cout * cin * k * k
+        flops += 2 * mnk * (2 if i == 0 else 3)
+    for i in range(len(CONVNET_DENSE) - 1):
+        flops += 2 * 3 * batch * CONVNET_DENSE[i] * CONVNET_DENSE[i + 1]
     return flops
 
 

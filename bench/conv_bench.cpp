@@ -97,6 +97,11 @@ const ConvShape kShapes[] = {
     // ResNet-18's layer4 3x3 convolutions on a 1x1 image as the runtime
     // runs them: cropped to their centre tap (runtime/ConvolutionLiveTaps.h).
     {"resnet18-cropped", 16, 512, 1, 1, 512, 1, 1, 0, 1},
+    // Keras' MNIST convnet (bench.py's convnet and convnet-b128).
+    {"convnet", 32, 1, 28, 28, 32, 3, 1, 0, 1},
+    {"convnet", 32, 32, 26, 26, 64, 3, 1, 0, 1},
+    {"convnet-b128", 128, 1, 28, 28, 32, 3, 1, 0, 1},
+    {"convnet-b128", 128, 32, 26, 26, 64, 3, 1, 0, 1},
 };
 
 /// Microseconds per call of `f`: the best, over 7 rounds, of a round's

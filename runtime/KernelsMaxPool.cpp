@@ -6,7 +6,15 @@
 // first (whole contiguous rows), then along dim 2 of the rows left. Passes
 // along contiguous rows run in vector registers, where one loop over a
 // window's taps per output ran short strided loops (ResNet-18's 3x3
-// stride-2 pool and its gradient were 5% of its step).
+// stride-2 pool and its gradient were 5% of its step). Where a window's
+// taps along an axis are 2 or 3 consecutive elements, all of them are in
+// one loop body (the compiler loads consecutive elements and permutes them
+// where a loop per tap gathered strided ones one by one), and along the
+// last axis that loop runs over all rows at once when rows are exactly
+// out * stride long (a 2x2 stride-2 pool's rows are 12 outputs at 24x24,
+// too short for vector loops): Keras' MNIST convnet's pool on [128, 64,
+// 24, 24] took 7.8 ms forward and 9.9 backward on one thread, 2.7-4.0 and
+// 6.7-9.5 after (bench/README.md).
 //
 // Both give what a row-major scan of each window gives. The forward pass
 // keeps the first of equal values along each axis, last axis first, so the
@@ -25,6 +33,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace cleave::rt {
@@ -45,6 +55,12 @@ struct AxisTap {
 struct Axis {
   int64_t in, out, stride;
   std::vector<AxisTap> taps;
+  // The outputs [lo, hi) at which every tap reads inside the input, and
+  // whether the taps are consecutive offsets (no dilation, none wholly in
+  // the padding): there one loop with every tap in its body takes the max
+  // (maxOfRuns below).
+  int64_t lo = 0, hi = 0;
+  bool consecutive = false;
 
   Axis(const Window3 &w, int d)
       : in(w.in[d]), out(w.out[d]), stride(w.stride[d]) {
@@ -55,6 +71,34 @@ struct Axis {
       if (t.lo < t.hi)
         taps.push_back(t);
     }
+    if (taps.empty())
+      return;
+    lo = 0;
+    hi = out;
+    consecutive = int64_t(taps.size()) == w.kernel[d];
+    for (const AxisTap &t : taps) {
+      lo = std::max(lo, t.lo);
+      hi = std::min(hi, t.hi);
+      consecutive &= t.off == taps[0].off + (&t - taps.data());
+    }
+    hi = std::max(hi, lo);
+  }
+
+  /// The outputs [qlo, qhi) of the rows [outer, out] flattened at which
+  /// one fused loop over all rows reads inside the input, where rows are
+  /// exactly out * stride long and the taps consecutive (false otherwise):
+  /// one long loop instead of one per row (a 2x2 stride-2 pool's rows are
+  /// 12 outputs long at 24x24, too short for vector loops). Outputs at a
+  /// row's ends read the next or last row there and are redone tap by tap.
+  bool flatRange(int64_t outer, int64_t &qlo, int64_t &qhi) const {
+    if (in != out * stride || !consecutive)
+      return false;
+    int64_t first = taps.front().off, last = taps.back().off;
+    int64_t limit = outer * in - 1 - last; // q * stride + last < outer * in
+    qlo = first < 0 ? (-first + stride - 1) / stride : 0;
+    qhi = limit < 0 ? 0 : std::min(outer * out, limit / stride + 1);
+    qhi = std::max(qhi, qlo);
+    return true;
   }
 };
 
@@ -72,105 +116,233 @@ struct Separable {
         afterDim1(w.in[0] * w.out[1] * w.out[2]) {}
 };
 
-/// The forward pass's select: the larger, or a NaN.
-inline float maxOrNan(float v, float m) { return v > m || v != v ? v : m; }
+/// The forward pass's select: the larger, or a NaN. Written NaN test first:
+/// the form GCC vectorizes in every loop below and compiles to selects in
+/// their scalar tails (`v > m || v != v` left a branch there, mispredicted
+/// half the time on short rows).
+inline float maxOrNan(float v, float m) { return v != v ? v : (m < v ? v : m); }
 
-/// Whether tap t of a strided pass (inner 1) reads every output of every
-/// row, and rows are exactly out * stride long: then output q of the
-/// flattened [outer, out] reads input q * stride + off, one long loop over
-/// all rows instead of one short loop per row (a 2x2 stride-2 pool's rows
-/// are 14 outputs long at 28x28, where a loop's start-up outweighed it).
-bool spansRows(const Axis &a, const AxisTap &t) {
-  return t.lo == 0 && t.hi == a.out && a.in == a.out * a.stride;
+/// dst[q] = max over t < K of src[q * S + t], q < n, the taps in order (the
+/// first of equal values stays): every tap in one loop body, whose loads
+/// the compiler turns into vector loads and permutes, where a loop per tap
+/// loaded its strided elements one by one.
+template <int K, int S>
+void maxOfRuns(const float *src, int64_t n, float *dst) {
+  for (int64_t q = 0; q < n; ++q) {
+    float m = src[q * S];
+    for (int t = 1; t < K; ++t)
+      m = maxOrNan(src[q * S + t], m);
+    dst[q] = m;
+  }
+}
+
+/// dst[j] = max over t < K of src[t * inner + j], j < inner: K consecutive
+/// rows in one pass over the output row.
+template <int K> void maxOfRows(const float *src, int64_t inner, float *dst) {
+  CLEAVE_SIMD
+  for (int64_t j = 0; j < inner; ++j) {
+    float m = src[j];
+    for (int t = 1; t < K; ++t)
+      m = maxOrNan(src[t * inner + j], m);
+    dst[j] = m;
+  }
+}
+
+/// The number of taps the fused loops take (2 or 3, consecutive), or 0.
+int fusedTaps(const Axis &a) {
+  int k = int(a.taps.size());
+  return a.consecutive && (k == 2 || k == 3) ? k : 0;
+}
+
+/// Calls f(o) for each output of a row along `a`: all of them, or those
+/// outside [a.lo, a.hi) where a fused loop took the others.
+template <typename F>
+void forEachOutput(const Axis &a, bool skipInterior, F f) {
+  int64_t end = skipInterior ? a.lo : a.out;
+  for (int64_t o = 0; o < end; ++o)
+    f(o);
+  for (int64_t o = skipInterior ? a.hi : a.out; o < a.out; ++o)
+    f(o);
 }
 
 /// dst[r, o, j] = max over taps of src[r, o * stride + off, j], for
 /// src [outer, a.in, inner] and dst [outer, a.out, inner]. Taps in order,
-/// so the first of equal values stays.
+/// so the first of equal values stays. Outputs where every tap reads
+/// inside the input take the fused loops above where they apply; the
+/// others, a tap at a time.
 void maxAlong(const float *src, int64_t outer, const Axis &a, int64_t inner,
               float *dst) {
-  std::fill(dst, dst + outer * a.out * inner, kNegInf);
-  for (const AxisTap &t : a.taps) {
-    if (inner == 1 && spansRows(a, t)) {
-      CLEAVE_SIMD
-      for (int64_t q = 0; q < outer * a.out; ++q)
-        dst[q] = maxOrNan(src[q * a.stride + t.off], dst[q]);
-      continue;
-    }
-    for (int64_t r = 0; r < outer; ++r) {
-      const float *s = src + r * a.in * inner;
-      float *d = dst + r * a.out * inner;
-      if (inner == 1) {
-        CLEAVE_SIMD
-        for (int64_t o = t.lo; o < t.hi; ++o)
-          d[o] = maxOrNan(s[o * a.stride + t.off], d[o]);
-        continue;
+  int k = fusedTaps(a);
+  int64_t off = a.taps.empty() ? 0 : a.taps[0].off;
+  using Runs = void (*)(const float *, int64_t, float *);
+  Runs runs = nullptr;
+  if (inner == 1 && a.stride <= 2 && k)
+    runs = a.stride == 1 ? (k == 2 ? maxOfRuns<2, 1> : maxOfRuns<3, 1>)
+                         : (k == 2 ? maxOfRuns<2, 2> : maxOfRuns<3, 2>);
+  int64_t qlo, qhi;
+  bool flat = runs && a.flatRange(outer, qlo, qhi);
+  if (flat)
+    runs(src + qlo * a.stride + off, qhi - qlo, dst + qlo);
+  for (int64_t r = 0; r < outer; ++r) {
+    const float *s = src + r * a.in * inner;
+    float *d = dst + r * a.out * inner;
+    if (runs && !flat)
+      runs(s + a.lo * a.stride + off, a.hi - a.lo, d + a.lo);
+    forEachOutput(a, runs != nullptr, [&](int64_t o) {
+      float *dr = d + o * inner;
+      if (k && o >= a.lo && o < a.hi) {
+        const float *first = s + (o * a.stride + off) * inner;
+        (k == 2 ? maxOfRows<2> : maxOfRows<3>)(first, inner, dr);
+        return;
       }
-      for (int64_t o = t.lo; o < t.hi; ++o) {
+      std::fill(dr, dr + inner, kNegInf);
+      for (const AxisTap &t : a.taps) {
+        if (o < t.lo || o >= t.hi)
+          continue;
         const float *sr = s + (o * a.stride + t.off) * inner;
-        float *dr = d + o * inner;
         CLEAVE_SIMD
         for (int64_t j = 0; j < inner; ++j)
           dr[j] = maxOrNan(sr[j], dr[j]);
       }
-    }
+    });
   }
 }
 
-/// The backward pass's select: whether the value v at plane index `from`
-/// replaces the best so far, b at `arg` (-1: none yet; `from` is -1 where
-/// a window lies wholly in the padding along an earlier axis). The argmax
-/// is the row-major scan's: the largest value at the smallest index, or
-/// the first NaN. Comparing indices makes the result independent of the
-/// order of the axes' passes. Non-short-circuit operators, so that this
-/// compiles to selects.
+/// The plane index of no element: a window wholly in the padding, or no
+/// tap taken yet. The largest index, so that every real one is earlier.
 template <typename Index>
+constexpr Index kNone = std::numeric_limits<Index>::max();
+
+/// The backward pass's select: whether the value v at plane index `from`
+/// replaces the best so far, b at `arg` (kNone: none yet; `from` is kNone,
+/// with v -inf, where a window lies wholly in the padding along an earlier
+/// axis). The argmax is the row-major scan's: the largest value at the
+/// smallest index, or the first NaN. Comparing indices makes the result
+/// independent of the order of the axes' passes. Ordered: the caller knows
+/// no value is a NaN, and the fewer comparisons let the compiler vectorize
+/// the loops below (it gives up on the full expression). Non-short-circuit
+/// operators, so that this compiles to selects.
+template <bool Ordered, typename Index>
 inline bool takes(float v, Index from, float b, Index arg) {
-  bool earlier = (arg < 0) | (from < arg);
-  bool better = (v > b) | ((v == b) & earlier) |
-                ((v != v) & ((b == b) | earlier));
-  return (from >= 0) & ((arg < 0) | better);
+  bool earlier = from < arg;
+  bool better = (v > b) | ((v == b) & earlier);
+  if constexpr (Ordered)
+    return better;
+  else
+    return better | ((v != v) & ((b == b) | earlier));
 }
 
-/// maxAlong, carrying each max's plane index; srcArg null: src is the plane
-/// itself, whose indices are its positions. Index is int32_t where a plane
-/// allows: as wide as a float, the selects stay in one vector width.
-template <typename Index>
-void argmaxAlong(const float *src, const Index *srcArg, int64_t outer,
-                 const Axis &a, int64_t inner, float *dst, Index *dstArg) {
-  int64_t outputs = outer * a.out * inner;
-  std::fill(dst, dst + outputs, kNegInf);
-  std::fill(dstArg, dstArg + outputs, Index(-1));
-  // dst[q] against src[i]: the one select of every loop below.
-  auto select = [&](int64_t q, int64_t i) {
-    float v = src[i], b = dst[q];
-    Index from = srcArg ? srcArg[i] : Index(i), arg = dstArg[q];
-    bool take = takes(v, from, b, arg);
-    dst[q] = take ? v : b;
-    dstArg[q] = take ? from : arg;
+/// Where the argmax passes read: src and its plane indices srcArg, or
+/// (srcArg null) the plane itself, whose indices are its positions.
+template <typename Index> struct ArgSource {
+  const float *src;
+  const Index *srcArg;
+
+  Index at(int64_t i) const { return srcArg ? srcArg[i] : Index(i); }
+};
+
+/// The best so far (b at arg) after the value v at index `from`.
+template <bool Ordered, typename Index>
+inline void select(float v, Index from, float &b, Index &arg) {
+  bool take = takes<Ordered>(v, from, b, arg);
+  b = take ? v : b;
+  arg = take ? from : arg;
+}
+
+/// The argmax over taps T of src[q * S + T] for q < n: maxOfRuns,
+/// carrying the indices srcArg holds.
+template <bool Ordered, int S, typename Index, int... T>
+void argmaxOfRuns(const float *src, const Index *srcArg, int64_t n, float *dst,
+                  Index *dstArg, std::integer_sequence<int, T...>) {
+  for (int64_t q = 0; q < n; ++q) {
+    float b = kNegInf;
+    Index arg = kNone<Index>;
+    (select<Ordered>(src[q * S + T], srcArg[q * S + T], b, arg), ...);
+    dst[q] = b;
+    dstArg[q] = arg;
+  }
+}
+
+/// The argmax over taps T of the rows src + T * inner, j < inner:
+/// maxOfRows, carrying the indices srcArg holds (Indexed) or first + the
+/// offset from src.
+template <bool Ordered, bool Indexed, typename Index, int... T>
+void argmaxOfRows(const float *src, const Index *srcArg, Index first,
+                  int64_t inner, float *dst, Index *dstArg,
+                  std::integer_sequence<int, T...>) {
+  for (int64_t j = 0; j < inner; ++j) {
+    float b = kNegInf;
+    Index arg = kNone<Index>;
+    (select<Ordered>(src[T * inner + j],
+                     Indexed ? srcArg[T * inner + j]
+                             : Index(first + T * inner + j),
+                     b, arg),
+     ...);
+    dst[j] = b;
+    dstArg[j] = arg;
+  }
+}
+
+/// maxAlong, carrying each max's plane index. Index is int32_t where a
+/// plane allows: as wide as a float, the selects stay in one vector width.
+template <bool Ordered, typename Index>
+void argmaxAlong(ArgSource<Index> from, int64_t outer, const Axis &a,
+                 int64_t inner, float *dst, Index *dstArg) {
+  using Runs2 = std::integer_sequence<int, 0, 1>;
+  using Runs3 = std::integer_sequence<int, 0, 1, 2>;
+  const float *src = from.src;
+  const Index *srcArg = from.srcArg;
+  int k = fusedTaps(a);
+  int64_t off = a.taps.empty() ? 0 : a.taps[0].off;
+  // The fused loop over n outputs of a row from element i on.
+  bool fusedRuns = inner == 1 && srcArg && a.stride <= 2 && k;
+  auto runs = [&](int64_t i, int64_t n, float *d, Index *dArg) {
+    const float *s = src + i;
+    const Index *sArg = srcArg + i;
+    if (a.stride == 1)
+      k == 2 ? argmaxOfRuns<Ordered, 1>(s, sArg, n, d, dArg, Runs2{})
+             : argmaxOfRuns<Ordered, 1>(s, sArg, n, d, dArg, Runs3{});
+    else
+      k == 2 ? argmaxOfRuns<Ordered, 2>(s, sArg, n, d, dArg, Runs2{})
+             : argmaxOfRuns<Ordered, 2>(s, sArg, n, d, dArg, Runs3{});
   };
-  for (const AxisTap &t : a.taps) {
-    if (inner == 1 && spansRows(a, t)) {
-      CLEAVE_SIMD
-      for (int64_t q = 0; q < outputs; ++q)
-        select(q, q * a.stride + t.off);
-      continue;
-    }
-    for (int64_t r = 0; r < outer; ++r) {
-      int64_t in = r * a.in * inner, out = r * a.out * inner;
-      if (inner == 1) {
-        CLEAVE_SIMD
-        for (int64_t o = t.lo; o < t.hi; ++o)
-          select(out + o, in + o * a.stride + t.off);
-        continue;
+  int64_t qlo, qhi;
+  bool flat = fusedRuns && a.flatRange(outer, qlo, qhi);
+  if (flat)
+    runs(qlo * a.stride + off, qhi - qlo, dst + qlo, dstArg + qlo);
+  for (int64_t r = 0; r < outer; ++r) {
+    int64_t in = r * a.in * inner, out = r * a.out * inner;
+    if (fusedRuns && !flat)
+      runs(in + a.lo * a.stride + off, a.hi - a.lo, dst + out + a.lo,
+           dstArg + out + a.lo);
+    forEachOutput(a, fusedRuns, [&](int64_t o) {
+      int64_t q = out + o * inner;
+      if (k && o >= a.lo && o < a.hi) {
+        int64_t i = in + (o * a.stride + off) * inner;
+        const Index *sArg = srcArg ? srcArg + i : nullptr;
+        auto rows = [&](auto taps) {
+          if (srcArg)
+            argmaxOfRows<Ordered, true>(src + i, sArg, Index(i), inner, dst + q,
+                                        dstArg + q, taps);
+          else
+            argmaxOfRows<Ordered, false>(src + i, sArg, Index(i), inner,
+                                         dst + q, dstArg + q, taps);
+        };
+        k == 2 ? rows(Runs2{}) : rows(Runs3{});
+        return;
       }
-      for (int64_t o = t.lo; o < t.hi; ++o) {
-        int64_t i = in + (o * a.stride + t.off) * inner, q = out + o * inner;
+      std::fill(dst + q, dst + q + inner, kNegInf);
+      std::fill(dstArg + q, dstArg + q + inner, kNone<Index>);
+      for (const AxisTap &t : a.taps) {
+        if (o < t.lo || o >= t.hi)
+          continue;
+        int64_t i = in + (o * a.stride + t.off) * inner;
         CLEAVE_SIMD
         for (int64_t j = 0; j < inner; ++j)
-          select(q + j, i + j);
+          select<Ordered>(src[i + j], from.at(i + j), dst[q + j],
+                          dstArg[q + j]);
       }
-    }
+    });
   }
 }
 
@@ -235,31 +407,40 @@ void maxPoolGradAs(const float *dy, const float *x, const Window3 &win,
     int64_t afterDim1 = win.out[0] * win.out[1] * win.in[2];
     std::vector<float> v0(afterDim0), v1(afterDim1), best(sep.outSize);
     std::vector<Index> a0(afterDim0), a1(afterDim1), arg(sep.outSize);
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < planes; ++p) {
-      const float *v = x + p * sep.inSize;
-      const Index *a = nullptr;
+    auto passes = [&](auto ordered, const float *plane) {
+      constexpr bool kOrdered = decltype(ordered)::value;
+      ArgSource<Index> from{plane, nullptr};
       if (!isIdentity(sep.axes[0])) {
-        argmaxAlong(v, a, 1, sep.axes[0], win.in[1] * win.in[2], v0.data(),
-                    a0.data());
-        v = v0.data();
-        a = a0.data();
+        argmaxAlong<kOrdered>(from, 1, sep.axes[0], win.in[1] * win.in[2],
+                              v0.data(), a0.data());
+        from = {v0.data(), a0.data()};
       }
       if (!isIdentity(sep.axes[1])) {
-        argmaxAlong(v, a, win.out[0], sep.axes[1], win.in[2], v1.data(),
-                    a1.data());
-        v = v1.data();
-        a = a1.data();
+        argmaxAlong<kOrdered>(from, win.out[0], sep.axes[1], win.in[2],
+                              v1.data(), a1.data());
+        from = {v1.data(), a1.data()};
       }
-      argmaxAlong(v, a, win.out[0] * win.out[1], sep.axes[2], 1, best.data(),
-                  arg.data());
-      // Each dy element goes to its window's argmax (-1: the window lies
+      argmaxAlong<kOrdered>(from, win.out[0] * win.out[1], sep.axes[2], 1,
+                            best.data(), arg.data());
+    };
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      const float *plane = x + p * sep.inSize;
+      int64_t nans = 0;
+      CLEAVE_SIMD_SUM(nans)
+      for (int64_t i = 0; i < sep.inSize; ++i)
+        nans += plane[i] != plane[i];
+      if (nans)
+        passes(std::false_type{}, plane);
+      else
+        passes(std::true_type{}, plane);
+      // Each dy element goes to its window's argmax (kNone: the window lies
       // in the padding), in output order as windows may share one.
       const float *dyp = dy + p * sep.outSize;
       float *dxp = dx + p * sep.inSize;
       std::fill(dxp, dxp + sep.inSize, 0.0f);
       for (int64_t o = 0; o < sep.outSize; ++o)
-        if (arg[o] >= 0)
+        if (arg[o] != kNone<Index>)
           dxp[arg[o]] += dyp[o];
     }
   }

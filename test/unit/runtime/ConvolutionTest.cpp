@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -937,6 +938,98 @@ TEST(Pooling, MaxPoolGradRoutesToFirstArgmax) {
   maxPoolGrad(dy.data(), Shape{1, 1, 1, 1}, x.data(), Shape{1, 1, 2, 2}, kernel,
               strides, pads, dil, dx.data());
   EXPECT_EQ(dx, (std::vector<float>{2, 0, 0, 0}));
+}
+
+/// The row-major scan of each window, as PyTorch's CPU kernel makes it:
+/// forward, the first largest value (-0 before +0 keeps -0) or a NaN;
+/// backward, dy to the first largest value's position, or the first NaN's.
+void scanMaxPool(const PoolCase &pc, const std::vector<float> &x,
+                 const std::vector<float> &dy, std::vector<float> &y,
+                 std::vector<float> &dx) {
+  int sp = pc.x.rank - 2;
+  Shape xs = spatialOf(pc.x), ys = spatialOf(pc.y), ks;
+  ks.rank = sp;
+  for (int d = 0; d < sp; ++d)
+    ks.dims[d] = pc.kernel[d];
+  int64_t planes = pc.x[0] * pc.x[1];
+  y.assign(pc.y.numElements(), 0.0f);
+  dx.assign(x.size(), 0.0f);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t of = 0; of < ys.numElements(); ++of) {
+      int64_t o[3], k[3], in[3];
+      unflatten(ys, of, o);
+      float best = -std::numeric_limits<float>::infinity(), value = best;
+      int64_t arg = -1;
+      for (int64_t kf = 0; kf < ks.numElements(); ++kf) {
+        unflatten(ks, kf, k);
+        bool inside = true;
+        for (int d = 0; d < sp; ++d) {
+          in[d] = o[d] * pc.strides[d] - pc.pads[d] + k[d] * pc.dilations[d];
+          inside = inside && in[d] >= 0 && in[d] < xs.dims[d];
+        }
+        if (!inside)
+          continue;
+        int64_t i = p * xs.numElements() + flatIndex(xs, in);
+        float v = x[i];
+        if (v > value || std::isnan(v))
+          value = v;
+        if (arg < 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
+          best = v;
+          arg = i;
+        }
+      }
+      y[p * ys.numElements() + of] = value;
+      if (arg >= 0)
+        dx[arg] += dy[p * ys.numElements() + of];
+    }
+}
+
+TEST(Pooling, MaxPoolTiesZerosAndNaNs) {
+  // Windows full of ties: inputs from {-1, -0, +0, 1}, and a NaN in some
+  // planes, on shapes that take every path: one loop over all rows (2x2
+  // stride 2; 3x3 stride 2 with a padded first tap), rows one at a time
+  // (25 is not 12 * 2), stride 1, dilation, 1-d, on 1 and 2 threads. The
+  // forward pass bitwise (the sign of each zero), the gradient exactly.
+  const PoolCase cases[] = {
+      {{2, 3, 24, 24}, {2, 3, 12, 12}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {{2, 3, 16, 16}, {2, 3, 8, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {{1, 2, 25, 25}, {1, 2, 12, 12}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {{1, 2, 20, 20}, {1, 2, 20, 20}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {{1, 2, 20, 21}, {1, 2, 18, 17}, {2, 3}, {1, 1}, {0, 0, 0, 0}, {2, 2}},
+      {{2, 2, 50}, {2, 2, 25}, {3}, {2}, {1, 1}, {1}},
+  };
+  const float values[] = {-1.0f, -0.0f, 0.0f, 1.0f};
+  for (int threads : {1, 2}) {
+    ScopedThreads scoped(threads);
+    for (const PoolCase &pc : cases) {
+      std::vector<float> x(pc.x.numElements());
+      uint32_t state = 12345;
+      for (float &v : x) {
+        state = state * 1664525u + 1013904223u;
+        v = values[state >> 30];
+      }
+      int64_t plane = x.size() / (pc.x[0] * pc.x[1]);
+      x[plane / 3] = std::numeric_limits<float>::quiet_NaN();
+      x[plane + plane / 2] = std::numeric_limits<float>::quiet_NaN();
+      x[plane + plane / 2 + 1] = std::numeric_limits<float>::quiet_NaN();
+      auto dy = randomVector(pc.y.numElements(), 3);
+      std::vector<float> y, dx(x.size(), 7.0f), wantY, wantDx;
+      scanMaxPool(pc, x, dy, wantY, wantDx);
+      runMaxPool(pc, x, y);
+      maxPoolGrad(dy.data(), pc.y, x.data(), pc.x, pc.kernel.data(),
+                  pc.strides.data(), pc.pads.data(), pc.dilations.data(),
+                  dx.data());
+      std::string where = std::to_string(&pc - cases) + "th case, " +
+                          std::to_string(threads) + " thread(s)";
+      int64_t wrong = 0;
+      for (size_t i = 0; i < y.size(); ++i)
+        wrong += std::isnan(wantY[i])
+                     ? !std::isnan(y[i])
+                     : std::memcmp(&y[i], &wantY[i], sizeof(float)) != 0;
+      EXPECT_EQ(wrong, 0) << where;
+      EXPECT_EQ(dx, wantDx) << where;
+    }
+  }
 }
 
 /// [1, 2, 3, 4, 5, 6] with kernel 3, stride 2, pads 1/1, ceil mode (4
