@@ -46,14 +46,29 @@ LogicalResult Emitter::emitOperation(ConvGradInputOp grad) {
   return success();
 }
 
+/// Whether a conv_grad_input of the same output gradient comes before
+/// `grad` in its block: dy is then one value, unchanged between the two
+/// calls, and the cpu runtime's oneDNN passes may share its reorder
+/// (convGradWeight's afterGradInput).
+static bool followsGradInput(ConvGradWeightOp grad) {
+  return llvm::any_of(grad.getOutputGrad().getUsers(), [&](Operation *user) {
+    return isa<ConvGradInputOp>(user) && user->getBlock() == grad->getBlock() &&
+           user->isBeforeInBlock(grad);
+  });
+}
+
 LogicalResult Emitter::emitOperation(ConvGradWeightOp grad) {
   std::string strides = window(grad, grad.getStrides(), "strides"),
               pads = window(grad, grad.getPads(), "pads"),
               dilations = window(grad, grad.getDilations(), "dilations");
+  bool afterGradInput = !cuda && followsGradInput(grad);
   if (SgdOp sgd = backward.convWithUpdate.lookup(grad)) {
     // w += -lr * dw, the gradient never stored (FusionPlan.h); the copy
     // of w's live taps, where it has one, takes the same update.
     std::string cached = croppedWeightRef(sgd.getParam());
+    std::string tail = cached.empty() ? "" : ", &" + cached;
+    if (afterGradInput)
+      tail = (cached.empty() ? ", nullptr" : tail) + ", true";
     call(grad,
          formatv("convGradWeightSgd({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
                  "{7}, {8}, {9}, {10}{11})",
@@ -62,16 +77,17 @@ LogicalResult Emitter::emitOperation(ConvGradWeightOp grad) {
                  pads, dilations, grad.getGroup(),
                  learningRate(sgd.getLr(), sgd.getLrFactor()),
                  ref(sgd.getParam()), shapeLiteral(grad.getWeightGrad()),
-                 cached.empty() ? "" : ", &" + cached));
+                 tail));
     return success();
   }
   call(grad,
        formatv("convGradWeight({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-               "{7}, {8}, {9})",
+               "{7}, {8}, {9}{10})",
                ref(grad.getOutputGrad()), shapeLiteral(grad.getOutputGrad()),
                ref(grad.getInput()), shapeLiteral(grad.getInput()), strides,
                pads, dilations, grad.getGroup(), ref(grad.getWeightGrad()),
-               shapeLiteral(grad.getWeightGrad())));
+               shapeLiteral(grad.getWeightGrad()),
+               afterGradInput ? ", true" : ""));
   return success();
 }
 

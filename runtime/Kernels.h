@@ -35,12 +35,24 @@ void linearBackwardSgd(int64_t rows, int64_t n, int64_t k, const float *dy,
 /// the taps that only ever read padding (ConvolutionCrop.h), whose gradient
 /// is zero, are not touched.
 /// With `cache` (ConvolutionCrop.h), the weight's cached live taps take
-/// the same update.
+/// the same update. afterGradInput: as for convGradWeight below.
 void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
                        const Shape &xShape, const int64_t *strides,
                        const int64_t *pads, const int64_t *dilations,
                        int64_t group, float lr, float *w, const Shape &wShape,
-                       CroppedWeight *cache = nullptr);
+                       CroppedWeight *cache = nullptr,
+                       bool afterGradInput = false);
+
+/// The cpu target only: convGradWeight where the program has run the same
+/// convolution's convGradInput on this dy (the same value, unchanged since)
+/// before it, as the code generator knows: oneDNN's backward passes then
+/// share dy's reorder into their layout where no other convolution ran in
+/// between (OneDnnConvolution.h).
+void convGradWeight(const float *dy, const Shape &yShape, const float *x,
+                    const Shape &xShape, const int64_t *strides,
+                    const int64_t *pads, const int64_t *dilations,
+                    int64_t group, float *dw, const Shape &wShape,
+                    bool afterGradInput);
 
 /// The cpu target only: the plain-SGD update w += -lr * g of a 2-d
 /// convolution kernel w whose gradient is zero outside one run of taps:

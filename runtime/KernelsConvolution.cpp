@@ -557,8 +557,8 @@ bool oneDnnHasDepthwiseKernel(const Shape &xShape, const Shape &wShape,
 void dispatchConvGradWeight(const float *dy, const Shape &yShape,
                             const float *x, const Shape &xShape,
                             const int64_t *strides, const int64_t *pads,
-                            const int64_t *dilations, int64_t group,
-                            float *dw, const Shape &wShape) {
+                            const int64_t *dilations, int64_t group, float *dw,
+                            const Shape &wShape, bool afterGradInput = false) {
   if (xShape.rank == 4 && group > 1 && group == xShape.dims[1] &&
       group == wShape.dims[0] && yShape.numElements() > 0 &&
       !oneDnnHasDepthwiseKernel(xShape, wShape, yShape, strides, pads,
@@ -571,7 +571,7 @@ void dispatchConvGradWeight(const float *dy, const Shape &yShape,
   if (viaOneDnn(ConvPass::GradWeight, xShape, wShape, yShape, strides, pads,
                 dilations, group, layout) &&
       oneDnnConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations,
-                           group, dw, wShape, layout))
+                           group, dw, wShape, layout, afterGradInput))
     return;
   im2colConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations, group,
                        dw, wShape);
@@ -675,30 +675,39 @@ void convGradWeight(const float *dy, const Shape &yShape, const float *x,
                     const Shape &xShape, const int64_t *strides,
                     const int64_t *pads, const int64_t *dilations,
                     int64_t group, float *dw, const Shape &wShape) {
+  convGradWeight(dy, yShape, x, xShape, strides, pads, dilations, group, dw,
+                 wShape, false);
+}
+
+void convGradWeight(const float *dy, const Shape &yShape, const float *x,
+                    const Shape &xShape, const int64_t *strides,
+                    const int64_t *pads, const int64_t *dilations,
+                    int64_t group, float *dw, const Shape &wShape,
+                    bool afterGradInput) {
   ConvCrop crop;
   if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
     float *dwc = cropBuffer(crop.wShape.numElements());
-    dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads,
-                           dilations, group, dwc, crop.wShape);
+    dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads, dilations,
+                           group, dwc, crop.wShape, afterGradInput);
     uncropWeight(dwc, crop, dw, wShape);
     return;
   }
-  dispatchConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations,
-                         group, dw, wShape);
+  dispatchConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations, group,
+                         dw, wShape, afterGradInput);
 }
 
 void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
                        const Shape &xShape, const int64_t *strides,
                        const int64_t *pads, const int64_t *dilations,
                        int64_t group, float lr, float *w, const Shape &wShape,
-                       CroppedWeight *cache) {
+                       CroppedWeight *cache, bool afterGradInput) {
   // The gradient goes to this thread's buffer (in cache for all but the
   // largest weights), then into w as sgdUpdate adds it: w + -lr * g.
   ConvCrop crop;
   if (cropDeadTaps(xShape, wShape, yShape, strides, pads, dilations, crop)) {
     float *dwc = cropBuffer(crop.wShape.numElements());
-    dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads,
-                           dilations, group, dwc, crop.wShape);
+    dispatchConvGradWeight(dy, yShape, x, xShape, strides, crop.pads, dilations,
+                           group, dwc, crop.wShape, afterGradInput);
     if (cache)
       addCroppedWeight(dwc, -lr, crop, w, wShape, *cache);
     else
@@ -707,8 +716,8 @@ void convGradWeightSgd(const float *dy, const Shape &yShape, const float *x,
   }
   int64_t n = wShape.numElements();
   float *g = cropBuffer(n);
-  dispatchConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations,
-                         group, g, wShape);
+  dispatchConvGradWeight(dy, yShape, x, xShape, strides, pads, dilations, group,
+                         g, wShape, afterGradInput);
 #pragma omp parallel for simd schedule(static) if (parallel : n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     w[i] = w[i] + -lr * g[i];

@@ -228,6 +228,18 @@ std::mutex cacheMutex;
 std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
 Workspace workspaces[5]; // up to 4 operands, then the scratchpad
 
+/// The output gradient the last call reordered, when that call was a
+/// backward pass: where in the program it was, the layout it took (in
+/// workspaces[0], operand 0 of both backward passes), and which call.
+struct ReorderedOutputGrad {
+  const void *plain = nullptr;
+  memory::desc taken;
+  size_t workspace = 0;
+  uint64_t call = 0;
+};
+ReorderedOutputGrad lastOutputGrad;
+uint64_t calls = 0; // executes so far
+
 /// The entry of a call (created on first use). Called with cacheMutex held.
 Entry &lookup(ConvPass pass, OneDnnLayout layout, const Shape &xShape,
               const Shape &wShape, const Shape &yShape, const int64_t *strides,
@@ -287,24 +299,36 @@ void runReorder(dnnl::primitive &reorder, dnnl::stream &s, const memory &from,
 }
 
 /// Runs the entry on the program's tensors: inputs reordered into the
-/// primitive's layouts, outputs back into the program's.
-void execute(Entry &e, const std::map<int, const void *> &pointers) {
+/// primitive's layouts, outputs back into the program's. reuseOutputGrad:
+/// the output gradient holds what the previous call reordered, if that
+/// call read it (oneDnnConvGradWeight's afterGradInput).
+void execute(Entry &e, const std::map<int, const void *> &pointers,
+             bool reuseOutputGrad = false) {
   dnnl::engine &eng = engine();
   dnnl::stream &s = stream();
   std::unordered_map<int, memory> args;
   std::vector<std::pair<Operand *, memory>> outputs;
+  ++calls;
   for (size_t i = 0; i < e.operands.size(); ++i) {
     Operand *op = e.operands[i].get();
-    memory user(op->plain, eng, const_cast<void *>(pointers.at(op->arg)));
+    const void *plain = pointers.at(op->arg);
+    memory user(op->plain, eng, const_cast<void *>(plain));
     if (!op->reordered()) {
       args.emplace(op->arg, user);
       continue;
     }
     memory mine(op->taken, eng, workspaces[i].get(op->taken.get_size()));
+    bool outputGrad = op->arg == DNNL_ARG_DIFF_DST;
+    bool reordered =
+        outputGrad && reuseOutputGrad && lastOutputGrad.call + 1 == calls &&
+        lastOutputGrad.plain == plain && lastOutputGrad.workspace == i &&
+        lastOutputGrad.taken == op->taken;
     if (op->output)
       outputs.emplace_back(op, user);
-    else
+    else if (!reordered)
       runReorder(op->toTaken, s, user, mine);
+    if (outputGrad)
+      lastOutputGrad = {plain, op->taken, i, calls};
     args.emplace(op->arg, mine);
   }
   if (size_t bytes = e.scratchDesc.get_size())
@@ -355,15 +379,16 @@ bool oneDnnConvGradWeight(const float *dy, const Shape &yShape, const float *x,
                           const Shape &xShape, const int64_t *strides,
                           const int64_t *pads, const int64_t *dilations,
                           int64_t group, float *dw, const Shape &wShape,
-                          OneDnnLayout layout) {
+                          OneDnnLayout layout, bool afterGradInput) {
   std::lock_guard<std::mutex> lock(cacheMutex);
   Entry &e = lookup(ConvPass::GradWeight, layout, xShape, wShape, yShape,
                     strides, pads, dilations, group, false);
   if (!e.ok)
     return false;
-  execute(e, {{DNNL_ARG_DIFF_DST, dy},
-              {DNNL_ARG_SRC, x},
-              {DNNL_ARG_DIFF_WEIGHTS, dw}});
+  execute(
+      e,
+      {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_WEIGHTS, dw}},
+      afterGradInput);
   return true;
 }
 

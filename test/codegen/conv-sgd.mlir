@@ -13,6 +13,7 @@
 // (a partitioned program's slice of a replicated weight, taken for the
 // update): fused, the update would run before the copy holds the weight,
 // which would then overwrite it (the update lost), so it stays apart.
+// Weight gradients after an input gradient of the same dy say so (`true`).
 
 // CHECK: static CroppedWeight [[TAPS:weightTaps[_0-9]*]];
 // CHECK-NOT: static CroppedWeight
@@ -20,13 +21,13 @@
 // CHECK: CroppedWeight &[[W2TAPS:[a-zA-Z0-9_]+]] = *static_cast<CroppedWeight *>
 // CHECK: conv(x1, Shape{2, 3, 1, 1}, w2, Shape{4, 3, 3, 3}, nullptr, {{.*}}, [[W2TAPS]]);  // y2
 // CHECK: convGradInput(dy1, Shape{2, 4, 1, 1}, w2, Shape{4, 3, 3, 3}, {{.*}}, [[W2TAPS]]);  // w2_dx
-// CHECK: convGradWeightSgd(dy1, {{.*}}, w2, Shape{4, 3, 3, 3}, &[[W2TAPS]]);  // w2_dw
+// CHECK: convGradWeightSgd(dy1, {{.*}}, w2, Shape{4, 3, 3, 3}, &[[W2TAPS]], true);  // w2_dw
 // CHECK: convGradWeightSgd(dy, Shape{2, 4, 6, 6}, x, Shape{2, 3, 6, 6}, {{.*}}, 1, 1.000000015e-01f, w0, Shape{4, 3, 3, 3});  // w0_dw
 // CHECK: convGradWeight(dy, Shape{2, 4, 6, 6}, x, Shape{2, 3, 6, 6}, {{.*}}, 1, [[DW1:[a-z0-9_]+]], Shape{4, 3, 3, 3});  // w1_dw
 // CHECK: convGradInput(dy, Shape{2, 4, 6, 6}, w1,
 // CHECK: // w0.sgd: in the weight gradient's convGradWeightSgd
 // CHECK: sgdUpdate(w1, [[DW1]],
-// CHECK: convGradWeight(dy, {{.*}}, [[DW3:[a-z0-9_]+]], Shape{4, 3, 3, 3});  // w3_dw
+// CHECK: convGradWeight(dy, {{.*}}, [[DW3:[a-z0-9_]+]], Shape{4, 3, 3, 3}, true);  // w3_dw
 // CHECK: sgdUpdate({{[a-z0-9_]+}}, [[DW3]],
 
 // CUDA-NOT: CroppedWeight

@@ -159,7 +159,9 @@ constexpr ConvGeometry kConvGeometries[] = {
 /// over the round's GEMM, the median round's ratio times `large`. Timed
 /// apart, a load that came or went between them made the ratio anything
 /// (5 to 6 with another build running, where oneDNN runs at about the
-/// GEMM's rate).
+/// GEMM's rate). The weight gradient reuses the output gradient's reorder
+/// of the call before, as it does after the input gradient in a program
+/// (oneDnnConvGradWeight's afterGradInput).
 /// A JSON object {"forward": ..., "input_grad": ..., "weight_grad": ...}
 /// for the first geometry, and in `byRows` one {"ROWS": {...}, ...} of
 /// every geometry's.
@@ -210,7 +212,7 @@ std::string convGflops(double seconds, double large, std::string &byRows) {
                                     cleave::rt::oneDnnConvGradWeight(
                                         y.data(), yShape, x.data(), xShape,
                                         unit, pads, unit, 1, dw.data(), wShape,
-                                        kBlocked);
+                                        kBlocked, /*afterGradInput=*/true);
                                   }) /
                            gemm);
     }

@@ -394,6 +394,55 @@ TEST(ConvolutionPaths, BlockedOneDnnStridedPaddedDilated) {
   checkBothPaths(cc);
 }
 
+TEST(ConvolutionPaths, GradWeightSharesTheOutputGradReorder) {
+  // Both backward passes on oneDNN's blocked layouts: a weight gradient
+  // told it follows the input gradient of the same dy reuses that call's
+  // reorder of dy, bitwise what reordering again gives; where another
+  // call's dy was reordered in between, or dy's buffer differs, it
+  // reorders its own.
+  ScopedThreads threads(1);
+  ConvCase cc{{2, 16, 9, 9},
+              {24, 16, 3, 3},
+              {2, 24, 9, 9},
+              {1, 1},
+              {1, 1, 1, 1},
+              {1, 1},
+              1};
+  ASSERT_EQ(chosenPaths(cc, 1), (Paths{"blocked", "blocked", "blocked"}));
+  auto x = randomVector(cc.x.numElements(), 91);
+  auto w = randomVector(cc.w.numElements(), 92);
+  auto dyA = randomVector(cc.y.numElements(), 93);
+  auto dyB = randomVector(cc.y.numElements(), 94);
+  std::vector<float> dx(x.size()), want(w.size()), got(w.size());
+  auto gradInput = [&](const std::vector<float> &dy) {
+    convGradInput(dy.data(), cc.y, w.data(), cc.w, cc.strides.data(),
+                  cc.pads.data(), cc.dilations.data(), cc.group, dx.data(),
+                  cc.x);
+  };
+  auto gradWeight = [&](const std::vector<float> &dy, bool after,
+                        std::vector<float> &dw) {
+    convGradWeight(dy.data(), cc.y, x.data(), cc.x, cc.strides.data(),
+                   cc.pads.data(), cc.dilations.data(), cc.group, dw.data(),
+                   cc.w, after);
+  };
+  for (const std::vector<float> *dy : {&dyA, &dyB}) {
+    gradWeight(*dy, false, want);
+    gradInput(*dy);
+    gradWeight(*dy, true, got);
+    EXPECT_EQ(got, want);
+  }
+  // dyB's reorder in between: dyA is reordered again.
+  gradWeight(dyA, false, want);
+  gradInput(dyA);
+  gradInput(dyB);
+  gradWeight(dyA, true, got);
+  EXPECT_EQ(got, want);
+  // A weight gradient without an input gradient before it.
+  gradWeight(dyB, true, got);
+  gradWeight(dyB, false, want);
+  EXPECT_EQ(got, want);
+}
+
 TEST(ConvolutionPaths, DepthwiseOnOneDnn) {
   // One channel per group: oneDNN's depthwise kernels, on any thread count.
   ScopedThreads threads(2);
