@@ -38,7 +38,7 @@ import bench  # noqa: E402  (export and progress-line parsing)
 # Global batch: twice bench.py's one-rank batch for the models of issue 21.
 MODELS = {"mlp": 128, "mlp-large": 64, "gpt": 2, "gpt-d128": 16,
           "mlp-512": 128, "cnn": 16, "resnet18": 32, "mobilenet_v2": 32,
-          "gpt-d768": 8}
+          "gpt-d768": 8, "convnet": 64, "convnet-b128": 256}
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
