@@ -169,6 +169,13 @@ MODELS = {
     "googlenet": lambda: _image(tvm.googlenet(
         num_classes=CLASSES, aux_logits=False, init_weights=True,
         dropout=0.0)),
+    # Channel shuffle (reshape, transpose, reshape), channel split (chunk)
+    # and concatenation, depthwise convolutions.
+    "shufflenet_v2": lambda: _image(tvm.shufflenet_v2_x0_5(
+        num_classes=CLASSES)),
+    # Squeeze-excitation (a sigmoid gate broadcast over the planes) and
+    # grouped convolutions of 8 channels a group.
+    "regnet_y": lambda: _image(tvm.regnet_y_400mf(num_classes=CLASSES)),
 }
 
 # The dim of each input that holds the samples, where it is not 0 (as the
