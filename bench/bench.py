@@ -251,7 +251,8 @@ def build_model(name):
         b = BATCH[name]
         x = torch.randn(b, 1, 28, 28)
         y = torch.randint(0, 10, (b,))
-        return keras_convnet(), (x, y), ["x", "y"], None, []
+        return (export_models.KerasConvNet(CONVNET_CONVS, CONVNET_DENSE),
+                (x, y), ["x", "y"], None, [])
     if name == "mlp-large":
         b = BATCH[name]
         x = torch.randn(b, LARGE_DIMS[0])
@@ -270,29 +271,6 @@ def build_model(name):
     # gpt: the export's own static batch.
     assert args[0].shape[0] == BATCH[name], (name, args[0].shape)
     return model, args, names, dynamic, []
-
-
-def keras_convnet():
-    """Keras' MNIST convnet example (see the docstring), its loss inside."""
-    import torch.nn as nn
-
-    class ConvNet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            layers = []
-            for cin, cout, k in CONVNET_CONVS:
-                layers += [nn.Conv2d(cin, cout, k), nn.ReLU()]
-            layers += [nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
-                       nn.Linear(CONVNET_DENSE[0], CONVNET_DENSE[1]),
-                       nn.ReLU(), nn.Dropout(0.5),
-                       nn.Linear(CONVNET_DENSE[1], CONVNET_DENSE[2])]
-            self.body = nn.Sequential(*layers)
-            self.loss_fn = nn.CrossEntropyLoss()
-
-        def forward(self, x, y):
-            return self.loss_fn(self.body(x), y)
-
-    return ConvNet()
 
 
 def export_onnx(name, path):

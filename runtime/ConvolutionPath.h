@@ -14,17 +14,50 @@
 #include "runtime/ConvolutionShapes.h"
 #include "runtime/Shape.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace cleave::rt {
 
 enum class ConvPass { Forward, GradInput, GradWeight };
 
-/// How oneDNN sees the tensors. Plain: the program's own NCHW activations
-/// and OIHW weights, which restricts oneDNN to its GEMM-based or reference
-/// implementations. Blocked: the layouts oneDNN prefers (nChw16c, ...),
-/// reached by reorders on the way in and out of every call.
-enum class OneDnnLayout { Plain, Blocked };
+/// How oneDNN sees the tensors, and so which kernels it runs. Plain: the
+/// program's own NCHW activations and OIHW weights, which restricts oneDNN
+/// to its GEMM-based or reference implementations. Blocked: the layouts
+/// oneDNN prefers (nChw16c, ...), reached by reorders on the way in and out
+/// of every call, for its direct kernels. Winograd: the blocked layouts for
+/// its Winograd kernels (F(4x4, 3x3): 36 products per 4x4 output tile
+/// where a direct 3x3 kernel does 144; see winogradApplies).
+enum class OneDnnLayout { Plain, Blocked, Winograd };
+
+/// Whether a convolution that runs through oneDNN's blocked kernels runs
+/// Winograd's instead. oneDNN has them for 3x3 kernels at stride 1, no
+/// dilation, padding of at most 1, one group and channels in whole blocks
+/// of 16. Faster where the planes and channels are large enough to fill
+/// its tiles (bench/README.md, "Winograd convolutions": 1 / 2 threads, ms
+/// for forward + input gradient + weight gradient, direct vs Winograd):
+/// 32 -> 64 channels on 26x26 at batch 128 (Keras' MNIST convnet) 44.0 vs
+/// 26.0 at 2 threads; 64 -> 64 on 16x16 at batch 16 7.2 vs 4.3 / 2.6 vs
+/// 1.8; 128 -> 128 on 28x28 at batch 8 32.7 vs 15.4 / 16.6 vs 7.8; 32 ->
+/// 32 on 24x24 at batch 32 9.6 vs 5.5 / 4.9 vs 3.2; 64 -> 64 on 12x12 at
+/// batch 16 3.7 vs 2.4 / 2.0 vs 1.7. Not on small planes or few channels:
+/// 128 -> 128 on 4x4 loses (0.83 vs 1.11 on 2 threads; the 4x4 tile holds
+/// the whole plane), 256 -> 256 on 2x2 loses 4x, 32 -> 32 on 16x16 loses on
+/// 2 threads (0.65 vs 0.68), 16 -> 16 on 32x32 too (1.04 vs 1.43). Its
+/// error is that of float32's rounding: against the direct kernels at most
+/// 2-5e-6 of the largest element in all three passes on these shapes.
+inline bool winogradApplies(const ConvDims &cd, const body::Window3 &w) {
+  if (cd.groupIn != cd.inChannels || cd.inChannels % 16 != 0 ||
+      cd.outChannels % 16 != 0 || w.in[0] != 1 || w.out[0] != 1)
+    return false;
+  for (int d = 1; d < 3; ++d)
+    if (w.kernel[d] != 3 || w.stride[d] != 1 || w.dilation[d] != 1 ||
+        w.padBegin[d] > 1 || w.padEnd[d] > 1)
+      return false;
+  int64_t channels = std::min(cd.inChannels, cd.outChannels);
+  int64_t side = std::min(w.out[1], w.out[2]);
+  return (channels >= 64 && side >= 12) || (channels >= 32 && side >= 24);
+}
 
 /// Whether `pass` of this convolution runs through oneDNN, and in which
 /// layout, on `threads` OpenMP threads: the rule of KernelsConvolution's
@@ -112,6 +145,8 @@ inline bool preferOneDnn(ConvPass pass, const ConvDims &cd,
     layout = OneDnnLayout::Plain;
     return isPointwise(w) && cd.groupIn >= 48;
   }
+  if (winogradApplies(cd, w))
+    layout = OneDnnLayout::Winograd;
   return true;
 }
 

@@ -131,6 +131,12 @@ memory::desc taken(const Dims &dims, OneDnnLayout layout) {
                             memory::format_tag::any);
 }
 
+dnnl::algorithm algorithmOf(OneDnnLayout layout) {
+  return layout == OneDnnLayout::Winograd
+             ? dnnl::algorithm::convolution_winograd
+             : dnnl::algorithm::convolution_direct;
+}
+
 /// A forward primitive descriptor (also the hint the backward ones need).
 dnnl::convolution_forward::primitive_desc
 forwardDesc(const Geometry &g, bool bias, OneDnnLayout layout,
@@ -138,15 +144,14 @@ forwardDesc(const Geometry &g, bool bias, OneDnnLayout layout,
   using dnnl::convolution_forward;
   auto src = taken(g.src, layout), wei = taken(g.wei, layout),
        dst = taken(g.dst, layout);
-  auto d = bias ? convolution_forward::desc(
-                      dnnl::prop_kind::forward_training,
-                      dnnl::algorithm::convolution_direct, src, wei,
-                      rowMajor(g.bias), dst, g.strides, g.dilations, g.padL,
-                      g.padR)
-                : convolution_forward::desc(
-                      dnnl::prop_kind::forward_training,
-                      dnnl::algorithm::convolution_direct, src, wei, dst,
-                      g.strides, g.dilations, g.padL, g.padR);
+  dnnl::algorithm algorithm = algorithmOf(layout);
+  auto d = bias ? convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            algorithm, src, wei,
+                                            rowMajor(g.bias), dst, g.strides,
+                                            g.dilations, g.padL, g.padR)
+                : convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            algorithm, src, wei, dst, g.strides,
+                                            g.dilations, g.padL, g.padR);
   return convolution_forward::primitive_desc(d, attr, engine());
 }
 
@@ -178,9 +183,8 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
   case ConvPass::GradInput: {
     using dnnl::convolution_backward_data;
     convolution_backward_data::desc d(
-        dnnl::algorithm::convolution_direct, taken(g.src, layout),
-        taken(g.wei, layout), taken(g.dst, layout), g.strides, g.dilations,
-        g.padL, g.padR);
+        algorithmOf(layout), taken(g.src, layout), taken(g.wei, layout),
+        taken(g.dst, layout), g.strides, g.dilations, g.padL, g.padR);
     convolution_backward_data::primitive_desc pd(d, attr, engine(), fwd);
     e.prim = convolution_backward_data(pd);
     e.impl = pd.impl_info_str();
@@ -193,9 +197,8 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
   case ConvPass::GradWeight: {
     using dnnl::convolution_backward_weights;
     convolution_backward_weights::desc d(
-        dnnl::algorithm::convolution_direct, taken(g.src, layout),
-        taken(g.wei, layout), taken(g.dst, layout), g.strides, g.dilations,
-        g.padL, g.padR);
+        algorithmOf(layout), taken(g.src, layout), taken(g.wei, layout),
+        taken(g.dst, layout), g.strides, g.dilations, g.padL, g.padR);
     convolution_backward_weights::primitive_desc pd(d, attr, engine(), fwd);
     e.prim = convolution_backward_weights(pd);
     e.impl = pd.impl_info_str();
@@ -265,6 +268,10 @@ Entry &lookup(ConvPass pass, OneDnnLayout layout, const Shape &xShape,
       *slot = Entry();
     }
   }
+  // A geometry oneDNN has no Winograd kernel for runs its direct ones.
+  if (!slot->ok && layout == OneDnnLayout::Winograd)
+    return lookup(pass, OneDnnLayout::Blocked, xShape, wShape, yShape, strides,
+                  pads, dilations, group, bias);
   return *slot;
 }
 

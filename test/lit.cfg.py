@@ -46,6 +46,14 @@ import subprocess
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-gpu")
+# A CPU with AVX-512 (F, BW, VL, DQ: oneDNN's avx512_core), where oneDNN
+# has the Winograd convolution kernels the cpu target picks for some
+# shapes (runtime/ConvolutionPath.h); tests check that they ran there.
+with open("/proc/cpuinfo") as cpuinfo:
+    cpu_flags = set(next((line.split(":", 1)[1].split() for line in cpuinfo
+                          if line.startswith("flags")), []))
+if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags:
+    config.available_features.add("avx512-core")
 # Debian's chromium and python3-pil (scripts/setup.sh installs them):
 # test/report/ opens the HTML report in headless Chromium and reads its
 # screenshot; where either is missing, UNSUPPORTED.

@@ -97,6 +97,29 @@ class CNN(nn.Module):
         return self.loss_fn(self.fc(h), y)
 
 
+class KerasConvNet(nn.Module):
+    """Keras' MNIST convnet example at full size: 3x3 convolutions 1 -> 32
+    -> 64 channels on 28x28 (no padding), ReLU, 2x2 max-pool, dropout
+    0.25, Linear 9216 -> 128, ReLU, dropout 0.5, Linear 128 -> 10.
+    `convs` (in, out, kernel) and `dense` (widths) as bench/bench.py gives
+    them."""
+
+    def __init__(self, convs=((1, 32, 3), (32, 64, 3)),
+                 dense=(64 * 12 * 12, 128, 10)):
+        super().__init__()
+        layers = []
+        for cin, cout, k in convs:
+            layers += [nn.Conv2d(cin, cout, k), nn.ReLU()]
+        layers += [nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+                   nn.Linear(dense[0], dense[1]), nn.ReLU(), nn.Dropout(0.5),
+                   nn.Linear(dense[1], dense[2])]
+        self.body = nn.Sequential(*layers)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, x, y):
+        return self.loss_fn(self.body(x), y)
+
+
 class ResNet(nn.Module):
     """One residual block, relu(bn(conv(h)) + h): 28x28 -> 14 -> 7."""
 
@@ -266,8 +289,14 @@ def make_gpt_tied():
     return GPT(cfg, tied=True), (idx, targets), ["idx", "targets"], None
 
 
+def make_convnet():
+    x = torch.randn(8, 1, 28, 28)
+    y = torch.randint(0, 10, (8,))
+    return KerasConvNet(), (x, y), ["x", "y"], None
+
+
 MODELS = {"mlp": make_mlp, "mlp-wide": make_mlp_wide, "mlp-bn": make_mlp_bn,
-          "cnn": make_cnn, "resnet": make_resnet,
+          "cnn": make_cnn, "resnet": make_resnet, "convnet": make_convnet,
           "gpt": make_gpt, "gpt-tied": make_gpt_tied}
 
 

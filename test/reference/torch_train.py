@@ -284,7 +284,7 @@ def make_data(model_name, samples, seed):
     rng = np.random.default_rng(seed)
     if model_name in zoo_models.MODELS:
         return zoo_models.make_data(model_name, samples, rng)
-    if model_name in ("mlp", "mlp-wide", "mlp-bn", "cnn", "resnet"):
+    if model_name in ("mlp", "mlp-wide", "mlp-bn", "cnn", "resnet", "convnet"):
         # Smooth class templates plus noise, and 30% random labels: learnable
         # (the losses decrease) without ever approaching 0, where a float32
         # cross-entropy loses its relative precision.
@@ -398,9 +398,14 @@ def replace_dropouts(model, graph, dropout_seed):
             # are built with dropout 0); nothing to replace.
             described.append({"d": d, "node": node.name, "ratio": 0.0})
             continue
-        # torch names nodes after the module path: /dropout/Dropout.
+        # torch names nodes after the module path, each level by its full
+        # name: /dropout/Dropout, /body/body.5/Dropout.
+        def scope(name):
+            parts = name.split(".")
+            return "".join("/" + ".".join(parts[:i + 1])
+                           for i in range(len(parts))) + "/"
         owners = [(name, m) for name, m in modules
-                  if node.name.startswith("/" + name.replace(".", "/") + "/")]
+                  if node.name.startswith(scope(name))]
         if len(owners) != 1:
             raise RuntimeError(f"cannot match Dropout node {node.name} to a "
                                f"module")

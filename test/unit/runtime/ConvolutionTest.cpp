@@ -304,8 +304,9 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want,
 
 /// Every way of computing the three passes of `cc` against the definition:
 /// the dispatching kernels (rt::conv and its gradients), im2col, and
-/// oneDNN in both layouts. Outputs start as garbage, as every path must
-/// overwrite them.
+/// oneDNN in each layout (Winograd's where oneDNN has no such kernel for
+/// `cc` runs its direct ones). Outputs start as garbage, as every path
+/// must overwrite them.
 void checkBothPaths(const ConvCase &cc) {
   auto x = randomVector(cc.x.numElements(), 21);
   auto w = randomVector(cc.w.numElements(), 22);
@@ -341,7 +342,8 @@ void checkBothPaths(const ConvCase &cc) {
   im2colConvGradWeight(r.data(), cc.y, x.data(), cc.x, s, p, d, cc.group,
                        dw.data(), cc.w);
   expectAll("im2col");
-  for (OneDnnLayout layout : {OneDnnLayout::Plain, OneDnnLayout::Blocked}) {
+  for (OneDnnLayout layout :
+       {OneDnnLayout::Plain, OneDnnLayout::Blocked, OneDnnLayout::Winograd}) {
     reset();
     ASSERT_TRUE(oneDnnConv(x.data(), cc.x, w.data(), cc.w, nullptr, s, p, d,
                            cc.group, y.data(), cc.y, layout));
@@ -349,13 +351,15 @@ void checkBothPaths(const ConvCase &cc) {
                                     cc.group, dx.data(), cc.x, layout));
     ASSERT_TRUE(oneDnnConvGradWeight(r.data(), cc.y, x.data(), cc.x, s, p, d,
                                      cc.group, dw.data(), cc.w, layout));
-    expectAll(layout == OneDnnLayout::Plain ? "oneDNN plain"
-                                            : "oneDNN blocked");
+    expectAll(layout == OneDnnLayout::Plain     ? "oneDNN plain"
+              : layout == OneDnnLayout::Blocked ? "oneDNN blocked"
+                                                : "oneDNN Winograd");
   }
   // The bias, on the forward pass that takes one.
   auto bias = randomVector(cc.w[0], 24);
   auto wantBiased = directConv(cc, x, w, bias.data());
-  for (OneDnnLayout layout : {OneDnnLayout::Plain, OneDnnLayout::Blocked}) {
+  for (OneDnnLayout layout :
+       {OneDnnLayout::Plain, OneDnnLayout::Blocked, OneDnnLayout::Winograd}) {
     reset();
     ASSERT_TRUE(oneDnnConv(x.data(), cc.x, w.data(), cc.w, bias.data(), s, p,
                            d, cc.group, y.data(), cc.y, layout));
@@ -364,7 +368,8 @@ void checkBothPaths(const ConvCase &cc) {
 }
 
 /// The path preferOneDnn picks for each pass of `cc` on `threads`
-/// threads, as "im2col", "plain" or "blocked" (fwd, dx, dw).
+/// threads, as "im2col", "plain", "blocked" or "winograd" (fwd, dx,
+/// dw).
 std::vector<std::string> chosenPaths(const ConvCase &cc, int threads) {
   cleave::body::Window3 win(cc.x, cc.y, cc.w.dims + 2, cc.strides.data(), cc.pads.data(),
               cc.dilations.data());
@@ -374,9 +379,10 @@ std::vector<std::string> chosenPaths(const ConvCase &cc, int threads) {
        {ConvPass::Forward, ConvPass::GradInput, ConvPass::GradWeight}) {
     OneDnnLayout layout;
     bool dnnl = preferOneDnn(pass, cd, win, threads, layout);
-    paths.push_back(!dnnl                          ? "im2col"
-                    : layout == OneDnnLayout::Plain ? "plain"
-                                                    : "blocked");
+    paths.push_back(!dnnl                             ? "im2col"
+                    : layout == OneDnnLayout::Plain   ? "plain"
+                    : layout == OneDnnLayout::Blocked ? "blocked"
+                                                      : "winograd");
   }
   return paths;
 }
@@ -441,6 +447,84 @@ TEST(ConvolutionPaths, GradWeightSharesTheOutputGradReorder) {
   gradWeight(dyB, true, got);
   gradWeight(dyB, false, want);
   EXPECT_EQ(got, want);
+}
+
+TEST(ConvolutionPaths, WinogradWhereItIsFaster) {
+  // 3x3 kernels at stride 1 over planes and channels large enough: all
+  // three passes on oneDNN's Winograd kernels, on 1 and 2 threads, with
+  // and without padding (Keras' MNIST convnet's second conv, 32 -> 64 on
+  // 26x26; 64 -> 64 on 12x12, padded), as close to the definition as the
+  // direct kernels.
+  ConvCase keras{{2, 32, 26, 26},
+                 {64, 32, 3, 3},
+                 {2, 64, 24, 24},
+                 {1, 1},
+                 {0, 0, 0, 0},
+                 {1, 1},
+                 1};
+  ConvCase padded{{2, 64, 12, 12},
+                  {64, 64, 3, 3},
+                  {2, 64, 12, 12},
+                  {1, 1},
+                  {1, 1, 1, 1},
+                  {1, 1},
+                  1};
+  for (int t : {1, 2}) {
+    ScopedThreads threads(t);
+    for (const ConvCase &cc : {keras, padded}) {
+      EXPECT_EQ(chosenPaths(cc, t),
+                (Paths{"winograd", "winograd", "winograd"}));
+      checkBothPaths(cc);
+    }
+  }
+  // Not where its tiles outgrow the plane, with few channels, at stride 2
+  // or on other kernels: the direct kernels.
+  ConvCase smallPlane{{2, 64, 8, 8},
+                      {64, 64, 3, 3},
+                      {2, 64, 8, 8},
+                      {1, 1},
+                      {1, 1, 1, 1},
+                      {1, 1},
+                      1};
+  ConvCase fewChannels{{2, 32, 16, 16},
+                       {32, 32, 3, 3},
+                       {2, 32, 16, 16},
+                       {1, 1},
+                       {1, 1, 1, 1},
+                       {1, 1},
+                       1};
+  ConvCase strided{{2, 64, 32, 32},
+                   {64, 64, 3, 3},
+                   {2, 64, 16, 16},
+                   {2, 2},
+                   {1, 1, 1, 1},
+                   {1, 1},
+                   1};
+  ConvCase fiveByFive{{2, 64, 20, 20},
+                      {64, 64, 5, 5},
+                      {2, 64, 16, 16},
+                      {1, 1},
+                      {0, 0, 0, 0},
+                      {1, 1},
+                      1};
+  for (const ConvCase &cc : {smallPlane, fewChannels, strided, fiveByFive})
+    EXPECT_EQ(chosenPaths(cc, 1), (Paths{"blocked", "blocked", "blocked"}));
+  // oneDNN has these kernels for AVX-512 only; elsewhere the Winograd
+  // layout runs the direct kernels (checked above all the same).
+  if (!__builtin_cpu_supports("avx512f") ||
+      !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512dq"))
+    GTEST_SKIP() << "no AVX-512: oneDNN has no Winograd kernels here";
+  for (ConvPass pass :
+       {ConvPass::Forward, ConvPass::GradInput, ConvPass::GradWeight})
+    EXPECT_NE(std::string(oneDnnImplementation(pass, keras.x, keras.w, keras.y,
+                                               keras.strides.data(),
+                                               keras.pads.data(),
+                                               keras.dilations.data(), 1, false,
+                                               OneDnnLayout::Winograd))
+                  .find("wino"),
+              std::string::npos);
 }
 
 TEST(ConvolutionPaths, DepthwiseOnOneDnn) {
