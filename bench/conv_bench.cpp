@@ -182,10 +182,13 @@ void benchShape(const ConvShape &c, int threads) {
     };
     im2colRun(ref.data());
     double tIm2col = microseconds([&] { im2colRun(out.data()); });
-    double t[2];
-    std::string impl[2];
+    constexpr OneDnnLayout kLayouts[] = {
+        OneDnnLayout::Plain, OneDnnLayout::Blocked, OneDnnLayout::Winograd};
+    constexpr const char *kLayoutNames[] = {"plain", "blocked", "winograd"};
+    double t[3];
+    std::string impl[3];
     float diff = 0;
-    for (OneDnnLayout l : {OneDnnLayout::Plain, OneDnnLayout::Blocked}) {
+    for (OneDnnLayout l : kLayouts) {
       int li = static_cast<int>(l);
       impl[li] = oneDnnImplementation(pass, xs, ws, ys, strides, pads, dil,
                                       c.group, pass == ConvPass::Forward, l);
@@ -198,19 +201,19 @@ void benchShape(const ConvShape &c, int threads) {
     }
     OneDnnLayout rl;
     bool rule = preferOneDnn(pass, cd, win, threads, rl);
-    double best = std::min({tIm2col, std::isnan(t[0]) ? 1e30 : t[0],
-                            std::isnan(t[1]) ? 1e30 : t[1]});
-    const char *winner = best == tIm2col ? "im2col"
-                         : best == t[0]  ? "plain"
-                                         : "blocked";
+    const char *winner = "im2col";
+    double best = tIm2col;
+    for (OneDnnLayout l : kLayouts)
+      if (double tl = t[static_cast<int>(l)]; tl < best) {
+        best = tl;
+        winner = kLayoutNames[static_cast<int>(l)];
+      }
     std::printf("| %s | %ldx%ldx%ld k%ld s%ld g%ld -> %ld | %s | %.1f | %.1f "
-                "| %.1f | %s / %s | %.1g | %s | %s |\n",
+                "| %.1f | %.1f | %s / %s / %s | %.1g | %s | %s |\n",
                 c.model, c.inC, c.h, c.w, c.k, c.stride, c.group, c.outC,
-                kPassNames[static_cast<int>(pass)], tIm2col, t[0], t[1],
-                impl[0].c_str(), impl[1].c_str(), diff, winner,
-                !rule                            ? "im2col"
-                : rl == OneDnnLayout::Plain      ? "plain"
-                                                 : "blocked");
+                kPassNames[static_cast<int>(pass)], tIm2col, t[0], t[1], t[2],
+                impl[0].c_str(), impl[1].c_str(), impl[2].c_str(), diff, winner,
+                rule ? kLayoutNames[static_cast<int>(rl)] : "im2col");
   }
 }
 
@@ -225,9 +228,10 @@ int main(int argc, char **argv) {
   std::printf("%d thread(s); microseconds per call, best of 7 rounds\n\n",
               threads);
   std::printf("| model | conv (C x H x W, kernel, stride, groups -> out C) | "
-              "pass | im2col | oneDNN plain | oneDNN blocked | oneDNN impl "
-              "(plain / blocked) | max diff | fastest | rule |\n");
-  std::printf("|---|---|---|---:|---:|---:|---|---:|---|---|\n");
+              "pass | im2col | oneDNN plain | oneDNN blocked | oneDNN "
+              "Winograd | oneDNN impl (plain / blocked / Winograd) | max diff "
+              "| fastest | rule |\n");
+  std::printf("|---|---|---|---:|---:|---:|---:|---|---:|---|---|\n");
   for (const ConvShape &c : kShapes)
     if (!model || !std::strcmp(model, c.model))
       benchShape(c, threads);

@@ -307,17 +307,29 @@ llvm::Error readConvRates(Reader &reader,
 }
 
 /// efficiency.conv: {forward: rate, input_grad: rate, weight_grad: rate,
-/// by_rows: {ROWS: {forward: rate, ...}, ...}} (by_rows optional), each
-/// rate over the peak (ConvEfficiency).
+/// by_rows: {ROWS: {forward: rate, ...}, ...}, winograd: {forward: rate,
+/// ...}} (by_rows and winograd optional), each rate over the peak
+/// (ConvEfficiency).
 llvm::Error readConvEfficiency(Reader &reader, const Tree *node, Cluster &c) {
   const std::string where = "efficiency.conv";
   auto rates = reader.entries(
-      node, where, {"forward", "input_grad", "weight_grad", "by_rows"});
+      node, where,
+      {"forward", "input_grad", "weight_grad", "by_rows", "winograd"});
   if (!rates)
     return rates.takeError();
   if (llvm::Error e =
           readConvRates(reader, *rates, where, c.convEfficiency.rates))
     return e;
+  if (const Tree *winograd = rates->lookup("winograd")) {
+    std::string at = Reader::join(where, "winograd");
+    auto measured =
+        reader.entries(winograd, at, {"forward", "input_grad", "weight_grad"});
+    if (!measured)
+      return measured.takeError();
+    if (llvm::Error e =
+            readConvRates(reader, *measured, at, c.convEfficiency.winograd))
+      return e;
+  }
   const Tree *byRows = rates->lookup("by_rows");
   if (!byRows)
     return llvm::Error::success();
@@ -659,7 +671,10 @@ double logInterpolate(const Points &points, double x, Position position,
 
 } // namespace
 
-double ConvEfficiency::at(double ConvRates::*pass, double rows) const {
+double ConvEfficiency::at(double ConvRates::*pass, double rows,
+                          bool onWinograd) const {
+  if (onWinograd && winograd.*pass > 0)
+    return winograd.*pass;
   if (byRows.empty() || !(rows > 0))
     return rates.*pass;
   return logInterpolate(
@@ -691,6 +706,9 @@ double Cluster::bestMatrixEfficiency() const {
       {computeEfficiency, conv.forward, conv.inputGrad, conv.weightGrad});
   for (const auto &[rows, rates] : convEfficiency.byRows)
     best = std::max({best, rates.forward, rates.inputGrad, rates.weightGrad});
+  const ConvRates &winograd = convEfficiency.winograd;
+  best = std::max(
+      {best, winograd.forward, winograd.inputGrad, winograd.weightGrad});
   for (const GemmEfficiencyAtWidth &table : gemmEfficiency)
     for (const GemmEfficiency &point : table.points)
       best = std::max({best, point.mn, point.k});

@@ -146,16 +146,23 @@ struct ConvEfficiency {
   /// oneDNN's layouts, which fewer rows share (ResNet-18's 2x2 images at
   /// batch 16 run at a third of the 16x16 rate).
   std::vector<std::pair<int64_t, ConvRates>> byRows;
+  /// The rates of oneDNN's Winograd kernels (the path of 3x3 convolutions
+  /// over large planes, rt::winogradApplies), counted on the multiply-adds
+  /// the direct kernels would do: their saving shows as a higher rate.
+  /// `cleave calibrate` measures them on 8 images of 16x16 with 64
+  /// channels. 0: not measured (time them as direct ones).
+  ConvRates winograd;
   /// The largest rate a file may give. oneDNN's kernels may outrun the
   /// GEMM that sets the peak by a lot where OpenBLAS runs kernels for an
   /// older CPU (4.5x on a Xeon that OpenBLAS 0.3.21 does not know, without
   /// OPENBLAS_CORETYPE); more than 32x is a measurement gone wrong.
   static constexpr double kMost = 32;
 
-  /// The rate of pass `pass` on calls of `rows` output rows: from byRows
+  /// The rate of pass `pass` on calls of `rows` output rows: on Winograd's
+  /// kernels (`winograd`) `winograd`'s where measured; else from byRows
   /// (linear in log2 of the rows between two measured, the nearest one's
   /// outside them), else `rates`.
-  double at(double ConvRates::*pass, double rows) const;
+  double at(double ConvRates::*pass, double rows, bool winograd) const;
 };
 
 struct Cluster {

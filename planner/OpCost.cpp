@@ -59,10 +59,11 @@ std::tuple<double, double, double> convProduct(Value output, Value weight,
 
 /// What the cpu runtime computes of a convolution pass, on the shapes of
 /// this rank's partitioned op: the share of the kernel's taps it keeps
-/// (rt::cropDeadTaps), and whether oneDNN's direct kernels then run it
-/// (rt::choosesOneDnn, as on one thread: the rule differs on more only
-/// below 2 MFLOP), with the multiply-adds those do (dense convolutions
-/// only, a depthwise one runs kernels of another kind), or im2col + GEMMs.
+/// (rt::cropDeadTaps), and whether oneDNN's direct or Winograd kernels
+/// then run it (rt::choosesOneDnn, as on one thread: the rule differs on
+/// more only below 2 MFLOP), with the multiply-adds the direct ones do
+/// (dense convolutions only, a depthwise one runs kernels of another
+/// kind), or im2col + GEMMs.
 struct CpuConvolution {
   double liveTaps = 1;
   std::optional<OpCost::DirectConv> direct;
@@ -95,7 +96,8 @@ CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
     if (group == 1)
       result.direct =
           OpCost::DirectConv{pass, rt::directConvWork(pass, w, layout, window),
-                             double(y.dims[0]) * double(window.outSize())};
+                             double(y.dims[0]) * double(window.outSize()),
+                             layout == rt::OneDnnLayout::Winograd};
     return result;
   }
   if (x.numElements() == 0 || y.numElements() == 0 || w.numElements() == 0)
@@ -290,7 +292,8 @@ void applyDirectConvRate(const OpCost &cost, const Cluster &cluster,
     pass = &ConvRates::weightGrad;
     break;
   }
-  double rate = cluster.convEfficiency.at(pass, cost.directConv->rows);
+  double rate = cluster.convEfficiency.at(pass, cost.directConv->rows,
+                                          cost.directConv->winograd);
   if (rate <= 0)
     return;
   flops = cost.flops * cost.directConv->work;

@@ -48,6 +48,8 @@ struct OpCost {
     /// Output rows of a call (samples x output positions), which the
     /// measured rate depends on (ConvEfficiency::byRows).
     double rows = 0;
+    /// On oneDNN's Winograd kernels (ConvEfficiency::winograd).
+    bool winograd = false;
   };
   std::optional<DirectConv> directConv;
   /// A convolution pass the cpu runtime runs as im2col + OpenBLAS

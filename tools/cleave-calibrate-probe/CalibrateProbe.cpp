@@ -163,17 +163,20 @@ constexpr ConvGeometry kConvGeometries[] = {
 /// of the call before, as it does after the input gradient in a program
 /// (oneDnnConvGradWeight's afterGradInput).
 /// A JSON object {"forward": ..., "input_grad": ..., "weight_grad": ...}
-/// for the first geometry, and in `byRows` one {"ROWS": {...}, ...} of
-/// every geometry's.
-std::string convGflops(double seconds, double large, std::string &byRows) {
+/// for the first geometry, in `byRows` one {"ROWS": {...}, ...} of every
+/// geometry's, and in `winograd` the first geometry's on oneDNN's Winograd
+/// kernels (counted on the direct kernels' multiply-adds), which the
+/// runtime picks for it (rt::winogradApplies).
+std::string convGflops(double seconds, double large, std::string &byRows,
+                       std::string &winograd) {
+  using cleave::rt::OneDnnLayout;
   using cleave::rt::Shape;
-  constexpr auto kBlocked = cleave::rt::OneDnnLayout::Blocked;
   constexpr int kRounds = 5;
   constexpr int kGeometries = std::size(kConvGeometries);
-  seconds /= 4 * kRounds * kGeometries;
+  seconds /= 4 * kRounds * (kGeometries + 1);
   std::string first;
   byRows.clear();
-  for (const ConvGeometry &g : kConvGeometries) {
+  auto rates = [&](const ConvGeometry &g, OneDnnLayout layout) {
     const Shape xShape{g.samples, g.channels, g.size, g.size},
         wShape{g.channels, g.channels, 3, 3};
     const Shape &yShape = xShape;
@@ -185,7 +188,8 @@ std::string convGflops(double seconds, double large, std::string &byRows) {
                                  unit);
     auto gflops = [&](cleave::rt::ConvPass pass, auto call) {
       double flops = 2.0 * yShape.numElements() * g.channels * 9 *
-                     cleave::rt::directConvWork(pass, wShape, kBlocked, window);
+                     cleave::rt::directConvWork(pass, wShape,
+                                                OneDnnLayout::Blocked, window);
       return flops / secondsPerCall(call, seconds) / 1e9;
     };
     std::vector<double> forward, inputGrad, weightGrad;
@@ -196,7 +200,7 @@ std::string convGflops(double seconds, double large, std::string &byRows) {
                                  cleave::rt::oneDnnConv(
                                      x.data(), xShape, w.data(), wShape,
                                      nullptr, unit, pads, unit, 1, y.data(),
-                                     yShape, kBlocked);
+                                     yShape, layout);
                                }) /
                         gemm);
       inputGrad.push_back(gflops(cleave::rt::ConvPass::GradInput,
@@ -204,7 +208,7 @@ std::string convGflops(double seconds, double large, std::string &byRows) {
                                    cleave::rt::oneDnnConvGradInput(
                                        y.data(), yShape, w.data(), wShape, unit,
                                        pads, unit, 1, dx.data(), xShape,
-                                       kBlocked);
+                                       layout);
                                  }) /
                           gemm);
       weightGrad.push_back(gflops(cleave::rt::ConvPass::GradWeight,
@@ -212,7 +216,7 @@ std::string convGflops(double seconds, double large, std::string &byRows) {
                                     cleave::rt::oneDnnConvGradWeight(
                                         y.data(), yShape, x.data(), xShape,
                                         unit, pads, unit, 1, dw.data(), wShape,
-                                        kBlocked, /*afterGradInput=*/true);
+                                        layout, /*afterGradInput=*/true);
                                   }) /
                            gemm);
     }
@@ -225,12 +229,17 @@ std::string convGflops(double seconds, double large, std::string &byRows) {
                   "{\"forward\": %.3f, \"input_grad\": %.3f, "
                   "\"weight_grad\": %.3f}",
                   median(forward), median(inputGrad), median(weightGrad));
+    return std::string(text);
+  };
+  for (const ConvGeometry &g : kConvGeometries) {
+    std::string text = rates(g, OneDnnLayout::Blocked);
     if (first.empty())
       first = text;
     byRows += (byRows.empty() ? "\"" : ", \"") + std::to_string(g.rows()) +
               "\": " + text;
   }
   byRows = "{" + byRows + "}";
+  winograd = rates(kConvGeometries[0], OneDnnLayout::Winograd);
   return first;
 }
 
@@ -916,8 +925,8 @@ int main(int argc, char **argv) {
   double medium = gemmGflops(256, 256, 256, seconds);
   double skinny = gemmGflops(4096, 32, 1024, seconds);
   std::string byDimension = gemmByDimension(seconds / 4);
-  std::string convByRows;
-  std::string conv = convGflops(seconds, large, convByRows);
+  std::string convByRows, convWinograd;
+  std::string conv = convGflops(seconds, large, convByRows, convWinograd);
   // Memory: arrays of 32 MiB; cache: three arrays in half the L2.
   double triad = triadGBs(int64_t{8} << 20, seconds);
   long l2 = cacheSize(2, _SC_LEVEL2_CACHE_SIZE);
@@ -952,7 +961,7 @@ int main(int argc, char **argv) {
     std::printf("{\"ranks\": %d, \"threads\": %d, \"gemm_gflops\": "
                 "{\"large\": %.3f, \"medium\": %.3f, \"skinny\": %.3f, "
                 "\"by_dimension\": %s}, \"conv_gflops\": %s, "
-                "\"conv_gflops_by_rows\": %s, "
+                "\"conv_gflops_by_rows\": %s, \"conv_winograd_gflops\": %s, "
                 "\"triad_gbs\": %.3f, \"cache_triad_gbs\": %.3f, "
                 "\"cache_bytes\": %ld, \"llc_triad_gbs\": %.3f, "
                 "\"llc_bytes\": %ld, \"p2p_latency_us\": %.3f, "
@@ -961,9 +970,9 @@ int main(int argc, char **argv) {
                 "\"hand_off_us\": %.3f, \"kernels\": %s, "
                 "\"collectives\": %s, \"overlap\": %.3f}\n",
                 ranks, omp_get_max_threads(), large, medium, skinny,
-                byDimension.c_str(), conv.c_str(), convByRows.c_str(), triad,
-                cacheTriad, cacheBytes, llcTriad, llcBytes,
-                ranks > 1 ? link.latencyUs() : 0.0,
+                byDimension.c_str(), conv.c_str(), convByRows.c_str(),
+                convWinograd.c_str(), triad, cacheTriad, cacheBytes, llcTriad,
+                llcBytes, ranks > 1 ? link.latencyUs() : 0.0,
                 ranks > 1 ? link.bandwidthGBs() : 0.0,
                 ranks > 1 ? link.roundsJson().c_str() : "[]", overhead * 1e6,
                 handOff * 1e6, kernels.c_str(),

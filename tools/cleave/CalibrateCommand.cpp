@@ -409,6 +409,17 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
   if (convByRows.empty())
     return fail("the probe gave no convolution rates by rows: '" +
                 (*text)->getBuffer().trim() + "'");
+  // oneDNN's Winograd kernels on the first geometry, counted as the direct
+  // kernels' multiply-adds.
+  const llvm::json::Object *winograd =
+      result->getObject("conv_winograd_gflops");
+  double winogradForward = number(winograd, "forward"),
+         winogradInputGrad = number(winograd, "input_grad"),
+         winogradWeightGrad = number(winograd, "weight_grad");
+  if (!(winogradForward > 0) || !(winogradInputGrad > 0) ||
+      !(winogradWeightGrad > 0))
+    return fail("the probe gave no Winograd convolution rates: '" +
+                (*text)->getBuffer().trim() + "'");
   std::string convEfficiency =
       "  conv:  # oneDNN's direct convolutions, on the multiply-adds their "
       "kernels do, 8 images of 16x16 (2048 output rows a call)\n" +
@@ -421,6 +432,11 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "    by_rows:  # by output rows a call (samples x output positions)\n";
   for (const auto &[rows, rates] : convByRows)
     convEfficiency += llvm::formatv("      {0}: {1}\n", rows, rates).str();
+  convEfficiency +=
+      "    # oneDNN's Winograd kernels (3x3 convolutions over large planes), "
+      "the same 8 images of 16x16, on the direct kernels' multiply-adds\n"
+      "    winograd: " +
+      convRates(winogradForward, winogradInputGrad, winogradWeightGrad) + "\n";
   std::string yaml = llvm::formatv(
       "# Measured by `cleave calibrate` with {0} ranks x {1} threads "
       "(all ranks at once, as a run has them).\n"
