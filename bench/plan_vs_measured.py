@@ -35,7 +35,9 @@ wide (784-4096-4096-1024-10, 24.6M weights, global batch 64), transformer
 (test/models/zoo's transformer_pre_norm, global batch 32), cnn
 (export_models.py's CNN, global batch 64), gpt (export_models.py's GPT,
 2 layers of width 32, sequence 16, global batch 16), resnet18
-(torchvision's ResNet-18 at 32x32 from test/models/zoo, global batch 32).
+(torchvision's ResNet-18 at 32x32 from test/models/zoo, global batch 32),
+convnet (export_models.py's KerasConvNet: Keras' MNIST convnet, its
+second convolution on oneDNN's Winograd kernels, global batch 64).
 
 Printed with each table: when it ran (UTC) and the load average at its
 start and end (this machine is shared: other processes take cores).
@@ -59,7 +61,7 @@ ROOT = os.path.dirname(HERE)
 MPIRUN = ["mpirun", "--oversubscribe"] + (
     ["--allow-run-as-root"] if os.geteuid() == 0 else [])
 MODELS = {"mlp": 64, "wide": 64, "transformer": 32, "cnn": 64, "gpt": 16,
-          "resnet18": 32}
+          "resnet18": 32, "convnet": 64}
 
 
 def export(name, out):
@@ -80,6 +82,11 @@ if name == "transformer":
             torch.randint(0, zoo_models.VOCAB, (2, zoo_models.SEQ)))
 elif name == "cnn":
     model = export_models.CNN()
+    names = ["x", "y"]
+    axes = {{"x": {{0: "batch"}}, "y": {{0: "batch"}}}}
+    args = (torch.randn(2, 1, 28, 28), torch.randint(0, 10, (2,)))
+elif name == "convnet":
+    model = export_models.KerasConvNet()
     names = ["x", "y"]
     axes = {{"x": {{0: "batch"}}, "y": {{0: "batch"}}}}
     args = (torch.randn(2, 1, 28, 28), torch.randint(0, 10, (2,)))
