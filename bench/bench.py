@@ -30,11 +30,11 @@ on both sides):
              (weight decay 0.01, eps 1e-8: PyTorch's defaults)
   mlp-512    its MLP at 784-512-512-10, static batch 64; SGD, lr 0.01,
              momentum 0.9
-  convnet    defined here: Keras' MNIST convnet at full size (the issue's
-             "2 convs, maxpool, 2 dense"): Conv 1->32 3x3, ReLU, Conv
-             32->64 3x3, ReLU, MaxPool 2, Dropout 0.25, Flatten (9216),
-             Linear 9216->128, ReLU, Dropout 0.5, Linear 128->10,
-             cross-entropy; static batch 32, SGD
+  convnet    export_models.py's KerasConvNet: Keras' MNIST convnet at
+             full size (the issue's "2 convs, maxpool, 2 dense"): Conv
+             1->32 3x3, ReLU, Conv 32->64 3x3, ReLU, MaxPool 2, Dropout
+             0.25, Flatten (9216), Linear 9216->128, ReLU, Dropout 0.5,
+             Linear 128->10, cross-entropy; static batch 32, SGD
   convnet-b128  the same at static batch 128
   gpt-d768   its GPT shaped as GPT-2 small's layers: d_model 768, 12
              heads, 2 layers, sequence 256, vocabulary 8192, static batch
@@ -160,13 +160,19 @@ MODEL_NAMES = ["mlp", "cnn", "gpt", "mlp-large"]
 # Issue 21's sizes, not in the default run.
 SIZED_NAMES = ["gpt-d128", "mlp-512", "convnet", "convnet-b128", "gpt-d768"]
 # Stock models of the model zoo (test/models/zoo), not in the default run:
-# torchvision's MobileNetV2 and ResNet-18 at 32x32, and nn.TransformerEncoder
+# torchvision's MobileNetV2 and ResNet-18 at 32x32 (resnet18-224: at
+# 224x224, batch 8), and nn.TransformerEncoder
 # (transformer_pre_norm: 2 pre-norm layers, d_model 32, 4 heads, sequence
 # 12, with a key padding mask).
-ZOO_NAMES = ["mobilenet_v2", "resnet18", "transformer"]
+ZOO_NAMES = ["mobilenet_v2", "resnet18", "transformer", "resnet18-224"]
+# Zoo image models at another image size: name -> (zoo model, side).
+# ResNet-18 at ImageNet's 224x224, where its first three stages' 3x3
+# convolutions run on oneDNN's Winograd kernels.
+ZOO_IMAGE_SIZES = {"resnet18-224": ("resnet18", 224)}
 BATCH = {"mlp": 64, "cnn": 8, "gpt": 2, "mlp-large": 32, "mobilenet_v2": 16,
          "resnet18": 16, "gpt-d128": 8, "mlp-512": 64, "gpt-d768": 4,
-         "transformer": 32, "convnet": 32, "convnet-b128": 128}
+         "transformer": 32, "convnet": 32, "convnet-b128": 128,
+         "resnet18-224": 8}
 # Optimizer per model (default: plain SGD at LR), the same for both sides.
 OPTIMIZER = {"gpt-d128": dict(kind="adamw", lr=1e-3),
              "gpt-d768": dict(kind="adamw", lr=1e-3),
@@ -227,9 +233,10 @@ def build_model(name):
             args = (torch.randint(1, zoo_models.VOCAB, (b, zoo_models.SEQ)),
                     torch.randint(0, zoo_models.VOCAB, (b, zoo_models.SEQ)))
         else:
-            model, names, dynamic, _ = zoo_models.MODELS[name]()
-            args = (torch.randn(b, 3, zoo_models.IMAGE_SIZE,
-                                zoo_models.IMAGE_SIZE),
+            zoo_name, side = ZOO_IMAGE_SIZES.get(
+                name, (name, zoo_models.IMAGE_SIZE))
+            model, names, dynamic, _ = zoo_models.MODELS[zoo_name]()
+            args = (torch.randn(b, 3, side, side),
                     torch.randint(0, zoo_models.CLASSES, (b,)))
         return model, args, names, dynamic, ["--input-shape", f"batch={b}"]
     if name in GPT_SIZES:
