@@ -441,13 +441,14 @@ TEST(Normalization, BatchNormGradMatchesDifferences) {
 }
 
 /// batchNorm's training forward and batchNormGrad against the formulas in
-/// double, on shapes whose channel planes are 1, 4 and 256 floats and rows
-/// longer than a thread's block of positions (KernelsBatchNorm.cpp), on 1
-/// and 2 threads. Values have a mean of 3 against a spread of 1, as
-/// activations after a conv may.
+/// double, on shapes whose channel planes are 1, 4, 255 (rows longer than
+/// a thread's block of positions), 256 and 480 floats (walked plane by
+/// plane: KernelsBatchNorm.cpp), on 1 and 2 threads. Values have a mean of 3
+/// against a spread of 1, as activations after a conv may.
 TEST(Normalization, BatchNormAgainstFormulas) {
-  for (Shape shape : {Shape{16, 80, 1, 1}, Shape{5, 7, 4}, Shape{3, 6, 16, 16},
-                      Shape{2, 700, 1}}) {
+  for (Shape shape :
+       {Shape{16, 80, 1, 1}, Shape{5, 7, 4}, Shape{3, 6, 15, 17},
+        Shape{3, 6, 16, 16}, Shape{2, 5, 24, 20}, Shape{2, 700, 1}}) {
     for (int threads : {1, 2}) {
       SCOPED_TRACE(testing::Message() << "rank " << shape.rank << " dim1 "
                                       << shape.dims[1] << " threads "

@@ -34,8 +34,10 @@ constexpr double kAtol = 1e-6;
 
 std::vector<Shape> shapes() {
   // Planes of 5, 4, 1 and 6 elements; a row longer than the cpu kernel's
-  // block of 512 positions (20 channels of 64).
-  return {{4, 3, 5}, {2, 3, 2, 2}, {6, 4}, {1, 2, 3, 1, 2}, {3, 20, 8, 8}};
+  // block of 512 positions (20 channels of 64); planes of 300, which the
+  // cpu kernels walk plane by plane (kPlanePositions).
+  return {{4, 3, 5},       {2, 3, 2, 2},  {6, 4},
+          {1, 2, 3, 1, 2}, {3, 20, 8, 8}, {3, 5, 15, 20}};
 }
 
 /// Per channel: sum of f(element index, channel) over the channel's
