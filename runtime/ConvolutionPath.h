@@ -44,8 +44,8 @@ enum class OneDnnLayout { Plain, Blocked, Winograd };
 /// 128 -> 128 on 4x4 loses (0.83 vs 1.11 on 2 threads; the 4x4 tile holds
 /// the whole plane), 256 -> 256 on 2x2 loses 4x, 512 -> 512 on 7x7 at
 /// batch 8 (ResNet's last stage at 224x224) 34.1 vs 40.8 / 16.6 vs 18.0,
-/// 32 -> 32 on 16x16 loses on
-/// 2 threads (0.65 vs 0.68), 16 -> 16 on 32x32 too (1.04 vs 1.43). Its
+/// 32 -> 32 on 16x16 loses on 2 threads (0.65 vs 0.68), 16 -> 16 on 32x32
+/// too (1.04 vs 1.43). Its
 /// error is that of float32's rounding: against the direct kernels at most
 /// 2-5e-6 of the largest element in all three passes on these shapes.
 inline bool winogradApplies(const ConvDims &cd, const body::Window3 &w) {
