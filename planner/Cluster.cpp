@@ -503,12 +503,11 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
   auto deviceNode = top->lookup("device");
   if (!deviceNode)
     return reader.error("device", "is missing");
-  auto device =
-      reader.entries(deviceNode, "device",
-                     {"memory_gib", "peak_tflops", "memory_bandwidth_gbs",
-                      "cache_mib", "cache_bandwidth_gbs", "llc_mib",
-                      "llc_bandwidth_gbs", "op_overhead_us", "hand_off_us",
-                      "comm_overlap", "kernels"});
+  auto device = reader.entries(
+      deviceNode, "device",
+      {"memory_gib", "peak_tflops", "memory_bandwidth_gbs", "cache_mib",
+       "cache_bandwidth_gbs", "llc_mib", "llc_bandwidth_gbs", "op_overhead_us",
+       "hand_off_us", "comm_overlap", "threads", "kernels"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -531,6 +530,16 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
     if (llvm::Error e = reader.number(*device, key, "device", *out,
                                       /*optional=*/true, /*zeroOk=*/true))
       return std::move(e);
+  double threads = 1;
+  if (llvm::Error e = reader.number(*device, "threads", "device", threads,
+                                    /*optional=*/true))
+    return std::move(e);
+  if (threads != std::floor(threads) || threads > 1024)
+    return reader.error("device.threads",
+                        "must be a whole number of OpenMP threads per rank "
+                        "(at most 1024)",
+                        device->lookup("threads"));
+  c.threads = static_cast<int64_t>(threads);
   // A share, at most 1; 0 and below mean compute hides nothing.
   if (const Tree *overlap = device->lookup("comm_overlap")) {
     double value = 0;

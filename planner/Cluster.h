@@ -174,6 +174,9 @@ struct Cluster {
   int64_t devicesPerNode = 1;
   /// Memory one device gives a rank, in GiB.
   double memoryGiB = 0;
+  /// On the cpu target, the OpenMP threads each rank runs (OMP_NUM_THREADS):
+  /// oneDNN sizes its convolutions' scratchpads for them (CpuWorkspace.h).
+  int64_t threads = 1;
   /// Peak dense FLOP/s per precision, in TFLOP/s.
   double peakTflopsFp32 = 0, peakTflopsTf32 = 0, peakTflopsBf16 = 0;
   /// Device memory bandwidth.

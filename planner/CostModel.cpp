@@ -1,6 +1,7 @@
 //===- CostModel.cpp - predicted step time, memory and traffic ------------===//
 
 #include "planner/CostModel.h"
+#include "planner/CpuWorkspace.h"
 
 #include "planner/FusedUpdates.h"
 #include "planner/OpCost.h"
@@ -1065,10 +1066,21 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     p.stageMemory[s].activations = stageArenaBytes[s] - stageGradientBytes[s];
   }
   p.setMemoryFromStages();
-  if (target == Target::Cuda)
+  // Kernels' memory beside the plan: the cuda target's scratch region (one
+  // bound for every stage), the cpu target's oneDNN workspaces (each stage
+  // its own convolutions').
+  if (target == Target::Cuda) {
     p.workspaceBytes = kernelScratchBytes(step);
-  for (StageMemory &memory : p.stageMemory)
-    memory.workspace = p.workspaceBytes;
+    for (StageMemory &memory : p.stageMemory)
+      memory.workspace = p.workspaceBytes;
+  } else {
+    std::vector<int64_t> workspaces = cpuKernelWorkspaceBytes(
+        step, stages, static_cast<int>(cluster.threads));
+    for (auto [memory, bytes] : llvm::zip(p.stageMemory, workspaces)) {
+      memory.workspace = bytes;
+      p.workspaceBytes = std::max(p.workspaceBytes, bytes);
+    }
+  }
 
   if (mesh) {
     p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly,

@@ -42,7 +42,7 @@ namespace cleave::planner {
 /// numbers. Parameters and optimizer state are what the rank holds;
 /// gradients are the buffers holding parameter gradients live at the
 /// scratch arena's peak, activations the rest of the arena; workspace is
-/// the cuda target's kernel scratch.
+/// what kernels hold beside the plan (Prediction::workspaceBytes).
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
           workspace = 0;
@@ -144,9 +144,11 @@ struct Prediction {
   /// The rank holding the most (peak: parameters and state plus scratch
   /// of its own stage), and the most of each part any stage holds.
   int64_t peakBytesPerRank = 0, persistentBytes = 0, scratchBytes = 0;
-  /// On the cuda target, the device memory kernels borrow for a call
-  /// besides the plan (kernelScratchBytes; not in --print-memory's
-  /// numbers, but in the device block: counted when checking the fit).
+  /// The memory kernels hold besides the plan, on the stage that holds
+  /// the most: the cuda target's kernel scratch region in the device block
+  /// (kernelScratchBytes), the cpu target's oneDNN workspaces
+  /// (cpuKernelWorkspaceBytes). Not in --print-memory's numbers; counted
+  /// when checking the fit.
   int64_t workspaceBytes = 0;
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;

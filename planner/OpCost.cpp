@@ -6,8 +6,7 @@
 
 #include "codegen/MemoryPlan.h"
 #include "dialects/cleave/CleaveOps.h"
-#include "dialects/cleave/RuntimeShape.h"
-#include "runtime/ConvolutionLiveTaps.h"
+#include "planner/CpuConvolution.h"
 #include "runtime/ConvolutionPath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,58 +57,44 @@ std::tuple<double, double, double> convProduct(Value output, Value weight,
 }
 
 /// What the cpu runtime computes of a convolution pass, on the shapes of
-/// this rank's partitioned op: the share of the kernel's taps it keeps
-/// (rt::cropDeadTaps), and whether oneDNN's direct or Winograd kernels
-/// then run it (rt::choosesOneDnn, as on one thread: the rule differs on
-/// more only below 2 MFLOP), with the multiply-adds the direct ones do
-/// (dense convolutions only, a depthwise one runs kernels of another
-/// kind), or im2col + GEMMs.
+/// this rank's partitioned op (CpuConvolution.h, as on one thread: the
+/// rule differs on more only below 2 MFLOP): the share of the kernel's
+/// taps it keeps, and the multiply-adds oneDNN's direct or Winograd
+/// kernels do (dense convolutions only, a depthwise one runs kernels of
+/// another kind), or the products of im2col + GEMMs.
 struct CpuConvolution {
   double liveTaps = 1;
   std::optional<OpCost::DirectConv> direct;
   std::optional<OpCost::Im2colConv> im2col;
 };
 
-template <typename ConvLike>
-CpuConvolution cpuConvolution(ConvLike op, rt::ConvPass pass, Value input,
-                              Value weight, Value output) {
+CpuConvolution cpuConvolution(Operation *op) {
   CpuConvolution result;
-  rt::Shape x = runtimeShape(input), w = runtimeShape(weight),
-            y = runtimeShape(output);
-  if (x.rank != 4 || w.rank != 4 || y.rank != 4)
+  std::optional<CpuConvCall> call = cpuConvCall(op, /*threads=*/1);
+  if (!call)
     return result;
-  const int64_t *strides = op.getStrides().data();
-  const int64_t *dilations = op.getDilations().data();
-  rt::ConvCrop crop;
-  const int64_t *pads = op.getPads().data();
-  if (rt::cropDeadTaps(x, w, y, strides, pads, dilations, crop)) {
-    result.liveTaps =
-        double(crop.wShape.numElements()) / double(w.numElements());
-    w = crop.wShape;
-    pads = crop.pads;
-  }
-  int64_t group = std::max<int64_t>(op.getGroup(), 1);
-  body::Window3 window(x, y, w.dims + 2, strides, pads, dilations);
-  rt::OneDnnLayout layout;
-  if (rt::choosesOneDnn(pass, x, w, y, strides, pads, dilations, group, 1,
-                        layout)) {
-    if (group == 1)
-      result.direct =
-          OpCost::DirectConv{pass, rt::directConvWork(pass, w, layout, window),
-                             double(y.dims[0]) * double(window.outSize()),
-                             layout == rt::OneDnnLayout::Winograd};
+  result.liveTaps = call->liveTaps;
+  const rt::Shape &x = call->x, &w = call->w, &y = call->y;
+  body::Window3 window(x, y, w.dims + 2, call->strides, call->pads,
+                       call->dilations);
+  if (call->oneDnn) {
+    if (call->group == 1)
+      result.direct = OpCost::DirectConv{
+          call->pass, rt::directConvWork(call->pass, w, call->layout, window),
+          double(y.dims[0]) * double(window.outSize()),
+          call->layout == rt::OneDnnLayout::Winograd};
     return result;
   }
   if (x.numElements() == 0 || y.numElements() == 0 || w.numElements() == 0)
     return result;
-  rt::ConvDims dims(x, w, group, window);
+  rt::ConvDims dims(x, w, call->group, window);
   OpCost::Im2colConv conv;
-  conv.pass = pass;
+  conv.pass = call->pass;
   conv.samples = double(dims.batch);
   conv.channels = double(dims.groupOut);
   conv.depth = double(dims.kRows);
   conv.positions = double(window.outSize());
-  conv.groups = double(group);
+  conv.groups = double(call->group);
   conv.pointwise = rt::isPointwise(window);
   result.im2col = conv;
   return result;
@@ -356,8 +341,7 @@ OpCost costOf(Operation *op, ConvRuntime runtime) {
     auto [rows, channels, taps] =
         convProduct(conv.getResult(), conv.getWeight(), conv.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, channels, taps);
-    cpu = cpuConvolution(conv, rt::ConvPass::Forward, conv.getInput(),
-                         conv.getWeight(), conv.getResult());
+    cpu = cpuConvolution(op);
     tapsDim = &cost.k;
   } else if (auto grad = dyn_cast<ConvGradInputOp>(op)) {
     cost.flops =
@@ -366,8 +350,7 @@ OpCost costOf(Operation *op, ConvRuntime runtime) {
     auto [rows, channels, taps] =
         convProduct(grad.getOutputGrad(), grad.getWeight(), grad.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(rows, taps, channels);
-    cpu = cpuConvolution(grad, rt::ConvPass::GradInput, grad.getInputGrad(),
-                         grad.getWeight(), grad.getOutputGrad());
+    cpu = cpuConvolution(op);
     tapsDim = &cost.n;
   } else if (auto grad = dyn_cast<ConvGradWeightOp>(op)) {
     cost.flops = 2 * elements(grad.getOutputGrad()) *
@@ -376,8 +359,7 @@ OpCost costOf(Operation *op, ConvRuntime runtime) {
     auto [rows, channels, taps] = convProduct(
         grad.getOutputGrad(), grad.getWeightGrad(), grad.getGroup());
     std::tie(cost.m, cost.n, cost.k) = std::make_tuple(channels, taps, rows);
-    cpu = cpuConvolution(grad, rt::ConvPass::GradWeight, grad.getInput(),
-                         grad.getWeightGrad(), grad.getOutputGrad());
+    cpu = cpuConvolution(op);
     tapsDim = &cost.n;
   }
   if (runtime == ConvRuntime::Cpu && tapsDim) {

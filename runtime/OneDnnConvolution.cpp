@@ -15,6 +15,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -39,13 +40,20 @@ dnnl::stream &stream() {
   return s;
 }
 
+/// What a Workspace holds for `bytes`: whole cache lines.
+int64_t workspaceSize(size_t bytes) {
+  return static_cast<int64_t>((bytes + 63) / 64 * 64);
+}
+
 /// 64-byte aligned bytes (oneDNN's vector kernels load whole cache lines)
 /// that grow on demand.
 class Workspace {
 public:
   void *get(size_t bytes) {
     if (bytes > size) {
-      size = (bytes + 63) / 64 * 64;
+      int64_t grown = workspaceSize(bytes);
+      detail::oneDnnWorkspaceBytes += grown - static_cast<int64_t>(size);
+      size = static_cast<size_t>(grown);
       data.reset(std::aligned_alloc(64, size));
     }
     return data.get();
@@ -90,11 +98,14 @@ struct Operand {
   bool reordered() const { return plain != taken; }
 };
 
-/// A created primitive with its operands, or `ok` false where oneDNN has
-/// no implementation for the geometry.
+/// A primitive's description with its operands, or `ok` false where
+/// oneDNN has no implementation for the geometry; `prim` and the operands'
+/// reorders are created on the first call that runs it (a query of the
+/// workspaces it takes needs only the description).
 struct Entry {
   bool ok = false;
   std::string impl;
+  dnnl::primitive_desc pd;
   dnnl::primitive prim;
   std::vector<std::unique_ptr<Operand>> operands;
   memory::desc scratchDesc;
@@ -155,9 +166,11 @@ forwardDesc(const Geometry &g, bool bias, OneDnnLayout layout,
   return convolution_forward::primitive_desc(d, attr, engine());
 }
 
-/// Creates the primitive of `pass` and its operands' reorders.
-void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
-            OneDnnLayout layout) {
+/// Describes the primitive of `pass`: its implementation, the layouts of
+/// its operands and its scratchpad; throws dnnl::error where oneDNN has
+/// none for the geometry.
+void describe(Entry &e, ConvPass pass, const Geometry &g, bool bias,
+              OneDnnLayout layout) {
   dnnl::primitive_attr attr;
   // The scratchpad is the runtime's, allocated once, rather than one
   // oneDNN allocates per call.
@@ -171,7 +184,7 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
   memory::desc &scratch = e.scratchDesc;
   switch (pass) {
   case ConvPass::Forward:
-    e.prim = dnnl::convolution_forward(fwd);
+    e.pd = fwd;
     e.impl = fwd.impl_info_str();
     scratch = fwd.scratchpad_desc();
     add(DNNL_ARG_SRC, false, g.src, fwd.src_desc());
@@ -186,7 +199,7 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
         algorithmOf(layout), taken(g.src, layout), taken(g.wei, layout),
         taken(g.dst, layout), g.strides, g.dilations, g.padL, g.padR);
     convolution_backward_data::primitive_desc pd(d, attr, engine(), fwd);
-    e.prim = convolution_backward_data(pd);
+    e.pd = pd;
     e.impl = pd.impl_info_str();
     scratch = pd.scratchpad_desc();
     add(DNNL_ARG_DIFF_DST, false, g.dst, pd.diff_dst_desc());
@@ -200,7 +213,7 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
         algorithmOf(layout), taken(g.src, layout), taken(g.wei, layout),
         taken(g.dst, layout), g.strides, g.dilations, g.padL, g.padR);
     convolution_backward_weights::primitive_desc pd(d, attr, engine(), fwd);
-    e.prim = convolution_backward_weights(pd);
+    e.pd = pd;
     e.impl = pd.impl_info_str();
     scratch = pd.scratchpad_desc();
     add(DNNL_ARG_DIFF_DST, false, g.dst, pd.diff_dst_desc());
@@ -209,6 +222,12 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
     break;
   }
   }
+  e.ok = true;
+}
+
+/// Creates the described primitive and its operands' reorders.
+void create(Entry &e) {
+  e.prim = dnnl::primitive(e.pd);
   for (auto &op : e.operands) {
     if (!op->reordered())
       continue;
@@ -220,7 +239,6 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
       op->toTaken = dnnl::reorder(
           Reorder(engine(), op->plain, engine(), op->taken));
   }
-  e.ok = true;
 }
 
 /// The primitives made so far, by pass, layout and geometry, and the
@@ -229,7 +247,7 @@ void create(Entry &e, ConvPass pass, const Geometry &g, bool bias,
 /// through execution.
 std::mutex cacheMutex;
 std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
-Workspace workspaces[5]; // up to 4 operands, then the scratchpad
+Workspace workspaces[kOneDnnWorkspaces]; // operands, then the scratchpad
 
 /// The output gradient the last call reordered, when that call was a
 /// backward pass: where in the program it was, the layout it took (in
@@ -243,35 +261,47 @@ struct ReorderedOutputGrad {
 ReorderedOutputGrad lastOutputGrad;
 uint64_t calls = 0; // executes so far
 
-/// The entry of a call (created on first use). Called with cacheMutex held.
+/// The entry of a call, described on first use and, when `run`, created
+/// (its primitive and reorders) on the first call that runs it. Called
+/// with cacheMutex held. oneDNN sizes a scratchpad for the threads
+/// (omp_get_max_threads) when it describes the primitive, so they are part
+/// of the key.
 Entry &lookup(ConvPass pass, OneDnnLayout layout, const Shape &xShape,
               const Shape &wShape, const Shape &yShape, const int64_t *strides,
               const int64_t *pads, const int64_t *dilations, int64_t group,
-              bool bias) {
+              bool bias, bool run = true) {
   Geometry g = geometryOf(xShape, wShape, yShape, strides, pads, dilations,
                           group);
   std::vector<int64_t> key = {static_cast<int64_t>(pass),
-                              static_cast<int64_t>(layout), bias, group};
+                              static_cast<int64_t>(layout), bias, group,
+                              omp_get_max_threads()};
   for (const Dims *d : {&g.src, &g.wei, &g.dst, &g.strides, &g.dilations,
                         &g.padL, &g.padR}) {
     key.push_back(static_cast<int64_t>(d->size()));
     key.insert(key.end(), d->begin(), d->end());
   }
   std::unique_ptr<Entry> &slot = cache[key];
+  // No implementation (or a geometry oneDNN refuses): the caller computes
+  // this one with im2col, and so does every later call.
   if (!slot) {
     slot = std::make_unique<Entry>();
     try {
-      create(*slot, pass, g, bias, layout);
+      describe(*slot, pass, g, bias, layout);
     } catch (const dnnl::error &) {
-      // No implementation (or a geometry oneDNN refuses): the caller
-      // computes this one with im2col, and so does every later call.
+      *slot = Entry();
+    }
+  }
+  if (slot->ok && run && !slot->prim) {
+    try {
+      create(*slot);
+    } catch (const dnnl::error &) {
       *slot = Entry();
     }
   }
   // A geometry oneDNN has no Winograd kernel for runs its direct ones.
   if (!slot->ok && layout == OneDnnLayout::Winograd)
     return lookup(pass, OneDnnLayout::Blocked, xShape, wShape, yShape, strides,
-                  pads, dilations, group, bias);
+                  pads, dilations, group, bias, run);
   return *slot;
 }
 
@@ -340,7 +370,8 @@ void execute(Entry &e, const std::map<int, const void *> &pointers,
   }
   if (size_t bytes = e.scratchDesc.get_size())
     args.emplace(DNNL_ARG_SCRATCHPAD,
-                 memory(e.scratchDesc, eng, workspaces[4].get(bytes)));
+                 memory(e.scratchDesc, eng,
+                        workspaces[kScratchpadWorkspace].get(bytes)));
   e.prim.execute(s, args);
   for (auto &[op, user] : outputs)
     runReorder(op->toPlain, s, args.at(op->arg), user);
@@ -406,8 +437,34 @@ const char *oneDnnImplementation(ConvPass pass, const Shape &xShape,
                                  bool hasBias, OneDnnLayout layout) {
   std::lock_guard<std::mutex> lock(cacheMutex);
   Entry &e = lookup(pass, layout, xShape, wShape, yShape, strides, pads,
-                    dilations, group, hasBias);
+                    dilations, group, hasBias, /*run=*/false);
   return e.impl.c_str();
+}
+
+bool oneDnnConvWorkspaces(ConvPass pass, const Shape &xShape,
+                          const Shape &wShape, const Shape &yShape,
+                          const int64_t *strides, const int64_t *pads,
+                          const int64_t *dilations, int64_t group, bool hasBias,
+                          OneDnnLayout layout, int threads,
+                          int64_t (&bytes)[kOneDnnWorkspaces]) {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  // The thread count is this thread's OpenMP setting (its ICV), restored
+  // however describing returns.
+  struct Threads {
+    int saved = omp_get_max_threads();
+    explicit Threads(int threads) { omp_set_num_threads(threads); }
+    ~Threads() { omp_set_num_threads(saved); }
+  } scope(threads);
+  Entry &e = lookup(pass, layout, xShape, wShape, yShape, strides, pads,
+                    dilations, group, hasBias, /*run=*/false);
+  std::fill(std::begin(bytes), std::end(bytes), 0);
+  if (!e.ok)
+    return false;
+  for (size_t i = 0; i < e.operands.size(); ++i)
+    if (e.operands[i]->reordered())
+      bytes[i] = workspaceSize(e.operands[i]->taken.get_size());
+  bytes[kScratchpadWorkspace] = workspaceSize(e.scratchDesc.get_size());
+  return true;
 }
 
 } // namespace cleave::rt

@@ -16,6 +16,7 @@
 #include "runtime/ConvolutionPath.h"
 #include "runtime/Shape.h"
 
+#include <atomic>
 #include <cstdint>
 
 namespace cleave::rt {
@@ -75,6 +76,41 @@ const char *oneDnnImplementation(ConvPass pass, const Shape &xShape,
                                  const int64_t *strides, const int64_t *pads,
                                  const int64_t *dilations, int64_t group,
                                  bool hasBias, OneDnnLayout layout);
+
+/// The runtime's oneDNN workspaces: the reordered copies of a primitive's
+/// operands, by the operand's place in its argument list (src, weights,
+/// bias, dst forward; diff_dst, weights, diff_src and diff_dst, src,
+/// diff_weights backward), then its scratchpad. All calls share them, so
+/// each is as large as the largest call's, and a rank holds their sum.
+constexpr int kOneDnnWorkspaces = 5;
+constexpr int kScratchpadWorkspace = kOneDnnWorkspaces - 1;
+
+/// The bytes a call of `pass` takes in each workspace, with the scratchpad
+/// oneDNN sizes for `threads` OpenMP threads (an operand the primitive
+/// takes in the program's plain layout takes none); false, all 0, where
+/// oneDNN rejects the geometry (the call runs on im2col). Describes the
+/// primitive without creating it: the planner's prediction of a rank's
+/// memory (planner/CpuWorkspace.h).
+bool oneDnnConvWorkspaces(ConvPass pass, const Shape &xShape,
+                          const Shape &wShape, const Shape &yShape,
+                          const int64_t *strides, const int64_t *pads,
+                          const int64_t *dilations, int64_t group, bool hasBias,
+                          OneDnnLayout layout, int threads,
+                          int64_t (&bytes)[kOneDnnWorkspaces]);
+
+namespace detail {
+/// Kept by the workspaces as they grow; here, not in the .cpp, so that
+/// reading it (RunReports.cpp) links no oneDNN into a program that runs no
+/// oneDNN convolution (the cuda target's).
+inline std::atomic<int64_t> oneDnnWorkspaceBytes{0};
+} // namespace detail
+
+/// The bytes the workspaces hold now (allocated; oneDNN may not have
+/// touched all of a scratchpad): what --print-memory-peak reports beside
+/// the measurement.
+inline int64_t oneDnnWorkspaceBytes() {
+  return detail::oneDnnWorkspaceBytes.load();
+}
 
 } // namespace cleave::rt
 

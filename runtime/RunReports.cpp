@@ -1,6 +1,7 @@
 //===- RunReports.cpp - what a training program tells as it runs ----------===//
 
 #include "runtime/RunReports.h"
+#include "runtime/OneDnnConvolution.h"
 #include "runtime/RunRecord.h"
 #include "runtime/Sharding.h"
 #include "runtime/Trace.h"
@@ -68,18 +69,21 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 
 /// --print-memory-peak: rank 0 prints every rank's measured growth
 /// (PeakMemory.h) beside the compiler's plan for it: its parameters and
-/// state, and the scratch of its own stage.
+/// state, and the scratch of its own stage; then the bytes its oneDNN
+/// convolutions' workspaces hold, which the plan leaves out and the
+/// planner predicts (planner/CpuWorkspace.h).
 void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                          const GlobalTensors &global) {
   const Program &program = global.program;
   int64_t scratch = program.scratchBytesOf(global.stage);
   std::vector<int64_t> mine = {growth.peak, growth.file, persistentBytes,
-                               scratch};
+                               scratch, oneDnnWorkspaceBytes()};
+  constexpr size_t kFields = 5;
   std::vector<int64_t> all(mine);
   int ranks = global.distributed ? worldSize() : 1;
   if (global.distributed) {
-    all.resize(4 * ranks);
-    allGather(mine.data(), all.data(), 4 * sizeof(int64_t),
+    all.resize(kFields * ranks);
+    allGather(mine.data(), all.data(), kFields * sizeof(int64_t),
               allAxes(program.mesh));
     if (!isMeshRoot())
       return;
@@ -87,13 +91,14 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
   std::printf("measured memory per rank (the resident set's rise from "
               "before the tensors to its highest by the last step):\n");
   for (int r = 0; r < ranks; ++r) {
-    const int64_t *at = &all[4 * r];
+    const int64_t *at = &all[kFields * r];
     std::printf("  rank %d: peak %lld bytes, of which file-backed %lld; "
                 "planned %lld (parameters and state %lld, scratch of its "
-                "stage %lld)\n",
+                "stage %lld); oneDNN workspaces %lld\n",
                 r, static_cast<long long>(at[0]), static_cast<long long>(at[1]),
                 static_cast<long long>(at[2] + at[3]),
-                static_cast<long long>(at[2]), static_cast<long long>(at[3]));
+                static_cast<long long>(at[2]), static_cast<long long>(at[3]),
+                static_cast<long long>(at[4]));
   }
   std::fflush(stdout);
 }

@@ -453,6 +453,7 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "devices_per_node: {0}\n"
       "device:\n"
       "  memory_gib: {8:f3}\n"
+      "  threads: {1}  # OpenMP threads per rank\n"
       "  peak_tflops: {{fp32: {9:f6}}\n"
       "  memory_bandwidth_gbs: {5:f3}\n"
       "  cache_mib: {12:f3}\n"

@@ -7,12 +7,26 @@ compiler and the program report:
     --print-comm counters;
   - comm_bytes_by_kind: that rank's bytes per collective kind, likewise;
   - peak_bytes_per_rank: the most any rank holds, parameters and state
-    plus scratch, equal to what the program's --print-memory reports.
+    plus scratch, equal to what the program's --print-memory reports;
+  - on the cpu target, memory_by_stage[].workspace: the bytes each rank's
+    oneDNN convolutions hold in workspaces of their own, equal to what the
+    program's --print-memory-peak reports for it (and
+    workspace_bytes_per_rank the most of any rank).
 
 usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected] [--also FLAG]
+                     [--threads N] [--workspaces-measured]
 
 --also FLAG adds FLAG to the plan's (--cuda-host-emulation: a cuda-target
-plan built to run on the host).
+plan built to run on the host). --threads: OpenMP threads per rank
+(default 1). --measured-bound: the measured rise of each rank's resident
+set (its peak less file-backed pages) is at most its plan plus its
+workspaces plus 1 MiB that no plan holds (OpenBLAS's packing buffer,
+MPI's bookkeeping; 2 MiB more where transparent huge pages are always on,
+as in test/distributed/Inputs/measured_memory.py), and where it has
+workspaces, more than its plan plus that 1 MiB (the plan alone falls
+short). Not for plans whose ranks reduce over each other: the ring's
+receive slots (2 MiB) and the copies gradient buckets are reduced in are
+not predicted yet.
 """
 
 import json
@@ -35,6 +49,65 @@ def parse_memory(text):
         r"rank (\d+): parameters and state (\d+) bytes, scratch (\d+) bytes", text)}
 
 
+MEASURED = re.compile(r"rank (\d+): peak (\d+) bytes, of which file-backed "
+                      r"(\d+); planned (\d+) .*; oneDNN workspaces (\d+)")
+
+
+def unplanned_allowance():
+    try:
+        always = "[always]" in open(
+            "/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        always = False
+    return (1 << 20) + ((2 << 20) if always else 0)
+
+
+def stage_of(plan, rank):
+    """The pipeline stage of `rank` in the plan's mesh (row-major over the
+    axes in mesh_flag's order); 0 without stages."""
+    axis = plan.get("pipeline_axis")
+    if not axis:
+        return 0
+    sizes = [(a, int(n)) for a, n in
+             (part.split("=") for part in plan["mesh_flag"].split(","))]
+    stride = 1
+    for a, n in reversed(sizes):
+        if a == axis:
+            return rank // stride % n
+        stride *= n
+    return 0
+
+
+def check_workspaces(plan, text, failures, bound):
+    """The cpu target's oneDNN workspaces and measured memory, per rank."""
+    measured = {int(m.group(1)): [int(g) for g in m.groups()[1:]]
+                for m in MEASURED.finditer(text)}
+    stages = plan["memory_by_stage"]
+    most = 0
+    for rank, (peak, file, planned, workspace) in sorted(measured.items()):
+        predicted = stages[stage_of(plan, rank)]["workspace"]
+        most = max(most, workspace)
+        rise = peak - file
+        print(f"  rank {rank}: oneDNN workspaces predicted {predicted}, "
+              f"held {workspace}; measured {rise} bytes, planned {planned}")
+        if workspace != predicted:
+            failures.append(f"rank {rank}'s oneDNN workspaces differ")
+        if bound and rise > planned + predicted + unplanned_allowance():
+            failures.append(f"rank {rank} measured more than its plan and "
+                            "workspaces")
+        if bound and predicted and rise <= planned + unplanned_allowance():
+            failures.append(f"rank {rank} measured no more than its plan")
+    if most != plan["predicted"]["workspace_bytes_per_rank"]:
+        failures.append("workspace_bytes_per_rank differs from the most any "
+                        "rank holds")
+
+
+def option(name):
+    """The value after `name` in the arguments, or None."""
+    args = sys.argv
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
 def main():
     plan_file, index, model, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     doc = json.load(open(plan_file))
@@ -48,13 +121,18 @@ def main():
                                "-o", program], capture_output=True, text=True)
     if compiled.returncode != 0:
         sys.exit("cleave compile failed:\n" + compiled.stderr)
+    # --print-memory-peak measures the host's memory: the cpu target's.
+    cuda = "--cuda-host-emulation" in also
+    threads = int(option("--threads") or 1)
     ranks = 1
     for size in plan["mesh"].values():
         ranks *= size
     run = subprocess.run(
         ["mpirun", "--allow-run-as-root", "--oversubscribe", "--timeout", "600",
-         "-x", "OMP_NUM_THREADS=1", "-np", str(ranks), program, "--synthetic",
-         "--steps", "1", "--quiet", "--print-memory", "--print-comm"],
+         "-x", f"OMP_NUM_THREADS={threads}", "-np", str(ranks), program,
+         "--synthetic",
+         "--steps", "1", "--quiet", "--print-memory", "--print-comm"]
+        + ([] if cuda else ["--print-memory-peak"]),
         capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit("the program failed:\n" + run.stdout + run.stderr)
@@ -69,6 +147,9 @@ def main():
           f"{predicted['peak_bytes_per_rank']}, --print-memory {peak}")
     if peak != predicted["peak_bytes_per_rank"]:
         failures.append("peak memory differs")
+    if not cuda:
+        check_workspaces(plan, run.stdout, failures,
+                         "--measured-bound" in sys.argv)
     for source, text in (("cleave compile --print-comm", compiled.stdout),
                          ("the program's --print-comm", run.stdout)):
         comm = parse_comm(text)
