@@ -459,7 +459,8 @@ class Worker:
 # Cleave
 # --------------------------------------------------------------------------
 
-PROGRESS = re.compile(r"^step (\d+)/(\d+)(?:\s+loss (\S+))?\s+(\d+) samples/s")
+PROGRESS = re.compile(
+    r"^step (\d+)/(\d+)(?:\s+loss (\S+))?\s+([0-9.]+) samples/s")
 
 
 def run_cleave(binary, steps, batch, env):
@@ -475,9 +476,9 @@ def run_cleave(binary, steps, batch, env):
     points = []
     for line in p.stderr.splitlines():
         m = PROGRESS.match(line)
-        if m and int(m.group(4)) > 0:
+        if m and float(m.group(4)) > 0:
             s = int(m.group(1))
-            points.append((s, s * batch / int(m.group(4)),
+            points.append((s, s * batch / float(m.group(4)),
                            float(m.group(3) or "nan")))
     warm = max(1, steps // 5)
     after = [pt for pt in points if pt[0] >= warm]

@@ -6,8 +6,10 @@ calibrate`, or --cluster) ranks every layout the compiler can build for
 --ranks ranks; every plan that fits is then compiled with its own flags
 and run under mpirun on synthetic data. Reported per plan: predicted and
 measured step time, predicted peak memory per rank and what the program
-allocates (--print-memory), predicted and counted bytes sent per rank
-(--print-comm); per model: the median of |predicted/measured - 1|, the
+allocates (--print-memory), the predicted oneDNN workspaces and what they
+hold, the resident set's measured rise (--print-memory-peak: the most of
+any rank, file-backed pages excepted) against the plan plus the
+workspaces; per model: the median of |predicted/measured - 1|, the
 Spearman rank correlation of the two orders, and how far the plan ranked
 first is from the fastest measured. Where it calibrated this machine
 itself, it calibrates again after the runs and prints how the rates moved
@@ -174,14 +176,24 @@ def step_estimate(program, ranks, env, n):
     return (t3 - t1) / (2 * n)
 
 
-def allocated_bytes(program, ranks, env):
+def memory_of(program, ranks, env):
+    """The most any rank allocates (--print-memory: parameters and state
+    plus scratch, the plan), holds in oneDNN workspaces, and measures
+    (--print-memory-peak: its resident set's rise, file-backed pages
+    excepted)."""
     p = run(MPIRUN + ["-np", str(ranks), program, "--synthetic", "--steps",
-                      "1", "--print-memory", "--print-comm"], env)
+                      "2", "--print-memory", "--print-memory-peak"], env)
     text = p.stdout + p.stderr
-    memory = [int(a) + int(b) for a, b in re.findall(
+    allocated = [int(a) + int(b) for a, b in re.findall(
         r"rank \d+: parameters and state (\d+) bytes, scratch (\d+) bytes",
         text)]
-    return max(memory) if memory else None
+    measured = re.findall(r"rank \d+: peak (\d+) bytes, of which "
+                          r"file-backed (\d+);.*oneDNN workspaces (\d+)",
+                          text)
+    return dict(allocated=max(allocated) if allocated else None,
+                held=max((int(w) for _, _, w in measured), default=None),
+                measured=max((int(a) - int(b) for a, b, _ in measured),
+                             default=None))
 
 
 def spearman(a, b):
@@ -321,8 +333,9 @@ def main():
                              predicted=plan["predicted"]["step_ms"],
                              comm=plan["predicted"]["exposed_comm_ms"],
                              peak=plan["predicted"]["peak_bytes_per_rank"],
-                             allocated=allocated_bytes(program, opts.ranks,
-                                                       env),
+                             workspace=plan["predicted"][
+                                 "workspace_bytes_per_rank"],
+                             **memory_of(program, opts.ranks, env),
                              program=program,
                              steps=steps_for(program, opts.ranks, env,
                                              opts.seconds),
@@ -358,8 +371,9 @@ def main():
               f"{started} to {now()}):")
         print("| # | flags | predicted ms (exposed comm) | "
               "measured ms | predicted/measured | predicted peak bytes | "
-              "allocated bytes |")
-        print("|---:|---|---:|---:|---:|---:|---:|")
+              "allocated bytes | predicted oneDNN workspaces | held | "
+              "measured rise | (peak + workspaces)/measured |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             same = (" (the same binary as " +
                     ", ".join(f"#{k}" for k in r["same_as"]) + ")"
@@ -368,7 +382,10 @@ def main():
                   f"{r['predicted']:.3f} ({r['comm']:.3f}) | "
                   f"{r['measured']:.3f} | "
                   f"{r['predicted'] / r['measured']:.2f} | {r['peak']} | "
-                  f"{r['allocated']} |", flush=True)
+                  f"{r['allocated']} | {r['workspace']} | {r['held']} | "
+                  f"{r['measured']} | "
+                  f"{(r['peak'] + r['workspace']) / r['measured']:.2f} |",
+                  flush=True)
         for rank, flags, error in failed:
             print(f"| {rank} | `{flags}` | does not compile: {error} |")
     after = None

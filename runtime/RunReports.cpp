@@ -199,10 +199,14 @@ void RunReports::afterStep(int64_t step, float loss) {
     double perStep = seconds / (step + 1 - firstStep);
     std::string lossText =
         program.training ? "  loss " + std::to_string(loss) : "";
-    std::fprintf(stderr, "step %lld/%lld%s  %.0f samples/s  ETA %.1fs\n",
+    // Three significant digits where the rate is small (a model of a
+    // second a step and batch 4 runs at 4-5 samples/s).
+    double rate = batch / perStep;
+    int decimals = rate < 10 ? 2 : rate < 100 ? 1 : 0;
+    std::fprintf(stderr, "step %lld/%lld%s  %.*f samples/s  ETA %.1fs\n",
                  static_cast<long long>(step + 1),
                  static_cast<long long>(options.steps), lossText.c_str(),
-                 batch / perStep, perStep * (options.steps - step - 1));
+                 decimals, rate, perStep * (options.steps - step - 1));
   }
   if (log && std::fflush(log) != 0)
     failRun(logError());
