@@ -192,8 +192,8 @@ def memory_of(program, ranks, env):
                           text)
     return dict(allocated=max(allocated) if allocated else None,
                 held=max((int(w) for _, _, w in measured), default=None),
-                measured=max((int(a) - int(b) for a, b, _ in measured),
-                             default=None))
+                rise=max((int(a) - int(b) for a, b, _ in measured),
+                         default=None))
 
 
 def spearman(a, b):
@@ -383,8 +383,8 @@ def main():
                   f"{r['measured']:.3f} | "
                   f"{r['predicted'] / r['measured']:.2f} | {r['peak']} | "
                   f"{r['allocated']} | {r['workspace']} | {r['held']} | "
-                  f"{r['measured']} | "
-                  f"{(r['peak'] + r['workspace']) / r['measured']:.2f} |",
+                  f"{r['rise']} | "
+                  f"{(r['peak'] + r['workspace']) / r['rise']:.2f} |",
                   flush=True)
         for rank, flags, error in failed:
             print(f"| {rank} | `{flags}` | does not compile: {error} |")

@@ -166,7 +166,9 @@ void add(void *dst, const void *a, const void *b, int64_t count, DType type) {
 void reduceStep(const Group &group, const void *send, int64_t sendCount,
                 void *dst, const void *own, int64_t count, DType type,
                 CollectiveKind kind) {
-  static std::vector<char> slots(2 * kReducePieceBytes);
+  // Uninitialized: only the pages messages land in take memory (a small
+  // model's gradients fill a fraction of the 2 MiB).
+  static std::unique_ptr<char[]> slots(new char[2 * kReducePieceBytes]);
   int64_t elementBytes = dtypeSize(type);
   int64_t pieceBytes = reducePieceBytes(count * elementBytes);
   int64_t pieceCount = pieceBytes / elementBytes;
@@ -175,7 +177,7 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
     return std::min(pieceCount, count - piece * pieceCount);
   };
   auto slot = [&](int64_t piece) {
-    return slots.data() + piece % 2 * pieceBytes;
+    return slots.get() + piece % 2 * pieceBytes;
   };
   MPI_Request recvs[2];
   auto postRecv = [&](int64_t piece) {
@@ -297,9 +299,10 @@ void runReduceScatter(const void *in, void *out, int64_t countPerRank,
     copyBytes(out, in, blockBytes);
     return;
   }
-  // Two partial sums: the one being sent and the one being received.
+  // Two partial sums: the one being sent and the one being received
+  // (none on 2 ranks, whose one step sums into `out`).
   static std::vector<char> partials;
-  if (static_cast<int64_t>(partials.size()) < 2 * blockBytes)
+  if (g > 2 && static_cast<int64_t>(partials.size()) < 2 * blockBytes)
     partials.resize(2 * blockBytes);
   const char *send = blocks + group.wrap(group.rank - 1) * blockBytes;
   for (int step = 0; step < g - 1; ++step) {

@@ -519,6 +519,11 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         os << "     ~ estimated: predicted from the same layout with 2 "
               "micro-batches of the same size (its step is too big to "
               "unroll here; not compiled)\n";
+      if (p.workspaceBytes > 0)
+        os << "     kernel workspaces "
+           << planner::formatBytes(p.workspaceBytes) << " beside peak/rank ("
+           << planner::formatBytes(p.peakBytesPerRank + p.workspaceBytes)
+           << " in all, as the fit counts)\n";
       os << "     " << shellLine(c) << "\n";
     }
   }
