@@ -1,4 +1,4 @@
-//===- CpuConvolution.cpp - a convolution pass as the cpu runtime runs it -===//
+//===- CpuConvolution.cpp - the cpu runtime's convolution calls -----------===//
 
 #include "planner/CpuConvolution.h"
 

@@ -1,4 +1,4 @@
-//===- CpuConvolution.h - a convolution pass as the cpu runtime runs it -*-===//
+//===- CpuConvolution.h - the cpu runtime's convolution calls ---*- C++ -*-===//
 //
 // The cpu runtime crops a convolution's kernel taps that read only padding
 // (runtime/ConvolutionLiveTaps.h), then sends each pass to oneDNN or to

@@ -1,5 +1,4 @@
-//===- CpuWorkspace.h - memory the cpu kernels hold beside the plan -*- C++
-//-*-===//
+//===- CpuWorkspace.h - kernels' memory beside the plan ---------*- C++ -*-===//
 //
 // The memory plan (codegen/MemoryPlan.h) places every tensor of a step; the
 // cpu runtime's convolutions on oneDNN also hold workspaces of their own:
