@@ -112,11 +112,14 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
       "cleave compile: --strategy auto chose {0} of {1} layouts on {2} "
       "devices of '{3}' (global batch {4}): predicted {5:f4} ms per step "
       "(compute {6:f4}, exposed communication {7:f4}, bubble {8:f4}), {9} "
-      "per rank, {10} sent per rank per step\n",
+      "per rank{11}, {10} sent per rank per step\n",
       best.layout.summary(), result.candidates, ranks, cluster->name, batch,
       p.stepMs, p.computeMs, p.exposedCommMs, p.bubbleMs,
       planner::formatBytes(p.peakBytesPerRank),
-      planner::formatBytes(p.commBytesPerRank));
+      planner::formatBytes(p.commBytesPerRank),
+      p.workspaceBytes > 0 ? " (+" + planner::formatBytes(p.workspaceBytes) +
+                                 " kernel workspaces)"
+                           : std::string());
   std::string flagsText;
   // Quoted where the shell would read a hint's brackets as a glob.
   for (const std::string &flag : best.layout.flags())

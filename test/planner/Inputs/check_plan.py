@@ -24,9 +24,9 @@ workspaces plus 1 MiB that no plan holds (OpenBLAS's packing buffer,
 MPI's bookkeeping; 2 MiB more where transparent huge pages are always on,
 as in test/distributed/Inputs/measured_memory.py), and where it has
 workspaces, more than its plan plus that 1 MiB (the plan alone falls
-short). Not for plans whose ranks reduce over each other: the ring's
-receive slots (2 MiB) and the copies gradient buckets are reduced in are
-not predicted yet.
+short). Not for plans whose ranks reduce over each other: the pages of
+the ring's receive slots that messages fill and the copies a bucket's
+runs of small gradients are packed into are not predicted yet.
 """
 
 import json
