@@ -40,6 +40,28 @@ dnnl::stream &stream() {
   return s;
 }
 
+/// This thread's OpenMP thread count (its ICV, which oneDNN's OpenMP build
+/// reads as omp_get_max_threads()) set to `threads` for a scope, and
+/// restored however the scope ends (oneDNN throws dnnl::error).
+class OmpThreads {
+public:
+  explicit OmpThreads(int threads)
+      : saved(omp_get_max_threads()), changed(threads != saved) {
+    if (changed)
+      omp_set_num_threads(threads);
+  }
+  ~OmpThreads() {
+    if (changed)
+      omp_set_num_threads(saved);
+  }
+  OmpThreads(const OmpThreads &) = delete;
+  OmpThreads &operator=(const OmpThreads &) = delete;
+
+private:
+  int saved;
+  bool changed;
+};
+
 /// What a Workspace holds for `bytes`: whole cache lines.
 int64_t workspaceSize(size_t bytes) {
   return static_cast<int64_t>((bytes + 63) / 64 * 64);
@@ -318,20 +340,9 @@ constexpr size_t kSerialReorderBytes = size_t{2} << 20;
 /// OpenMP build sizes each parallel region by omp_get_max_threads().
 void runReorder(dnnl::primitive &reorder, dnnl::stream &s, const memory &from,
                 const memory &to) {
-  // The thread count comes back however execute returns (it throws
-  // dnnl::error).
-  struct Threads {
-    int saved = omp_get_max_threads();
-    bool serial;
-    explicit Threads(bool small) : serial(small && saved > 1) {
-      if (serial)
-        omp_set_num_threads(1);
-    }
-    ~Threads() {
-      if (serial)
-        omp_set_num_threads(saved);
-    }
-  } threads(from.get_desc().get_size() <= kSerialReorderBytes);
+  OmpThreads threads(from.get_desc().get_size() <= kSerialReorderBytes
+                         ? 1
+                         : omp_get_max_threads());
   reorder.execute(s, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
@@ -448,13 +459,7 @@ bool oneDnnConvWorkspaces(ConvPass pass, const Shape &xShape,
                           OneDnnLayout layout, int threads,
                           int64_t (&bytes)[kOneDnnWorkspaces]) {
   std::lock_guard<std::mutex> lock(cacheMutex);
-  // The thread count is this thread's OpenMP setting (its ICV), restored
-  // however describing returns.
-  struct Threads {
-    int saved = omp_get_max_threads();
-    explicit Threads(int threads) { omp_set_num_threads(threads); }
-    ~Threads() { omp_set_num_threads(saved); }
-  } scope(threads);
+  OmpThreads scope(threads);
   Entry &e = lookup(pass, layout, xShape, wShape, yShape, strides, pads,
                     dilations, group, hasBias, /*run=*/false);
   std::fill(std::begin(bytes), std::end(bytes), 0);
