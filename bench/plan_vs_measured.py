@@ -6,8 +6,8 @@ calibrate`, or --cluster) ranks every layout the compiler can build for
 --ranks ranks; every plan that fits is then compiled with its own flags
 and run under mpirun on synthetic data. Reported per plan: predicted and
 measured step time, predicted peak memory per rank and what the program
-allocates (--print-memory), the predicted oneDNN workspaces and what they
-hold, the resident set's measured rise (--print-memory-peak: the most of
+allocates (--print-memory), the predicted workspaces (oneDNN's and the
+collectives' buffers) and what they hold, the resident set's measured rise (--print-memory-peak: the most of
 any rank, file-backed pages excepted) against the plan plus the
 workspaces; per model: the median of |predicted/measured - 1|, the
 Spearman rank correlation of the two orders, and how far the plan ranked
@@ -178,9 +178,9 @@ def step_estimate(program, ranks, env, n):
 
 def memory_of(program, ranks, env):
     """The most any rank allocates (--print-memory: parameters and state
-    plus scratch, the plan), holds in oneDNN workspaces, and measures
-    (--print-memory-peak: its resident set's rise, file-backed pages
-    excepted)."""
+    plus scratch, the plan), holds in oneDNN workspaces and collective
+    buffers, and measures (--print-memory-peak: its resident set's rise,
+    file-backed pages excepted)."""
     p = run(MPIRUN + ["-np", str(ranks), program, "--synthetic", "--steps",
                       "2", "--print-memory", "--print-memory-peak"], env)
     text = p.stdout + p.stderr
@@ -188,11 +188,12 @@ def memory_of(program, ranks, env):
         r"rank \d+: parameters and state (\d+) bytes, scratch (\d+) bytes",
         text)]
     measured = re.findall(r"rank \d+: peak (\d+) bytes, of which "
-                          r"file-backed (\d+);.*oneDNN workspaces (\d+)",
-                          text)
+                          r"file-backed (\d+);.*oneDNN workspaces (\d+); "
+                          r"collective buffers (\d+)", text)
     return dict(allocated=max(allocated) if allocated else None,
-                held=max((int(w) for _, _, w in measured), default=None),
-                rise=max((int(a) - int(b) for a, b, _ in measured),
+                held=max((int(w) + int(c) for _, _, w, c in measured),
+                         default=None),
+                rise=max((int(a) - int(b) for a, b, _, _ in measured),
                          default=None))
 
 
@@ -371,7 +372,8 @@ def main():
               f"{started} to {now()}):")
         print("| # | flags | predicted ms (exposed comm) | "
               "measured ms | predicted/measured | predicted peak bytes | "
-              "allocated bytes | predicted oneDNN workspaces | held | "
+              "allocated bytes | predicted workspaces (oneDNN and "
+              "collective buffers) | held | "
               "measured rise | (peak + workspaces)/measured |")
         print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:

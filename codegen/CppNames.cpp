@@ -26,7 +26,7 @@ static constexpr const char *kRuntimeNames =
     "GemmEpilogue writeScalar deviceAddress synchronize cuda "
     "startAllReduceBucket finishAllReduceBucket allReduceBucket allGatherDim "
     "reduceScatterDim allSliceDim writeAxisIndex sendRecv sendAsync "
-    "sendAsyncUncopied "
+    "sendAsyncUncopied CollectiveBuffer "
     "startReceive finishSends kNoPeer meshCoord AxisGroup MeshSpec "
     "PipelineSpec TensorSpec Program StepContext IndexInputCheck runProgram rt "
     "indexChecks numIndexChecks kernelScratchBytes cudaDeviceHooks "

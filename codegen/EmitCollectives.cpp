@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CollectiveBuffers.h"
 #include "codegen/Emitter.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -50,6 +51,9 @@ LogicalResult Emitter::emitOperation(AllReduceOp allReduce) {
               allReduce.getInputs().size(), dtypeEnum(element),
               axisGroup(allReduce.getAxes()))
           .str();
+  // Runs of small tensors are packed into a staging buffer of the op's own.
+  if (traits.segmentedBuckets && collectiveStagingBytes(allReduce) > 0)
+    arguments += ", &" + collectiveStagingRef(allReduce);
   if (traits.blockingAllReduceAtOnce && readAtOnce(allReduce)) {
     call(allReduce, "  allReduceBucket(" + arguments + ")");
     body << "  }\n";
@@ -116,31 +120,6 @@ LogicalResult Emitter::emitOperation(AllSliceOp slice) {
   return success();
 }
 
-/// Whether the send `op` on `stage` may read its tensor's own buffer: an
-/// arena buffer that the memory plan keeps for it up to the op where the
-/// send is certain to be complete (planUncopiedSends). Tensors outside the
-/// arena (parameters, which updates overwrite in place; rows of step
-/// inputs) are sent from a copy.
-static bool sendsUncopied(SendRecvOp op, const MemoryPlan &plan,
-                          const FusionPlan &fusion) {
-  Operation *done = fusion.executedAt.lookup(op);
-  Value root = plan.root(op.getInput());
-  if (!done || !plan.arenaOffset.count(root))
-    return false;
-  // No op before `done` writes the buffer in place (an alias of the sent
-  // tensor other than a reshape's view; the plan's in-place rules take only
-  // values read once, which a sent one is not, so this holds; checked
-  // since a miss would corrupt data).
-  int64_t stage = op.getSourceAttr().getInt();
-  for (Operation *later = op->getNextNode(); later && later != done;
-       later = later->getNextNode())
-    if (runsOnStage(later, stage) && !isa<ReshapeOp>(later) &&
-        llvm::any_of(later->getResults(),
-                     [&](Value result) { return plan.root(result) == root; }))
-      return false;
-  return true;
-}
-
 LogicalResult Emitter::emitOperation(SendRecvOp op) {
   std::string group =
       formatv("AxisGroup{{{{{0}}, 1}", mesh.getAxisIndex(op.getAxis()));
@@ -153,13 +132,13 @@ LogicalResult Emitter::emitOperation(SendRecvOp op) {
   // waits before the first use. (The cuda target's NCCL calls are
   // asynchronous on the communication stream already.)
   if (stage == op.getSourceAttr().getInt()) {
-    const char *send =
+    std::string send =
         !traits.asyncHandOvers
             ? "sendRecv({0}, nullptr, {1}, {2}, kNoPeer, {3})"
         : sendsUncopied(op, plan, fusion)
             ? "sendAsyncUncopied({0}, {1}, {2}, {3})"
-            : "sendAsync({0}, {1}, {2}, {3})";
-    call(op, formatv(send, ref(value), bytes, op.getDestAttr().getInt(),
+            : "sendAsync({0}, {1}, {2}, {3}, " + collectiveStagingRef(op) + ")";
+    call(op, formatv(send.c_str(), ref(value), bytes, op.getDestAttr().getInt(),
                      group));
     return success();
   }

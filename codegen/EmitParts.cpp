@@ -121,15 +121,27 @@ std::string Emitter::croppedWeightRef(Value weight) {
     it->second = cppNames.unique("weightTaps");
     globals << "static CroppedWeight " << it->second << ";\n";
   }
+  return globalRef(it->second, "weightTaps", "CroppedWeight");
+}
+
+std::string Emitter::collectiveStagingRef(Operation *op) {
+  std::string global = cppNames.unique(baseName(op) + "_staging");
+  globals << "static CollectiveBuffer " << global << ";\n";
+  return globalRef(global, "staging", "CollectiveBuffer");
+}
+
+std::string Emitter::globalRef(const std::string &global, StringRef base,
+                               StringRef type) {
   if (!part)
-    return it->second;
+    return global;
   // Bound once per part, as a collective handle is (the names are unique
   // among both).
-  auto [bound, isNew] = part->handles.try_emplace(it->second);
-  if (isNew)
-    bound->second = bindSlot(
-        refCode("&" + it->second), "weightTaps",
-        "  CroppedWeight &{0} = *static_cast<CroppedWeight *>({1});\n");
+  auto [bound, isNew] = part->handles.try_emplace(global);
+  if (isNew) {
+    std::string declaration =
+        ("  " + type + " &{0} = *static_cast<" + type + " *>({1});\n").str();
+    bound->second = bindSlot(refCode("&" + global), base, declaration.c_str());
+  }
   return bound->second;
 }
 

@@ -126,6 +126,13 @@ private:
   /// `weight` (a global CroppedWeight), or "" where it has none
   /// (BackwardFusion::croppedWeights).
   std::string croppedWeightRef(Value weight);
+  /// The expression naming the staging buffer the cpu runtime keeps for
+  /// collective `op` (a global CollectiveBuffer, runtime/CollectiveBuffers.h).
+  std::string collectiveStagingRef(Operation *op);
+  /// The expression naming global `global` of C++ type `type`: the global
+  /// itself, in a part a reference bound through the step's refs.
+  std::string globalRef(const std::string &global, StringRef base,
+                        StringRef type);
   /// The expression of trace row `row`.
   std::string rowRef(int row);
   /// The expression of the micro-batch trace slices record.

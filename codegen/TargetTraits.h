@@ -42,7 +42,9 @@ struct TargetTraits {
   /// runtime's may be recursive doubling.
   const char *allReduceBytesSent;
   /// A gradient bucket is all-reduced by segments (forEachBucketSegment,
-  /// runtime/CommVolume.h), not as one buffer.
+  /// runtime/CommVolume.h), not as one buffer; its runs of small tensors
+  /// are packed into a staging buffer the program keeps for the op
+  /// (runtime/CollectiveBuffers.h).
   bool segmentedBuckets;
   /// The cpu runtime's own calls: matmulStrided, which reads transposed
   /// views in place (FusionPlan's planStridedMatmuls); linearBackwardSgd,

@@ -6,6 +6,7 @@
 #include "planner/FusedUpdates.h"
 #include "planner/OpCost.h"
 
+#include "codegen/CollectiveBuffers.h"
 #include "codegen/Emitter.h"
 #include "codegen/FusionPlan.h"
 #include "codegen/MemoryPlan.h"
@@ -936,9 +937,11 @@ void toMixedPrecision(Prediction &p) {
     memory.gradients /= 2;
     memory.activations /= 2;
     memory.workspace /= 2;
+    memory.collectiveBuffers /= 2;
   }
   p.setMemoryFromStages();
   p.workspaceBytes /= 2;
+  p.collectiveBufferBytes /= 2;
   for (HeldTensor &tensor : p.tensors)
     if (tensor.role == "parameter")
       tensor.bytes /= 2;
@@ -997,7 +1000,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     planStridedMatmuls(step, fusion);
   if (codegen::TargetTraits::of(target).fusedBackwardSgd)
     planLiveTapUpdates(step, fusion);
-  std::vector<int64_t> stageArenaBytes, stageGradientBytes;
+  std::vector<int64_t> stageArenaBytes, stageGradientBytes,
+      stageCollectiveBytes;
   llvm::DenseSet<Operation *> views;
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
   llvm::DenseSet<Value> keptCrops, refreshedCrops;
@@ -1009,6 +1013,11 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
          llvm::enumerate(planMemoryOfStages(step, memoryFusion, stages))) {
       stageArenaBytes.push_back(plan.arenaBytes);
       stageGradientBytes.push_back(plan.gradientBytesAtPeak);
+      stageCollectiveBytes.push_back(
+          target == Target::Cpu
+              ? collectiveBufferBytes(step, plan, memoryFusion,
+                                      stages > 1 ? int64_t(s) : -1)
+              : 0);
       for (const auto &entry : plan.rowsOfInput)
         if (Operation *slice = entry.first.getDefiningOp())
           views.insert(slice);
@@ -1066,9 +1075,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     p.stageMemory[s].activations = stageArenaBytes[s] - stageGradientBytes[s];
   }
   p.setMemoryFromStages();
-  // Kernels' memory beside the plan: the cuda target's scratch region (one
-  // bound for every stage), the cpu target's oneDNN workspaces (each stage
-  // its own convolutions').
+  // Kernels' and collectives' memory beside the plan: the cuda target's
+  // scratch region (one bound for every stage), the cpu target's oneDNN
+  // workspaces and collective buffers (each stage its own ops').
   if (target == Target::Cuda) {
     p.workspaceBytes = kernelScratchBytes(step);
     for (StageMemory &memory : p.stageMemory)
@@ -1076,9 +1085,14 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   } else {
     std::vector<int64_t> workspaces = cpuKernelWorkspaceBytes(
         step, stages, static_cast<int>(cluster.threads));
-    for (auto [memory, bytes] : llvm::zip(p.stageMemory, workspaces)) {
-      memory.workspace = bytes;
-      p.workspaceBytes = std::max(p.workspaceBytes, bytes);
+    for (auto [memory, kernels, collectives] :
+         llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes)) {
+      memory.collectiveBuffers = collectives;
+      memory.workspace = kernels + collectives;
+      if (memory.workspace > p.workspaceBytes) {
+        p.workspaceBytes = memory.workspace;
+        p.collectiveBufferBytes = collectives;
+      }
     }
   }
 

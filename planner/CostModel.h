@@ -42,10 +42,12 @@ namespace cleave::planner {
 /// numbers. Parameters and optimizer state are what the rank holds;
 /// gradients are the buffers holding parameter gradients live at the
 /// scratch arena's peak, activations the rest of the arena; workspace is
-/// what kernels hold beside the plan (Prediction::workspaceBytes).
+/// what kernels and collectives hold beside the plan
+/// (Prediction::workspaceBytes), collectiveBuffers the collectives' part of
+/// it.
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
-          workspace = 0;
+          workspace = 0, collectiveBuffers = 0;
 };
 
 /// A span of one stage's predicted timeline: a micro-batch's forward or
@@ -144,12 +146,13 @@ struct Prediction {
   /// The rank holding the most (peak: parameters and state plus scratch
   /// of its own stage), and the most of each part any stage holds.
   int64_t peakBytesPerRank = 0, persistentBytes = 0, scratchBytes = 0;
-  /// The memory kernels hold besides the plan, on the stage that holds
-  /// the most: the cuda target's kernel scratch region in the device block
-  /// (kernelScratchBytes), the cpu target's oneDNN workspaces
-  /// (cpuKernelWorkspaceBytes). Not in --print-memory's numbers; counted
-  /// when checking the fit.
-  int64_t workspaceBytes = 0;
+  /// The memory kernels and collectives hold besides the plan, on the
+  /// stage that holds the most: the cuda target's kernel scratch region in
+  /// the device block (kernelScratchBytes), the cpu target's oneDNN
+  /// workspaces (cpuKernelWorkspaceBytes) and collective buffers
+  /// (collectiveBufferBytes, also apart in collectiveBufferBytes). Not in
+  /// --print-memory's numbers; counted when checking the fit.
+  int64_t workspaceBytes = 0, collectiveBufferBytes = 0;
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
   std::vector<mlir::cleave::BytesByKind> bytesSent;

@@ -234,7 +234,13 @@ Prediction rollLayers(const PlanLayout &layout,
     memory.optimizerState = rollBytes(ma.optimizerState, mb.optimizerState, n);
     memory.gradients = rollBytes(ma.gradients, mb.gradients, n);
     memory.activations = rollBytes(ma.activations, mb.activations, n);
-    memory.workspace = std::max(ma.workspace, mb.workspace);
+    // Kernels' workspaces are as large as the largest layer's; collective
+    // buffers hold each bucket's staging, which grows with the layers.
+    memory.collectiveBuffers =
+        rollBytes(ma.collectiveBuffers, mb.collectiveBuffers, n);
+    memory.workspace = std::max(ma.workspace - ma.collectiveBuffers,
+                                mb.workspace - mb.collectiveBuffers) +
+                       memory.collectiveBuffers;
     // The micro-batches the schedule keeps in flight on this stage, beyond
     // those on its template stage (1F1B: p - s of them), each hold the
     // activations one stashes (RolledStep.h).
@@ -250,7 +256,12 @@ Prediction rollLayers(const PlanLayout &layout,
         std::max(0.0, inFlight - templateInFlight) * stashed);
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, share.computeMs);
   }
-  p.workspaceBytes = std::max(one.workspaceBytes, two.workspaceBytes);
+  p.workspaceBytes = p.collectiveBufferBytes = 0;
+  for (const StageMemory &memory : p.stageMemory)
+    if (memory.workspace > p.workspaceBytes) {
+      p.workspaceBytes = memory.workspace;
+      p.collectiveBufferBytes = memory.collectiveBuffers;
+    }
   p.setMemoryFromStages();
 
   timeStages(p, layout.microbatches, layout.virtualStages);

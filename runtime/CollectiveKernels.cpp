@@ -14,75 +14,35 @@ namespace cleave::rt {
 
 namespace {
 
-/// A packed run of a bucket's tensors (forEachBucketSegment): tensors
-/// [first, end), copied one after another into `staging`.
-struct PackedSegment {
-  int first, end;
-  std::vector<char> staging;
-};
-
 /// A bucket in flight: its last all-reduce (waiting for it waits for the
-/// ones started before it too), where its tensors go back to, and its
-/// packed runs.
+/// ones started before it too), where its tensors go back to, and the
+/// staging its packed runs were summed in.
 struct PendingBucket {
   CollectiveHandle handle;
-  std::vector<PackedSegment> packed;
   std::vector<void *> outputs;
   std::vector<int64_t> counts;
   int64_t elementBytes;
+  char *staging = nullptr;
 };
 std::map<int64_t, PendingBucket> pendingBuckets;
 int64_t nextBucket = 0;
-/// Staging buffers of finished buckets, kept for the next step's: a fresh
-/// allocation of a large bucket costs a page fault per 4 KiB every step.
-std::vector<std::vector<char>> spareStagings;
-/// Sends in flight with the copies they read.
-std::vector<std::pair<CollectiveHandle, std::vector<char>>> pendingSends;
+/// Sends in flight.
+std::vector<CollectiveHandle> pendingSends;
+/// Staging for callers that pass none (tests, the calibration probe).
+CollectiveBuffer sharedStaging;
+/// The caller's workspace (CollectiveBuffers.h) of allGatherDim and
+/// reduceScatterDim.
+CollectiveBuffer callerWorkspace;
 
-/// A staging buffer of `bytes`, a spare one if there is.
-std::vector<char> stagingOf(size_t bytes) {
-  auto spare = std::find_if(
-      spareStagings.begin(), spareStagings.end(),
-      [&](const std::vector<char> &b) { return b.size() == bytes; });
-  if (spare == spareStagings.end())
-    return std::vector<char>(bytes);
-  std::vector<char> staging = std::move(*spare);
-  spareStagings.erase(spare);
-  return staging;
-}
-
-/// Copies a bucket's tensors into one staging buffer, one after another.
-std::vector<char> packBucket(const void *const *inputs, const int64_t *counts,
-                             int numTensors, int64_t elementBytes) {
-  int64_t total = 0;
-  for (int i = 0; i < numTensors; ++i)
-    total += counts[i];
-  std::vector<char> staging = stagingOf(total * elementBytes);
-  for (int64_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(staging.data() + offset * elementBytes, inputs[i],
-                counts[i] * elementBytes);
-  return staging;
-}
-
-/// packBucket's inverse, into the outputs; the staging serves again.
-void unpackBucket(std::vector<char> staging, void *const *outputs,
-                  const int64_t *counts, size_t numTensors,
-                  int64_t elementBytes) {
-  for (size_t i = 0, offset = 0; i < numTensors; offset += counts[i++])
-    std::memcpy(outputs[i], staging.data() + offset * elementBytes,
-                counts[i] * elementBytes);
-  spareStagings.push_back(std::move(staging));
-}
-
-/// Runs `allReduce(data, count)` on each segment of the bucket
+/// Calls f(data, count) for each all-reduce of the bucket
 /// (forEachBucketSegment): a tensor in its output buffer (the memory plan
-/// usually makes that the gradient's own), a run packed into a staging
-/// buffer handed to `packed`, which unpacks it when the sum is in.
-template <typename AllReduce, typename Packed>
+/// usually makes that the gradient's own), a run copied into `staging` one
+/// tensor after another.
+template <typename AllReduce>
 void forEachBucketAllReduce(const void *const *inputs, void *const *outputs,
                             const int64_t *counts, int numTensors,
-                            int64_t elementBytes, AllReduce allReduce,
-                            Packed packed) {
+                            int64_t elementBytes, char *staging,
+                            AllReduce allReduce) {
   forEachBucketSegment(
       counts, numTensors, elementBytes, [&](int first, int end) {
         if (end - first == 1) {
@@ -92,33 +52,54 @@ void forEachBucketAllReduce(const void *const *inputs, void *const *outputs,
           allReduce(outputs[first], counts[first]);
           return;
         }
-        PackedSegment segment{first, end,
-                              packBucket(inputs + first, counts + first,
-                                         end - first, elementBytes)};
-        allReduce(segment.staging.data(),
-                  static_cast<int64_t>(segment.staging.size()) / elementBytes);
-        packed(std::move(segment));
+        int64_t count = 0;
+        char *run = staging;
+        for (int i = first; i < end; count += counts[i++])
+          std::memcpy(staging + count * elementBytes, inputs[i],
+                      counts[i] * elementBytes);
+        staging += count * elementBytes;
+        allReduce(run, count);
       });
+}
+
+/// forEachBucketAllReduce's inverse: the packed runs' sums into the
+/// outputs.
+void unpackBucket(const char *staging, void *const *outputs,
+                  const int64_t *counts, int numTensors, int64_t elementBytes) {
+  forEachBucketSegment(
+      counts, numTensors, elementBytes, [&](int first, int end) {
+        if (end - first == 1)
+          return;
+        for (int i = first; i < end; ++i) {
+          std::memcpy(outputs[i], staging, counts[i] * elementBytes);
+          staging += counts[i] * elementBytes;
+        }
+      });
+}
+
+/// The staging a bucket's packed runs need, from `staging` (the op's own)
+/// or the shared one.
+char *bucketStaging(const int64_t *counts, int numTensors, int64_t elementBytes,
+                    CollectiveBuffer *staging) {
+  return (staging ? *staging : sharedStaging)
+      .data(bucketStagingBytes(counts, numTensors, elementBytes));
 }
 
 } // namespace
 
 int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
                              const int64_t *counts, int numTensors, DType type,
-                             AxisGroup group) {
+                             AxisGroup group, CollectiveBuffer *staging) {
   PendingBucket pending;
   pending.elementBytes = dtypeSize(type);
   pending.outputs.assign(outputs, outputs + numTensors);
   pending.counts.assign(counts, counts + numTensors);
-  // A moved staging vector keeps its storage, which the started
-  // all-reduce reads.
+  pending.staging =
+      bucketStaging(counts, numTensors, pending.elementBytes, staging);
   forEachBucketAllReduce(
       inputs, outputs, counts, numTensors, pending.elementBytes,
-      [&](void *data, int64_t count) {
+      pending.staging, [&](void *data, int64_t count) {
         pending.handle = startAllReduceSum(data, count, type, group);
-      },
-      [&](PackedSegment segment) {
-        pending.packed.push_back(std::move(segment));
       });
   int64_t id = nextBucket++;
   pendingBuckets.emplace(id, std::move(pending));
@@ -129,68 +110,53 @@ void finishAllReduceBucket(int64_t bucket) {
   auto it = pendingBuckets.find(bucket);
   PendingBucket &pending = it->second;
   waitCollective(pending.handle);
-  for (PackedSegment &segment : pending.packed)
-    unpackBucket(std::move(segment.staging),
-                 pending.outputs.data() + segment.first,
-                 pending.counts.data() + segment.first,
-                 segment.end - segment.first, pending.elementBytes);
+  if (pending.staging)
+    unpackBucket(pending.staging, pending.outputs.data(), pending.counts.data(),
+                 static_cast<int>(pending.counts.size()), pending.elementBytes);
   pendingBuckets.erase(it);
 }
 
 void allReduceBucket(const void *const *inputs, void *const *outputs,
                      const int64_t *counts, int numTensors, DType type,
-                     AxisGroup group) {
+                     AxisGroup group, CollectiveBuffer *staging) {
   int64_t elementBytes = dtypeSize(type);
-  forEachBucketAllReduce(
-      inputs, outputs, counts, numTensors, elementBytes,
-      [&](void *data, int64_t count) {
-        allReduceSum(data, count, type, group);
-      },
-      [&](PackedSegment segment) {
-        unpackBucket(std::move(segment.staging), outputs + segment.first,
-                     counts + segment.first, segment.end - segment.first,
-                     elementBytes);
-      });
+  char *packed = bucketStaging(counts, numTensors, elementBytes, staging);
+  forEachBucketAllReduce(inputs, outputs, counts, numTensors, elementBytes,
+                         packed, [&](void *data, int64_t count) {
+                           allReduceSum(data, count, type, group);
+                         });
+  unpackBucket(packed, outputs, counts, numTensors, elementBytes);
 }
 
-/// Forgets finished sends; their copies serve again.
+/// Forgets finished sends.
 static void reapSends() {
-  for (auto it = pendingSends.begin(); it != pendingSends.end();)
-    if (collectiveDone(it->first)) {
-      if (!it->second.empty())
-        spareStagings.push_back(std::move(it->second));
-      it = pendingSends.erase(it);
-    } else {
-      ++it;
-    }
+  pendingSends.erase(
+      std::remove_if(pendingSends.begin(), pendingSends.end(), collectiveDone),
+      pendingSends.end());
 }
 
 void sendAsyncUncopied(const void *in, int64_t bytes, int sendTo,
                        AxisGroup group) {
   reapSends();
-  pendingSends.emplace_back(
-      startSendRecv(in, nullptr, bytes, sendTo, kNoPeer, group),
-      std::vector<char>());
+  pendingSends.push_back(
+      startSendRecv(in, nullptr, bytes, sendTo, kNoPeer, group));
 }
 
-void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group) {
+void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group,
+               CollectiveBuffer &staging) {
   reapSends();
-  std::vector<char> staging = stagingOf(bytes);
+  char *copy = staging.data(bytes);
   if (bytes > 0)
-    std::memcpy(staging.data(), in, bytes);
-  CollectiveHandle handle =
-      startSendRecv(staging.data(), nullptr, bytes, sendTo, kNoPeer, group);
-  pendingSends.emplace_back(handle, std::move(staging));
+    std::memcpy(copy, in, bytes);
+  pendingSends.push_back(
+      startSendRecv(copy, nullptr, bytes, sendTo, kNoPeer, group));
 }
 
 void finishSends() {
   if (pendingSends.empty())
     return;
   // A handle's wait waits for every collective started before it too.
-  waitCollective(pendingSends.back().first);
-  for (auto &[handle, staging] : pendingSends)
-    if (!staging.empty())
-      spareStagings.push_back(std::move(staging));
+  waitCollective(pendingSends.back());
   pendingSends.clear();
 }
 
@@ -227,13 +193,13 @@ void allGatherDim(const void *in, const Shape &inShape, int dim,
     return;
   }
   // Blocks arrive rank-major; interleave them along `dim`.
-  std::vector<char> blocks(blockBytes * g);
-  allGather(in, blocks.data(), blockBytes, group);
+  char *blocks = callerWorkspace.data(blockBytes * g);
+  allGather(in, blocks, blockBytes, group);
   int64_t rowBytes = a.n * a.inner * elementBytes;
   for (int r = 0; r < g; ++r)
     for (int64_t o = 0; o < a.outer; ++o)
       std::memcpy(static_cast<char *>(out) + (o * g + r) * rowBytes,
-                  blocks.data() + r * blockBytes + o * rowBytes, rowBytes);
+                  blocks + r * blockBytes + o * rowBytes, rowBytes);
 }
 
 void reduceScatterDim(const void *in, const Shape &inShape, int dim,
@@ -248,14 +214,14 @@ void reduceScatterDim(const void *in, const Shape &inShape, int dim,
     return;
   }
   // Make each rank's block contiguous, rank-major.
-  std::vector<char> blocks(perRank * g * size);
+  char *blocks = callerWorkspace.data(perRank * g * size);
   int64_t rowBytes = localN * a.inner * size;
   for (int r = 0; r < g; ++r)
     for (int64_t o = 0; o < a.outer; ++o)
-      std::memcpy(blocks.data() + (r * a.outer + o) * rowBytes,
+      std::memcpy(blocks + (r * a.outer + o) * rowBytes,
                   static_cast<const char *>(in) + (o * g + r) * rowBytes,
                   rowBytes);
-  reduceScatterSum(blocks.data(), out, perRank, type, group);
+  reduceScatterSum(blocks, out, perRank, type, group);
 }
 
 void allSliceDim(const void *in, const Shape &inShape, int dim,

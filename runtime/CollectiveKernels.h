@@ -10,6 +10,7 @@
 #ifndef CLEAVE_RUNTIME_COLLECTIVEKERNELS_H
 #define CLEAVE_RUNTIME_COLLECTIVEKERNELS_H
 
+#include "runtime/CollectiveBuffers.h"
 #include "runtime/Mesh.h"
 #include "runtime/Program.h"
 #include "runtime/Shape.h"
@@ -21,12 +22,15 @@ namespace cleave::rt {
 /// `inputs[i]`). The tensors travel as one bucket, on the communication
 /// thread so that compute goes on meanwhile: large ones each in place,
 /// runs of small ones packed together (forEachBucketSegment in
-/// CommVolume.h). The inputs may be read and the
-/// outputs are written until finishAllReduceBucket, which the step calls
-/// before the first use of an output.
+/// CommVolume.h), packed into `staging` (the op's own: a program keeps one
+/// per op; null: one the runtime shares, for callers with one bucket in
+/// flight at a time). The inputs may be read and the outputs are written
+/// until finishAllReduceBucket, which the step calls before the first use
+/// of an output.
 int64_t startAllReduceBucket(const void *const *inputs, void *const *outputs,
                              const int64_t *counts, int numTensors, DType type,
-                             AxisGroup group);
+                             AxisGroup group,
+                             CollectiveBuffer *staging = nullptr);
 void finishAllReduceBucket(int64_t bucket);
 
 /// The same sum, on the calling thread and complete on return: for an
@@ -36,15 +40,17 @@ void finishAllReduceBucket(int64_t bucket);
 /// started collectives, as a blocking collective is.
 void allReduceBucket(const void *const *inputs, void *const *outputs,
                      const int64_t *counts, int numTensors, DType type,
-                     AxisGroup group);
+                     AxisGroup group, CollectiveBuffer *staging = nullptr);
 
-/// Pipeline hand-overs that overlap compute. sendAsync copies `in` (so the
-/// step may reuse its buffer at once) and sends the copy to group rank
-/// `sendTo` on the communication thread. startReceive receives `bytes`
-/// from group rank `recvFrom` into `out` there; the step calls
+/// Pipeline hand-overs that overlap compute. sendAsync copies `in` into
+/// `staging` (the op's own; so the step may reuse its buffer at once, and
+/// the copy is delivered by the step's finishSends) and sends the copy to
+/// group rank `sendTo` on the communication thread. startReceive receives
+/// `bytes` from group rank `recvFrom` into `out` there; the step calls
 /// finishAllReduceBucket with its number (a started exchange, as a bucket
 /// is) before the first use of `out`.
-void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group);
+void sendAsync(const void *in, int64_t bytes, int sendTo, AxisGroup group,
+               CollectiveBuffer &staging);
 /// sendAsync of `in` itself, no copy: the step must not write `in` before
 /// it waits for a collective started after this send (collectives complete
 /// in start order) or calls finishSends.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Collectives.h"
+#include "runtime/CollectiveBuffers.h"
 #include "runtime/CommThread.h"
 #include "runtime/CommVolume.h"
 #include "runtime/MeshDetail.h"
@@ -31,21 +32,6 @@ using detail::submitWait;
 using detail::waitFor;
 using detail::WaitPolicy;
 
-/// The received half of a reduce step arrives in pieces, two in flight:
-/// each piece is added while it is still in cache, and the next one is on
-/// its way meanwhile. Measured with bench/allreduce_bench.cpp on 2 ranks
-/// (bench/README.md): 1 MiB pieces are best up to 4 MiB halves (256 KiB
-/// and 512 KiB ones lose a quarter of the bandwidth at a 4 MiB all-reduce);
-/// for larger halves, whose sums no longer stay in the last-level cache,
-/// 256 KiB pieces are best (1.0-1.4x MPI at 16 MiB, where 1 MiB and 512 KiB
-/// pieces give 0.8x).
-constexpr int64_t kReducePieceBytes = 1 << 20;
-constexpr int64_t kLargeReducePieceBytes = 256 << 10;
-constexpr int64_t kLargeReduceStepBytes = 4 << 20;
-int64_t reducePieceBytes(int64_t stepBytes) {
-  return stepBytes > kLargeReduceStepBytes ? kLargeReducePieceBytes
-                                           : kReducePieceBytes;
-}
 /// A broadcast chain forwards each piece of this size as soon as it has it.
 constexpr int64_t kChainPieceBytes = 1 << 20;
 /// MPI counts are ints: longer messages go as several.
@@ -162,13 +148,14 @@ void add(void *dst, const void *a, const void *b, int64_t count, DType type) {
 /// One reduce step of a ring: sends sendCount elements at `send` to the
 /// right neighbour while receiving `count` partial sums from the left one,
 /// and stores dst = received + own. The received data lands in two
-/// piece-sized slots, alternately.
+/// piece-sized slots, alternately: at `slots`, reduceStepSlotBytes of the
+/// received bytes (CollectiveBuffers.h), or on the stack when that is 0.
 void reduceStep(const Group &group, const void *send, int64_t sendCount,
                 void *dst, const void *own, int64_t count, DType type,
-                CollectiveKind kind) {
-  // Uninitialized: only the pages messages land in take memory (a small
-  // model's gradients fill a fraction of the 2 MiB).
-  static std::unique_ptr<char[]> slots(new char[2 * kReducePieceBytes]);
+                CollectiveKind kind, char *slots) {
+  alignas(64) char smallSlots[kSmallAllReduceBytes];
+  if (reduceStepSlotBytes(count * dtypeSize(type)) == 0)
+    slots = smallSlots;
   int64_t elementBytes = dtypeSize(type);
   int64_t pieceBytes = reducePieceBytes(count * elementBytes);
   int64_t pieceCount = pieceBytes / elementBytes;
@@ -176,9 +163,7 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
   auto pieceSize = [&](int64_t piece) {
     return std::min(pieceCount, count - piece * pieceCount);
   };
-  auto slot = [&](int64_t piece) {
-    return slots.get() + piece % 2 * pieceBytes;
-  };
+  auto slot = [&](int64_t piece) { return slots + piece % 2 * pieceBytes; };
   MPI_Request recvs[2];
   auto postRecv = [&](int64_t piece) {
     MPI_Irecv(slot(piece), static_cast<int>(pieceSize(piece) * elementBytes),
@@ -206,6 +191,10 @@ void reduceStep(const Group &group, const void *send, int64_t sendCount,
 // The algorithms, run one at a time on either thread
 //===----------------------------------------------------------------------===//
 
+/// The collective workspace (CollectiveBuffers.h): collectives run one at a
+/// time, on the communication thread or the caller's, never both at once.
+CollectiveBuffer collectiveWorkspace;
+
 /// Counts a collective and makes it the watchdog's current one.
 void countCall(CollectiveKind kind, AxisGroup axes) {
   ++runningCounters().calls[static_cast<int>(kind)];
@@ -231,7 +220,7 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
     // then add. Both partners add the same two values (in swapped order,
     // which float addition does not notice), so all ranks end identical.
     constexpr int kMaxPieces = kSmallAllReduceBytes / kEagerPieceBytes + 1;
-    static char incoming[kSmallAllReduceBytes];
+    alignas(64) char incoming[kSmallAllReduceBytes];
     int64_t total = count * elementBytes;
     for (int mask = 1; mask < g; mask <<= 1) {
       int peer = group.rank ^ mask;
@@ -256,11 +245,13 @@ void runAllReduce(void *data, int64_t count, DType type, AxisGroup axes) {
     return bytes + ringChunkBegin(count, g, c) * elementBytes;
   };
   auto chunkCount = [&](int c) { return ringChunkSize(count, g, c); };
+  char *slots =
+      collectiveWorkspace.data(allReduceWorkspaceBytes(count, elementBytes, g));
   for (int step = 0; step < g - 1; ++step) {
     int send = group.wrap(group.rank - step);
     int recv = group.wrap(group.rank - step - 1);
     reduceStep(group, chunk(send), chunkCount(send), chunk(recv), chunk(recv),
-               chunkCount(recv), type, CollectiveKind::AllReduce);
+               chunkCount(recv), type, CollectiveKind::AllReduce, slots);
   }
   for (int step = 0; step < g - 1; ++step) {
     int send = group.wrap(group.rank + 1 - step);
@@ -299,18 +290,19 @@ void runReduceScatter(const void *in, void *out, int64_t countPerRank,
     copyBytes(out, in, blockBytes);
     return;
   }
-  // Two partial sums: the one being sent and the one being received
-  // (none on 2 ranks, whose one step sums into `out`).
-  static std::vector<char> partials;
-  if (g > 2 && static_cast<int64_t>(partials.size()) < 2 * blockBytes)
-    partials.resize(2 * blockBytes);
+  // Two partial sums at most, the one being sent and the one being
+  // received (none on 2 ranks, whose one step sums into `out`), then the
+  // slots.
+  int64_t partialBytes = reduceScatterPartialBytes(blockBytes, g);
+  char *partials = collectiveWorkspace.data(
+      reduceScatterWorkspaceBytes(countPerRank, dtypeSize(type), g));
   const char *send = blocks + group.wrap(group.rank - 1) * blockBytes;
   for (int step = 0; step < g - 1; ++step) {
     char *dst = step == g - 2 ? static_cast<char *>(out)
-                              : partials.data() + step % 2 * blockBytes;
+                              : partials + step % 2 * blockBytes;
     const char *own = blocks + group.wrap(group.rank - step - 2) * blockBytes;
     reduceStep(group, send, countPerRank, dst, own, countPerRank, type,
-               CollectiveKind::ReduceScatter);
+               CollectiveKind::ReduceScatter, partials + partialBytes);
     send = dst;
   }
 }

@@ -1,6 +1,7 @@
 //===- RunReports.cpp - what a training program tells as it runs ----------===//
 
 #include "runtime/RunReports.h"
+#include "runtime/CollectiveBuffers.h"
 #include "runtime/OneDnnConvolution.h"
 #include "runtime/RunRecord.h"
 #include "runtime/Sharding.h"
@@ -70,15 +71,20 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 /// --print-memory-peak: rank 0 prints every rank's measured growth
 /// (PeakMemory.h) beside the compiler's plan for it: its parameters and
 /// state, and the scratch of its own stage; then the bytes its oneDNN
-/// convolutions' workspaces hold, which the plan leaves out and the
-/// planner predicts (planner/CpuWorkspace.h).
+/// convolutions' workspaces and its collectives' buffers hold, which the
+/// plan leaves out and the planner predicts (planner/CpuWorkspace.h,
+/// codegen/CollectiveBuffers.h).
 void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                          const GlobalTensors &global) {
   const Program &program = global.program;
   int64_t scratch = program.scratchBytesOf(global.stage);
-  std::vector<int64_t> mine = {growth.peak, growth.file, persistentBytes,
-                               scratch, oneDnnWorkspaceBytes()};
-  constexpr size_t kFields = 5;
+  std::vector<int64_t> mine = {growth.peak,
+                               growth.file,
+                               persistentBytes,
+                               scratch,
+                               oneDnnWorkspaceBytes(),
+                               collectiveBufferBytes()};
+  constexpr size_t kFields = 6;
   std::vector<int64_t> all(mine);
   int ranks = global.distributed ? worldSize() : 1;
   if (global.distributed) {
@@ -94,11 +100,12 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
     const int64_t *at = &all[kFields * r];
     std::printf("  rank %d: peak %lld bytes, of which file-backed %lld; "
                 "planned %lld (parameters and state %lld, scratch of its "
-                "stage %lld); oneDNN workspaces %lld\n",
+                "stage %lld); oneDNN workspaces %lld; collective buffers "
+                "%lld\n",
                 r, static_cast<long long>(at[0]), static_cast<long long>(at[1]),
                 static_cast<long long>(at[2] + at[3]),
                 static_cast<long long>(at[2]), static_cast<long long>(at[3]),
-                static_cast<long long>(at[4]));
+                static_cast<long long>(at[4]), static_cast<long long>(at[5]));
   }
   std::fflush(stdout);
 }

@@ -520,8 +520,12 @@ int PlanCommand::run(mlir::MLIRContext &context) {
               "micro-batches of the same size (its step is too big to "
               "unroll here; not compiled)\n";
       if (p.workspaceBytes > 0)
-        os << "     kernel workspaces "
-           << planner::formatBytes(p.workspaceBytes) << " beside peak/rank ("
+        os << "     workspaces " << planner::formatBytes(p.workspaceBytes)
+           << " beside peak/rank ("
+           << (p.collectiveBufferBytes > 0
+                   ? "collective buffers " +
+                         planner::formatBytes(p.collectiveBufferBytes) + "; "
+                   : std::string())
            << planner::formatBytes(p.peakBytesPerRank + p.workspaceBytes)
            << " in all, as the fit counts)\n";
       os << "     " << shellLine(c) << "\n";

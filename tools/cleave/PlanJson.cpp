@@ -10,11 +10,13 @@ namespace {
 void addDetails(const planner::Prediction &p, llvm::json::Object &plan) {
   llvm::json::Array memory, schedule, collectives, tensors;
   for (const planner::StageMemory &m : p.stageMemory)
-    memory.push_back(llvm::json::Object{{"parameters", m.parameters},
-                                        {"gradients", m.gradients},
-                                        {"optimizer_state", m.optimizerState},
-                                        {"activations", m.activations},
-                                        {"workspace", m.workspace}});
+    memory.push_back(
+        llvm::json::Object{{"parameters", m.parameters},
+                           {"gradients", m.gradients},
+                           {"optimizer_state", m.optimizerState},
+                           {"activations", m.activations},
+                           {"workspace", m.workspace},
+                           {"collective_buffers", m.collectiveBuffers}});
   for (const planner::ScheduleSlice &s : p.schedule)
     schedule.push_back(llvm::json::Object{{"stage", s.stage},
                                           {"microbatch", s.microbatch},
@@ -127,6 +129,7 @@ llvm::json::Object planJson(const planner::Candidate &c,
         {"persistent_bytes_per_rank", p.persistentBytes},
         {"scratch_bytes_per_rank", p.scratchBytes},
         {"workspace_bytes_per_rank", p.workspaceBytes},
+        {"collective_buffer_bytes_per_rank", p.collectiveBufferBytes},
         {"comm_bytes_per_rank", p.commBytesPerRank},
         {"comm_bytes_by_kind", std::move(bytesByKind)}};
     if (details)

@@ -9,8 +9,9 @@ compiler and the program report:
   - peak_bytes_per_rank: the most any rank holds, parameters and state
     plus scratch, equal to what the program's --print-memory reports;
   - on the cpu target, memory_by_stage[].workspace: the bytes each rank's
-    oneDNN convolutions hold in workspaces of their own, equal to what the
-    program's --print-memory-peak reports for it (and
+    oneDNN convolutions hold in workspaces of their own and its collectives
+    in buffers of their own (memory_by_stage[].collective_buffers), each
+    equal to what the program's --print-memory-peak reports for it (and
     workspace_bytes_per_rank the most of any rank).
 
 usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected] [--also FLAG]
@@ -24,9 +25,7 @@ workspaces plus 1 MiB that no plan holds (OpenBLAS's packing buffer,
 MPI's bookkeeping; 2 MiB more where transparent huge pages are always on,
 as in test/distributed/Inputs/measured_memory.py), and where it has
 workspaces, more than its plan plus that 1 MiB (the plan alone falls
-short). Not for plans whose ranks reduce over each other: the pages of
-the ring's receive slots that messages fill and the copies a bucket's
-runs of small gradients are packed into are not predicted yet.
+short).
 """
 
 import json
@@ -50,7 +49,8 @@ def parse_memory(text):
 
 
 MEASURED = re.compile(r"rank (\d+): peak (\d+) bytes, of which file-backed "
-                      r"(\d+); planned (\d+) .*; oneDNN workspaces (\d+)")
+                      r"(\d+); planned (\d+) .*; oneDNN workspaces (\d+); "
+                      r"collective buffers (\d+)")
 
 
 def unplanned_allowance():
@@ -79,23 +79,31 @@ def stage_of(plan, rank):
 
 
 def check_workspaces(plan, text, failures, bound):
-    """The cpu target's oneDNN workspaces and measured memory, per rank."""
+    """The cpu target's oneDNN workspaces, collective buffers and measured
+    memory, per rank."""
     measured = {int(m.group(1)): [int(g) for g in m.groups()[1:]]
                 for m in MEASURED.finditer(text)}
     stages = plan["memory_by_stage"]
     most = 0
-    for rank, (peak, file, planned, workspace) in sorted(measured.items()):
-        predicted = stages[stage_of(plan, rank)]["workspace"]
-        most = max(most, workspace)
+    for rank, (peak, file, planned, kernels, collectives) in sorted(
+            measured.items()):
+        stage = stages[stage_of(plan, rank)]
+        predicted = stage["workspace"]
+        buffers = stage["collective_buffers"]
+        most = max(most, kernels + collectives)
         rise = peak - file
-        print(f"  rank {rank}: oneDNN workspaces predicted {predicted}, "
-              f"held {workspace}; measured {rise} bytes, planned {planned}")
-        if workspace != predicted:
+        print(f"  rank {rank}: oneDNN workspaces predicted "
+              f"{predicted - buffers}, held {kernels}; collective buffers "
+              f"predicted {buffers}, held {collectives}; measured {rise} "
+              f"bytes, planned {planned}")
+        if kernels != predicted - buffers:
             failures.append(f"rank {rank}'s oneDNN workspaces differ")
+        if collectives != buffers:
+            failures.append(f"rank {rank}'s collective buffers differ")
         if bound and rise > planned + predicted + unplanned_allowance():
             failures.append(f"rank {rank} measured more than its plan and "
                             "workspaces")
-        if bound and predicted and rise <= planned + unplanned_allowance():
+        if bound and kernels and rise <= planned + unplanned_allowance():
             failures.append(f"rank {rank} measured no more than its plan")
     if most != plan["predicted"]["workspace_bytes_per_rank"]:
         failures.append("workspace_bytes_per_rank differs from the most any "
