@@ -450,7 +450,9 @@ void checkAsync(const std::vector<AxisGroup> &groups) {
 /// finishAllReduceBucket: every sum right, whether a tensor's sum lands in
 /// its own buffer or another, in the all-reduces and bytes that
 /// forEachBucketSegment and bucketAllReduceBytesSent predict (here a small
-/// tensor alone, a large one, a packed run, a large one, a packed run).
+/// tensor alone, a large one, a packed run, a large one, a packed run),
+/// its packed runs in a staging buffer of the size bucketStagingBytes
+/// predicts.
 void checkBucket(AxisGroup group, bool started) {
   const std::vector<int64_t> counts = {10, 70000, 300, 5, 100000, 1000, 2000};
   int n = static_cast<int>(counts.size());
@@ -469,11 +471,13 @@ void checkBucket(AxisGroup group, bool started) {
     out.push_back(i % 2 ? outputs.back().data() : inputs.back().data());
   }
   resetCommCounters();
+  CollectiveBuffer staging;
   if (started)
     finishAllReduceBucket(startAllReduceBucket(
-        in.data(), out.data(), counts.data(), n, DType::F32, group));
+        in.data(), out.data(), counts.data(), n, DType::F32, group, &staging));
   else
-    allReduceBucket(in.data(), out.data(), counts.data(), n, DType::F32, group);
+    allReduceBucket(in.data(), out.data(), counts.data(), n, DType::F32, group,
+                    &staging);
   std::string what =
       caseName<float>(started ? "started bucket" : "bucket", n, group);
   for (int i = 0; i < n; ++i)
@@ -493,6 +497,15 @@ void checkBucket(AxisGroup group, bool started) {
          what.c_str(), static_cast<long long>(counters.bytesSent[k]),
          static_cast<long long>(counters.calls[k]),
          static_cast<long long>(predicted), static_cast<long long>(segments));
+  // The runs of 300 and 5, and of 1000 and 2000 (10 is alone).
+  int64_t packed = (300 + 5 + 1000 + 2000) * int64_t(sizeof(float));
+  if (staging.bytes() != packed ||
+      bucketStagingBytes(counts.data(), n, sizeof(float)) != packed)
+    fail("%s: staging of %lld bytes, predicted %lld, expected %lld",
+         what.c_str(), static_cast<long long>(staging.bytes()),
+         static_cast<long long>(
+             bucketStagingBytes(counts.data(), n, sizeof(float))),
+         static_cast<long long>(packed));
 }
 
 void checkMesh(const std::vector<AxisGroup> &groups) {
