@@ -74,12 +74,14 @@ bool sendsUncopied(SendRecvOp op, const MemoryPlan &plan,
   return true;
 }
 
-int64_t collectiveBufferBytes(func::FuncOp func, const MemoryPlan &plan,
-                              const FusionPlan &fusion, int64_t stage) {
+CollectiveBufferBytes collectiveBufferBytes(func::FuncOp func,
+                                            const MemoryPlan &plan,
+                                            const FusionPlan &fusion,
+                                            int64_t stage) {
   namespace rt = ::cleave::rt;
   MeshAttr mesh = getModuleMesh(func);
   if (!mesh)
-    return 0;
+    return {};
   int64_t workspace = 0, caller = 0, staging = 0;
   for (Operation &op : func.getBody().front()) {
     if (!runsOnStage(&op, stage))
@@ -117,7 +119,7 @@ int64_t collectiveBufferBytes(func::FuncOp func, const MemoryPlan &plan,
         staging += tensorBytes(send.getInput().getType());
     }
   }
-  return workspace + caller + staging;
+  return {workspace + caller, staging};
 }
 
 } // namespace mlir::cleave

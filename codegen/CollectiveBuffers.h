@@ -32,13 +32,21 @@ int64_t collectiveStagingBytes(AllReduceOp op);
 bool sendsUncopied(SendRecvOp op, const MemoryPlan &plan,
                    const FusionPlan &fusion);
 
-/// The bytes of collective buffers a rank of pipeline stage `stage` (-1:
-/// no stages) holds running `func` on the cpu target: the largest
-/// collective workspace and caller's workspace any of its collectives
-/// needs, and the staging of each of its buckets and copied sends. `plan`
-/// and `fusion` are the emitter's for that stage.
-int64_t collectiveBufferBytes(func::FuncOp func, const MemoryPlan &plan,
-                              const FusionPlan &fusion, int64_t stage);
+/// The collective buffers a rank holds: the two workspaces, each as large
+/// as the largest need of any of its collectives, and the staging buffers
+/// of its ops, one per bucket or copied send (which add up as the ops do).
+struct CollectiveBufferBytes {
+  int64_t workspaces = 0, staging = 0;
+  int64_t total() const { return workspaces + staging; }
+};
+
+/// The collective buffers a rank of pipeline stage `stage` (-1: no
+/// stages) holds running `func` on the cpu target. `plan` and `fusion` are
+/// the emitter's for that stage.
+CollectiveBufferBytes collectiveBufferBytes(func::FuncOp func,
+                                            const MemoryPlan &plan,
+                                            const FusionPlan &fusion,
+                                            int64_t stage);
 
 } // namespace mlir::cleave
 

@@ -938,6 +938,7 @@ void toMixedPrecision(Prediction &p) {
     memory.activations /= 2;
     memory.workspace /= 2;
     memory.collectiveBuffers /= 2;
+    memory.collectiveStaging /= 2;
   }
   p.setMemoryFromStages();
   p.workspaceBytes /= 2;
@@ -1000,8 +1001,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     planStridedMatmuls(step, fusion);
   if (codegen::TargetTraits::of(target).fusedBackwardSgd)
     planLiveTapUpdates(step, fusion);
-  std::vector<int64_t> stageArenaBytes, stageGradientBytes,
-      stageCollectiveBytes;
+  std::vector<int64_t> stageArenaBytes, stageGradientBytes;
+  std::vector<CollectiveBufferBytes> stageCollectiveBytes;
   llvm::DenseSet<Operation *> views;
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
   llvm::DenseSet<Value> keptCrops, refreshedCrops;
@@ -1017,7 +1018,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
           target == Target::Cpu
               ? collectiveBufferBytes(step, plan, memoryFusion,
                                       stages > 1 ? int64_t(s) : -1)
-              : 0);
+              : CollectiveBufferBytes{});
       for (const auto &entry : plan.rowsOfInput)
         if (Operation *slice = entry.first.getDefiningOp())
           views.insert(slice);
@@ -1087,11 +1088,12 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
         step, stages, static_cast<int>(cluster.threads));
     for (auto [memory, kernels, collectives] :
          llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes)) {
-      memory.collectiveBuffers = collectives;
-      memory.workspace = kernels + collectives;
+      memory.collectiveBuffers = collectives.total();
+      memory.collectiveStaging = collectives.staging;
+      memory.workspace = kernels + collectives.total();
       if (memory.workspace > p.workspaceBytes) {
         p.workspaceBytes = memory.workspace;
-        p.collectiveBufferBytes = collectives;
+        p.collectiveBufferBytes = memory.collectiveBuffers;
       }
     }
   }

@@ -44,10 +44,11 @@ namespace cleave::planner {
 /// scratch arena's peak, activations the rest of the arena; workspace is
 /// what kernels and collectives hold beside the plan
 /// (Prediction::workspaceBytes), collectiveBuffers the collectives' part of
-/// it.
+/// it, and collectiveStaging the part of that in the ops' own staging
+/// buffers (which grows with the ops, where the rest is a largest need).
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
-          workspace = 0, collectiveBuffers = 0;
+          workspace = 0, collectiveBuffers = 0, collectiveStaging = 0;
 };
 
 /// A span of one stage's predicted timeline: a micro-batch's forward or

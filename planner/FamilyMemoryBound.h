@@ -85,7 +85,7 @@ private:
   const SearchOptions &options;
   std::function<double(const PlanLayout &)> heldBytes;
   std::map<std::string, Family> families;
-  /// The scratch (and kernel workspace) of a mesh's least-memory layout
+  /// The scratch (and workspaces) of a mesh's least-memory layout
   /// for the strategies that split only state, by mesh and micro-batches:
   /// its least stage's, a bound whichever stage holds the most state.
   std::map<std::string, double> sharedScratch;

@@ -2,6 +2,8 @@
 
 #include "planner/LayerRolledStep.h"
 
+#include "runtime/CollectiveBuffers.h"
+
 #include "planner/RolledStep.h"
 
 #include <algorithm>
@@ -234,10 +236,18 @@ Prediction rollLayers(const PlanLayout &layout,
     memory.optimizerState = rollBytes(ma.optimizerState, mb.optimizerState, n);
     memory.gradients = rollBytes(ma.gradients, mb.gradients, n);
     memory.activations = rollBytes(ma.activations, mb.activations, n);
-    // Kernels' workspaces are as large as the largest layer's; collective
-    // buffers hold each bucket's staging, which grows with the layers.
+    // Kernels' workspaces are as large as the largest call's. The
+    // collectives' staging buffers, one per op, grow with the layers, and
+    // so do their workspaces as long as a gradient bucket grows with them,
+    // up to the two slots a reduce step receives into.
+    memory.collectiveStaging =
+        rollBytes(ma.collectiveStaging, mb.collectiveStaging, n);
+    int64_t wa = ma.collectiveBuffers - ma.collectiveStaging,
+            wb = mb.collectiveBuffers - mb.collectiveStaging;
     memory.collectiveBuffers =
-        rollBytes(ma.collectiveBuffers, mb.collectiveBuffers, n);
+        std::min(std::max(wa, rollBytes(wa, wb, n)),
+                 std::max({wa, wb, 2 * ::cleave::rt::kReducePieceBytes})) +
+        memory.collectiveStaging;
     memory.workspace = std::max(ma.workspace - ma.collectiveBuffers,
                                 mb.workspace - mb.collectiveBuffers) +
                        memory.collectiveBuffers;

@@ -130,7 +130,7 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
         "does not fit: needs {0} per rank ({1}{2}), the device has {3}",
         formatBytes(needed), peakParts(*prediction),
         prediction->workspaceBytes
-            ? ", kernel workspace " + formatBytes(prediction->workspaceBytes)
+            ? ", workspaces " + formatBytes(prediction->workspaceBytes)
             : std::string(),
         formatBytes(options.cluster.memoryBytes()));
   if (kept && candidate.rejected.empty())
@@ -389,7 +389,7 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
         "does not fit: needs about {0} per rank (estimated from {1} "
         "micro-batches of the same size{5}: {2}{3}), the device has {4}",
         formatBytes(needed), 2, peakParts(p),
-        p.workspaceBytes ? ", kernel workspace " + formatBytes(p.workspaceBytes)
+        p.workspaceBytes ? ", workspaces " + formatBytes(p.workspaceBytes)
                          : std::string(),
         formatBytes(options.cluster.memoryBytes()), fewerLayersNote(p));
   else if (!two.rejected.empty())

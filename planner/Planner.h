@@ -98,7 +98,7 @@ struct Candidate {
   /// with more micro-batches, which may need less recomputation than this
   /// one did.
   struct RecomputeTrial {
-    /// Scratch with kernel workspace.
+    /// Scratch with the workspaces (kernels' and collectives').
     int64_t scratchBytes = 0;
     /// The stages' mean compute (ms): what a pipeline's step is at least
     /// (mV + p - 1) / (mV) of, however unequal its stages.
