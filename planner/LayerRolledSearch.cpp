@@ -65,10 +65,15 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
   // of fitting, then with more where that does not fit.
   auto modesOf = [&](const Candidate *c) {
     std::vector<std::string> modes;
+    bool own = false;
     for (const char *mode : {"none", "selective", "full"}) {
-      if (mode == c->layout.recompute) {
+      // The estimate's own mode, then (searching) more recomputation
+      // where that does not fit after all: its memory estimate may be
+      // under too.
+      if ((own && !options.given) || mode == c->layout.recompute) {
         modes.push_back(mode);
-        break;
+        own = true;
+        continue;
       }
       auto it = c->trials.find(mode);
       if (it != c->trials.end() &&
@@ -138,20 +143,25 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
           withMode(contenders[j]->layout, modesOf(contenders[j]).front());
       ahead.prefetch(next.key(), confirm(next));
     }
-    std::optional<Candidate> found;
+    // The first mode that fits, or the first refusal (a later mode's, "the
+    // compiler cannot build it", would hide why).
+    std::optional<Candidate> found, refused;
     for (const std::string &mode : modesOf(candidate)) {
       PlanLayout layout = withMode(candidate->layout, mode);
       SearchResult one = ahead.take(layout.key(), confirm(layout));
       ++result.confirmed;
       result.rolled += one.rolled;
-      found = std::move(one.plans.empty() ? one.rejected.front()
-                                          : one.plans.front());
-      if (found->rejected.empty()) {
-        keepModule(*found, one);
+      Candidate confirmed = std::move(one.plans.empty() ? one.rejected.front()
+                                                        : one.plans.front());
+      if (confirmed.rejected.empty()) {
+        keepModule(confirmed, one);
+        found = std::move(confirmed);
         break;
       }
+      if (!refused)
+        refused = std::move(confirmed);
     }
-    *candidate = std::move(*found);
+    *candidate = std::move(found ? *found : *refused);
     if (candidate->rejected.empty())
       fitting.push_back(
           candidate->prediction->stepMs *
