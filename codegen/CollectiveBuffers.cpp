@@ -43,12 +43,18 @@ bool rearranged(Value value, int64_t dim) {
   return outer != 1;
 }
 
-} // namespace
-
-int64_t collectiveStagingBytes(AllReduceOp op) {
+/// The element counts of a bucket's tensors.
+SmallVector<int64_t> countsOf(AllReduceOp op) {
   SmallVector<int64_t> counts;
   for (Value input : op.getInputs())
     counts.push_back(numElements(input));
+  return counts;
+}
+
+} // namespace
+
+int64_t collectiveStagingBytes(AllReduceOp op) {
+  SmallVector<int64_t> counts = countsOf(op);
   return ::cleave::rt::bucketStagingBytes(counts.data(),
                                           static_cast<int>(counts.size()),
                                           elementBytesOf(op.getInputs()[0]));
@@ -89,9 +95,7 @@ CollectiveBufferBytes collectiveBufferBytes(func::FuncOp func,
     if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
       int g = groupSize(mesh, allReduce.getAxes());
       int64_t elementBytes = elementBytesOf(allReduce.getInputs()[0]);
-      SmallVector<int64_t> counts;
-      for (Value input : allReduce.getInputs())
-        counts.push_back(numElements(input));
+      SmallVector<int64_t> counts = countsOf(allReduce);
       rt::forEachBucketSegment(
           counts.data(), static_cast<int>(counts.size()), elementBytes,
           [&](int first, int end) {
@@ -101,7 +105,8 @@ CollectiveBufferBytes collectiveBufferBytes(func::FuncOp func,
             workspace = std::max(
                 workspace, rt::allReduceWorkspaceBytes(count, elementBytes, g));
           });
-      staging += collectiveStagingBytes(allReduce);
+      staging += rt::bucketStagingBytes(
+          counts.data(), static_cast<int>(counts.size()), elementBytes);
     } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
       int g = groupSize(mesh, scatter.getAxes());
       workspace =

@@ -941,8 +941,6 @@ void toMixedPrecision(Prediction &p) {
     memory.collectiveStaging /= 2;
   }
   p.setMemoryFromStages();
-  p.workspaceBytes /= 2;
-  p.collectiveBufferBytes /= 2;
   for (HeldTensor &tensor : p.tensors)
     if (tensor.role == "parameter")
       tensor.bytes /= 2;
@@ -1075,14 +1073,13 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     p.stageMemory[s].gradients = stageGradientBytes[s];
     p.stageMemory[s].activations = stageArenaBytes[s] - stageGradientBytes[s];
   }
-  p.setMemoryFromStages();
   // Kernels' and collectives' memory beside the plan: the cuda target's
   // scratch region (one bound for every stage), the cpu target's oneDNN
   // workspaces and collective buffers (each stage its own ops').
   if (target == Target::Cuda) {
-    p.workspaceBytes = kernelScratchBytes(step);
+    int64_t scratch = kernelScratchBytes(step);
     for (StageMemory &memory : p.stageMemory)
-      memory.workspace = p.workspaceBytes;
+      memory.workspace = scratch;
   } else {
     std::vector<int64_t> workspaces = cpuKernelWorkspaceBytes(
         step, stages, static_cast<int>(cluster.threads));
@@ -1091,13 +1088,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
       memory.collectiveBuffers = collectives.total();
       memory.collectiveStaging = collectives.staging;
       memory.workspace = kernels + collectives.total();
-      if (memory.workspace > p.workspaceBytes) {
-        p.workspaceBytes = memory.workspace;
-        p.collectiveBufferBytes = memory.collectiveBuffers;
-      }
     }
   }
-
+  p.setMemoryFromStages();
   if (mesh) {
     p.bytesSent = bytesSentPerRank(step, mesh, pipelineAxis, ringOnly,
                                    p.microbatchBytesSent);
@@ -1226,7 +1219,12 @@ double pipelineBubble(int64_t stages, int64_t microbatches,
 
 void Prediction::setMemoryFromStages() {
   persistentBytes = scratchBytes = peakBytesPerRank = peakStage = 0;
+  workspaceBytes = collectiveBufferBytes = 0;
   for (auto [s, memory] : llvm::enumerate(stageMemory)) {
+    if (memory.workspace > workspaceBytes) {
+      workspaceBytes = memory.workspace;
+      collectiveBufferBytes = memory.collectiveBuffers;
+    }
     int64_t persistent = memory.parameters + memory.optimizerState;
     int64_t scratch = memory.gradients + memory.activations;
     persistentBytes = std::max(persistentBytes, persistent);

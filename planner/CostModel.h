@@ -180,7 +180,8 @@ struct Prediction {
 
   /// Sets persistentBytes, scratchBytes, peakBytesPerRank and peakStage
   /// from stageMemory: each rank allocates its own stage's scratch, so the
-  /// peak is the largest stage's sum, not the sum of the largest parts.
+  /// peak is the largest stage's sum, not the sum of the largest parts;
+  /// and workspaceBytes and collectiveBufferBytes, the largest stage's.
   void setMemoryFromStages();
 };
 

@@ -266,12 +266,6 @@ Prediction rollLayers(const PlanLayout &layout,
         std::max(0.0, inFlight - templateInFlight) * stashed);
     p.maxStageComputeMs = std::max(p.maxStageComputeMs, share.computeMs);
   }
-  p.workspaceBytes = p.collectiveBufferBytes = 0;
-  for (const StageMemory &memory : p.stageMemory)
-    if (memory.workspace > p.workspaceBytes) {
-      p.workspaceBytes = memory.workspace;
-      p.collectiveBufferBytes = memory.collectiveBuffers;
-    }
   p.setMemoryFromStages();
 
   timeStages(p, layout.microbatches, layout.virtualStages);

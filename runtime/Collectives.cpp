@@ -153,10 +153,10 @@ void add(void *dst, const void *a, const void *b, int64_t count, DType type) {
 void reduceStep(const Group &group, const void *send, int64_t sendCount,
                 void *dst, const void *own, int64_t count, DType type,
                 CollectiveKind kind, char *slots) {
-  alignas(64) char smallSlots[kSmallAllReduceBytes];
-  if (reduceStepSlotBytes(count * dtypeSize(type)) == 0)
-    slots = smallSlots;
   int64_t elementBytes = dtypeSize(type);
+  alignas(64) char smallSlots[kSmallAllReduceBytes];
+  if (reduceStepSlotBytes(count * elementBytes) == 0)
+    slots = smallSlots;
   int64_t pieceBytes = reducePieceBytes(count * elementBytes);
   int64_t pieceCount = pieceBytes / elementBytes;
   int64_t numPieces = (count + pieceCount - 1) / pieceCount;
