@@ -7,9 +7,10 @@ calibrate`, or --cluster) ranks every layout the compiler can build for
 and run under mpirun on synthetic data. Reported per plan: predicted and
 measured step time, predicted peak memory per rank and what the program
 allocates (--print-memory), the predicted workspaces (oneDNN's and the
-collectives' buffers) and what they hold, the resident set's measured rise (--print-memory-peak: the most of
-any rank, file-backed pages excepted) against the plan plus the
-workspaces; per model: the median of |predicted/measured - 1|, the
+collectives' buffers) and what they hold, the predicted inputs (a rank's
+blocks of the step's inputs and the synthetic batch), the resident set's
+measured rise (--print-memory-peak: the most of any rank, file-backed
+pages excepted) against the plan plus the workspaces and inputs; per model: the median of |predicted/measured - 1|, the
 Spearman rank correlation of the two orders, and how far the plan ranked
 first is from the fastest measured. Where it calibrated this machine
 itself, it calibrates again after the runs and prints how the rates moved
@@ -18,6 +19,8 @@ and the median error with the second calibration's predictions.
   /usr/bin/python3 bench/plan_vs_measured.py --markdown
   /usr/bin/python3 bench/plan_vs_measured.py --models mlp --ranks 2 \\
       --cluster local.yaml --keep /tmp/pvm
+  /usr/bin/python3 bench/plan_vs_measured.py --memory-only --ranks 4 \\
+      --cluster local.yaml          # every plan run once, memory only
 
 A step time is (T(3N) - T(N)) / 2N from two timed runs of N and 3N steps
 (N chosen from runs of 10 and 210 steps so that the short run takes about
@@ -179,7 +182,8 @@ def step_estimate(program, ranks, env, n):
 def memory_of(program, ranks, env):
     """The most any rank allocates (--print-memory: parameters and state
     plus scratch, the plan), holds in oneDNN workspaces and collective
-    buffers, and measures (--print-memory-peak: its resident set's rise,
+    buffers, holds for its inputs (its blocks of them and the synthetic
+    batch), and measures (--print-memory-peak: its resident set's rise,
     file-backed pages excepted)."""
     p = run(MPIRUN + ["-np", str(ranks), program, "--synthetic", "--steps",
                       "2", "--print-memory", "--print-memory-peak"], env)
@@ -189,12 +193,42 @@ def memory_of(program, ranks, env):
         text)]
     measured = re.findall(r"rank \d+: peak (\d+) bytes, of which "
                           r"file-backed (\d+);.*oneDNN workspaces (\d+); "
-                          r"collective buffers (\d+)", text)
+                          r"collective buffers (\d+); inputs (\d+)", text)
     return dict(allocated=max(allocated) if allocated else None,
-                held=max((int(w) + int(c) for _, _, w, c in measured),
+                held=max((int(w) + int(c) for _, _, w, c, _ in measured),
                          default=None),
-                rise=max((int(a) - int(b) for a, b, _, _ in measured),
+                held_inputs=max((int(i) for *_, i in measured),
+                                default=None),
+                rise=max((int(a) - int(b) for a, b, *_ in measured),
                          default=None))
+
+
+def print_memory(name, batch, ranks, started, ended, rows, failed):
+    """--memory-only's table of one model: each plan's predicted memory
+    (the plan, workspaces, inputs) against what the program holds and its
+    resident set's measured rise, and how many plans are within 5%."""
+    print(f"\n{name} (global batch {batch}, {ranks} ranks; {started} to "
+          f"{ended}):")
+    print("| # | flags | plan predicted / allocated | workspaces predicted "
+          "/ held | inputs predicted / held | predicted in all | measured "
+          "rise | predicted/measured |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    ratios = []
+    for r in rows:
+        predicted = r["peak"] + r["workspace"] + r["inputs"]
+        ratios.append(predicted / r["rise"])
+        print(f"| {r['rank']} | `{r['flags']}` | {r['peak']} / "
+              f"{r['allocated']} | {r['workspace']} / {r['held']} | "
+              f"{r['inputs']} / {r['held_inputs']} | {predicted} | "
+              f"{r['rise']} | {ratios[-1]:.3f} |", flush=True)
+    for rank, flags, error in failed:
+        print(f"| {rank} | `{flags}` | does not compile: {error} |")
+    if ratios:
+        within = sum(abs(x - 1) <= 0.05 for x in ratios)
+        print(f"\n{name}: predicted/measured {min(ratios):.3f}-"
+              f"{max(ratios):.3f}, median "
+              f"{sorted(ratios)[len(ratios) // 2]:.3f}; {within} of "
+              f"{len(ratios)} plans within 5%")
 
 
 def spearman(a, b):
@@ -276,6 +310,8 @@ def main():
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--keep", help="work directory to keep")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="run each plan once for its memory, untimed")
     opts = ap.parse_args()
     work = opts.keep or tempfile.mkdtemp(prefix="cleave-pvm-")
     os.makedirs(work, exist_ok=True)
@@ -336,11 +372,17 @@ def main():
                              peak=plan["predicted"]["peak_bytes_per_rank"],
                              workspace=plan["predicted"][
                                  "workspace_bytes_per_rank"],
+                             inputs=plan["predicted"]["input_bytes_per_rank"],
                              **memory_of(program, opts.ranks, env),
-                             program=program,
-                             steps=steps_for(program, opts.ranks, env,
-                                             opts.seconds),
-                             estimates=[]))
+                             program=program))
+        if opts.memory_only:
+            print_memory(name, batch, opts.ranks, started, now(), rows,
+                         failed)
+            continue
+        for r in rows:
+            r["steps"] = steps_for(r["program"], opts.ranks, env,
+                                   opts.seconds)
+            r["estimates"] = []
         # Rounds over all plans, so that a plan's rounds lie a pass over
         # the others apart: this host's link between cores changes speed
         # for tens of seconds at a time, and the fastest round, as the
@@ -374,8 +416,9 @@ def main():
               "measured ms | predicted/measured | predicted peak bytes | "
               "allocated bytes | predicted workspaces (oneDNN and "
               "collective buffers) | held | "
-              "measured rise | (peak + workspaces)/measured |")
-        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "measured rise | predicted inputs | (peak + workspaces + "
+              "inputs)/measured |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             same = (" (the same binary as " +
                     ", ".join(f"#{k}" for k in r["same_as"]) + ")"
@@ -386,18 +429,31 @@ def main():
                   f"{r['predicted'] / r['measured']:.2f} | {r['peak']} | "
                   f"{r['allocated']} | {r['workspace']} | {r['held']} | "
                   f"{r['rise']} | "
-                  f"{(r['peak'] + r['workspace']) / r['rise']:.2f} |",
+                  f"{r['inputs']} | "
+                  f"{(r['peak'] + r['workspace'] + r['inputs']) / r['rise']:.2f} |",
                   flush=True)
         for rank, flags, error in failed:
             print(f"| {rank} | `{flags}` | does not compile: {error} |")
     after = None
-    if calibrated:
+    if opts.memory_only:
+        summary = []
+    elif calibrated:
         # This host's speed drifts: the same calibration again after the
         # runs shows how far the machine moved while they ran, and how the
         # plans' predictions from it compare.
         after = os.path.join(work, "local-after.yaml")
         calibrate(after)
         print("\n" + drift(cluster, after))
+    if summary:
+        print_timing_summary(summary, after, opts)
+    print(f"\ncluster file: {cluster}; work directory: {work}")
+    if not opts.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def print_timing_summary(summary, after, opts):
+    """The timed runs' table: one row per model."""
     print("\n| model | plans run | median error of predicted step | "
           "Spearman | plan ranked first vs fastest measured | plans that "
           "do not compile |" + (" median error, calibrated after the runs |"
@@ -409,10 +465,6 @@ def main():
         if after:
             line += f" {error_with(opts, model, batch, after, rows)} |"
         print(line)
-    print(f"\ncluster file: {cluster}; work directory: {work}")
-    if not opts.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include "planner/CpuWorkspace.h"
 
 #include "planner/FusedUpdates.h"
+#include "planner/InputMemory.h"
 #include "planner/OpCost.h"
 
 #include "codegen/CollectiveBuffers.h"
@@ -1076,6 +1077,9 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   // Kernels' and collectives' memory beside the plan: the cuda target's
   // scratch region (one bound for every stage), the cpu target's oneDNN
   // workspaces and collective buffers (each stage its own ops').
+  for (auto [memory, inputs] :
+       llvm::zip(p.stageMemory, stageInputBytes(step, stages, target)))
+    memory.inputs = inputs;
   if (target == Target::Cuda) {
     int64_t scratch = kernelScratchBytes(step);
     for (StageMemory &memory : p.stageMemory)
@@ -1219,8 +1223,10 @@ double pipelineBubble(int64_t stages, int64_t microbatches,
 
 void Prediction::setMemoryFromStages() {
   persistentBytes = scratchBytes = peakBytesPerRank = peakStage = 0;
-  workspaceBytes = collectiveBufferBytes = 0;
+  workspaceBytes = collectiveBufferBytes = inputBytes = neededBytesPerRank = 0;
   for (auto [s, memory] : llvm::enumerate(stageMemory)) {
+    inputBytes = std::max(inputBytes, memory.inputs);
+    neededBytesPerRank = std::max(neededBytesPerRank, memory.total());
     if (memory.workspace > workspaceBytes) {
       workspaceBytes = memory.workspace;
       collectiveBufferBytes = memory.collectiveBuffers;

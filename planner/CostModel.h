@@ -45,10 +45,18 @@ namespace cleave::planner {
 /// what kernels and collectives hold beside the plan
 /// (Prediction::workspaceBytes), collectiveBuffers the collectives' part of
 /// it, and collectiveStaging the part of that in the ops' own staging
-/// buffers (which grows with the ops, where the rest is a largest need).
+/// buffers (which grows with the ops, where the rest is a largest need);
+/// inputs what the step's inputs hold beside the plan (InputMemory.h).
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
-          workspace = 0, collectiveBuffers = 0, collectiveStaging = 0;
+          workspace = 0, collectiveBuffers = 0, collectiveStaging = 0,
+          inputs = 0;
+
+  /// Everything a rank of the stage holds, as the fit counts it.
+  int64_t total() const {
+    return parameters + optimizerState + gradients + activations + workspace +
+           inputs;
+  }
 };
 
 /// A span of one stage's predicted timeline: a micro-batch's forward or
@@ -154,6 +162,12 @@ struct Prediction {
   /// (collectiveBufferBytes, also apart in collectiveBufferBytes). Not in
   /// --print-memory's numbers; counted when checking the fit.
   int64_t workspaceBytes = 0, collectiveBufferBytes = 0;
+  /// The step's inputs on the stage that holds the most for them
+  /// (StageMemory::inputs): not in --print-memory's numbers either.
+  int64_t inputBytes = 0;
+  /// What the fit counts: the most any rank holds with its workspaces and
+  /// inputs (each rank its own stage's).
+  int64_t neededBytesPerRank = 0;
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
   std::vector<mlir::cleave::BytesByKind> bytesSent;
@@ -181,7 +195,8 @@ struct Prediction {
   /// Sets persistentBytes, scratchBytes, peakBytesPerRank and peakStage
   /// from stageMemory: each rank allocates its own stage's scratch, so the
   /// peak is the largest stage's sum, not the sum of the largest parts;
-  /// and workspaceBytes and collectiveBufferBytes, the largest stage's.
+  /// workspaceBytes and collectiveBufferBytes, the largest stage's,
+  /// inputBytes the largest, and neededBytesPerRank.
   void setMemoryFromStages();
 };
 

@@ -45,7 +45,7 @@ bool splitsOnlyState(Strategy strategy) {
 struct LeastMemory {
   /// Scratch with the stage's own workspaces (kernels' and collectives':
   /// a stage that sends tensors or reduces more holds more than the
-  /// others): the most of any stage, the least of
+  /// others) and inputs: the most of any stage, the least of
   /// any stage, and the most any stage needs with its parameters and
   /// state (each rank allocates its own stage's scratch).
   double scratch = 0, leastStageScratch = 0, needed = 0;
@@ -73,7 +73,7 @@ LeastMemory leastMemory(const Prediction &least,
     double scratch =
         held.gradients + held.activations +
         std::max(0.0, inFlight - 1) * stashed * (1 - kRolledStashMargin) +
-        held.workspace;
+        held.workspace + held.inputs;
     memory.scratch = std::max(memory.scratch, scratch);
     memory.leastStageScratch =
         s == 0 ? scratch : std::min(memory.leastStageScratch, scratch);

@@ -52,7 +52,7 @@ SearchResult searchPlans(MLIRContext &context, const StepSource &sharedSteps,
       continue;
     ++result.layerRolled;
     const Prediction &p = *candidate.prediction;
-    double needed = double(p.peakBytesPerRank + p.workspaceBytes);
+    double needed = double(p.neededBytesPerRank);
     llvm::StringRef reason = candidate.rejected;
     if (reason.empty() || reason.starts_with("may not fit") ||
         (doesNotFit(candidate) &&

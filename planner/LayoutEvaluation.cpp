@@ -37,6 +37,17 @@ std::string peakParts(const Prediction &p) {
                        formatBytes(m.gradients + m.activations));
 }
 
+/// ", workspaces W, inputs I": what the fit counts beside peakBytesPerRank
+/// (the most of any stage, each part left out where it is none).
+std::string besidePeakParts(const Prediction &p) {
+  std::string parts;
+  if (p.workspaceBytes)
+    parts += ", workspaces " + formatBytes(p.workspaceBytes);
+  if (p.inputBytes)
+    parts += ", inputs " + formatBytes(p.inputBytes);
+  return parts;
+}
+
 /// Each rank's pipeline stage: its coordinate along the pipeline axis of
 /// the row-major mesh (0 without one).
 std::vector<int64_t> stagesOfRanks(const PlanLayout &layout) {
@@ -116,7 +127,7 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
     if (llvm::Error error = checkEmits(step, options.target))
       return rejectWith(std::move(error));
   }
-  int64_t needed = prediction->peakBytesPerRank + prediction->workspaceBytes;
+  int64_t needed = prediction->neededBytesPerRank;
   // A plan is a program the compiler builds: a layout that fits is
   // verified (its passes ran without the verifier), so that no sharding
   // compile's verifier refuses is ranked (the emit check above runs on the
@@ -129,9 +140,7 @@ void partitionAndPredict(MLIRContext &context, const StepSource &steps,
     candidate.rejected = llvm::formatv(
         "does not fit: needs {0} per rank ({1}{2}), the device has {3}",
         formatBytes(needed), peakParts(*prediction),
-        prediction->workspaceBytes
-            ? ", workspaces " + formatBytes(prediction->workspaceBytes)
-            : std::string(),
+        besidePeakParts(*prediction),
         formatBytes(options.cluster.memoryBytes()));
   if (kept && candidate.rejected.empty())
     *kept = std::move(module);
@@ -187,13 +196,13 @@ void predictFromLayers(MLIRContext &context, const StepSource &steps,
     predicted = rollLayers(layout, templates, shallow, options.layers->count);
   }
   const Prediction &p = *predicted;
-  int64_t needed = p.peakBytesPerRank + p.workspaceBytes;
+  int64_t needed = p.neededBytesPerRank;
   if (needed > options.cluster.memoryBytes())
     candidate.rejected = llvm::formatv(
         "does not fit: needs about {0} per rank (estimated from the same "
-        "layout{1}: {2}), the device has {3}",
+        "layout{1}: {2}{4}), the device has {3}",
         formatBytes(needed), fewerLayersNote(p), peakParts(p),
-        formatBytes(options.cluster.memoryBytes()));
+        formatBytes(options.cluster.memoryBytes()), besidePeakParts(p));
   candidate.prediction = std::move(predicted);
 }
 
@@ -292,7 +301,7 @@ void evaluate(MLIRContext &context, const StepSource &steps,
     trial.stageMemory = p.stageMemory;
     for (const StageShare &share : p.stageShares)
       trial.stashedBytes.push_back(share.stashedBytes);
-    trial.neededBytes = p.peakBytesPerRank + p.workspaceBytes;
+    trial.neededBytes = p.neededBytesPerRank;
     trial.stepMs = p.stepMs;
   };
   evaluateOnce(context, steps, options, candidate, /*emit=*/false, kept,
@@ -383,14 +392,12 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
       *two.prediction, two.layout.schedule, layout.schedule,
       layout.microbatches, layout.virtualStages, stagesOfRanks(layout));
   const Prediction &p = *rolled.prediction;
-  int64_t needed = p.peakBytesPerRank + p.workspaceBytes;
+  int64_t needed = p.neededBytesPerRank;
   if (needed > options.cluster.memoryBytes())
     rolled.rejected = llvm::formatv(
         "does not fit: needs about {0} per rank (estimated from {1} "
         "micro-batches of the same size{5}: {2}{3}), the device has {4}",
-        formatBytes(needed), 2, peakParts(p),
-        p.workspaceBytes ? ", workspaces " + formatBytes(p.workspaceBytes)
-                         : std::string(),
+        formatBytes(needed), 2, peakParts(p), besidePeakParts(p),
         formatBytes(options.cluster.memoryBytes()), fewerLayersNote(p));
   else if (!two.rejected.empty())
     rolled.rejected = two.rejected;
@@ -400,8 +407,7 @@ bool estimateRolled(MLIRContext &context, const StepSource &steps,
     if (!tried.prediction)
       return;
     Candidate::RecomputeTrial &trial = trials[tried.layout.recompute];
-    trial.neededBytes =
-        tried.prediction->peakBytesPerRank + tried.prediction->workspaceBytes;
+    trial.neededBytes = tried.prediction->neededBytesPerRank;
     trial.stepMs = tried.prediction->stepMs;
   };
   record(rolled);

@@ -595,7 +595,7 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
     }
     Candidate rolled = std::move(e.candidate);
     const Prediction &p = *rolled.prediction;
-    double needed = p.peakBytesPerRank + p.workspaceBytes;
+    double needed = p.neededBytesPerRank;
     double tolerance =
         interleaved ? kInterleavedTolerance : kRolledMemoryTolerance;
     double timeTolerance =
@@ -666,8 +666,8 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
             layout.schedule, stages, s, layout.microbatches,
             layout.virtualStages, /*overlapping=*/false);
         most = std::max(
-            most, memory.parameters + memory.optimizerState +
-                      memory.gradients +
+            most, memory.parameters + memory.optimizerState + memory.gradients +
+                      memory.inputs +
                       kSiblingScratchMargin *
                           ((memory.activations - stashed + workspace) / m +
                            stashed * inFlight / m));

@@ -76,7 +76,7 @@ int runProgram(const Program &program, int argc, char **argv) {
   meter.stop();
   reports.finishSteps();
   writeFinalOutputs(program, options, store);
-  reports.printSummaries(meter);
+  reports.printSummaries(meter, data.heldBytes());
   if (program.device)
     program.device->stop();
   finalizeMesh();

@@ -4,6 +4,7 @@
 #include "runtime/GlobalTensors.h"
 #include "runtime/TensorStore.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -226,27 +227,54 @@ void TrainingData::chooseDataset() {
     dataset = &input;
   }
   order.emplace(dataset ? dataset->samples : 1, options);
+  // One whole batch for every input split along another dimension than
+  // the batch's, allocated once (the planner predicts its size).
+  int64_t largest = 0;
+  for (const InputData &input : loaded) {
+    int index = input.spec - global.specs.data();
+    if (global.holds(index) && global.firstLocalRow(index) < 0)
+      largest = std::max(largest, global.wholeBytes(index));
+  }
+  wholeBatch.resize(largest);
 }
 
 void TrainingData::copyBatch(int64_t step, TensorStore &store) {
   for (InputData &input : loaded) {
     int index = input.spec - global.specs.data();
+    if (!global.holds(index))
+      continue;
+    // A block of whole rows (a batch split over data-parallel ranks, or
+    // not split) is copied sample by sample where the step reads it; a
+    // block split along another dimension is cut out of the whole batch.
     char *dest = static_cast<char *>(store.hostCopy(index));
-    if (global.isSplit(index)) {
-      wholeBatch.resize(global.wholeBytes(index));
-      dest = wholeBatch.data();
-    }
     int64_t rows = input.spec->shape.rank ? input.spec->shape.dims[0] : 1;
-    for (int64_t j = 0; j < rows; ++j) {
+    int64_t first = global.firstLocalRow(index), count = rows;
+    bool cut = first < 0;
+    if (cut) {
+      dest = wholeBatch.data();
+      first = 0;
+    } else {
+      const Shape &local = global.localShape(index);
+      count = local.rank ? local.dims[0] : 1;
+    }
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t row = first + j;
       int64_t sample =
-          input.samples == rows ? j : order->sample(step * rows + j);
+          input.samples == rows ? row : order->sample(step * rows + row);
       std::memcpy(dest + j * input.sampleBytes,
                   input.array.data.data() + sample * input.sampleBytes,
                   input.sampleBytes);
     }
-    if (global.isSplit(index))
+    if (cut)
       global.toLocal(index, wholeBatch.data(), store.hostCopy(index));
   }
+}
+
+int64_t TrainingData::heldBytes() const {
+  int64_t bytes = static_cast<int64_t>(wholeBatch.capacity());
+  for (const InputData &input : loaded)
+    bytes += static_cast<int64_t>(input.array.data.capacity());
+  return bytes;
 }
 
 } // namespace cleave::rt

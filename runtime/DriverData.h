@@ -105,10 +105,16 @@ public:
   /// weight fed as an input, say); the others are the data set and must
   /// agree on its size. Called once every input is loaded.
   void chooseDataset();
-  /// Copies the batch of `step` of every input into its host copy in
-  /// `store`; a split input is assembled whole, then this rank keeps its
-  /// block.
+  /// Copies the batch of `step` of every input this rank reads into its
+  /// host copy in `store`: the rows of its block, or, for an input split
+  /// along another dimension than the batch's, the whole batch, of which
+  /// it keeps its block.
   void copyBatch(int64_t step, TensorStore &store);
+  /// The bytes this rank holds for the data: every input's samples as
+  /// loaded (one batch with --synthetic, the files with --data) and the
+  /// whole batch of an input split along another dimension than the
+  /// batch's.
+  int64_t heldBytes() const;
 
   const std::vector<InputData> &inputs() const { return loaded; }
   /// The rows of a batch (the first dimension of the last input).
@@ -120,7 +126,8 @@ private:
   std::vector<InputData> loaded;
   int64_t batchRows = 0;
   std::optional<SampleOrder> order;
-  /// A split input's whole batch, before this rank takes its block.
+  /// The whole batch of an input split along another dimension than the
+  /// batch's, before this rank takes its block.
   std::vector<char> wholeBatch;
 };
 

@@ -48,6 +48,17 @@ AxisGroup GlobalTensors::stageGroup() const {
   return group;
 }
 
+int64_t GlobalTensors::firstLocalRow(int i) const {
+  const Shape &local = localShape(i);
+  if (!distributed || local.rank == 0)
+    return 0;
+  for (int d = 1; d < local.rank; ++d)
+    if (shardings[i].dims[d].count > 0)
+      return -1;
+  return blockIndex(shardings[i].dims[0], program.mesh, coords.data()) *
+         local.dims[0];
+}
+
 void GlobalTensors::toLocal(int i, const char *global, void *local) const {
   // A stage's tensors may be split over the other axes, never over the
   // pipeline's (the compiler refuses that).

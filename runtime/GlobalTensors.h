@@ -62,6 +62,10 @@ struct GlobalTensors {
   bool isSplit(int i) const {
     return distributed && (!shardings[i].isReplicated() || isStaged(i));
   }
+  /// Where this rank's block of tensor `i` is whole rows of the global
+  /// tensor (no dimension but the first split), the first of them; -1
+  /// where another dimension is split.
+  int64_t firstLocalRow(int i) const;
   /// Copies this rank's block of tensor `i` out of `global`.
   void toLocal(int i, const char *global, void *local) const;
   /// Assembles the whole tensor `i` in rank 0's `whole` from every rank's

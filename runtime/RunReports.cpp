@@ -73,9 +73,10 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 /// state, and the scratch of its own stage; then the bytes its oneDNN
 /// convolutions' workspaces and its collectives' buffers hold, which the
 /// plan leaves out and the planner predicts (planner/CpuWorkspace.h,
-/// codegen/CollectiveBuffers.h).
+/// codegen/CollectiveBuffers.h), and the bytes its inputs hold (its blocks
+/// of the step's inputs and the data they are copied from).
 void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
-                         const GlobalTensors &global) {
+                         int64_t inputBytes, const GlobalTensors &global) {
   const Program &program = global.program;
   int64_t scratch = program.scratchBytesOf(global.stage);
   std::vector<int64_t> mine = {growth.peak,
@@ -83,8 +84,9 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                                persistentBytes,
                                scratch,
                                oneDnnWorkspaceBytes(),
-                               collectiveBufferBytes()};
-  constexpr size_t kFields = 6;
+                               collectiveBufferBytes(),
+                               inputBytes};
+  constexpr size_t kFields = 7;
   std::vector<int64_t> all(mine);
   int ranks = global.distributed ? worldSize() : 1;
   if (global.distributed) {
@@ -101,11 +103,12 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
     std::printf("  rank %d: peak %lld bytes, of which file-backed %lld; "
                 "planned %lld (parameters and state %lld, scratch of its "
                 "stage %lld); oneDNN workspaces %lld; collective buffers "
-                "%lld\n",
+                "%lld; inputs %lld\n",
                 r, static_cast<long long>(at[0]), static_cast<long long>(at[1]),
                 static_cast<long long>(at[2] + at[3]),
                 static_cast<long long>(at[2]), static_cast<long long>(at[3]),
-                static_cast<long long>(at[4]), static_cast<long long>(at[5]));
+                static_cast<long long>(at[4]), static_cast<long long>(at[5]),
+                static_cast<long long>(at[6]));
   }
   std::fflush(stdout);
 }
@@ -244,12 +247,14 @@ void RunReports::finishSteps() {
         static_cast<long long>(options.traceLast), options.trace.c_str());
 }
 
-void RunReports::printSummaries(const PeakMemoryMeter &meter) {
+void RunReports::printSummaries(const PeakMemoryMeter &meter,
+                                int64_t dataBytes) {
   if (options.printMemory)
     printMemory(store.persistentBytes(), program.scratchBytesOf(global.stage),
                 global);
   if (meter.enabled())
-    printMeasuredMemory(meter.growth(), store.persistentBytes(), global);
+    printMeasuredMemory(meter.growth(), store.persistentBytes(),
+                        store.inputBytes() + dataBytes, global);
   if (options.printComm)
     printCommunication(stepComm, options.steps - firstStep, global);
 }

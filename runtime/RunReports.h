@@ -42,9 +42,10 @@ public:
   bool syncLog(std::string &error);
   /// Closes the log and writes the trace.
   void finishSteps();
-  /// --print-memory, --print-memory-peak (what `meter` measured) and
+  /// --print-memory, --print-memory-peak (what `meter` measured; the
+  /// run's data holds `dataBytes`, TrainingData::heldBytes) and
   /// --print-comm.
-  void printSummaries(const PeakMemoryMeter &meter);
+  void printSummaries(const PeakMemoryMeter &meter, int64_t dataBytes);
 
 private:
   /// A log that cannot be written (a full disk, /dev/full) ends the run:

@@ -83,8 +83,8 @@ int64_t groupSizeOf(const AxisGroup &group, const MeshSpec &mesh) {
   return size;
 }
 
-/// The block a rank holds along one dimension: its index in the group,
-/// axes major to minor.
+} // namespace
+
 int64_t blockIndex(const AxisGroup &group, const MeshSpec &mesh,
                    const int *coords) {
   int64_t index = 0;
@@ -92,8 +92,6 @@ int64_t blockIndex(const AxisGroup &group, const MeshSpec &mesh,
     index = index * mesh.axisSizes[group.axes[i]] + coords[group.axes[i]];
   return index;
 }
-
-} // namespace
 
 Shape globalShape(const Shape &local, const TensorSharding &sharding,
                   const MeshSpec &mesh) {

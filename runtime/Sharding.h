@@ -34,6 +34,11 @@ bool parseSharding(const char *text, const MeshSpec &mesh, int rank,
 Shape globalShape(const Shape &local, const TensorSharding &sharding,
                   const MeshSpec &mesh);
 
+/// The block a rank with mesh coordinates `coords` holds along a dimension
+/// split over `group`: its index in the group, axes major to minor.
+int64_t blockIndex(const AxisGroup &group, const MeshSpec &mesh,
+                   const int *coords);
+
 /// Copies between a global buffer and the local block of the rank with
 /// mesh coordinates `coords` (toLocal: global -> local).
 void copyBlock(char *global, const Shape &global_shape, char *local,

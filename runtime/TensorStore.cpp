@@ -66,6 +66,15 @@ void TensorStore::allocateHostCopy(int i) {
   pointers.push_back(buffers.back().get());
 }
 
+int64_t TensorStore::inputBytes() const {
+  int64_t bytes = 0;
+  for (int i = 0; i < program.numTensors; ++i)
+    if (program.tensors[i].role == Role::Input ||
+        program.tensors[i].role == Role::Step)
+      bytes += global.localBytes(i);
+  return bytes;
+}
+
 void TensorStore::setInitialValue(int i, const RunOptions &options) {
   // Weights the step keeps cropped copies of are written outside it.
   forgetCroppedWeights();

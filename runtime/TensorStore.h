@@ -68,6 +68,9 @@ public:
   char *arena() const { return arenaStart; }
   /// Bytes of the parameters and state this rank holds.
   int64_t persistentBytes() const { return persistent; }
+  /// Bytes of this rank's blocks of the step's inputs and step counter
+  /// (on the cuda target, their pinned host copies).
+  int64_t inputBytes() const;
 
   /// The global view the store was built on.
   const GlobalTensors &global;

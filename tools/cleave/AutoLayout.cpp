@@ -117,9 +117,10 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
       p.stepMs, p.computeMs, p.exposedCommMs, p.bubbleMs,
       planner::formatBytes(p.peakBytesPerRank),
       planner::formatBytes(p.commBytesPerRank),
-      p.workspaceBytes > 0
-          ? " (+" + planner::formatBytes(p.workspaceBytes) + " workspaces)"
-          : std::string());
+      llvm::formatv(" (+{0} workspaces, {1} inputs)",
+                    planner::formatBytes(p.workspaceBytes),
+                    planner::formatBytes(p.inputBytes))
+          .str());
   std::string flagsText;
   // Quoted where the shell would read a hint's brackets as a glob.
   for (const std::string &flag : best.layout.flags())

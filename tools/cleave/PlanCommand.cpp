@@ -519,15 +519,20 @@ int PlanCommand::run(mlir::MLIRContext &context) {
         os << "     ~ estimated: predicted from the same layout with 2 "
               "micro-batches of the same size (its step is too big to "
               "unroll here; not compiled)\n";
+      std::vector<std::string> beside;
       if (p.workspaceBytes > 0)
-        os << "     workspaces " << planner::formatBytes(p.workspaceBytes)
-           << " beside peak/rank ("
-           << (p.collectiveBufferBytes > 0
-                   ? "collective buffers " +
-                         planner::formatBytes(p.collectiveBufferBytes) + "; "
-                   : std::string())
-           << planner::formatBytes(p.peakBytesPerRank + p.workspaceBytes)
-           << " in all, as the fit counts)\n";
+        beside.push_back(
+            "workspaces " + planner::formatBytes(p.workspaceBytes) +
+            (p.collectiveBufferBytes > 0
+                 ? " (collective buffers " +
+                       planner::formatBytes(p.collectiveBufferBytes) + ")"
+                 : std::string()));
+      if (p.inputBytes > 0)
+        beside.push_back("inputs " + planner::formatBytes(p.inputBytes));
+      if (!beside.empty())
+        os << "     beside peak/rank: " << llvm::join(beside, ", ") << "; "
+           << planner::formatBytes(p.neededBytesPerRank)
+           << " in all, as the fit counts\n";
       os << "     " << shellLine(c) << "\n";
     }
   }
@@ -653,7 +658,7 @@ int PlanCommand::run(mlir::MLIRContext &context) {
     // Say what would fit.
     const Candidate *smallest = nullptr;
     auto needs = [](const Candidate &c) {
-      return c.prediction->peakBytesPerRank + c.prediction->workspaceBytes;
+      return c.prediction->neededBytesPerRank;
     };
     for (const Candidate &c : result.rejected)
       if (c.prediction && (!smallest || needs(c) < needs(*smallest)))

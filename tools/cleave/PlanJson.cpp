@@ -16,7 +16,8 @@ void addDetails(const planner::Prediction &p, llvm::json::Object &plan) {
                            {"optimizer_state", m.optimizerState},
                            {"activations", m.activations},
                            {"workspace", m.workspace},
-                           {"collective_buffers", m.collectiveBuffers}});
+                           {"collective_buffers", m.collectiveBuffers},
+                           {"inputs", m.inputs}});
   for (const planner::ScheduleSlice &s : p.schedule)
     schedule.push_back(llvm::json::Object{{"stage", s.stage},
                                           {"microbatch", s.microbatch},
@@ -130,6 +131,8 @@ llvm::json::Object planJson(const planner::Candidate &c,
         {"scratch_bytes_per_rank", p.scratchBytes},
         {"workspace_bytes_per_rank", p.workspaceBytes},
         {"collective_buffer_bytes_per_rank", p.collectiveBufferBytes},
+        {"input_bytes_per_rank", p.inputBytes},
+        {"needed_bytes_per_rank", p.neededBytesPerRank},
         {"comm_bytes_per_rank", p.commBytesPerRank},
         {"comm_bytes_by_kind", std::move(bytesByKind)}};
     if (details)

@@ -10,9 +10,11 @@ compiler and the program report:
     plus scratch, equal to what the program's --print-memory reports;
   - on the cpu target, memory_by_stage[].workspace: the bytes each rank's
     oneDNN convolutions hold in workspaces of their own and its collectives
-    in buffers of their own (memory_by_stage[].collective_buffers), each
-    equal to what the program's --print-memory-peak reports for it (and
-    workspace_bytes_per_rank the most of any rank).
+    in buffers of their own (memory_by_stage[].collective_buffers), and
+    memory_by_stage[].inputs: the bytes its step's inputs hold (its blocks
+    of them, the --synthetic batch they are copied from), each equal to
+    what the program's --print-memory-peak reports for it (and
+    workspace_bytes_per_rank, input_bytes_per_rank the most of any rank).
 
 usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected] [--also FLAG]
                      [--threads N] [--workspaces-measured]
@@ -21,7 +23,7 @@ usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected] [--also FLAG]
 plan built to run on the host). --threads: OpenMP threads per rank
 (default 1). --measured-bound: the measured rise of each rank's resident
 set (its peak less file-backed pages) is at most its plan plus its
-workspaces plus 1 MiB that no plan holds (OpenBLAS's packing buffer,
+workspaces and inputs plus 1 MiB that no plan holds (OpenBLAS's packing buffer,
 MPI's bookkeeping; 2 MiB more where transparent huge pages are always on,
 as in test/distributed/Inputs/measured_memory.py), and where it has
 workspaces, more than its plan plus that 1 MiB (the plan alone falls
@@ -50,7 +52,7 @@ def parse_memory(text):
 
 MEASURED = re.compile(r"rank (\d+): peak (\d+) bytes, of which file-backed "
                       r"(\d+); planned (\d+) .*; oneDNN workspaces (\d+); "
-                      r"collective buffers (\d+)")
+                      r"collective buffers (\d+); inputs (\d+)")
 
 
 def unplanned_allowance():
@@ -79,34 +81,42 @@ def stage_of(plan, rank):
 
 
 def check_workspaces(plan, text, failures, bound):
-    """The cpu target's oneDNN workspaces, collective buffers and measured
-    memory, per rank."""
+    """The cpu target's oneDNN workspaces, collective buffers, inputs and
+    measured memory, per rank."""
     measured = {int(m.group(1)): [int(g) for g in m.groups()[1:]]
                 for m in MEASURED.finditer(text)}
     stages = plan["memory_by_stage"]
-    most = 0
-    for rank, (peak, file, planned, kernels, collectives) in sorted(
+    most = most_inputs = 0
+    for rank, (peak, file, planned, kernels, collectives, inputs) in sorted(
             measured.items()):
         stage = stages[stage_of(plan, rank)]
         predicted = stage["workspace"]
         buffers = stage["collective_buffers"]
         most = max(most, kernels + collectives)
+        most_inputs = max(most_inputs, inputs)
         rise = peak - file
         print(f"  rank {rank}: oneDNN workspaces predicted "
               f"{predicted - buffers}, held {kernels}; collective buffers "
-              f"predicted {buffers}, held {collectives}; measured {rise} "
-              f"bytes, planned {planned}")
+              f"predicted {buffers}, held {collectives}; inputs predicted "
+              f"{stage['inputs']}, held {inputs}; measured {rise} bytes, "
+              f"planned {planned}")
         if kernels != predicted - buffers:
             failures.append(f"rank {rank}'s oneDNN workspaces differ")
         if collectives != buffers:
             failures.append(f"rank {rank}'s collective buffers differ")
-        if bound and rise > planned + predicted + unplanned_allowance():
-            failures.append(f"rank {rank} measured more than its plan and "
-                            "workspaces")
+        if inputs != stage["inputs"]:
+            failures.append(f"rank {rank}'s inputs differ")
+        beside = predicted + stage["inputs"]
+        if bound and rise > planned + beside + unplanned_allowance():
+            failures.append(f"rank {rank} measured more than its plan, "
+                            "workspaces and inputs")
         if bound and kernels and rise <= planned + unplanned_allowance():
             failures.append(f"rank {rank} measured no more than its plan")
     if most != plan["predicted"]["workspace_bytes_per_rank"]:
         failures.append("workspace_bytes_per_rank differs from the most any "
+                        "rank holds")
+    if most_inputs != plan["predicted"]["input_bytes_per_rank"]:
+        failures.append("input_bytes_per_rank differs from the most any "
                         "rank holds")
 
 
