@@ -15,10 +15,12 @@ namespace cleave::planner {
 std::vector<int64_t> stageInputBytes(func::FuncOp step, int64_t stages,
                                      Target target) {
   MeshAttr mesh = getModuleMesh(step);
-  // Every rank loads every graph input (the ranks check they were given
-  // the same data); each keeps blocks of those its stage reads.
-  int64_t loaded = 0;
-  std::vector<int64_t> blocks(stages, 0), wholeBatch(stages, 0);
+  // A rank makes the synthetic rows it reads: its block's, or one whole
+  // batch for an input split along another dimension, from which it
+  // assembles the batch (one buffer, as large as the largest such input)
+  // and cuts its block.
+  std::vector<int64_t> blocks(stages, 0), made(stages, 0),
+      wholeBatch(stages, 0);
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
     bool input = step.getArgAttr(i, CleaveDialect::kInputAttrName) != nullptr;
@@ -35,14 +37,14 @@ std::vector<int64_t> stageInputBytes(func::FuncOp step, int64_t stages,
         rowsOnly = rowsOnly && (d == 0 || sharding.getDimAxes(d).empty());
       }
     }
-    if (input)
-      loaded += whole;
     auto at =
         step.getArgAttrOfType<IntegerAttr>(i, CleaveDialect::kStageAttrName);
     for (int64_t s = 0; s < stages; ++s) {
       if (at && stages > 1 && at.getInt() != s)
         continue;
       blocks[s] += local;
+      if (input)
+        made[s] += rowsOnly ? local : whole;
       if (input && !rowsOnly)
         wholeBatch[s] = std::max(wholeBatch[s], whole);
     }
@@ -50,7 +52,7 @@ std::vector<int64_t> stageInputBytes(func::FuncOp step, int64_t stages,
   if (target == Target::Cuda)
     return blocks;
   for (int64_t s = 0; s < stages; ++s)
-    blocks[s] += loaded + wholeBatch[s];
+    blocks[s] += made[s] + wholeBatch[s];
   return blocks;
 }
 

@@ -4,11 +4,12 @@
 // allocates parameters and state; the step's inputs (a batch of every graph
 // input, and the step counter) sit beside both, in buffers the driver fills
 // every step (runtime/DriverData.h). On the cpu target a rank holds its own
-// block of each input its stage reads, the samples it copies them from (one
-// batch of every graph input with --synthetic; with --data, the files
-// themselves), and, for an input split along another dimension than the
-// batch's, one whole batch to cut its block from. On the cuda target the
-// device holds the blocks, in the one device block; the rest is the host's.
+// block of each input its stage reads, the samples it copies them from
+// (with --synthetic, the rows of one batch it reads; with --data, every
+// input's files, on every rank), and, for an input split along another
+// dimension than the batch's, one whole batch to cut its block from. On
+// the cuda target the device holds the blocks, in the one device block;
+// the rest is the host's.
 //
 //===----------------------------------------------------------------------===//
 

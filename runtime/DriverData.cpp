@@ -53,6 +53,30 @@ void moveSamplesFirst(NpyArray &array, int dim, int64_t elementBytes) {
   array.shape.insert(array.shape.begin(), samples);
 }
 
+constexpr uint64_t kLcgMultiplier = 6364136223846793005ull;
+constexpr uint64_t kLcgIncrement = 1442695040888963407ull;
+
+/// The state of the generator x -> a x + c (Knuth's MMIX constants) `steps`
+/// steps after `state`, by squaring the step: a rank starts the synthetic
+/// sequence at its own first row.
+uint64_t advanceLcg(uint64_t state, uint64_t steps) {
+  uint64_t a = kLcgMultiplier, c = kLcgIncrement, totalA = 1, totalC = 0;
+  for (; steps; steps >>= 1) {
+    if (steps & 1) {
+      totalA *= a;
+      totalC = totalC * a + c;
+    }
+    c *= a + 1;
+    a *= a;
+  }
+  return totalA * state + totalC;
+}
+
+/// The elements of one sample of `input`.
+int64_t sampleElements(const InputData &input) {
+  return input.sampleBytes / dtypeSize(input.spec->dtype);
+}
+
 } // namespace
 
 int64_t firstNonFinite(const void *data, int64_t count, DType type) {
@@ -97,9 +121,9 @@ void fillSyntheticIndices(InputData &input, const IndexInputCheck &check) {
     return;
   int64_t count = static_cast<int64_t>(input.array.data.size()) /
                   dtypeSize(input.spec->dtype);
-  uint64_t state = 7;
+  uint64_t state = advanceLcg(7, input.firstSample * sampleElements(input));
   for (int64_t i = 0; i < count; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    state = state * kLcgMultiplier + kLcgIncrement;
     int64_t value =
         check.low +
         static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(range));
@@ -118,7 +142,8 @@ void checkIndexValues(const InputData &input, const IndexInputCheck &check) {
     checkValues<int32_t>(input, check);
 }
 
-InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
+InputData loadInput(const TensorSpec &spec, const RunOptions &options,
+                    int64_t firstRow, int64_t rows) {
   InputData input{&spec, "", {}, 0, 0};
   int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
   input.sampleBytes =
@@ -126,14 +151,19 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
   if (options.synthetic) {
     // Random but valid: small floats, and zeros for integer inputs (valid
     // class labels and token ids for any model; spread over their range
-    // where the program knows it, fillSyntheticIndices).
+    // where the program knows it, fillSyntheticIndices). Element i of the
+    // batch is the generator's (i+1)-th number, whichever rank makes it.
     input.samples = batch;
-    input.array.data.assign(batch * input.sampleBytes, 0);
+    input.firstSample = firstRow;
+    if (rows < 0)
+      rows = batch;
+    input.array.data.assign(rows * input.sampleBytes, 0);
     if (spec.dtype == DType::F32) {
       float *f = reinterpret_cast<float *>(input.array.data.data());
-      uint64_t state = 42;
-      for (int64_t i = 0; i < spec.shape.numElements(); ++i) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
+      int64_t perSample = sampleElements(input);
+      uint64_t state = advanceLcg(42, firstRow * perSample);
+      for (int64_t i = 0; i < rows * perSample; ++i) {
+        state = state * kLcgMultiplier + kLcgIncrement;
         f[i] = static_cast<float>((state >> 40) * 0x1.0p-24) - 0.5f;
       }
     }
@@ -200,7 +230,21 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options) {
 
 void TrainingData::load(int i) {
   const Program &program = global.program;
-  loaded.push_back(loadInput(global.specs[i], options));
+  // With --synthetic a rank makes the rows it copies: its block's, the
+  // whole batch where another dimension is split, none on a stage that
+  // does not read the input.
+  int64_t first = 0, rows = -1;
+  if (options.synthetic) {
+    int64_t firstRow = global.firstLocalRow(i);
+    const Shape &local = global.localShape(i);
+    if (!global.holds(i)) {
+      rows = 0;
+    } else if (firstRow >= 0) {
+      first = firstRow;
+      rows = local.rank ? local.dims[0] : 1;
+    }
+  }
+  loaded.push_back(loadInput(global.specs[i], options, first, rows));
   for (int c = 0; c < program.numIndexChecks; ++c) {
     const IndexInputCheck &check = program.indexChecks[c];
     if (check.tensor != i)
@@ -262,7 +306,8 @@ void TrainingData::copyBatch(int64_t step, TensorStore &store) {
       int64_t sample =
           input.samples == rows ? row : order->sample(step * rows + row);
       std::memcpy(dest + j * input.sampleBytes,
-                  input.array.data.data() + sample * input.sampleBytes,
+                  input.array.data.data() +
+                      (sample - input.firstSample) * input.sampleBytes,
                   input.sampleBytes);
     }
     if (cut)

@@ -32,18 +32,26 @@ struct InputData {
   NpyArray array;
   int64_t samples = 0;
   int64_t sampleBytes = 0;
+  /// The first sample `array` holds: with --synthetic a rank makes only
+  /// the rows of the batch it reads (`array` holds samples [firstSample,
+  /// firstSample + rows)), the same values whichever rank makes them.
+  int64_t firstSample = 0;
 };
 
 /// Loads graph input `spec` (its global shape) as the options say; exits
-/// with a message naming the file on a bad or mismatched file.
-InputData loadInput(const TensorSpec &spec, const RunOptions &options);
+/// with a message naming the file on a bad or mismatched file. With
+/// --synthetic, makes only the `rows` rows of one batch from `firstRow`
+/// (all of them where `rows` is negative).
+InputData loadInput(const TensorSpec &spec, const RunOptions &options,
+                    int64_t firstRow = 0, int64_t rows = -1);
 
 /// Exits naming the file and sample at the first value of an integer input
 /// outside the range `check` gives.
 void checkIndexValues(const InputData &input, const IndexInputCheck &check);
 /// --synthetic: spreads `input`'s values over the range `check` allows (a
-/// fixed pseudo-random sequence), so that token ids and labels are not all
-/// one value (a padding id masking every position, say).
+/// fixed pseudo-random sequence over the batch's elements, of which
+/// `input` holds its rows'), so that token ids and labels are not all one
+/// value (a padding id masking every position, say).
 void fillSyntheticIndices(InputData &input, const IndexInputCheck &check);
 
 /// The first element of `data` (`count` elements of `type`) that is NaN
@@ -111,7 +119,8 @@ public:
   /// it keeps its block.
   void copyBatch(int64_t step, TensorStore &store);
   /// The bytes this rank holds for the data: every input's samples as
-  /// loaded (one batch with --synthetic, the files with --data) and the
+  /// loaded (its rows of one batch with --synthetic, the files with
+  /// --data) and the
   /// whole batch of an input split along another dimension than the
   /// batch's.
   int64_t heldBytes() const;

@@ -175,10 +175,12 @@ void requireRankAgreement(const Program &program, const RunOptions &options,
   // The log's first record gathers every rank's memory.
   agreement.addFlag("--log", !options.log.empty());
   agreement.addFlag("--print-comm", options.printComm);
+  // Synthetic data is the program's own, each rank making its rows.
   for (const InputData &input : data.inputs())
-    agreement.addInputData(input.spec->name, input.array.shape,
-                           input.array.data.data(),
-                           static_cast<int64_t>(input.array.data.size()));
+    if (!options.synthetic)
+      agreement.addInputData(input.spec->name, input.array.shape,
+                             input.array.data.data(),
+                             static_cast<int64_t>(input.array.data.size()));
   if (!options.init.empty() || options.resume)
     agreement.addLoadedValues(options.resume ? "--resume" : "--init",
                               store.global.program, store.wholeTensors());
