@@ -192,7 +192,7 @@ def memory_of(program, ranks, env):
         r"rank \d+: parameters and state (\d+) bytes, scratch (\d+) bytes",
         text)]
     measured = re.findall(r"rank \d+: peak (\d+) bytes, of which "
-                          r"file-backed (\d+);.*oneDNN workspaces (\d+); "
+                          r"file-backed (\d+);.*kernel workspaces (\d+); "
                           r"collective buffers (\d+); inputs (\d+)", text)
     return dict(allocated=max(allocated) if allocated else None,
                 held=max((int(w) + int(c) for _, _, w, c, _ in measured),

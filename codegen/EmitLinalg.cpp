@@ -106,11 +106,9 @@ void Emitter::emitStridedMatmul(MatmulOp matmul, Operation *at) {
 }
 
 LogicalResult Emitter::emitOperation(MatmulOp matmul) {
-  // Transposed operands read through strides (planStridedMatmuls).
-  if (llvm::any_of(matmul->getOperands(), [&](Value operand) {
-        Operation *def = operand.getDefiningOp();
-        return def && isa<TransposeOp>(def) && fusion.fusedAway.contains(def);
-      })) {
+  // Transposed operands read through strides (planStridedMatmuls; one run
+  // at its result's transpose is emitted there).
+  if (runsStrided(matmul, fusion)) {
     emitStridedMatmul(matmul, matmul);
     return success();
   }

@@ -329,6 +329,16 @@ Attribute stageOf(Operation *op) {
 
 } // namespace
 
+bool runsStrided(MatmulOp matmul, const FusionPlan &fusion) {
+  Operation *at = fusion.executedAt.lookup(matmul);
+  if (at && isa<TransposeOp>(at) && fusion.matmulAt.lookup(at) == matmul)
+    return true;
+  return llvm::any_of(matmul->getOperands(), [&](Value operand) {
+    Operation *def = operand.getDefiningOp();
+    return def && isa<TransposeOp>(def) && fusion.fusedAway.contains(def);
+  });
+}
+
 void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion) {
   Block &block = func.getBody().front();
   // Operand transposes each matmul could read through strides.

@@ -91,6 +91,11 @@ FusionPlan planFusion(func::FuncOp func,
 /// updates overwrite in place) and of collectives' results stay.
 void planStridedMatmuls(func::FuncOp func, FusionPlan &fusion);
 
+/// Whether the cpu target runs `matmul` as a strided batched product
+/// (runtime matmulStrided): it reads a transpose planStridedMatmuls fused
+/// away, or runs at its result's transpose.
+bool runsStrided(MatmulOp matmul, const FusionPlan &fusion);
+
 /// The cpu target's SGD updates of a convolution kernel whose gradient a
 /// slice_grad puts back into the whole kernel from the live taps' gradient
 /// alone (passes/DeadTapCollectives.h: a data-parallel sum of the live

@@ -1086,7 +1086,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
       memory.workspace = scratch;
   } else {
     std::vector<int64_t> workspaces = cpuKernelWorkspaceBytes(
-        step, stages, static_cast<int>(cluster.threads));
+        step, fusion, stages, static_cast<int>(cluster.threads));
     for (auto [memory, kernels, collectives] :
          llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes)) {
       memory.collectiveBuffers = collectives.total();

@@ -157,7 +157,7 @@ struct Prediction {
   int64_t peakBytesPerRank = 0, persistentBytes = 0, scratchBytes = 0;
   /// The memory kernels and collectives hold besides the plan, on the
   /// stage that holds the most: the cuda target's kernel scratch region in
-  /// the device block (kernelScratchBytes), the cpu target's oneDNN
+  /// the device block (kernelScratchBytes), the cpu target's kernel
   /// workspaces (cpuKernelWorkspaceBytes) and collective buffers
   /// (collectiveBufferBytes, also apart in collectiveBufferBytes). Not in
   /// --print-memory's numbers; counted when checking the fit.

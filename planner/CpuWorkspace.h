@@ -3,17 +3,20 @@
 // The memory plan (codegen/MemoryPlan.h) places every tensor of a step; the
 // cpu runtime's convolutions on oneDNN also hold workspaces of their own:
 // copies of their operands in the layouts oneDNN's kernels take, and
-// oneDNN's scratchpad (runtime/OneDnnConvolution.h). A rank keeps them for
-// the whole run, each as large as the largest call's, so they add to its
-// peak as the cuda target's kernel scratch region does. oneDNN itself says
-// their sizes: the planner describes each call's primitives as the
-// runtime will (for this machine's CPU) without creating them.
+// oneDNN's scratchpad (runtime/OneDnnConvolution.h); so does the buffer
+// small strided products gather their matrices in (runtime
+// MatmulGeometry.h). A rank keeps them for the whole run, each as large as
+// the largest call's, so they add to its peak as the cuda target's kernel
+// scratch region does. oneDNN itself says its sizes: the planner describes
+// each call's primitives as the runtime will (for this machine's CPU)
+// without creating them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_PLANNER_CPUWORKSPACE_H
 #define CLEAVE_PLANNER_CPUWORKSPACE_H
 
+#include "codegen/FusionPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cstdint>
@@ -21,13 +24,17 @@
 
 namespace cleave::planner {
 
-/// Per pipeline stage (one entry without stages), the bytes of oneDNN
-/// workspaces a rank of it holds running `step` on `threads` OpenMP
-/// threads: the ops of its stage (an op's or its nearest ancestor's
-/// `stage` attribute; every stage's, where there is none). An upper bound:
-/// oneDNN may leave part of a scratchpad untouched, which takes no RAM.
-std::vector<int64_t> cpuKernelWorkspaceBytes(mlir::func::FuncOp step,
-                                             int64_t stages, int threads);
+/// Per pipeline stage (one entry without stages), the bytes of kernel
+/// workspaces (runtime/KernelWorkspaces.h) a rank of it holds running
+/// `step` on `threads` OpenMP threads, with the emitter's `fusion` plan
+/// (which products run strided): the ops of its stage (an op's or its
+/// nearest ancestor's `stage` attribute; every stage's, where there is
+/// none). An upper bound: oneDNN may leave part of a scratchpad untouched,
+/// which takes no RAM.
+std::vector<int64_t>
+cpuKernelWorkspaceBytes(mlir::func::FuncOp step,
+                        const mlir::cleave::FusionPlan &fusion, int64_t stages,
+                        int threads);
 
 } // namespace cleave::planner
 

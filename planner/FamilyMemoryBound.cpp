@@ -45,9 +45,10 @@ bool splitsOnlyState(Strategy strategy) {
 struct LeastMemory {
   /// Scratch with the stage's own workspaces (kernels' and collectives':
   /// a stage that sends tensors or reduces more holds more than the
-  /// others) and inputs: the most of any stage, the least of
-  /// any stage, and the most any stage needs with its parameters and
-  /// state (each rank allocates its own stage's scratch).
+  /// others) and inputs: the most of any stage, the least of any stage
+  /// without its collectives' buffers (what another strategy of the mesh
+  /// shares), and the most any stage needs with its parameters and state
+  /// (each rank allocates its own stage's scratch).
   double scratch = 0, leastStageScratch = 0, needed = 0;
 };
 
@@ -75,8 +76,11 @@ LeastMemory leastMemory(const Prediction &least,
         std::max(0.0, inFlight - 1) * stashed * (1 - kRolledStashMargin) +
         held.workspace + held.inputs;
     memory.scratch = std::max(memory.scratch, scratch);
+    // The collectives' buffers are the strategy's own (ZeRO reduces by
+    // reduce-scatter, data parallelism by all-reduce): not shared.
+    double shared = scratch - held.collectiveBuffers;
     memory.leastStageScratch =
-        s == 0 ? scratch : std::min(memory.leastStageScratch, scratch);
+        s == 0 ? shared : std::min(memory.leastStageScratch, shared);
     memory.needed = std::max(memory.needed,
                              held.parameters + held.optimizerState + scratch);
   }

@@ -8,6 +8,7 @@
 #include "runtime/DataMovementBodies.h"
 #include "runtime/Elementwise.h"
 #include "runtime/KernelSupport.h"
+#include "runtime/KernelWorkspaces.h"
 #include "runtime/Kernels.h"
 #include "runtime/MatmulGeometry.h"
 #include "runtime/SkinnyGemm.h"
@@ -147,13 +148,6 @@ void matmul(const float *a, const Shape &aShape, const float *b,
 
 namespace {
 
-/// Products at most this big (m * n * k) run from row-major matrices: a
-/// small product's time is OpenBLAS's per call cost, which grows about 2x
-/// when an operand is transposed, and up to 4x when its rows lie a page
-/// apart and share one cache set (attention's heads of [sequence, heads x
-/// samples, features]), while gathering a matrix costs a few ns per float.
-constexpr int64_t kGatheredProduct = 64 * 64 * 64;
-
 /// Rows of floats this far apart or farther fall in few cache sets (4 KB
 /// apart: one), so that a small product reading them misses on each row.
 constexpr int64_t kFarRows = 1024;
@@ -255,15 +249,21 @@ void matmulStrided(const Shape &batch, int64_t m, int64_t n, int64_t k,
   if (count == 0 || m == 0 || n == 0)
     return;
   useOpenMPThreadsOnly();
-  if (m * n * k > kGatheredProduct || k == 0)
+  int64_t floats = stridedProductBufferFloats(count, m, n, k);
+  if (floats == 0)
     return productsThroughStrides(batch, m, n, k, a, aStrides, b, bStrides, c,
                                   cStrides);
-  // Small products: from and into row-major matrices.
+  // Small products: from and into row-major matrices, gathered in a
+  // buffer as large as the largest call's (the old one is freed first: its
+  // contents are not needed, and both at once would raise the peak).
   int r = batch.rank;
   thread_local std::vector<float> buffer;
-  size_t floats = count * (m * k + k * n + m * n);
-  if (buffer.size() < floats)
+  if (static_cast<int64_t>(buffer.size()) < floats) {
+    detail::stridedProductBufferBytes +=
+        (floats - static_cast<int64_t>(buffer.size())) * sizeof(float);
+    std::vector<float>().swap(buffer);
     buffer.resize(floats);
+  }
   int64_t offset = 0;
   int64_t aView[kMaxRank], bView[kMaxRank], cView[kMaxRank];
   const float *aRows =

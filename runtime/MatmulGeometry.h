@@ -55,6 +55,27 @@ struct MatmulGeometry {
   }
 };
 
+/// Products at most this big (m * n * k) run from row-major matrices
+/// (matmulStrided, KernelsLinalg.cpp): a small product's time is OpenBLAS's
+/// per call cost, which grows about 2x when an operand is transposed, and
+/// up to 4x when its rows lie a page apart and share one cache set
+/// (attention's heads of [sequence, heads x samples, features]), while
+/// gathering a matrix costs a few ns per float.
+constexpr int64_t kGatheredProduct = 64 * 64 * 64;
+
+/// The floats of the buffer matmulStrided gathers `count` products of
+/// [m, k] @ [k, n] through (both operands and the result, row-major), or 0
+/// where it reads and writes them in place. The buffer is kept (one per
+/// thread that calls it) as large as the largest call's: with oneDNN's
+/// workspaces, what the cpu kernels hold beside the memory plan
+/// (KernelWorkspaces.h), which the planner predicts from this.
+inline int64_t stridedProductBufferFloats(int64_t count, int64_t m, int64_t n,
+                                          int64_t k) {
+  if (count == 0 || m == 0 || n == 0 || k == 0 || m * n * k > kGatheredProduct)
+    return 0;
+  return count * (m * k + k * n + m * n);
+}
+
 } // namespace cleave::rt
 
 #endif // CLEAVE_RUNTIME_MATMULGEOMETRY_H

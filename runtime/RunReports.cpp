@@ -2,7 +2,7 @@
 
 #include "runtime/RunReports.h"
 #include "runtime/CollectiveBuffers.h"
-#include "runtime/OneDnnConvolution.h"
+#include "runtime/KernelWorkspaces.h"
 #include "runtime/RunRecord.h"
 #include "runtime/Sharding.h"
 #include "runtime/Trace.h"
@@ -70,9 +70,9 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 
 /// --print-memory-peak: rank 0 prints every rank's measured growth
 /// (PeakMemory.h) beside the compiler's plan for it: its parameters and
-/// state, and the scratch of its own stage; then the bytes its oneDNN
-/// convolutions' workspaces and its collectives' buffers hold, which the
-/// plan leaves out and the planner predicts (planner/CpuWorkspace.h,
+/// state, and the scratch of its own stage; then the bytes its kernels'
+/// workspaces (KernelWorkspaces.h) and its collectives' buffers hold,
+/// which the plan leaves out and the planner predicts (planner/CpuWorkspace.h,
 /// codegen/CollectiveBuffers.h), and the bytes its inputs hold (its blocks
 /// of the step's inputs and the data they are copied from).
 void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
@@ -83,7 +83,7 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                                growth.file,
                                persistentBytes,
                                scratch,
-                               oneDnnWorkspaceBytes(),
+                               kernelWorkspaceBytes(),
                                collectiveBufferBytes(),
                                inputBytes};
   constexpr size_t kFields = 7;
@@ -102,7 +102,7 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
     const int64_t *at = &all[kFields * r];
     std::printf("  rank %d: peak %lld bytes, of which file-backed %lld; "
                 "planned %lld (parameters and state %lld, scratch of its "
-                "stage %lld); oneDNN workspaces %lld; collective buffers "
+                "stage %lld); kernel workspaces %lld; collective buffers "
                 "%lld; inputs %lld\n",
                 r, static_cast<long long>(at[0]), static_cast<long long>(at[1]),
                 static_cast<long long>(at[2] + at[3]),

@@ -9,7 +9,8 @@ compiler and the program report:
   - peak_bytes_per_rank: the most any rank holds, parameters and state
     plus scratch, equal to what the program's --print-memory reports;
   - on the cpu target, memory_by_stage[].workspace: the bytes each rank's
-    oneDNN convolutions hold in workspaces of their own and its collectives
+    kernels hold in workspaces of their own (oneDNN's convolutions, the
+    strided products' gather buffer) and its collectives
     in buffers of their own (memory_by_stage[].collective_buffers), and
     memory_by_stage[].inputs: the bytes its step's inputs hold (its blocks
     of them, the --synthetic batch they are copied from), each equal to
@@ -51,7 +52,7 @@ def parse_memory(text):
 
 
 MEASURED = re.compile(r"rank (\d+): peak (\d+) bytes, of which file-backed "
-                      r"(\d+); planned (\d+) .*; oneDNN workspaces (\d+); "
+                      r"(\d+); planned (\d+) .*; kernel workspaces (\d+); "
                       r"collective buffers (\d+); inputs (\d+)")
 
 
@@ -81,7 +82,7 @@ def stage_of(plan, rank):
 
 
 def check_workspaces(plan, text, failures, bound):
-    """The cpu target's oneDNN workspaces, collective buffers, inputs and
+    """The cpu target's kernel workspaces, collective buffers, inputs and
     measured memory, per rank."""
     measured = {int(m.group(1)): [int(g) for g in m.groups()[1:]]
                 for m in MEASURED.finditer(text)}
@@ -95,13 +96,13 @@ def check_workspaces(plan, text, failures, bound):
         most = max(most, kernels + collectives)
         most_inputs = max(most_inputs, inputs)
         rise = peak - file
-        print(f"  rank {rank}: oneDNN workspaces predicted "
+        print(f"  rank {rank}: kernel workspaces predicted "
               f"{predicted - buffers}, held {kernels}; collective buffers "
               f"predicted {buffers}, held {collectives}; inputs predicted "
               f"{stage['inputs']}, held {inputs}; measured {rise} bytes, "
               f"planned {planned}")
         if kernels != predicted - buffers:
-            failures.append(f"rank {rank}'s oneDNN workspaces differ")
+            failures.append(f"rank {rank}'s kernel workspaces differ")
         if collectives != buffers:
             failures.append(f"rank {rank}'s collective buffers differ")
         if inputs != stage["inputs"]:
