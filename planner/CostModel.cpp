@@ -1078,8 +1078,10 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   // scratch region (one bound for every stage), the cpu target's oneDNN
   // workspaces and collective buffers (each stage its own ops').
   for (auto [memory, inputs] :
-       llvm::zip(p.stageMemory, stageInputBytes(step, stages, target)))
-    memory.inputs = inputs;
+       llvm::zip(p.stageMemory, stageInputBytes(step, stages, target))) {
+    memory.inputs = inputs.total;
+    memory.graphInputs = inputs.graphInputs;
+  }
   if (target == Target::Cuda) {
     int64_t scratch = kernelScratchBytes(step);
     for (StageMemory &memory : p.stageMemory)

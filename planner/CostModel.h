@@ -46,11 +46,13 @@ namespace cleave::planner {
 /// (Prediction::workspaceBytes), collectiveBuffers the collectives' part of
 /// it, and collectiveStaging the part of that in the ops' own staging
 /// buffers (which grows with the ops, where the rest is a largest need);
-/// inputs what the step's inputs hold beside the plan (InputMemory.h).
+/// inputs what the step's inputs hold beside the plan (InputMemory.h), and
+/// graphInputs the part of it the graph's inputs hold (the rest is the
+/// step counter's), which grows with the batch.
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
           workspace = 0, collectiveBuffers = 0, collectiveStaging = 0,
-          inputs = 0;
+          inputs = 0, graphInputs = 0;
 
   /// Everything a rank of the stage holds, as the fit counts it.
   int64_t total() const {

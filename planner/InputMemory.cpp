@@ -12,14 +12,14 @@ using namespace mlir::cleave;
 
 namespace cleave::planner {
 
-std::vector<int64_t> stageInputBytes(func::FuncOp step, int64_t stages,
-                                     Target target) {
+std::vector<InputBytes> stageInputBytes(func::FuncOp step, int64_t stages,
+                                        Target target) {
   MeshAttr mesh = getModuleMesh(step);
   // A rank makes the synthetic rows it reads: its block's, or one whole
   // batch for an input split along another dimension, from which it
   // assembles the batch (one buffer, as large as the largest such input)
   // and cuts its block.
-  std::vector<int64_t> blocks(stages, 0), made(stages, 0),
+  std::vector<int64_t> blocks(stages, 0), counters(stages, 0), made(stages, 0),
       wholeBatch(stages, 0);
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -42,18 +42,21 @@ std::vector<int64_t> stageInputBytes(func::FuncOp step, int64_t stages,
     for (int64_t s = 0; s < stages; ++s) {
       if (at && stages > 1 && at.getInt() != s)
         continue;
-      blocks[s] += local;
+      (input ? blocks : counters)[s] += local;
       if (input)
         made[s] += rowsOnly ? local : whole;
       if (input && !rowsOnly)
         wholeBatch[s] = std::max(wholeBatch[s], whole);
     }
   }
-  if (target == Target::Cuda)
-    return blocks;
-  for (int64_t s = 0; s < stages; ++s)
-    blocks[s] += made[s] + wholeBatch[s];
-  return blocks;
+  std::vector<InputBytes> bytes(stages);
+  for (int64_t s = 0; s < stages; ++s) {
+    bytes[s].graphInputs = blocks[s];
+    if (target == Target::Cpu)
+      bytes[s].graphInputs += made[s] + wholeBatch[s];
+    bytes[s].total = bytes[s].graphInputs + counters[s];
+  }
+  return bytes;
 }
 
 } // namespace cleave::planner

@@ -24,13 +24,19 @@
 
 namespace cleave::planner {
 
+/// The bytes a rank holds for a step's inputs: in all, and the part of
+/// that the graph's inputs hold (the rest: the step counter).
+struct InputBytes {
+  int64_t total = 0, graphInputs = 0;
+};
+
 /// Per pipeline stage (one entry without stages), the bytes a rank of it
 /// holds for `step`'s inputs on the memory `target` runs the step in (the
 /// host's for the cpu target, the GPU's for cuda): as the runtime's
 /// TensorStore::inputBytes plus, on the cpu target, its
 /// TrainingData::heldBytes for --synthetic data.
-std::vector<int64_t> stageInputBytes(mlir::func::FuncOp step, int64_t stages,
-                                     mlir::cleave::Target target);
+std::vector<InputBytes> stageInputBytes(mlir::func::FuncOp step, int64_t stages,
+                                        mlir::cleave::Target target);
 
 } // namespace cleave::planner
 

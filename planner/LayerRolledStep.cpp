@@ -253,6 +253,7 @@ Prediction rollLayers(const PlanLayout &layout,
                        memory.collectiveBuffers;
     // The model's inputs are the same at any depth.
     memory.inputs = mb.inputs;
+    memory.graphInputs = mb.graphInputs;
     // The micro-batches the schedule keeps in flight on this stage, beyond
     // those on its template stage (1F1B: p - s of them), each hold the
     // activations one stashes (RolledStep.h).

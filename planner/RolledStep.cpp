@@ -91,6 +91,10 @@ Prediction rollPrediction(const Prediction &two, PipelineSchedule twoSchedule,
     StageMemory &memory = p.stageMemory[s];
     memory.activations += static_cast<int64_t>(std::max(0.0, extra) *
                                                double(share.stashedBytes));
+    // The step's inputs are the whole batch: m / 2 times the template's.
+    int64_t graphInputs = memory.graphInputs * microbatches / 2;
+    memory.inputs += graphInputs - memory.graphInputs;
+    memory.graphInputs = graphInputs;
     if (inFlight < microbatches)
       memory.gradients = std::max(memory.gradients, share.handedOnBytes);
   }
