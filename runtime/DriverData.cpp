@@ -236,12 +236,11 @@ void TrainingData::load(int i) {
   int64_t first = 0, rows = -1;
   if (options.synthetic) {
     int64_t firstRow = global.firstLocalRow(i);
-    const Shape &local = global.localShape(i);
     if (!global.holds(i)) {
       rows = 0;
     } else if (firstRow >= 0) {
       first = firstRow;
-      rows = local.rank ? local.dims[0] : 1;
+      rows = global.localRows(i);
     }
   }
   loaded.push_back(loadInput(global.specs[i], options, first, rows));
@@ -298,8 +297,7 @@ void TrainingData::copyBatch(int64_t step, TensorStore &store) {
       dest = wholeBatch.data();
       first = 0;
     } else {
-      const Shape &local = global.localShape(index);
-      count = local.rank ? local.dims[0] : 1;
+      count = global.localRows(index);
     }
     for (int64_t j = 0; j < count; ++j) {
       int64_t row = first + j;

@@ -66,6 +66,11 @@ struct GlobalTensors {
   /// tensor (no dimension but the first split), the first of them; -1
   /// where another dimension is split.
   int64_t firstLocalRow(int i) const;
+  /// The rows (first dimension) of this rank's block of tensor `i`; 1 for
+  /// a 0-d tensor.
+  int64_t localRows(int i) const {
+    return localShape(i).rank ? localShape(i).dims[0] : 1;
+  }
   /// Copies this rank's block of tensor `i` out of `global`.
   void toLocal(int i, const char *global, void *local) const;
   /// Assembles the whole tensor `i` in rank 0's `whole` from every rank's
