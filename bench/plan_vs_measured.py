@@ -8,9 +8,11 @@ and run under mpirun on synthetic data. Reported per plan: predicted and
 measured step time, predicted peak memory per rank and what the program
 allocates (--print-memory), the predicted workspaces (oneDNN's and the
 collectives' buffers) and what they hold, the predicted inputs (a rank's
-blocks of the step's inputs and the synthetic batch), the resident set's
-measured rise (--print-memory-peak: the most of any rank, file-backed
-pages excepted) against the plan plus the workspaces and inputs; per model: the median of |predicted/measured - 1|, the
+blocks of the step's inputs and the synthetic batch), the predicted pages
+of OpenBLAS's packing buffers (where the cluster file has them), the
+resident set's measured rise (--print-memory-peak: the most of any rank,
+file-backed pages excepted) against the plan plus the workspaces, inputs
+and packing; per model: the median of |predicted/measured - 1|, the
 Spearman rank correlation of the two orders, and how far the plan ranked
 first is from the fastest measured. Where it calibrated this machine
 itself, it calibrates again after the runs and prints how the rates moved
@@ -205,21 +207,24 @@ def memory_of(program, ranks, env):
 
 def print_memory(name, batch, ranks, started, ended, rows, failed):
     """--memory-only's table of one model: each plan's predicted memory
-    (the plan, workspaces, inputs) against what the program holds and its
-    resident set's measured rise, and how many plans are within 5%."""
+    (the plan, workspaces, inputs, OpenBLAS's packing) against what the
+    program holds and its resident set's measured rise, and how many plans
+    are within 5%."""
     print(f"\n{name} (global batch {batch}, {ranks} ranks; {started} to "
           f"{ended}):")
     print("| # | flags | plan predicted / allocated | workspaces predicted "
-          "/ held | inputs predicted / held | predicted in all | measured "
-          "rise | predicted/measured |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+          "/ held | inputs predicted / held | BLAS packing predicted | "
+          "predicted in all | measured rise | predicted/measured |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     ratios = []
     for r in rows:
-        predicted = r["peak"] + r["workspace"] + r["inputs"]
+        predicted = (r["peak"] + r["workspace"] + r["inputs"] +
+                     r["blas_packing"])
         ratios.append(predicted / r["rise"])
         print(f"| {r['rank']} | `{r['flags']}` | {r['peak']} / "
               f"{r['allocated']} | {r['workspace']} / {r['held']} | "
-              f"{r['inputs']} / {r['held_inputs']} | {predicted} | "
+              f"{r['inputs']} / {r['held_inputs']} | {r['blas_packing']} | "
+              f"{predicted} | "
               f"{r['rise']} | {ratios[-1]:.3f} |", flush=True)
     for rank, flags, error in failed:
         print(f"| {rank} | `{flags}` | does not compile: {error} |")
@@ -373,6 +378,8 @@ def main():
                              workspace=plan["predicted"][
                                  "workspace_bytes_per_rank"],
                              inputs=plan["predicted"]["input_bytes_per_rank"],
+                             blas_packing=plan["predicted"].get(
+                                 "blas_packing_bytes_per_rank", 0),
                              **memory_of(program, opts.ranks, env),
                              program=program))
         if opts.memory_only:

@@ -306,6 +306,34 @@ llvm::Error readConvRates(Reader &reader,
   return llvm::Error::success();
 }
 
+/// device.blas_packing: {panel_rows, panel_depth, narrow_columns,
+/// small_product}, whole numbers (rt::BlasBlocking; small_product may be
+/// 0: every product packs).
+llvm::Error readBlasPacking(Reader &reader, const Tree *node,
+                            rt::BlasBlocking &out) {
+  const std::string where = "device.blas_packing";
+  auto entries = reader.entries(
+      node, where,
+      {"panel_rows", "panel_depth", "narrow_columns", "small_product"});
+  if (!entries)
+    return entries.takeError();
+  for (auto [key, field] : {std::pair{"panel_rows", &out.panelRows},
+                            std::pair{"panel_depth", &out.panelDepth},
+                            std::pair{"narrow_columns", &out.narrowColumns},
+                            std::pair{"small_product", &out.smallProduct}}) {
+    double value = 0;
+    bool zeroOk = field == &out.smallProduct;
+    if (llvm::Error e = reader.number(*entries, key, where, value,
+                                      /*optional=*/false, zeroOk))
+      return e;
+    if (value != std::floor(value) || value > 1e15)
+      return reader.error(Reader::join(where, key), "must be a whole number",
+                          entries->lookup(key));
+    *field = static_cast<int64_t>(value);
+  }
+  return llvm::Error::success();
+}
+
 /// efficiency.conv: {forward: rate, input_grad: rate, weight_grad: rate,
 /// by_rows: {ROWS: {forward: rate, ...}, ...}, winograd: {forward: rate,
 /// ...}} (by_rows and winograd optional), each rate over the peak
@@ -507,7 +535,7 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       deviceNode, "device",
       {"memory_gib", "peak_tflops", "memory_bandwidth_gbs", "cache_mib",
        "cache_bandwidth_gbs", "llc_mib", "llc_bandwidth_gbs", "op_overhead_us",
-       "hand_off_us", "comm_overlap", "threads", "kernels"});
+       "hand_off_us", "comm_overlap", "threads", "kernels", "blas_packing"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -555,6 +583,9 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                           overlap);
     c.commOverlap = value;
   }
+  if (const Tree *packing = device->lookup("blas_packing"))
+    if (llvm::Error e = readBlasPacking(reader, packing, c.blasBlocking))
+      return std::move(e);
   if (auto kernelsNode = device->lookup("kernels")) {
     llvm::SmallVector<llvm::StringRef, kKernelCount> names;
     for (size_t k = 0; k < kKernelCount; ++k)

@@ -10,6 +10,8 @@
 #ifndef CLEAVE_PLANNER_CLUSTER_H
 #define CLEAVE_PLANNER_CLUSTER_H
 
+#include "runtime/BlasPacking.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -215,6 +217,9 @@ struct Cluster {
   std::vector<GemmEfficiencyAtWidth> gemmEfficiency;
   /// Direct convolutions (`cleave calibrate` measures them on a cpu).
   ConvEfficiency convEfficiency;
+  /// The cpu target's OpenBLAS blocking, measured by `cleave calibrate`
+  /// (device.blas_packing); unknown (no packing predicted) otherwise.
+  rt::BlasBlocking blasBlocking;
   /// Where the numbers come from (shown in `cleave plan`'s header).
   std::string source;
 

@@ -1087,13 +1087,17 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     for (StageMemory &memory : p.stageMemory)
       memory.workspace = scratch;
   } else {
-    std::vector<int64_t> workspaces = cpuKernelWorkspaceBytes(
-        step, fusion, stages, static_cast<int>(cluster.threads));
-    for (auto [memory, kernels, collectives] :
-         llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes)) {
+    int threads = static_cast<int>(cluster.threads);
+    std::vector<int64_t> workspaces =
+        cpuKernelWorkspaceBytes(step, fusion, stages, threads);
+    std::vector<int64_t> packing = cpuBlasPackingBytes(
+        step, fusion, stages, threads, cluster.blasBlocking);
+    for (auto [memory, kernels, collectives, blas] :
+         llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes, packing)) {
       memory.collectiveBuffers = collectives.total();
       memory.collectiveStaging = collectives.staging;
       memory.workspace = kernels + collectives.total();
+      memory.blasPacking = blas;
     }
   }
   p.setMemoryFromStages();
@@ -1225,9 +1229,11 @@ double pipelineBubble(int64_t stages, int64_t microbatches,
 
 void Prediction::setMemoryFromStages() {
   persistentBytes = scratchBytes = peakBytesPerRank = peakStage = 0;
-  workspaceBytes = collectiveBufferBytes = inputBytes = neededBytesPerRank = 0;
+  workspaceBytes = collectiveBufferBytes = inputBytes = blasPackingBytes =
+      neededBytesPerRank = 0;
   for (auto [s, memory] : llvm::enumerate(stageMemory)) {
     inputBytes = std::max(inputBytes, memory.inputs);
+    blasPackingBytes = std::max(blasPackingBytes, memory.blasPacking);
     neededBytesPerRank = std::max(neededBytesPerRank, memory.total());
     if (memory.workspace > workspaceBytes) {
       workspaceBytes = memory.workspace;

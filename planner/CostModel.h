@@ -48,16 +48,17 @@ namespace cleave::planner {
 /// buffers (which grows with the ops, where the rest is a largest need);
 /// inputs what the step's inputs hold beside the plan (InputMemory.h), and
 /// graphInputs the part of it the graph's inputs hold (the rest is the
-/// step counter's), which grows with the batch.
+/// step counter's), which grows with the batch; blasPacking OpenBLAS's
+/// packing buffers on the cpu target (cpuBlasPackingBytes).
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
           workspace = 0, collectiveBuffers = 0, collectiveStaging = 0,
-          inputs = 0, graphInputs = 0;
+          inputs = 0, graphInputs = 0, blasPacking = 0;
 
   /// Everything a rank of the stage holds, as the fit counts it.
   int64_t total() const {
     return parameters + optimizerState + gradients + activations + workspace +
-           inputs;
+           inputs + blasPacking;
   }
 };
 
@@ -167,8 +168,12 @@ struct Prediction {
   /// The step's inputs on the stage that holds the most for them
   /// (StageMemory::inputs): not in --print-memory's numbers either.
   int64_t inputBytes = 0;
-  /// What the fit counts: the most any rank holds with its workspaces and
-  /// inputs (each rank its own stage's).
+  /// OpenBLAS's packing buffers on the stage that holds the most for them
+  /// (StageMemory::blasPacking; 0 where the cluster does not know the
+  /// blocking): not in --print-memory's numbers.
+  int64_t blasPackingBytes = 0;
+  /// What the fit counts: the most any rank holds with its workspaces,
+  /// inputs and BLAS packing (each rank its own stage's).
   int64_t neededBytesPerRank = 0;
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
@@ -198,7 +203,7 @@ struct Prediction {
   /// from stageMemory: each rank allocates its own stage's scratch, so the
   /// peak is the largest stage's sum, not the sum of the largest parts;
   /// workspaceBytes and collectiveBufferBytes, the largest stage's,
-  /// inputBytes the largest, and neededBytesPerRank.
+  /// inputBytes and blasPackingBytes the largest, and neededBytesPerRank.
   void setMemoryFromStages();
 };
 

@@ -9,7 +9,8 @@
 // the largest call's, so they add to its peak as the cuda target's kernel
 // scratch region does. oneDNN itself says its sizes: the planner describes
 // each call's primitives as the runtime will (for this machine's CPU)
-// without creating them.
+// without creating them. OpenBLAS's packing buffers are predicted from the
+// products' shapes and the blocking `cleave calibrate` measured.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 
 #include "codegen/FusionPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "runtime/BlasPacking.h"
 
 #include <cstdint>
 #include <vector>
@@ -35,6 +37,20 @@ std::vector<int64_t>
 cpuKernelWorkspaceBytes(mlir::func::FuncOp step,
                         const mlir::cleave::FusionPlan &fusion, int64_t stages,
                         int threads);
+
+/// Per pipeline stage, the bytes of OpenBLAS's packing buffers
+/// (runtime/BlasPacking.h) a rank of it touches running `step` on `threads`
+/// OpenMP threads: the largest packing of the products its thread 0 runs
+/// (alone or as its block of a split product), and of the blocks the other
+/// threads run beside it. All zero where `blocking` is not known (a cluster
+/// file without `blas_packing`). An estimate in whole pages: a strided
+/// product is taken as reading its operands where they are (the runtime
+/// gathers some first), and a layer's input gradient with its SGD update
+/// as OpenBLAS's two products (skinnyBackwardShapePays can take both).
+std::vector<int64_t> cpuBlasPackingBytes(mlir::func::FuncOp step,
+                                         const mlir::cleave::FusionPlan &fusion,
+                                         int64_t stages, int threads,
+                                         const rt::BlasBlocking &blocking);
 
 } // namespace cleave::planner
 

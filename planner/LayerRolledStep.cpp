@@ -254,6 +254,8 @@ Prediction rollLayers(const PlanLayout &layout,
     // The model's inputs are the same at any depth.
     memory.inputs = mb.inputs;
     memory.graphInputs = mb.graphInputs;
+    // So are its products' shapes, and OpenBLAS's packing of them.
+    memory.blasPacking = std::max(ma.blasPacking, mb.blasPacking);
     // The micro-batches the schedule keeps in flight on this stage, beyond
     // those on its template stage (1F1B: p - s of them), each hold the
     // activations one stashes (RolledStep.h).

@@ -37,7 +37,8 @@ std::string peakParts(const Prediction &p) {
                        formatBytes(m.gradients + m.activations));
 }
 
-/// ", workspaces W, inputs I": what the fit counts beside peakBytesPerRank
+/// ", workspaces W, inputs I, BLAS packing B": what the fit counts beside
+/// peakBytesPerRank
 /// (the most of any stage, each part left out where it is none).
 std::string besidePeakParts(const Prediction &p) {
   std::string parts;
@@ -45,6 +46,8 @@ std::string besidePeakParts(const Prediction &p) {
     parts += ", workspaces " + formatBytes(p.workspaceBytes);
   if (p.inputBytes)
     parts += ", inputs " + formatBytes(p.inputBytes);
+  if (p.blasPackingBytes)
+    parts += ", BLAS packing " + formatBytes(p.blasPackingBytes);
   return parts;
 }
 

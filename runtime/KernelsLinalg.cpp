@@ -7,6 +7,7 @@
 
 #include "runtime/DataMovementBodies.h"
 #include "runtime/Elementwise.h"
+#include "runtime/GemmDispatch.h"
 #include "runtime/KernelSupport.h"
 #include "runtime/KernelWorkspaces.h"
 #include "runtime/Kernels.h"
@@ -52,15 +53,6 @@ void useOpenMPThreadsOnly() {
   (void)once;
 }
 
-/// The smallest product (m * n * k) split over the OpenMP threads: 2^22,
-/// 8 MFLOP, about 35 us on one core. Each parallel region wakes the
-/// sleeping threads (the benchmarks' OMP_WAIT_POLICY=PASSIVE) and waits
-/// for the last of them: 25-50 us per region on the 2-core dev machine
-/// (a VM), which a smaller product does not earn back. (It was 2^18,
-/// OpenBLAS's own threading threshold; mlp-512's 10-class layer then took
-/// 5 us on one thread and 50-60 on two.)
-constexpr int64_t kThreadedProduct = int64_t{1} << 22;
-
 } // namespace
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
@@ -85,19 +77,15 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   if (threads == 1 || m * n * k < kThreadedProduct)
     return blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
                     n);
-  // One block of C per thread: whole rows when C is tall, else columns
-  // (in multiples of 16, whole cache lines).
-  bool byRows = m >= n;
-  int64_t extent = byRows ? m : n, grain = byRows ? 1 : 16;
+  // One block of C per thread (GemmSplit).
+  GemmSplit split(m, n);
 #pragma omp parallel num_threads(threads)
   {
     // The team OpenMP gave, which may be smaller than asked for.
     int64_t t = detail::threadNum(), team = detail::numThreads();
-    int64_t units = (extent + grain - 1) / grain;
-    int64_t first = std::min(extent, units * t / team * grain);
-    int64_t last = std::min(extent, units * (t + 1) / team * grain);
+    int64_t first = split.first(t, team), last = split.last(t, team);
     if (first < last) {
-      if (byRows)
+      if (split.byRows)
         blasGemm(transA, transB, last - first, n, k, alpha,
                  a + first * (transA ? 1 : lda), lda, b, ldb, beta,
                  c + first * n, n);

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/SkinnyGemm.h"
+#include "runtime/GemmDispatch.h"
 #include "runtime/KernelSupport.h"
 
 #include <algorithm>
@@ -32,7 +33,7 @@ namespace cleave::rt {
 #ifdef CLEAVE_SKINNY_GEMM
 namespace {
 
-constexpr int64_t kTileCols = 16; // rows of x per tile: two AVX vectors
+constexpr int64_t kTileCols = kSkinnyTileRows;
 constexpr int64_t kTileRows = 6;  // rows of w per tile
 constexpr int64_t kDepthBlock = 256; // x^T's block: 32 KB at 32 rows
 
@@ -97,15 +98,7 @@ template <typename F> void withGroupSize(int64_t rows, F &&f) {
 } // namespace
 
 bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k) {
-  // Timed against OpenBLAS split over the same 2 OpenMP threads (README.md,
-  // Benchmarks): from 2^22 weights (16 MB) this kernel is faster whether w
-  // comes from cache or from memory; below, a w read from memory favours
-  // OpenBLAS. Rows are computed 16 at a time, so more than an eighth of
-  // padding (24 rows: parity) loses, and from 40 rows OpenBLAS's blocking
-  // wins.
-  int64_t padded = (rows + kTileCols - 1) / kTileCols * kTileCols;
-  return rows > 0 && rows <= 32 && 8 * rows >= 7 * padded &&
-         n * k >= (int64_t{1} << 22) && n >= 64 && k >= 64;
+  return skinnyGemmShapePays(rows, n, k);
 }
 
 void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
@@ -182,10 +175,7 @@ void backwardTile(int64_t rows, float *w, int64_t k, const float *dyt,
 } // namespace
 
 bool skinnyBackwardPays(int64_t rows, int64_t n, int64_t k) {
-  // Timed against OpenBLAS's two calls split over the same 2 threads
-  // (README.md, Benchmarks); its tiles are whole 16-column tiles.
-  return rows >= 16 && rows <= 32 && k % kTileCols == 0 && k >= 64 &&
-         n * k >= (int64_t{1} << 22);
+  return skinnyBackwardShapePays(rows, n, k);
 }
 
 void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,

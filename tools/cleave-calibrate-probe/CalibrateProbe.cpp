@@ -21,6 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlasPackingProbe.h"
+
 #include "runtime/CollectiveKernels.h"
 #include "runtime/ConvolutionPath.h"
 #include "runtime/Kernels.h"
@@ -860,6 +862,10 @@ double collectiveOverlap(cleave::rt::AxisGroup group, double seconds) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // OpenBLAS's blocking, measured in processes of their own, without MPI
+  // (`cleave calibrate` runs this apart).
+  if (argc == 2 && std::strcmp(argv[1], "--blas-packing") == 0)
+    return cleave::probe::runBlasPackingProbe();
   // The ranks mpirun starts (--ranks, else Open MPI's count), known before
   // MPI starts: the runtime's mesh is made of them.
   int64_t meshRanks = 1;

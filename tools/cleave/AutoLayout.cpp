@@ -117,9 +117,13 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
       p.stepMs, p.computeMs, p.exposedCommMs, p.bubbleMs,
       planner::formatBytes(p.peakBytesPerRank),
       planner::formatBytes(p.commBytesPerRank),
-      llvm::formatv(" (+{0} workspaces, {1} inputs)",
+      llvm::formatv(" (+{0} workspaces, {1} inputs{2})",
                     planner::formatBytes(p.workspaceBytes),
-                    planner::formatBytes(p.inputBytes))
+                    planner::formatBytes(p.inputBytes),
+                    p.blasPackingBytes > 0
+                        ? ", " + planner::formatBytes(p.blasPackingBytes) +
+                              " BLAS packing"
+                        : std::string())
           .str());
   std::string flagsText;
   // Quoted where the shell would read a hint's brackets as a glob.

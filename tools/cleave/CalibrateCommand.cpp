@@ -7,7 +7,8 @@
 // the rates of the kernels the roofline misses, MPI latency and bandwidth
 // between ranks and the time of the runtime's own collectives by size;
 // this command turns that into the cluster schema (planner/Cluster.h), with
-// the raw numbers in comments.
+// the raw numbers in comments. Before that, the probe alone (no mpirun)
+// measures OpenBLAS's packing blocking (runtime/BlasPacking.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,70 @@ namespace cleave::driver {
 namespace cl = llvm::cl;
 
 namespace {
+
+/// The cluster file's `device.blas_packing` lines from
+/// `cleave-calibrate-probe --blas-packing`, or none with `why` set where
+/// the probe could not fit OpenBLAS's packing (planning then predicts none).
+std::string measureBlasPacking(std::string &why) {
+  llvm::SmallString<128> outPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "cleave-calibrate-blas", "json", outPath)) {
+    why = "cannot create a temporary file: " + ec.message();
+    return "";
+  }
+  llvm::FileRemover removeOut(outPath);
+  llvm::StringRef args[] = {CLEAVE_CALIBRATE_PROBE, "--blas-packing"};
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(outPath), std::nullopt};
+  std::string error;
+  int code = llvm::sys::ExecuteAndWait(args[0], args, std::nullopt, redirects,
+                                       /*SecondsToWait=*/120, 0, &error);
+  auto text = llvm::MemoryBuffer::getFile(outPath);
+  if (code != 0 || !text) {
+    why = llvm::formatv("the probe failed (exit {0}{1})", code,
+                        error.empty() ? "" : ": " + error);
+    return "";
+  }
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*text)->getBuffer().trim());
+  const llvm::json::Object *result = parsed ? parsed->getAsObject() : nullptr;
+  if (!parsed)
+    llvm::consumeError(parsed.takeError());
+  if (!result) {
+    why = "the probe printed no result: '" + (*text)->getBuffer().trim().str() +
+          "'";
+    return "";
+  }
+  if (std::optional<llvm::StringRef> failed = result->getString("error")) {
+    why = failed->str();
+    return "";
+  }
+  std::string lines = "  # OpenBLAS's packing buffer (runtime/BlasPacking.h), "
+                      "fitted to the pages products touch";
+  if (const llvm::json::Array *checks = result->getArray("checks")) {
+    lines += "; checked on " + std::to_string(checks->size()) +
+             " other shapes (predicted, measured bytes):";
+    for (const llvm::json::Value &check : *checks)
+      if (const llvm::json::Array *pair = check.getAsArray();
+          pair && pair->size() == 2)
+        lines +=
+            llvm::formatv(" {0}/{1}", (*pair)[0].getAsInteger().value_or(0),
+                          (*pair)[1].getAsInteger().value_or(0))
+                .str();
+  }
+  lines += "\n  blas_packing:\n";
+  for (llvm::StringRef key :
+       {"panel_rows", "panel_depth", "narrow_columns", "small_product"}) {
+    std::optional<int64_t> value = result->getInteger(key);
+    if (!value || *value < 0) {
+      why = "the probe gave no " + key.str() + ": '" +
+            (*text)->getBuffer().trim().str() + "'";
+      return "";
+    }
+    lines += llvm::formatv("    {0}: {1}\n", key, *value).str();
+  }
+  return lines;
+}
 
 class CalibrateCommand : public Command {
 public:
@@ -118,6 +183,12 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
           llvm::sys::fs::createTemporaryFile("cleave-calibrate", "json", outPath))
     return fail("cannot create a temporary file: " + ec.message());
   llvm::FileRemover removeOut(outPath);
+  std::string blasWhy;
+  std::string blasPacking = measureBlasPacking(blasWhy);
+  if (blasPacking.empty())
+    llvm::errs() << "cleave calibrate: note: OpenBLAS's packing buffers will "
+                    "not be predicted: "
+                 << blasWhy << "\n";
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt,
                                                 llvm::StringRef(outPath),
@@ -476,8 +547,8 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "{21}{23}",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead, kernels, llc, llcTriad, handOff, collectiveTimes, link, overlap,
-      gemmByDimension, linkRounds, convEfficiency);
+      overhead, kernels, llc + blasPacking, llcTriad, handOff, collectiveTimes,
+      link, overlap, gemmByDimension, linkRounds, convEfficiency);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;

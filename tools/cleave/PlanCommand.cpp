@@ -529,6 +529,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
                  : std::string()));
       if (p.inputBytes > 0)
         beside.push_back("inputs " + planner::formatBytes(p.inputBytes));
+      if (p.blasPackingBytes > 0)
+        beside.push_back("BLAS packing " +
+                         planner::formatBytes(p.blasPackingBytes));
       if (!beside.empty())
         os << "     beside peak/rank: " << llvm::join(beside, ", ") << "; "
            << planner::formatBytes(p.neededBytesPerRank)

@@ -17,7 +17,8 @@ void addDetails(const planner::Prediction &p, llvm::json::Object &plan) {
                            {"activations", m.activations},
                            {"workspace", m.workspace},
                            {"collective_buffers", m.collectiveBuffers},
-                           {"inputs", m.inputs}});
+                           {"inputs", m.inputs},
+                           {"blas_packing", m.blasPacking}});
   for (const planner::ScheduleSlice &s : p.schedule)
     schedule.push_back(llvm::json::Object{{"stage", s.stage},
                                           {"microbatch", s.microbatch},
@@ -132,6 +133,7 @@ llvm::json::Object planJson(const planner::Candidate &c,
         {"workspace_bytes_per_rank", p.workspaceBytes},
         {"collective_buffer_bytes_per_rank", p.collectiveBufferBytes},
         {"input_bytes_per_rank", p.inputBytes},
+        {"blas_packing_bytes_per_rank", p.blasPackingBytes},
         {"needed_bytes_per_rank", p.neededBytesPerRank},
         {"comm_bytes_per_rank", p.commBytesPerRank},
         {"comm_bytes_by_kind", std::move(bytesByKind)}};
