@@ -218,8 +218,9 @@ def print_memory(name, batch, ranks, started, ended, rows, failed):
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     ratios = []
     for r in rows:
-        predicted = (r["peak"] + r["workspace"] + r["inputs"] +
-                     r["blas_packing"])
+        # The most any stage needs (each stage its own parts), which the
+        # columns' maxima over stages may overstate with stages.
+        predicted = r["needed"]
         ratios.append(predicted / r["rise"])
         print(f"| {r['rank']} | `{r['flags']}` | {r['peak']} / "
               f"{r['allocated']} | {r['workspace']} / {r['held']} | "
@@ -380,6 +381,8 @@ def main():
                              inputs=plan["predicted"]["input_bytes_per_rank"],
                              blas_packing=plan["predicted"].get(
                                  "blas_packing_bytes_per_rank", 0),
+                             needed=plan["predicted"][
+                                 "needed_bytes_per_rank"],
                              **memory_of(program, opts.ranks, env),
                              program=program))
         if opts.memory_only:
