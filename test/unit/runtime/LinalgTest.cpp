@@ -1,5 +1,7 @@
 //===- LinalgTest.cpp - gemm and matmul -----------------------------------===//
 
+#include "runtime/BlasPacking.h"
+#include "runtime/GemmDispatch.h"
 #include "runtime/Kernels.h"
 #include "runtime/SkinnyGemm.h"
 
@@ -7,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace cleave::rt;
 using cleave::rt::test::randomVector;
@@ -353,4 +357,45 @@ TEST(Linalg, MatmulStridedViewsMatchNaive) {
           }
     }
   }
+}
+
+// gemm's split over threads (GemmDispatch.h): the blocks cover C once,
+// whole rows when C is tall, else columns in multiples of 16.
+TEST(Linalg, GemmSplitCoversEveryRowOnce) {
+  for (auto [m, n, team] : {std::tuple{100, 7, 3}, std::tuple{7, 100, 3},
+                            std::tuple{5, 5, 8}, std::tuple{33, 1000, 2}}) {
+    GemmSplit split(m, n);
+    EXPECT_EQ(split.byRows, m >= n);
+    int64_t covered = 0;
+    for (int64_t t = 0; t < team; ++t) {
+      EXPECT_EQ(split.first(t, team), covered);
+      covered = std::max(covered, split.last(t, team));
+      if (!split.byRows && split.last(t, team) < split.extent)
+        EXPECT_EQ(split.last(t, team) % 16, 0);
+    }
+    EXPECT_EQ(covered, split.byRows ? m : n);
+  }
+}
+
+// OpenBLAS's packing (BlasPacking.h) with the blocking its SkylakeX
+// kernels use in 0.3.21 (param.h: P = Q = 448, 3 x 4 columns beside a
+// whole panel; small kernels to 100^3), worked by hand from
+// driver/level3/level3.c; `cleave calibrate` measures it
+// (test/planner/blas-packing.test).
+TEST(Linalg, BlasPackingFollowsTheLevel3Driver) {
+  BlasBlocking b{448, 448, 12, 1000000};
+  // Rows 512 (in (P, 2P]) halve to 256, depth 784 to 400, and with two
+  // panels of rows all 64 columns sit beside them: 100 + 25 pages.
+  EXPECT_EQ(blasPackingBytes(b, false, false, 64, 512, 784), 125 * 4096);
+  // One panel of 64 rows by depth 448 (28 pages), 12 columns beside it
+  // (21504 bytes: 6 pages).
+  EXPECT_EQ(blasPackingBytes(b, false, false, 64, 64, 1024), 34 * 4096);
+  // Small products pack nothing, but not a transposed b (OpenBLAS's
+  // transposed a) with more than 1200 results.
+  EXPECT_EQ(blasPackingBytes(b, false, false, 100, 100, 100), 0);
+  EXPECT_EQ(blasPackingBytes(b, true, false, 80, 80, 80), 0);
+  EXPECT_EQ(blasPackingBytes(b, false, true, 64, 64, 64), 5 * 4096);
+  EXPECT_EQ(blasPackingBytes(b, false, true, 30, 40, 64), 0);
+  // Without a measured blocking nothing is predicted.
+  EXPECT_EQ(blasPackingBytes(BlasBlocking{}, false, false, 64, 512, 784), 0);
 }
