@@ -1005,6 +1005,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   llvm::DenseSet<Operation *> views;
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
   llvm::DenseSet<Value> keptCrops, refreshedCrops;
+  // GEMMs the cpu runtime runs on its skinny kernels (no OpenBLAS call).
+  llvm::DenseSet<Operation *> skinnyBackward;
   {
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).asyncHandOvers)
@@ -1032,6 +1034,11 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
                          backward->croppedWeights.end());
         refreshedCrops.insert(backward->refreshedWeights.begin(),
                               backward->refreshedWeights.end());
+        for (auto [gemm, sgd] : backward->updateWithInputGradient)
+          if (runsSkinnyBackward(cast<GemmOp>(gemm))) {
+            skinnyBackward.insert(gemm);
+            skinnyBackward.insert(sgd.getGrad().getDefiningOp());
+          }
       }
       for (auto [op, fused] : planner::fusedUpdates(
                plan, memoryFusion, backward ? &*backward : nullptr))
@@ -1091,7 +1098,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
     std::vector<int64_t> workspaces =
         cpuKernelWorkspaceBytes(step, fusion, stages, threads);
     std::vector<int64_t> packing = cpuBlasPackingBytes(
-        step, fusion, stages, threads, cluster.blasBlocking);
+        step, fusion, skinnyBackward, stages, threads, cluster.blasBlocking);
     for (auto [memory, kernels, collectives, blas] :
          llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes, packing)) {
       memory.collectiveBuffers = collectives.total();

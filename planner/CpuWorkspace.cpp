@@ -133,10 +133,19 @@ int64_t product(const rt::Shape &shape, int from) {
 
 } // namespace
 
-std::vector<int64_t> cpuBlasPackingBytes(func::FuncOp step,
-                                         const FusionPlan &fusion,
-                                         int64_t stages, int threads,
-                                         const rt::BlasBlocking &blocking) {
+bool runsSkinnyBackward(GemmOp inputGradient) {
+  ArrayRef<int64_t> dy =
+      cast<ShapedType>(inputGradient.getA().getType()).getShape();
+  ArrayRef<int64_t> w =
+      cast<ShapedType>(inputGradient.getB().getType()).getShape();
+  return rt::skinnyBackwardShapePays(dy[0], w[0], w[1]);
+}
+
+std::vector<int64_t>
+cpuBlasPackingBytes(func::FuncOp step, const FusionPlan &fusion,
+                    const llvm::DenseSet<Operation *> &onSkinnyKernels,
+                    int64_t stages, int threads,
+                    const rt::BlasBlocking &blocking) {
   std::vector<StagePacking> largest(std::max<int64_t>(stages, 1));
   if (!blocking.known())
     return std::vector<int64_t>(largest.size(), 0);
@@ -151,6 +160,8 @@ std::vector<int64_t> cpuBlasPackingBytes(func::FuncOp step,
                       alphaNonZero, concurrent);
     };
     if (auto gemm = dyn_cast<GemmOp>(op)) {
+      if (onSkinnyKernels.contains(op))
+        return;
       ArrayRef<int64_t> a = cast<ShapedType>(gemm.getA().getType()).getShape();
       ArrayRef<int64_t> r = cast<ShapedType>(gemm.getType()).getShape();
       // (Under plain SGD the update's product keeps this shape and

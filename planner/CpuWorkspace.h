@@ -18,8 +18,11 @@
 #define CLEAVE_PLANNER_CPUWORKSPACE_H
 
 #include "codegen/FusionPlan.h"
+#include "dialects/cleave/CleaveOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "runtime/BlasPacking.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 #include <cstdint>
 #include <vector>
@@ -43,14 +46,21 @@ cpuKernelWorkspaceBytes(mlir::func::FuncOp step,
 /// OpenMP threads: the largest packing of the products its thread 0 runs
 /// (alone or as its block of a split product), and of the blocks the other
 /// threads run beside it. All zero where `blocking` is not known (a cluster
-/// file without `blas_packing`). An estimate in whole pages: a strided
-/// product is taken as reading its operands where they are (the runtime
-/// gathers some first), and a layer's input gradient with its SGD update
-/// as OpenBLAS's two products (skinnyBackwardShapePays can take both).
-std::vector<int64_t> cpuBlasPackingBytes(mlir::func::FuncOp step,
-                                         const mlir::cleave::FusionPlan &fusion,
-                                         int64_t stages, int threads,
-                                         const rt::BlasBlocking &blocking);
+/// file without `blas_packing`). GEMMs in `onSkinnyKernels` make no
+/// OpenBLAS call (a layer's input gradient and SGD update in one pass:
+/// runsSkinnyBackward). An estimate in whole pages: a strided product is
+/// taken as reading its operands where they are (the runtime gathers some
+/// first).
+std::vector<int64_t> cpuBlasPackingBytes(
+    mlir::func::FuncOp step, const mlir::cleave::FusionPlan &fusion,
+    const llvm::DenseSet<mlir::Operation *> &onSkinnyKernels, int64_t stages,
+    int threads, const rt::BlasBlocking &blocking);
+
+/// Whether the cpu runtime runs `inputGradient` (dx = dy w, paired with
+/// its weight's plain-SGD update: BackwardFusion::updateWithInputGradient)
+/// and that update's product on skinnyLinearBackward, as linearBackwardSgd
+/// does (runtime/GemmDispatch.h, skinnyBackwardShapePays).
+bool runsSkinnyBackward(mlir::cleave::GemmOp inputGradient);
 
 } // namespace cleave::planner
 

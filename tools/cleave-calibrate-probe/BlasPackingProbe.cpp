@@ -86,6 +86,18 @@ int64_t fit(int64_t most, int64_t measured, Model model) {
   return best;
 }
 
+/// Whether the kernel backs anonymous mappings with 2 MiB pages unasked
+/// (/sys/kernel/mm/transparent_hugepage/enabled: "[always]").
+bool hugePagesAlways() {
+  std::FILE *f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f)
+    return false;
+  char text[128] = {};
+  size_t n = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  return std::strstr(std::string(text, n).c_str(), "[always]") != nullptr;
+}
+
 int fail(const char *why) {
   std::printf("{\"error\": \"%s\"}\n", why);
   return 0;
@@ -150,8 +162,11 @@ int runBlasPackingProbe() {
   }
   if (!agree) {
     std::printf("{\"error\": \"OpenBLAS's packing does not follow the model "
-                "(predicted, measured bytes: %s)\"}\n",
-                json.c_str());
+                "(predicted, measured bytes: %s)%s\"}\n",
+                json.c_str(),
+                hugePagesAlways() ? "; transparent huge pages are always on, "
+                                    "and OpenBLAS's buffer takes them"
+                                  : "");
     return 0;
   }
   std::printf("{\"panel_rows\": %lld, \"panel_depth\": %lld, "
