@@ -1005,8 +1005,8 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   llvm::DenseSet<Operation *> views;
   llvm::DenseMap<Operation *, FusedUpdate> fusedUpdates;
   llvm::DenseSet<Value> keptCrops, refreshedCrops;
-  // GEMMs the cpu runtime runs on its skinny kernels (no OpenBLAS call).
-  llvm::DenseSet<Operation *> skinnyBackward;
+  // Layers whose backward GEMMs the cpu runtime runs on its skinny kernels.
+  SkinnyBackwardPairs skinnyBackward;
   {
     FusionPlan memoryFusion = fusion;
     if (codegen::TargetTraits::of(target).asyncHandOvers)
@@ -1036,8 +1036,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
                               backward->refreshedWeights.end());
         for (auto [gemm, sgd] : backward->updateWithInputGradient)
           if (runsSkinnyBackward(cast<GemmOp>(gemm))) {
-            skinnyBackward.insert(gemm);
-            skinnyBackward.insert(sgd.getGrad().getDefiningOp());
+            skinnyBackward[gemm] = sgd.getGrad().getDefiningOp();
           }
       }
       for (auto [op, fused] : planner::fusedUpdates(
@@ -1096,7 +1095,7 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
   } else {
     int threads = static_cast<int>(cluster.threads);
     std::vector<int64_t> workspaces =
-        cpuKernelWorkspaceBytes(step, fusion, stages, threads);
+        cpuKernelWorkspaceBytes(step, fusion, skinnyBackward, stages, threads);
     std::vector<int64_t> packing = cpuBlasPackingBytes(
         step, fusion, skinnyBackward, stages, threads, cluster.blasBlocking);
     for (auto [memory, kernels, collectives, blas] :

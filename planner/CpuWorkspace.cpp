@@ -10,6 +10,7 @@
 #include "runtime/GemmDispatch.h"
 #include "runtime/MatmulGeometry.h"
 #include "runtime/OneDnnConvolution.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
 
@@ -28,22 +29,87 @@ int64_t stageOf(Operation *op) {
   return -1;
 }
 
+/// The products im2col runs a convolution pass as (KernelsConvolution.cpp):
+/// per chunk of samples and group, C [groupOut, columns] from the kernel
+/// [groupOut, kRows] and the chunk's im2col matrix [kRows, columns].
+struct ConvGemm {
+  int64_t samples, perGemm, groupOut, kRows, columns;
+};
+
+ConvGemm convGemm(const CpuConvCall &call) {
+  auto product = [](const rt::Shape &shape, int from) {
+    int64_t p = 1;
+    for (int d = from; d < shape.rank; ++d)
+      p *= shape.dims[d];
+    return p;
+  };
+  ConvGemm g;
+  g.samples = call.x.dims[0];
+  g.groupOut = call.w.dims[0] / call.group;
+  g.kRows = call.x.dims[1] / call.group * product(call.w, 2);
+  int64_t oSize = product(call.y, 2);
+  g.perGemm = rt::samplesPerGemm(g.samples, g.kRows, oSize);
+  g.columns = g.perGemm * oSize;
+  return g;
+}
+
 } // namespace
 
-std::vector<int64_t> cpuKernelWorkspaceBytes(func::FuncOp step,
-                                             const FusionPlan &fusion,
-                                             int64_t stages, int threads) {
-  // Per stage, each workspace's largest call (oneDNN's, then the strided
-  // products' buffer; the step calls those on one thread).
-  using Slots = std::array<int64_t, rt::kOneDnnWorkspaces + 1>;
-  std::vector<Slots> largest(std::max<int64_t>(stages, 1), Slots{});
+std::vector<int64_t>
+cpuKernelWorkspaceBytes(func::FuncOp step, const FusionPlan &fusion,
+                        const SkinnyBackwardPairs &skinnyBackward,
+                        int64_t stages, int threads) {
+  threads = std::max(threads, 1);
+  // Per stage, each workspace's largest call: oneDNN's, the strided
+  // products' buffer, the skinny kernels' buffers on the calling thread
+  // (forward x^T, backward dy^T and x), then theirs on each thread
+  // (forward y^T, backward dx) (runtime/GemmDispatch.h, SkinnyBuffers).
+  constexpr int kStrided = rt::kOneDnnWorkspaces, kForwardXt = kStrided + 1,
+                kBackwardDyt = kStrided + 2, kBackwardXt = kStrided + 3,
+                kPerThread = kStrided + 4;
+  auto forwardYt = [&](int64_t t) { return int(kPerThread + t); };
+  auto backwardDxt = [&](int64_t t) { return int(kPerThread + threads + t); };
+  std::vector<std::vector<int64_t>> largest(
+      std::max<int64_t>(stages, 1),
+      std::vector<int64_t>(kPerThread + 2 * threads, 0));
   auto note = [&](Operation *op, int slot, int64_t bytes) {
     int64_t stage = stages > 1 ? stageOf(op) : -1;
     for (int64_t s = 0; s < static_cast<int64_t>(largest.size()); ++s)
       if (stage < 0 || stage == s)
         largest[s][slot] = std::max(largest[s][slot], bytes);
   };
+  constexpr int64_t kFloat = sizeof(float);
+  using rt::SkinnyBuffers;
+  // A product gemm() sends to skinnyGemmXWt (GemmDispatch.h).
+  auto noteSkinnyForward = [&](Operation *op, bool transA, bool transB,
+                               int64_t rows, int64_t n, int64_t k) {
+    if (transA || !transB || !rt::skinnyGemmShapePays(rows, n, k))
+      return;
+    note(op, kForwardXt, SkinnyBuffers::forwardXt(rows, k) * kFloat);
+    for (int64_t t = 0; t < threads; ++t)
+      note(op, forwardYt(t),
+           SkinnyBuffers::forwardYt(rows, n, t, threads) * kFloat);
+  };
   step.walk([&](Operation *op) {
+    if (auto gemm = dyn_cast<GemmOp>(op)) {
+      ArrayRef<int64_t> a = cast<ShapedType>(gemm.getA().getType()).getShape();
+      ArrayRef<int64_t> b = cast<ShapedType>(gemm.getB().getType()).getShape();
+      ArrayRef<int64_t> r = cast<ShapedType>(gemm.getType()).getShape();
+      if (skinnyBackward.count(op)) {
+        // skinnyLinearBackward: dy [rows, n], w [n, k].
+        int64_t rows = a[0], n = b[0], k = b[1];
+        note(op, kBackwardDyt, SkinnyBuffers::backwardDyt(rows, n) * kFloat);
+        note(op, kBackwardXt, SkinnyBuffers::backwardXt(rows, k) * kFloat);
+        for (int64_t t = 0; t < threads; ++t)
+          note(op, backwardDxt(t),
+               SkinnyBuffers::backwardDxt(rows, k, t, threads) * kFloat);
+        return;
+      }
+      if (gemm.getAlpha().convertToFloat() != 0.0f)
+        noteSkinnyForward(op, gemm.getTransA(), gemm.getTransB(), r[0], r[1],
+                          gemm.getTransA() ? a[0] : a[1]);
+      return;
+    }
     if (auto matmul = dyn_cast<MatmulOp>(op);
         matmul && runsStrided(matmul, fusion)) {
       ArrayRef<int64_t> shape =
@@ -55,14 +121,22 @@ std::vector<int64_t> cpuKernelWorkspaceBytes(func::FuncOp step,
       int64_t k =
           cast<RankedTensorType>(matmul.getLhs().getType()).getShape().back();
       note(
-          op, rt::kOneDnnWorkspaces,
+          op, kStrided,
           rt::stridedProductBufferFloats(count, shape[r - 2], shape[r - 1], k) *
-              int64_t(sizeof(float)));
+              kFloat);
       return;
     }
     std::optional<CpuConvCall> call = cpuConvCall(op, threads);
-    if (!call || !call->oneDnn)
+    if (!call)
       return;
+    if (!call->oneDnn) {
+      // An im2col weight gradient's products (im2colConvGradWeight).
+      if (call->pass == rt::ConvPass::GradWeight) {
+        ConvGemm g = convGemm(*call);
+        noteSkinnyForward(op, false, true, g.groupOut, g.kRows, g.columns);
+      }
+      return;
+    }
     int64_t bytes[rt::kOneDnnWorkspaces];
     rt::oneDnnConvWorkspaces(
         call->pass, call->x, call->w, call->y, call->strides, call->pads,
@@ -71,7 +145,7 @@ std::vector<int64_t> cpuKernelWorkspaceBytes(func::FuncOp step,
       note(op, i, bytes[i]);
   });
   std::vector<int64_t> total;
-  for (const Slots &slots : largest) {
+  for (const std::vector<int64_t> &slots : largest) {
     int64_t sum = 0;
     for (int64_t bytes : slots)
       sum += bytes;
@@ -124,13 +198,6 @@ void notePacking(StagePacking &into, const rt::BlasBlocking &blocking,
   }
 }
 
-int64_t product(const rt::Shape &shape, int from) {
-  int64_t p = 1;
-  for (int d = from; d < shape.rank; ++d)
-    p *= shape.dims[d];
-  return p;
-}
-
 } // namespace
 
 bool runsSkinnyBackward(GemmOp inputGradient) {
@@ -143,12 +210,16 @@ bool runsSkinnyBackward(GemmOp inputGradient) {
 
 std::vector<int64_t>
 cpuBlasPackingBytes(func::FuncOp step, const FusionPlan &fusion,
-                    const llvm::DenseSet<Operation *> &onSkinnyKernels,
-                    int64_t stages, int threads,
-                    const rt::BlasBlocking &blocking) {
+                    const SkinnyBackwardPairs &skinnyBackward, int64_t stages,
+                    int threads, const rt::BlasBlocking &blocking) {
   std::vector<StagePacking> largest(std::max<int64_t>(stages, 1));
   if (!blocking.known())
     return std::vector<int64_t>(largest.size(), 0);
+  llvm::DenseSet<Operation *> onSkinnyKernels;
+  for (auto [inputGradient, update] : skinnyBackward) {
+    onSkinnyKernels.insert(inputGradient);
+    onSkinnyKernels.insert(update);
+  }
   threads = std::max(threads, 1);
   step.walk([&](Operation *op) {
     int64_t stage = stages > 1 ? stageOf(op) : -1;
@@ -204,16 +275,12 @@ cpuBlasPackingBytes(func::FuncOp step, const FusionPlan &fusion,
       return;
     // im2colConv, im2colConvGradInput, im2colConvGradWeight
     // (KernelsConvolution.cpp): a GEMM per chunk of samples and group.
-    int64_t group = call->group;
-    int64_t batch = call->x.dims[0];
-    int64_t groupOut = call->w.dims[0] / group;
-    int64_t kRows = call->x.dims[1] / group * product(call->w, 2);
-    int64_t oSize = product(call->y, 2);
-    int64_t per = rt::samplesPerGemm(batch, kRows, oSize);
-    int64_t columns = per * oSize;
+    ConvGemm g = convGemm(*call);
+    int64_t groupOut = g.groupOut, kRows = g.kRows, columns = g.columns;
     // Forward and input-gradient chunks run on the threads when there
     // are enough of them (forEachChunk).
-    bool chunksConcurrent = threads > 1 && (batch + per - 1) / per >= threads;
+    int64_t chunks = (g.samples + g.perGemm - 1) / g.perGemm;
+    bool chunksConcurrent = threads > 1 && chunks >= threads;
     switch (call->pass) {
     case rt::ConvPass::Forward:
       note(false, false, groupOut, columns, kRows, true, chunksConcurrent);

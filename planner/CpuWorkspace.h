@@ -22,39 +22,44 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "runtime/BlasPacking.h"
 
-#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace cleave::planner {
 
+/// Layers whose input gradient and plain-SGD update the cpu runtime runs
+/// in one skinnyLinearBackward call (runsSkinnyBackward): the input
+/// gradient's GEMM -> the update's GEMM.
+using SkinnyBackwardPairs =
+    llvm::DenseMap<mlir::Operation *, mlir::Operation *>;
+
 /// Per pipeline stage (one entry without stages), the bytes of kernel
 /// workspaces (runtime/KernelWorkspaces.h) a rank of it holds running
 /// `step` on `threads` OpenMP threads, with the emitter's `fusion` plan
-/// (which products run strided): the ops of its stage (an op's or its
-/// nearest ancestor's `stage` attribute; every stage's, where there is
-/// none). An upper bound: oneDNN may leave part of a scratchpad untouched,
-/// which takes no RAM.
-std::vector<int64_t>
-cpuKernelWorkspaceBytes(mlir::func::FuncOp step,
-                        const mlir::cleave::FusionPlan &fusion, int64_t stages,
-                        int threads);
+/// (which products run strided) and its `skinnyBackward` layers: the ops
+/// of its stage (an op's or its nearest ancestor's `stage` attribute;
+/// every stage's, where there is none). An upper bound: oneDNN may leave
+/// part of a scratchpad untouched, which takes no RAM.
+std::vector<int64_t> cpuKernelWorkspaceBytes(
+    mlir::func::FuncOp step, const mlir::cleave::FusionPlan &fusion,
+    const SkinnyBackwardPairs &skinnyBackward, int64_t stages, int threads);
 
 /// Per pipeline stage, the bytes of OpenBLAS's packing buffers
 /// (runtime/BlasPacking.h) a rank of it touches running `step` on `threads`
 /// OpenMP threads: the largest packing of the products its thread 0 runs
 /// (alone or as its block of a split product), and of the blocks the other
 /// threads run beside it. All zero where `blocking` is not known (a cluster
-/// file without `blas_packing`). GEMMs in `onSkinnyKernels` make no
-/// OpenBLAS call (a layer's input gradient and SGD update in one pass:
-/// runsSkinnyBackward). An estimate in whole pages: a strided product is
+/// file without `blas_packing`). The `skinnyBackward` layers' GEMMs make
+/// no OpenBLAS call. An estimate in whole pages: a strided product is
 /// taken as reading its operands where they are (the runtime gathers some
 /// first).
-std::vector<int64_t> cpuBlasPackingBytes(
-    mlir::func::FuncOp step, const mlir::cleave::FusionPlan &fusion,
-    const llvm::DenseSet<mlir::Operation *> &onSkinnyKernels, int64_t stages,
-    int threads, const rt::BlasBlocking &blocking);
+std::vector<int64_t>
+cpuBlasPackingBytes(mlir::func::FuncOp step,
+                    const mlir::cleave::FusionPlan &fusion,
+                    const SkinnyBackwardPairs &skinnyBackward, int64_t stages,
+                    int threads, const rt::BlasBlocking &blocking);
 
 /// Whether the cpu runtime runs `inputGradient` (dx = dy w, paired with
 /// its weight's plain-SGD update: BackwardFusion::updateWithInputGradient)

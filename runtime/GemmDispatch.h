@@ -28,6 +28,8 @@ constexpr int64_t kThreadedProduct = int64_t{1} << 22;
 
 /// Rows of x per tile of the skinny kernels: two AVX vectors.
 constexpr int64_t kSkinnyTileRows = 16;
+/// Rows of w per tile of the skinny kernels.
+constexpr int64_t kSkinnyWeightRows = 6;
 
 /// The shapes on which skinnyGemmXWt beats OpenBLAS (where it is built).
 /// Timed against OpenBLAS split over the same 2 OpenMP threads (README.md,
@@ -64,6 +66,32 @@ struct GemmSplit {
     return std::min(extent, units * t / team * grain);
   }
   int64_t last(int64_t t, int64_t team) const { return first(t + 1, team); }
+};
+
+/// The floats of the buffers the skinny kernels keep (SkinnyGemm.cpp), each
+/// as large as its largest call's, for the run: a kernel workspace
+/// (KernelWorkspaces.h) the planner predicts from these. skinnyGemmXWt:
+/// x^T padded to whole tiles on the calling thread, and each of `team`
+/// threads its rows of y^T; skinnyLinearBackward: dy^T twice (plain and
+/// scaled) and x in column tiles on the calling thread, and each thread
+/// its column tiles of dx.
+struct SkinnyBuffers {
+  static int64_t padded(int64_t rows) {
+    return (rows + kSkinnyTileRows - 1) / kSkinnyTileRows * kSkinnyTileRows;
+  }
+  static int64_t forwardXt(int64_t rows, int64_t k) { return k * padded(rows); }
+  static int64_t forwardYt(int64_t rows, int64_t n, int64_t t, int64_t team) {
+    int64_t groups = (n + kSkinnyWeightRows - 1) / kSkinnyWeightRows;
+    int64_t first = std::min(n, groups * t / team * kSkinnyWeightRows);
+    int64_t last = std::min(n, groups * (t + 1) / team * kSkinnyWeightRows);
+    return (last - first) * padded(rows);
+  }
+  static int64_t backwardDyt(int64_t rows, int64_t n) { return 2 * n * rows; }
+  static int64_t backwardXt(int64_t rows, int64_t k) { return k * rows; }
+  static int64_t backwardDxt(int64_t rows, int64_t k, int64_t t, int64_t team) {
+    int64_t tiles = k / kSkinnyTileRows;
+    return (tiles * (t + 1) / team - tiles * t / team) * rows * kSkinnyTileRows;
+  }
 };
 
 } // namespace cleave::rt

@@ -18,6 +18,7 @@
 #include "runtime/SkinnyGemm.h"
 #include "runtime/GemmDispatch.h"
 #include "runtime/KernelSupport.h"
+#include "runtime/KernelWorkspaces.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -34,7 +35,7 @@ namespace cleave::rt {
 namespace {
 
 constexpr int64_t kTileCols = kSkinnyTileRows;
-constexpr int64_t kTileRows = 6;  // rows of w per tile
+constexpr int64_t kTileRows = kSkinnyWeightRows;
 constexpr int64_t kDepthBlock = 256; // x^T's block: 32 KB at 32 rows
 
 /// c[R x 16] (+)= sum over p < depth of a[i * aRow + p] * b[p * bRow + j].
@@ -67,11 +68,18 @@ inline void tile(int64_t depth, const float *a, int64_t aRow, const float *b,
   }
 }
 
-/// `buffer`'s data, grown to at least `floats` (kept between calls: the
-/// kernels run every step).
+/// `buffer`'s data, at least `floats` long (kept between calls: the
+/// kernels run every step). Its growth counts as a kernel workspace
+/// (KernelWorkspaces.h); the old storage is freed before the new one is
+/// taken (its contents are not needed, and both at once would raise the
+/// peak).
 float *atLeast(std::vector<float> &buffer, int64_t floats) {
-  if (static_cast<int64_t>(buffer.size()) < floats)
+  int64_t held = static_cast<int64_t>(buffer.size());
+  if (held < floats) {
+    detail::skinnyBufferBytes += (floats - held) * int64_t(sizeof(float));
+    std::vector<float>().swap(buffer);
     buffer.resize(floats);
+  }
   return buffer.data();
 }
 
@@ -104,9 +112,9 @@ bool skinnyGemmPays(int64_t rows, int64_t n, int64_t k) {
 void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
                    const float *x, const float *w, float beta, float *y) {
   // x^T with its columns padded with zeros to whole tiles: [k][padded].
-  int64_t padded = (rows + kTileCols - 1) / kTileCols * kTileCols;
+  int64_t padded = SkinnyBuffers::padded(rows);
   static thread_local std::vector<float> xtBuffer;
-  float *xt = atLeast(xtBuffer, k * padded);
+  float *xt = atLeast(xtBuffer, SkinnyBuffers::forwardXt(rows, k));
 #pragma omp parallel if (!detail::inParallel())
   {
 #pragma omp for
@@ -119,7 +127,8 @@ void skinnyGemmXWt(int64_t rows, int64_t n, int64_t k, float alpha,
     int64_t first = std::min(n, groups * t / threads * kTileRows);
     int64_t last = std::min(n, groups * (t + 1) / threads * kTileRows);
     static thread_local std::vector<float> ytBuffer;
-    float *yt = atLeast(ytBuffer, (last - first) * padded);
+    float *yt =
+        atLeast(ytBuffer, SkinnyBuffers::forwardYt(rows, n, t, threads));
     for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
       int64_t depth = std::min(kDepthBlock, k - p0);
       for (int64_t r = first; r < last; r += kTileRows) {
@@ -188,8 +197,9 @@ void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
   int64_t tiles = k / kTileCols;
   // dy^T and alpha * dy^T [n][rows]; x in column tiles [tile][rows][16].
   static thread_local std::vector<float> dytBuffer, xtBuffer;
-  float *dyt = atLeast(dytBuffer, 2 * n * rows), *dyst = dyt + n * rows;
-  float *xt = atLeast(xtBuffer, k * rows);
+  float *dyt = atLeast(dytBuffer, SkinnyBuffers::backwardDyt(rows, n)),
+        *dyst = dyt + n * rows;
+  float *xt = atLeast(xtBuffer, SkinnyBuffers::backwardXt(rows, k));
   // Columns in chunks of 512: a chunk of dx stays in L2 while every group
   // of w's rows passes over it.
   constexpr int64_t kChunkTiles = 32;
@@ -213,8 +223,9 @@ void skinnyLinearBackward(int64_t rows, int64_t n, int64_t k,
     static thread_local std::vector<float> dxtBuffer;
     float *dxt = nullptr;
     if (dx) {
-      dxtBuffer.assign((last - first) * rows * kTileCols, 0.0f);
-      dxt = dxtBuffer.data();
+      int64_t floats = SkinnyBuffers::backwardDxt(rows, k, th, team);
+      dxt = atLeast(dxtBuffer, floats);
+      std::fill_n(dxt, floats, 0.0f);
     }
     for (int64_t c0 = first; c0 < last; c0 += kChunkTiles) {
       int64_t c1 = std::min(last, c0 + kChunkTiles);
