@@ -53,6 +53,13 @@ ConvGemm convGemm(const CpuConvCall &call) {
   return g;
 }
 
+/// Whether gemm() sends a product to skinnyGemmXWt (KernelsLinalg.cpp,
+/// where the kernel is built: GemmDispatch.h).
+bool runsSkinnyForward(bool transA, bool transB, bool alphaNonZero, int64_t m,
+                       int64_t n, int64_t k) {
+  return !transA && transB && alphaNonZero && rt::skinnyGemmShapePays(m, n, k);
+}
+
 } // namespace
 
 std::vector<int64_t>
@@ -82,8 +89,9 @@ cpuKernelWorkspaceBytes(func::FuncOp step, const FusionPlan &fusion,
   using rt::SkinnyBuffers;
   // A product gemm() sends to skinnyGemmXWt (GemmDispatch.h).
   auto noteSkinnyForward = [&](Operation *op, bool transA, bool transB,
-                               int64_t rows, int64_t n, int64_t k) {
-    if (transA || !transB || !rt::skinnyGemmShapePays(rows, n, k))
+                               bool alphaNonZero, int64_t rows, int64_t n,
+                               int64_t k) {
+    if (!runsSkinnyForward(transA, transB, alphaNonZero, rows, n, k))
       return;
     note(op, kForwardXt, SkinnyBuffers::forwardXt(rows, k) * kFloat);
     for (int64_t t = 0; t < threads; ++t)
@@ -105,9 +113,9 @@ cpuKernelWorkspaceBytes(func::FuncOp step, const FusionPlan &fusion,
                SkinnyBuffers::backwardDxt(rows, k, t, threads) * kFloat);
         return;
       }
-      if (gemm.getAlpha().convertToFloat() != 0.0f)
-        noteSkinnyForward(op, gemm.getTransA(), gemm.getTransB(), r[0], r[1],
-                          gemm.getTransA() ? a[0] : a[1]);
+      noteSkinnyForward(op, gemm.getTransA(), gemm.getTransB(),
+                        gemm.getAlpha().convertToFloat() != 0.0f, r[0], r[1],
+                        gemm.getTransA() ? a[0] : a[1]);
       return;
     }
     if (auto matmul = dyn_cast<MatmulOp>(op);
@@ -133,7 +141,8 @@ cpuKernelWorkspaceBytes(func::FuncOp step, const FusionPlan &fusion,
       // An im2col weight gradient's products (im2colConvGradWeight).
       if (call->pass == rt::ConvPass::GradWeight) {
         ConvGemm g = convGemm(*call);
-        noteSkinnyForward(op, false, true, g.groupOut, g.kRows, g.columns);
+        noteSkinnyForward(op, false, true, true, g.groupOut, g.kRows,
+                          g.columns);
       }
       return;
     }
@@ -171,7 +180,7 @@ struct StagePacking {
 void notePacking(StagePacking &into, const rt::BlasBlocking &blocking,
                  int threads, bool transA, bool transB, int64_t m, int64_t n,
                  int64_t k, bool alphaNonZero, bool concurrent) {
-  if (!transA && transB && alphaNonZero && rt::skinnyGemmShapePays(m, n, k))
+  if (runsSkinnyForward(transA, transB, alphaNonZero, m, n, k))
     return;
   auto bytes = [&](int64_t rows, int64_t cols) {
     return rt::blasPackingBytes(blocking, transA, transB, rows, cols, k);
@@ -276,20 +285,20 @@ cpuBlasPackingBytes(func::FuncOp step, const FusionPlan &fusion,
     // im2colConv, im2colConvGradInput, im2colConvGradWeight
     // (KernelsConvolution.cpp): a GEMM per chunk of samples and group.
     ConvGemm g = convGemm(*call);
-    int64_t groupOut = g.groupOut, kRows = g.kRows, columns = g.columns;
     // Forward and input-gradient chunks run on the threads when there
     // are enough of them (forEachChunk).
     int64_t chunks = (g.samples + g.perGemm - 1) / g.perGemm;
     bool chunksConcurrent = threads > 1 && chunks >= threads;
     switch (call->pass) {
     case rt::ConvPass::Forward:
-      note(false, false, groupOut, columns, kRows, true, chunksConcurrent);
+      note(false, false, g.groupOut, g.columns, g.kRows, true,
+           chunksConcurrent);
       break;
     case rt::ConvPass::GradInput:
-      note(true, false, kRows, columns, groupOut, true, chunksConcurrent);
+      note(true, false, g.kRows, g.columns, g.groupOut, true, chunksConcurrent);
       break;
     case rt::ConvPass::GradWeight:
-      note(false, true, groupOut, kRows, columns, true, false);
+      note(false, true, g.groupOut, g.kRows, g.columns, true, false);
       break;
     }
   });
