@@ -207,34 +207,41 @@ def memory_of(program, ranks, env):
 
 def print_memory(name, batch, ranks, started, ended, rows, failed):
     """--memory-only's table of one model: each plan's predicted memory
-    (the plan, workspaces, inputs, OpenBLAS's packing) against what the
-    program holds and its resident set's measured rise, and how many plans
-    are within 5%."""
+    (the plan, workspaces, inputs, OpenBLAS's packing, the libraries' own
+    memory: MPI's lists, oneDNN's primitives) against what the program
+    holds and its resident set's measured rise, and how many plans are
+    within 5% (and were without the libraries' memory)."""
     print(f"\n{name} (global batch {batch}, {ranks} ranks; {started} to "
           f"{ended}):")
     print("| # | flags | plan predicted / allocated | workspaces predicted "
           "/ held | inputs predicted / held | BLAS packing predicted | "
-          "predicted in all | measured rise | predicted/measured |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    ratios = []
+          "libraries' own predicted | predicted in all | measured rise | "
+          "predicted/measured |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ratios, without = [], []
     for r in rows:
         # The most any stage needs (each stage its own parts), which the
         # columns' maxima over stages may overstate with stages.
         predicted = r["needed"]
         ratios.append(predicted / r["rise"])
+        without.append((predicted - r["library"]) / r["rise"])
         print(f"| {r['rank']} | `{r['flags']}` | {r['peak']} / "
               f"{r['allocated']} | {r['workspace']} / {r['held']} | "
               f"{r['inputs']} / {r['held_inputs']} | {r['blas_packing']} | "
-              f"{predicted} | "
+              f"{r['library']} | {predicted} | "
               f"{r['rise']} | {ratios[-1]:.3f} |", flush=True)
     for rank, flags, error in failed:
         print(f"| {rank} | `{flags}` | does not compile: {error} |")
+    def summary(values):
+        within = sum(abs(x - 1) <= 0.05 for x in values)
+        return (f"{min(values):.3f}-{max(values):.3f}, median "
+                f"{sorted(values)[len(values) // 2]:.3f}; {within} of "
+                f"{len(values)} plans within 5%")
     if ratios:
-        within = sum(abs(x - 1) <= 0.05 for x in ratios)
-        print(f"\n{name}: predicted/measured {min(ratios):.3f}-"
-              f"{max(ratios):.3f}, median "
-              f"{sorted(ratios)[len(ratios) // 2]:.3f}; {within} of "
-              f"{len(ratios)} plans within 5%")
+        print(f"\n{name}: predicted/measured {summary(ratios)}")
+        if without != ratios:
+            print(f"{name}: without the libraries' own memory "
+                  f"{summary(without)}")
 
 
 def spearman(a, b):
@@ -381,6 +388,8 @@ def main():
                              inputs=plan["predicted"]["input_bytes_per_rank"],
                              blas_packing=plan["predicted"].get(
                                  "blas_packing_bytes_per_rank", 0),
+                             library=plan["predicted"].get(
+                                 "library_bytes_per_rank", 0),
                              needed=plan["predicted"][
                                  "needed_bytes_per_rank"],
                              **memory_of(program, opts.ranks, env),

@@ -535,7 +535,8 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
       deviceNode, "device",
       {"memory_gib", "peak_tflops", "memory_bandwidth_gbs", "cache_mib",
        "cache_bandwidth_gbs", "llc_mib", "llc_bandwidth_gbs", "op_overhead_us",
-       "hand_off_us", "comm_overlap", "threads", "kernels", "blas_packing"});
+       "hand_off_us", "comm_overlap", "threads", "kernels", "blas_packing",
+       "comm_library_bytes", "onednn_primitive_bytes"});
   if (!device)
     return device.takeError();
   if (llvm::Error e =
@@ -582,6 +583,20 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text,
                               overlap->scalar,
                           overlap);
     c.commOverlap = value;
+  }
+  // Optional byte counts of the libraries' own memory.
+  for (auto [key, out] :
+       {std::pair{"comm_library_bytes", &c.commLibraryBytes},
+        std::pair{"onednn_primitive_bytes", &c.oneDnnPrimitiveBytes}}) {
+    double bytes = 0;
+    if (llvm::Error e = reader.number(*device, key, "device", bytes,
+                                      /*optional=*/true, /*zeroOk=*/true))
+      return std::move(e);
+    if (bytes != std::floor(bytes) || bytes > 1e15)
+      return reader.error(std::string("device.") + key,
+                          "must be a whole number of bytes",
+                          device->lookup(key));
+    *out = static_cast<int64_t>(bytes);
   }
   if (const Tree *packing = device->lookup("blas_packing"))
     if (llvm::Error e = readBlasPacking(reader, packing, c.blasBlocking))

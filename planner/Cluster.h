@@ -220,6 +220,16 @@ struct Cluster {
   /// The cpu target's OpenBLAS blocking, measured by `cleave calibrate`
   /// (device.blas_packing); unknown (no packing predicted) otherwise.
   rt::BlasBlocking blasBlocking;
+  /// What the communication library keeps for itself on each rank of a
+  /// run of more than one (MPI's request and fragment lists, messages that
+  /// arrive before their receive): `cleave calibrate` measures it on a cpu
+  /// (device.comm_library_bytes); 0 (none predicted) otherwise.
+  int64_t commLibraryBytes = 0;
+  /// What oneDNN keeps for each convolution primitive a rank creates (its
+  /// objects, generated code and operands' reorders, beyond the
+  /// workspaces): `cleave calibrate` measures it
+  /// (device.onednn_primitive_bytes); 0 (none predicted) otherwise.
+  int64_t oneDnnPrimitiveBytes = 0;
   /// Where the numbers come from (shown in `cleave plan`'s header).
   std::string source;
 

@@ -1098,12 +1098,25 @@ llvm::Expected<Prediction> predictStep(func::FuncOp step,
         cpuKernelWorkspaceBytes(step, fusion, skinnyBackward, stages, threads);
     std::vector<int64_t> packing = cpuBlasPackingBytes(
         step, fusion, skinnyBackward, stages, threads, cluster.blasBlocking);
-    for (auto [memory, kernels, collectives, blas] :
-         llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes, packing)) {
+    // The libraries' own memory: MPI's on every rank of a run of more
+    // than one, oneDNN's for each primitive a stage creates.
+    int64_t ranks = 1;
+    if (mesh)
+      for (int64_t size : mesh.getAxisSizes())
+        ranks *= size;
+    std::vector<int64_t> primitives =
+        cluster.oneDnnPrimitiveBytes > 0
+            ? cpuOneDnnPrimitives(step, stages, threads)
+            : std::vector<int64_t>(p.stageMemory.size(), 0);
+    for (auto [memory, kernels, collectives, blas, made] :
+         llvm::zip(p.stageMemory, workspaces, stageCollectiveBytes, packing,
+                   primitives)) {
       memory.collectiveBuffers = collectives.total();
       memory.collectiveStaging = collectives.staging;
       memory.workspace = kernels + collectives.total();
       memory.blasPacking = blas;
+      memory.libraries = (ranks > 1 ? cluster.commLibraryBytes : 0) +
+                         made * cluster.oneDnnPrimitiveBytes;
     }
   }
   p.setMemoryFromStages();
@@ -1236,10 +1249,11 @@ double pipelineBubble(int64_t stages, int64_t microbatches,
 void Prediction::setMemoryFromStages() {
   persistentBytes = scratchBytes = peakBytesPerRank = peakStage = 0;
   workspaceBytes = collectiveBufferBytes = inputBytes = blasPackingBytes =
-      neededBytesPerRank = 0;
+      libraryBytes = neededBytesPerRank = 0;
   for (auto [s, memory] : llvm::enumerate(stageMemory)) {
     inputBytes = std::max(inputBytes, memory.inputs);
     blasPackingBytes = std::max(blasPackingBytes, memory.blasPacking);
+    libraryBytes = std::max(libraryBytes, memory.libraries);
     neededBytesPerRank = std::max(neededBytesPerRank, memory.total());
     if (memory.workspace > workspaceBytes) {
       workspaceBytes = memory.workspace;

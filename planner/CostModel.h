@@ -49,16 +49,20 @@ namespace cleave::planner {
 /// inputs what the step's inputs hold beside the plan (InputMemory.h), and
 /// graphInputs the part of it the graph's inputs hold (the rest is the
 /// step counter's), which grows with the batch; blasPacking OpenBLAS's
-/// packing buffers on the cpu target (cpuBlasPackingBytes).
+/// packing buffers on the cpu target (cpuBlasPackingBytes); libraries what
+/// the libraries keep for themselves on the cpu target: MPI's lists and
+/// fragments (Cluster::commLibraryBytes, where more than one rank runs) and
+/// oneDNN's primitives (Cluster::oneDnnPrimitiveBytes each,
+/// cpuOneDnnPrimitives).
 struct StageMemory {
   int64_t parameters = 0, optimizerState = 0, gradients = 0, activations = 0,
           workspace = 0, collectiveBuffers = 0, collectiveStaging = 0,
-          inputs = 0, graphInputs = 0, blasPacking = 0;
+          inputs = 0, graphInputs = 0, blasPacking = 0, libraries = 0;
 
   /// Everything a rank of the stage holds, as the fit counts it.
   int64_t total() const {
     return parameters + optimizerState + gradients + activations + workspace +
-           inputs + blasPacking;
+           inputs + blasPacking + libraries;
   }
 };
 
@@ -172,8 +176,12 @@ struct Prediction {
   /// (StageMemory::blasPacking; 0 where the cluster does not know the
   /// blocking): not in --print-memory's numbers.
   int64_t blasPackingBytes = 0;
+  /// What the libraries keep for themselves on the stage that needs most
+  /// for it (StageMemory::libraries): not in --print-memory's numbers.
+  int64_t libraryBytes = 0;
   /// What the fit counts: the most any rank holds with its workspaces,
-  /// inputs and BLAS packing (each rank its own stage's).
+  /// inputs, BLAS packing and libraries' own memory (each rank its own
+  /// stage's).
   int64_t neededBytesPerRank = 0;
   /// The most bytes any rank sends per step, over all collectives.
   int64_t commBytesPerRank = 0;
@@ -203,7 +211,8 @@ struct Prediction {
   /// from stageMemory: each rank allocates its own stage's scratch, so the
   /// peak is the largest stage's sum, not the sum of the largest parts;
   /// workspaceBytes and collectiveBufferBytes, the largest stage's,
-  /// inputBytes and blasPackingBytes the largest, and neededBytesPerRank.
+  /// inputBytes, blasPackingBytes and libraryBytes the largest, and
+  /// neededBytesPerRank.
   void setMemoryFromStages();
 };
 

@@ -13,6 +13,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <set>
 
 namespace cleave::planner {
 
@@ -161,6 +162,43 @@ cpuKernelWorkspaceBytes(func::FuncOp step, const FusionPlan &fusion,
     total.push_back(sum);
   }
   return total;
+}
+
+std::vector<int64_t> cpuOneDnnPrimitives(func::FuncOp step, int64_t stages,
+                                         int threads) {
+  threads = std::max(threads, 1);
+  // A primitive per distinct call, as the runtime's cache keys them.
+  std::vector<std::set<std::vector<int64_t>>> calls(
+      std::max<int64_t>(stages, 1));
+  step.walk([&](Operation *op) {
+    std::optional<CpuConvCall> call = cpuConvCall(op, threads);
+    if (!call || !call->oneDnn)
+      return;
+    int64_t bytes[rt::kOneDnnWorkspaces];
+    // Geometries oneDNN refuses run on im2col.
+    if (!rt::oneDnnConvWorkspaces(call->pass, call->x, call->w, call->y,
+                                  call->strides, call->pads, call->dilations,
+                                  call->group, call->bias, call->layout,
+                                  threads, bytes))
+      return;
+    int spatial = call->x.rank - 2;
+    std::vector<int64_t> key = {static_cast<int64_t>(call->pass),
+                                static_cast<int64_t>(call->layout), call->bias,
+                                call->group};
+    for (const rt::Shape *shape : {&call->x, &call->w, &call->y})
+      key.insert(key.end(), shape->dims, shape->dims + shape->rank);
+    key.insert(key.end(), call->strides, call->strides + spatial);
+    key.insert(key.end(), call->pads, call->pads + 2 * spatial);
+    key.insert(key.end(), call->dilations, call->dilations + spatial);
+    int64_t stage = stages > 1 ? stageOf(op) : -1;
+    for (int64_t s = 0; s < static_cast<int64_t>(calls.size()); ++s)
+      if (stage < 0 || stage == s)
+        calls[s].insert(key);
+  });
+  std::vector<int64_t> counts;
+  for (const auto &stageCalls : calls)
+    counts.push_back(static_cast<int64_t>(stageCalls.size()));
+  return counts;
 }
 
 namespace {

@@ -61,6 +61,13 @@ cpuBlasPackingBytes(mlir::func::FuncOp step,
                     const SkinnyBackwardPairs &skinnyBackward, int64_t stages,
                     int threads, const rt::BlasBlocking &blocking);
 
+/// Per pipeline stage, the oneDNN convolution primitives a rank of it
+/// creates running `step` on `threads` OpenMP threads: one per geometry,
+/// pass and layout the runtime sends to oneDNN (rt::oneDnnPrimitives
+/// counts them as they are made).
+std::vector<int64_t> cpuOneDnnPrimitives(mlir::func::FuncOp step,
+                                         int64_t stages, int threads);
+
 /// Whether the cpu runtime runs `inputGradient` (dx = dy w, paired with
 /// its weight's plain-SGD update: BackwardFusion::updateWithInputGradient)
 /// and that update's product on skinnyLinearBackward, as linearBackwardSgd

@@ -74,7 +74,7 @@ LeastMemory leastMemory(const Prediction &least,
     double scratch =
         held.gradients + held.activations +
         std::max(0.0, inFlight - 1) * stashed * (1 - kRolledStashMargin) +
-        held.workspace + held.inputs + held.blasPacking;
+        held.workspace + held.inputs + held.blasPacking + held.libraries;
     memory.scratch = std::max(memory.scratch, scratch);
     // The collectives' buffers are the strategy's own (ZeRO reduces by
     // reduce-scatter, data parallelism by all-reduce): not shared.

@@ -256,6 +256,7 @@ Prediction rollLayers(const PlanLayout &layout,
     memory.graphInputs = mb.graphInputs;
     // So are its products' shapes, and OpenBLAS's packing of them.
     memory.blasPacking = std::max(ma.blasPacking, mb.blasPacking);
+    memory.libraries = mb.libraries;
     // The micro-batches the schedule keeps in flight on this stage, beyond
     // those on its template stage (1F1B: p - s of them), each hold the
     // activations one stashes (RolledStep.h).

@@ -37,8 +37,8 @@ std::string peakParts(const Prediction &p) {
                        formatBytes(m.gradients + m.activations));
 }
 
-/// ", workspaces W, inputs I, BLAS packing B": what the fit counts beside
-/// peakBytesPerRank
+/// ", workspaces W, inputs I, BLAS packing B, libraries' own L": what the fit
+/// counts beside peakBytesPerRank
 /// (the most of any stage, each part left out where it is none).
 std::string besidePeakParts(const Prediction &p) {
   std::string parts;
@@ -48,6 +48,8 @@ std::string besidePeakParts(const Prediction &p) {
     parts += ", inputs " + formatBytes(p.inputBytes);
   if (p.blasPackingBytes)
     parts += ", BLAS packing " + formatBytes(p.blasPackingBytes);
+  if (p.libraryBytes)
+    parts += ", libraries' own " + formatBytes(p.libraryBytes);
   return parts;
 }
 

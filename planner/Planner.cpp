@@ -667,7 +667,7 @@ SearchResult searchLayouts(MLIRContext &context, const StepSource &sharedSteps,
             layout.virtualStages, /*overlapping=*/false);
         most = std::max(
             most, memory.parameters + memory.optimizerState + memory.gradients +
-                      memory.inputs + memory.blasPacking +
+                      memory.inputs + memory.blasPacking + memory.libraries +
                       kSiblingScratchMargin *
                           ((memory.activations - stashed + workspace) / m +
                            stashed * inFlight / m));

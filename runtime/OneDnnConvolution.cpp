@@ -316,6 +316,7 @@ Entry &lookup(ConvPass pass, OneDnnLayout layout, const Shape &xShape,
   if (slot->ok && run && !slot->prim) {
     try {
       create(*slot);
+      ++detail::oneDnnPrimitiveCount;
     } catch (const dnnl::error &) {
       *slot = Entry();
     }

@@ -103,6 +103,8 @@ namespace detail {
 /// reading it (RunReports.cpp) links no oneDNN into a program that runs no
 /// oneDNN convolution (the cuda target's).
 inline std::atomic<int64_t> oneDnnWorkspaceBytes{0};
+/// Counted as convolution primitives are created (their reorders with them).
+inline std::atomic<int64_t> oneDnnPrimitiveCount{0};
 } // namespace detail
 
 /// The bytes the workspaces hold now (allocated; oneDNN may not have
@@ -110,6 +112,14 @@ inline std::atomic<int64_t> oneDnnWorkspaceBytes{0};
 /// the measurement.
 inline int64_t oneDnnWorkspaceBytes() {
   return detail::oneDnnWorkspaceBytes.load();
+}
+
+/// The convolution primitives created so far: one per geometry, pass and
+/// layout run, kept for the life of the process with their operands'
+/// reorders (objects and generated code: what the planner predicts as
+/// Cluster::oneDnnPrimitiveBytes each, --print-memory-peak's count).
+inline int64_t oneDnnPrimitives() {
+  return detail::oneDnnPrimitiveCount.load();
 }
 
 } // namespace cleave::rt

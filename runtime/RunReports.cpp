@@ -73,8 +73,10 @@ void printMemory(int64_t persistentBytes, int64_t scratchBytes,
 /// state, and the scratch of its own stage; then the bytes its kernels'
 /// workspaces (KernelWorkspaces.h) and its collectives' buffers hold,
 /// which the plan leaves out and the planner predicts (planner/CpuWorkspace.h,
-/// codegen/CollectiveBuffers.h), and the bytes its inputs hold (its blocks
-/// of the step's inputs and the data they are copied from).
+/// codegen/CollectiveBuffers.h), the bytes its inputs hold (its blocks
+/// of the step's inputs and the data they are copied from) and the oneDNN
+/// convolution primitives it created (whose memory the planner predicts
+/// per primitive).
 void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                          int64_t inputBytes, const GlobalTensors &global) {
   const Program &program = global.program;
@@ -85,8 +87,9 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
                                scratch,
                                kernelWorkspaceBytes(),
                                collectiveBufferBytes(),
-                               inputBytes};
-  constexpr size_t kFields = 7;
+                               inputBytes,
+                               oneDnnPrimitives()};
+  constexpr size_t kFields = 8;
   std::vector<int64_t> all(mine);
   int ranks = global.distributed ? worldSize() : 1;
   if (global.distributed) {
@@ -103,12 +106,12 @@ void printMeasuredMemory(const MemoryGrowth &growth, int64_t persistentBytes,
     std::printf("  rank %d: peak %lld bytes, of which file-backed %lld; "
                 "planned %lld (parameters and state %lld, scratch of its "
                 "stage %lld); kernel workspaces %lld; collective buffers "
-                "%lld; inputs %lld\n",
+                "%lld; inputs %lld; oneDNN primitives %lld\n",
                 r, static_cast<long long>(at[0]), static_cast<long long>(at[1]),
                 static_cast<long long>(at[2] + at[3]),
                 static_cast<long long>(at[2]), static_cast<long long>(at[3]),
                 static_cast<long long>(at[4]), static_cast<long long>(at[5]),
-                static_cast<long long>(at[6]));
+                static_cast<long long>(at[6]), static_cast<long long>(at[7]));
   }
   std::fflush(stdout);
 }

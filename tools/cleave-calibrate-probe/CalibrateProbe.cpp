@@ -18,10 +18,19 @@
 // object on stdout; numbers are the slowest rank's.
 //
 //   mpirun -np 2 cleave-calibrate-probe [--ranks 2] [--seconds S]
+//   mpirun -np 2 cleave-calibrate-probe --library-memory
+//   cleave-calibrate-probe --blas-packing | --onednn-primitives THREADS
+//
+// --library-memory measures only the memory MPI keeps for itself
+// (LibraryMemoryProbe.h) and prints {"library_bytes": N}; --blas-packing
+// and --onednn-primitives run without MPI (BlasPackingProbe.h,
+// OneDnnPrimitiveProbe.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "BlasPackingProbe.h"
+#include "LibraryMemoryProbe.h"
+#include "OneDnnPrimitiveProbe.h"
 
 #include "runtime/CollectiveKernels.h"
 #include "runtime/ConvolutionPath.h"
@@ -866,15 +875,22 @@ int main(int argc, char **argv) {
   // (`cleave calibrate` runs this apart).
   if (argc == 2 && std::strcmp(argv[1], "--blas-packing") == 0)
     return cleave::probe::runBlasPackingProbe();
+  // oneDNN's memory per convolution primitive, likewise.
+  if (argc == 3 && std::strcmp(argv[1], "--onednn-primitives") == 0)
+    return cleave::probe::runOneDnnPrimitiveProbe(
+        std::max(1, std::atoi(argv[2])));
   // The ranks mpirun starts (--ranks, else Open MPI's count), known before
   // MPI starts: the runtime's mesh is made of them.
   int64_t meshRanks = 1;
   if (const char *size = std::getenv("OMPI_COMM_WORLD_SIZE"))
     meshRanks = std::max(1, std::atoi(size));
   double seconds = 0.5;
+  bool libraryMemory = false;
   const char *bad = nullptr;
   for (int i = 1; i < argc && !bad; ++i) {
-    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+    if (std::strcmp(argv[i], "--library-memory") == 0)
+      libraryMemory = true;
+    else if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
       seconds = std::atof(argv[++i]);
     else if (std::strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
       meshRanks = std::atoi(argv[++i]);
@@ -884,8 +900,10 @@ int main(int argc, char **argv) {
   if (bad || !(seconds > 0) || meshRanks < 1) {
     // Every rank says it; mpirun shows the first.
     if (bad)
-      std::fprintf(stderr, "cleave-calibrate-probe: error: unknown argument "
-                           "'%s' (only --ranks N, --seconds S)\n",
+      std::fprintf(stderr,
+                   "cleave-calibrate-probe: error: unknown argument "
+                   "'%s' (only --ranks N, --seconds S, "
+                   "--library-memory)\n",
                    bad);
     else
       std::fprintf(stderr, "cleave-calibrate-probe: error: --seconds and "
@@ -917,6 +935,15 @@ int main(int argc, char **argv) {
     group.axes[0] = static_cast<int8_t>(a);
     ++group.count;
     groups.push_back(group);
+  }
+  // MPI's own memory, alone in its processes: its lists grow once.
+  if (libraryMemory) {
+    int64_t bytes =
+        ranks > 1 ? cleave::probe::measureLibraryMemory(groups.back()) : 0;
+    if (rank == 0)
+      std::printf("{\"library_bytes\": %lld}\n", static_cast<long long>(bytes));
+    cleave::rt::finalizeMesh();
+    return 0;
   }
   // The link in three rounds: first, between the compute phases and last,
   // a third of the time each.

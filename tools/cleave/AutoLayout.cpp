@@ -117,12 +117,16 @@ chooseLayout(mlir::MLIRContext &context, mlir::ModuleOp module,
       p.stepMs, p.computeMs, p.exposedCommMs, p.bubbleMs,
       planner::formatBytes(p.peakBytesPerRank),
       planner::formatBytes(p.commBytesPerRank),
-      llvm::formatv(" (+{0} workspaces, {1} inputs{2})",
+      llvm::formatv(" (+{0} workspaces, {1} inputs{2}{3})",
                     planner::formatBytes(p.workspaceBytes),
                     planner::formatBytes(p.inputBytes),
                     p.blasPackingBytes > 0
                         ? ", " + planner::formatBytes(p.blasPackingBytes) +
                               " BLAS packing"
+                        : std::string(),
+                    p.libraryBytes > 0
+                        ? ", " + planner::formatBytes(p.libraryBytes) +
+                              " libraries' own"
                         : std::string())
           .str());
   std::string flagsText;

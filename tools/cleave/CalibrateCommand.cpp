@@ -5,10 +5,12 @@
 // under mpirun with the ranks and threads of a training run and reports the
 // runtime GEMM's rate by shape class, memory bandwidth, the cost of an op,
 // the rates of the kernels the roofline misses, MPI latency and bandwidth
-// between ranks and the time of the runtime's own collectives by size;
-// this command turns that into the cluster schema (planner/Cluster.h), with
-// the raw numbers in comments. Before that, the probe alone (no mpirun)
-// measures OpenBLAS's packing blocking (runtime/BlasPacking.h).
+// between ranks, the time of the runtime's own collectives by size and the
+// memory MPI keeps for itself (LibraryMemoryProbe.h); this command turns
+// that into the cluster schema (planner/Cluster.h), with the raw numbers in
+// comments. Before that, the probe alone (no mpirun) measures OpenBLAS's
+// packing blocking (runtime/BlasPacking.h) and oneDNN's memory per
+// convolution primitive (OneDnnPrimitiveProbe.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,39 +38,50 @@ namespace cl = llvm::cl;
 
 namespace {
 
+/// Runs a short probe (`args`, the program first) and returns the JSON
+/// object it prints, or none with `why` set.
+std::optional<llvm::json::Object>
+runShortProbe(llvm::ArrayRef<std::string> args, std::string &why) {
+  llvm::SmallString<128> outPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "cleave-calibrate-probe", "json", outPath)) {
+    why = "cannot create a temporary file: " + ec.message();
+    return std::nullopt;
+  }
+  llvm::FileRemover removeOut(outPath);
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(outPath), std::nullopt};
+  std::string error;
+  int code =
+      llvm::sys::ExecuteAndWait(argRefs[0], argRefs, std::nullopt, redirects,
+                                /*SecondsToWait=*/120, 0, &error);
+  auto text = llvm::MemoryBuffer::getFile(outPath);
+  if (code != 0 || !text) {
+    why =
+        llvm::formatv("the probe failed (exit {0}{1}): {2}", code,
+                      error.empty() ? "" : ": " + error, llvm::join(args, " "));
+    return std::nullopt;
+  }
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*text)->getBuffer().trim());
+  if (!parsed)
+    llvm::consumeError(parsed.takeError());
+  else if (llvm::json::Object *result = parsed->getAsObject())
+    return std::move(*result);
+  why = "the probe printed no result: '" + (*text)->getBuffer().trim().str() +
+        "'";
+  return std::nullopt;
+}
+
 /// The cluster file's `device.blas_packing` lines from
 /// `cleave-calibrate-probe --blas-packing`, or none with `why` set where
 /// the probe could not fit OpenBLAS's packing (planning then predicts none).
 std::string measureBlasPacking(std::string &why) {
-  llvm::SmallString<128> outPath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "cleave-calibrate-blas", "json", outPath)) {
-    why = "cannot create a temporary file: " + ec.message();
+  std::optional<llvm::json::Object> result =
+      runShortProbe({CLEAVE_CALIBRATE_PROBE, "--blas-packing"}, why);
+  if (!result)
     return "";
-  }
-  llvm::FileRemover removeOut(outPath);
-  llvm::StringRef args[] = {CLEAVE_CALIBRATE_PROBE, "--blas-packing"};
-  std::optional<llvm::StringRef> redirects[] = {
-      std::nullopt, llvm::StringRef(outPath), std::nullopt};
-  std::string error;
-  int code = llvm::sys::ExecuteAndWait(args[0], args, std::nullopt, redirects,
-                                       /*SecondsToWait=*/120, 0, &error);
-  auto text = llvm::MemoryBuffer::getFile(outPath);
-  if (code != 0 || !text) {
-    why = llvm::formatv("the probe failed (exit {0}{1})", code,
-                        error.empty() ? "" : ": " + error);
-    return "";
-  }
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*text)->getBuffer().trim());
-  const llvm::json::Object *result = parsed ? parsed->getAsObject() : nullptr;
-  if (!parsed)
-    llvm::consumeError(parsed.takeError());
-  if (!result) {
-    why = "the probe printed no result: '" + (*text)->getBuffer().trim().str() +
-          "'";
-    return "";
-  }
   if (std::optional<llvm::StringRef> failed = result->getString("error")) {
     why = failed->str();
     return "";
@@ -91,13 +104,76 @@ std::string measureBlasPacking(std::string &why) {
        {"panel_rows", "panel_depth", "narrow_columns", "small_product"}) {
     std::optional<int64_t> value = result->getInteger(key);
     if (!value || *value < 0) {
-      why = "the probe gave no " + key.str() + ": '" +
-            (*text)->getBuffer().trim().str() + "'";
+      why = "the probe gave no " + key.str();
       return "";
     }
     lines += llvm::formatv("    {0}: {1}\n", key, *value).str();
   }
   return lines;
+}
+
+/// The cluster file's `device.onednn_primitive_bytes` line from
+/// `cleave-calibrate-probe --onednn-primitives` on `threads` threads, or
+/// none with `why` set (planning then predicts none).
+std::string measureOneDnnPrimitives(int64_t threads, std::string &why) {
+  std::optional<llvm::json::Object> result = runShortProbe(
+      {CLEAVE_CALIBRATE_PROBE, "--onednn-primitives", std::to_string(threads)},
+      why);
+  if (!result)
+    return "";
+  if (std::optional<llvm::StringRef> failed = result->getString("error")) {
+    why = failed->str();
+    return "";
+  }
+  std::optional<int64_t> bytes = result->getInteger("primitive_bytes");
+  std::optional<int64_t> primitives = result->getInteger("primitives");
+  if (!bytes || *bytes < 0 || !primitives) {
+    why = "the probe gave no primitive_bytes";
+    return "";
+  }
+  return llvm::formatv("  onednn_primitive_bytes: {0}  # oneDNN's own memory "
+                       "per convolution primitive: {1} primitives rose {2} "
+                       "bytes beyond their workspaces\n",
+                       *bytes, *primitives,
+                       result->getInteger("rise").value_or(0))
+      .str();
+}
+
+/// Runs of the library's memory probe: each rank's measurement is one
+/// draw of how its messages happened to pile up; the median of the runs'
+/// most-loaded ranks counts.
+constexpr int kLibraryMemoryRuns = 5;
+
+/// The cluster file's `device.comm_library_bytes` line: what MPI keeps for
+/// itself on a rank (`cleave-calibrate-probe --library-memory` under
+/// `launch`, the median of kLibraryMemoryRuns runs), or none with `why`
+/// set.
+std::string measureLibraryMemory(std::vector<std::string> launch,
+                                 std::string &why) {
+  launch.push_back(CLEAVE_CALIBRATE_PROBE);
+  launch.push_back("--library-memory");
+  std::vector<int64_t> runs;
+  for (int i = 0; i < kLibraryMemoryRuns; ++i) {
+    std::optional<llvm::json::Object> result = runShortProbe(launch, why);
+    if (!result)
+      return "";
+    std::optional<int64_t> bytes = result->getInteger("library_bytes");
+    if (!bytes || *bytes < 0) {
+      why = "the probe gave no library_bytes";
+      return "";
+    }
+    runs.push_back(*bytes);
+  }
+  std::vector<int64_t> sorted = runs;
+  llvm::sort(sorted);
+  return llvm::formatv(
+             "  comm_library_bytes: {0}  # MPI's own memory on a "
+             "rank, the median of {1} runs: {2}\n",
+             sorted[sorted.size() / 2], runs.size(),
+             llvm::join(llvm::map_range(
+                            runs, [](int64_t b) { return std::to_string(b); }),
+                        " "))
+      .str();
 }
 
 class CalibrateCommand : public Command {
@@ -173,8 +249,17 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
     args.push_back("--oversubscribe");
   for (std::string arg :
        {std::string("-np"), std::to_string(ranks_), std::string("-x"),
-        "OMP_NUM_THREADS=" + std::to_string(threads),
-        std::string(CLEAVE_CALIBRATE_PROBE), std::string("--ranks"),
+        "OMP_NUM_THREADS=" + std::to_string(threads)})
+    args.push_back(arg);
+  // What MPI keeps for itself on a rank (one rank: no messages).
+  std::string libraryWhy, library;
+  if (ranks_ > 1) {
+    library = measureLibraryMemory(args, libraryWhy);
+    if (library.empty())
+      return fail("measuring MPI's own memory: " + libraryWhy);
+  }
+  for (std::string arg :
+       {std::string(CLEAVE_CALIBRATE_PROBE), std::string("--ranks"),
         std::to_string(ranks_), std::string("--seconds"),
         llvm::formatv("{0}", seconds_.getValue()).str()})
     args.push_back(arg);
@@ -189,6 +274,12 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
     llvm::errs() << "cleave calibrate: note: OpenBLAS's packing buffers will "
                     "not be predicted: "
                  << blasWhy << "\n";
+  std::string primitivesWhy;
+  std::string primitives = measureOneDnnPrimitives(threads, primitivesWhy);
+  if (primitives.empty())
+    llvm::errs() << "cleave calibrate: note: oneDNN's memory per primitive "
+                    "will not be predicted: "
+                 << primitivesWhy << "\n";
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt,
                                                 llvm::StringRef(outPath),
@@ -547,8 +638,9 @@ int CalibrateCommand::run(mlir::MLIRContext &) {
       "{21}{23}",
       ranks_.getValue(), threads, large, medium, skinny, triad, latency,
       bandwidth, memory, large / 1000, efficiency, cacheTriad, cacheMiB,
-      overhead, kernels, llc + blasPacking, llcTriad, handOff, collectiveTimes,
-      link, overlap, gemmByDimension, linkRounds, convEfficiency);
+      overhead, kernels, llc + blasPacking + library + primitives, llcTriad,
+      handOff, collectiveTimes, link, overlap, gemmByDimension, linkRounds,
+      convEfficiency);
   if (!writeOutputFile(output_, yaml, "cleave calibrate"))
     return 1;
   llvm::outs() << yaml;

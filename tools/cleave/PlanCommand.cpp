@@ -532,6 +532,9 @@ int PlanCommand::run(mlir::MLIRContext &context) {
       if (p.blasPackingBytes > 0)
         beside.push_back("BLAS packing " +
                          planner::formatBytes(p.blasPackingBytes));
+      if (p.libraryBytes > 0)
+        beside.push_back("libraries' own " +
+                         planner::formatBytes(p.libraryBytes));
       if (!beside.empty())
         os << "     beside peak/rank: " << llvm::join(beside, ", ") << "; "
            << planner::formatBytes(p.neededBytesPerRank)

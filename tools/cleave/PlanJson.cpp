@@ -18,7 +18,8 @@ void addDetails(const planner::Prediction &p, llvm::json::Object &plan) {
                            {"workspace", m.workspace},
                            {"collective_buffers", m.collectiveBuffers},
                            {"inputs", m.inputs},
-                           {"blas_packing", m.blasPacking}});
+                           {"blas_packing", m.blasPacking},
+                           {"libraries", m.libraries}});
   for (const planner::ScheduleSlice &s : p.schedule)
     schedule.push_back(llvm::json::Object{{"stage", s.stage},
                                           {"microbatch", s.microbatch},
@@ -134,6 +135,7 @@ llvm::json::Object planJson(const planner::Candidate &c,
         {"collective_buffer_bytes_per_rank", p.collectiveBufferBytes},
         {"input_bytes_per_rank", p.inputBytes},
         {"blas_packing_bytes_per_rank", p.blasPackingBytes},
+        {"library_bytes_per_rank", p.libraryBytes},
         {"needed_bytes_per_rank", p.neededBytesPerRank},
         {"comm_bytes_per_rank", p.commBytesPerRank},
         {"comm_bytes_by_kind", std::move(bytesByKind)}};

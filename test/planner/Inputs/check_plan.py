@@ -15,10 +15,14 @@ compiler and the program report:
     memory_by_stage[].inputs: the bytes its step's inputs hold (its blocks
     of them, the --synthetic batch they are copied from), each equal to
     what the program's --print-memory-peak reports for it (and
-    workspace_bytes_per_rank, input_bytes_per_rank the most of any rank).
+    workspace_bytes_per_rank, input_bytes_per_rank the most of any rank);
+    with --primitives-counted (a cluster file whose
+    onednn_primitive_bytes is 1 and which has no comm_library_bytes),
+    memory_by_stage[].libraries: the oneDNN primitives each rank creates,
+    equal to the count its --print-memory-peak reports.
 
 usage: check_plan.py PLAN.json INDEX MODEL OUTDIR [--rejected] [--also FLAG]
-                     [--threads N] [--workspaces-measured]
+                     [--threads N] [--measured-bound] [--primitives-counted]
 
 --also FLAG adds FLAG to the plan's (--cuda-host-emulation: a cuda-target
 plan built to run on the host). --threads: OpenMP threads per rank
@@ -53,7 +57,8 @@ def parse_memory(text):
 
 MEASURED = re.compile(r"rank (\d+): peak (\d+) bytes, of which file-backed "
                       r"(\d+); planned (\d+) .*; kernel workspaces (\d+); "
-                      r"collective buffers (\d+); inputs (\d+)")
+                      r"collective buffers (\d+); inputs (\d+); "
+                      r"oneDNN primitives (\d+)")
 
 
 def unplanned_allowance():
@@ -81,15 +86,15 @@ def stage_of(plan, rank):
     return 0
 
 
-def check_workspaces(plan, text, failures, bound):
-    """The cpu target's kernel workspaces, collective buffers, inputs and
-    measured memory, per rank."""
+def check_workspaces(plan, text, failures, bound, primitives_counted):
+    """The cpu target's kernel workspaces, collective buffers, inputs,
+    oneDNN primitives and measured memory, per rank."""
     measured = {int(m.group(1)): [int(g) for g in m.groups()[1:]]
                 for m in MEASURED.finditer(text)}
     stages = plan["memory_by_stage"]
     most = most_inputs = 0
-    for rank, (peak, file, planned, kernels, collectives, inputs) in sorted(
-            measured.items()):
+    for rank, (peak, file, planned, kernels, collectives, inputs,
+               primitives) in sorted(measured.items()):
         stage = stages[stage_of(plan, rank)]
         predicted = stage["workspace"]
         buffers = stage["collective_buffers"]
@@ -107,6 +112,11 @@ def check_workspaces(plan, text, failures, bound):
             failures.append(f"rank {rank}'s collective buffers differ")
         if inputs != stage["inputs"]:
             failures.append(f"rank {rank}'s inputs differ")
+        if primitives_counted:
+            print(f"  rank {rank}: oneDNN primitives predicted "
+                  f"{stage['libraries']}, created {primitives}")
+            if primitives != stage["libraries"]:
+                failures.append(f"rank {rank}'s oneDNN primitives differ")
         beside = predicted + stage["inputs"]
         if bound and rise > planned + beside + unplanned_allowance():
             failures.append(f"rank {rank} measured more than its plan, "
@@ -168,7 +178,8 @@ def main():
         failures.append("peak memory differs")
     if not cuda:
         check_workspaces(plan, run.stdout, failures,
-                         "--measured-bound" in sys.argv)
+                         "--measured-bound" in sys.argv,
+                         "--primitives-counted" in sys.argv)
     for source, text in (("cleave compile --print-comm", compiled.stdout),
                          ("the program's --print-comm", run.stdout)):
         comm = parse_comm(text)

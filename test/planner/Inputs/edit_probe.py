@@ -8,12 +8,17 @@ print it:
   edit_probe.py scale FIELD FACTOR  every number of the object FIELD (and
                                     of the objects in it) times FACTOR
                                     (conv_gflops 100: convolutions far
-                                    faster than the GEMM)."""
+                                    faster than the GEMM).
+
+The library memory probe's result (`--library-memory`: library_bytes
+alone) passes unchanged, unless FIELD is library_bytes."""
 import json
 import sys
 
 result = json.loads(sys.stdin.read())
-if sys.argv[1] == "drop":
+if sys.argv[2] not in result:
+    pass
+elif sys.argv[1] == "drop":
     del result[sys.argv[2]]
 else:
     field, factor = sys.argv[2], float(sys.argv[3])
