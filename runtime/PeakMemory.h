@@ -6,10 +6,11 @@
 // its highest (VmHWM, reset to the baseline through /proc/self/clear_refs)
 // until the end of the steps. --print-memory is the compiler's prediction
 // (its static plan); this is the measurement, which also shows what the
-// plan does not count: the kernels' workspaces, the collectives' buffers
-// and the step's inputs (which the planner predicts beside the plan), and
-// what no plan holds (kernels' per-call temporaries, the BLAS's and MPI's
-// buffers). A page counts once it is touched: the scratch arena is
+// plan does not count: the kernels' workspaces, the collectives' buffers,
+// the step's inputs, OpenBLAS's packing buffers and what MPI and oneDNN
+// keep for themselves (which the planner predicts beside the plan), and
+// what no plan holds (kernels' per-call temporaries, the heap's
+// bookkeeping). A page counts once it is touched: the scratch arena is
 // mapped untouched (TensorStore.cpp), so arena pages no step writes are not
 // counted. File-backed pages (the code of libraries run for the first time)
 // are reported apart; they are not the program's data.
