@@ -15,8 +15,8 @@ namespace {
 /// Refuses the first value of a loaded index input outside its range.
 template <typename I>
 void checkValues(const InputData &input, const IndexInputCheck &check) {
-  const I *values = reinterpret_cast<const I *>(input.array.data.data());
-  int64_t count = static_cast<int64_t>(input.array.data.size() / sizeof(I));
+  const I *values = reinterpret_cast<const I *>(input.bytes());
+  int64_t count = input.byteCount() / static_cast<int64_t>(sizeof(I));
   int64_t perSample = input.samples ? count / input.samples : count;
   for (int64_t i = 0; i < count; ++i) {
     int64_t value = values[i];
@@ -144,7 +144,7 @@ void checkIndexValues(const InputData &input, const IndexInputCheck &check) {
 
 InputData loadInput(const TensorSpec &spec, const RunOptions &options,
                     int64_t firstRow, int64_t rows) {
-  InputData input{&spec, "", {}, 0, 0};
+  InputData input{&spec, "", nullptr, {}, 0, 0};
   int64_t batch = spec.shape.rank ? spec.shape.dims[0] : 1;
   input.sampleBytes =
       batch ? spec.shape.numElements() / batch * dtypeSize(spec.dtype) : 0;
@@ -172,16 +172,18 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options,
   input.path = options.data + "/" + spec.file;
   const std::string &path = input.path;
   std::string error;
-  if (!readNpy(path, input.array, error))
+  auto mapped = std::make_shared<MappedNpy>();
+  if (!mapNpy(path, *mapped, error))
     failRun(error + " (graph input '" + spec.name + "' is " +
             dtypeName(spec.dtype) + " " +
             shapeText(spec.shape.dims, spec.shape.rank) + ")");
-  if (input.array.kind != dtypeNpyKind(spec.dtype))
-    failRun("'" + path + "' holds numpy dtype '" + input.array.kind +
+  if (mapped->kind != dtypeNpyKind(spec.dtype))
+    failRun("'" + path + "' holds numpy dtype '" + mapped->kind +
             "' but graph input '" + spec.name + "' is " +
             dtypeName(spec.dtype) + "; save it with .astype(numpy." +
             dtypeName(spec.dtype) + ")");
-  const std::vector<int64_t> &shape = input.array.shape;
+  input.mapped = mapped;
+  const std::vector<int64_t> shape = mapped->shape;
   if (spec.shape.rank == 0) {
     // A 0-d input has no samples: the file holds the value itself.
     if (!shape.empty())
@@ -213,15 +215,25 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options,
             spec.name + "' needs " + wanted + "] (N samples along dim " +
             std::to_string(batchDim) + ")");
   input.samples = shape[batchDim];
+  // numpy aligns an array's data to 64 bytes in the file; a file that
+  // does not (or whose samples must move first) is copied.
+  bool aligned =
+      reinterpret_cast<uintptr_t>(mapped->data()) % dtypeSize(spec.dtype) == 0;
+  if (batchDim != 0 || !aligned) {
+    input.array.kind = mapped->kind;
+    input.array.shape = mapped->shape;
+    input.array.data.assign(mapped->data(), mapped->data() + mapped->size());
+    input.mapped.reset();
+  }
   if (batchDim != 0)
     moveSamplesFirst(input.array, batchDim, dtypeSize(spec.dtype));
   if (input.samples < batch)
     failRun("'" + path + "' holds " + std::to_string(input.samples) +
             " samples, fewer than one batch of " + std::to_string(batch));
-  int64_t count = input.array.data.size() / dtypeSize(spec.dtype);
-  if (int64_t at = firstNonFinite(input.array.data.data(), count, spec.dtype);
+  int64_t count = input.byteCount() / dtypeSize(spec.dtype);
+  if (int64_t at = firstNonFinite(input.bytes(), count, spec.dtype);
       at >= 0 && !options.allowNonFinite)
-    refuseNonFinite(input.array.data.data(), count, spec.dtype,
+    refuseNonFinite(input.bytes(), count, spec.dtype,
                     "'" + path + "' (sample " +
                         std::to_string(at / (count / input.samples)) + ")",
                     options);
@@ -304,7 +316,7 @@ void TrainingData::copyBatch(int64_t step, TensorStore &store) {
       int64_t sample =
           input.samples == rows ? row : order->sample(step * rows + row);
       std::memcpy(dest + j * input.sampleBytes,
-                  input.array.data.data() +
+                  input.bytes() +
                       (sample - input.firstSample) * input.sampleBytes,
                   input.sampleBytes);
     }
@@ -314,6 +326,7 @@ void TrainingData::copyBatch(int64_t step, TensorStore &store) {
 }
 
 int64_t TrainingData::heldBytes() const {
+  // Mapped files are the page cache's, not the rank's.
   int64_t bytes = static_cast<int64_t>(wholeBatch.capacity());
   for (const InputData &input : loaded)
     bytes += static_cast<int64_t>(input.array.data.capacity());

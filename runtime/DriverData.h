@@ -15,6 +15,7 @@
 #include "runtime/Program.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,13 +30,32 @@ struct InputData {
   const TensorSpec *spec;
   /// The .npy file (empty with --synthetic).
   std::string path;
+  /// The file's data mapped, not copied (--data): every rank on a machine
+  /// reads the same pages of the page cache, which are not the rank's own
+  /// memory. Null where `array` holds the samples.
+  std::shared_ptr<const MappedNpy> mapped;
+  /// The samples the rank made (--synthetic), or copied from a file whose
+  /// samples are not along its first dim (moved there) or whose data is
+  /// not aligned to its elements.
   NpyArray array;
   int64_t samples = 0;
   int64_t sampleBytes = 0;
-  /// The first sample `array` holds: with --synthetic a rank makes only
-  /// the rows of the batch it reads (`array` holds samples [firstSample,
-  /// firstSample + rows)), the same values whichever rank makes them.
+  /// The first sample held: with --synthetic a rank makes only the rows of
+  /// the batch it reads (samples [firstSample, firstSample + rows)), the
+  /// same values whichever rank makes them.
   int64_t firstSample = 0;
+
+  /// The samples' bytes, and how many.
+  const char *bytes() const {
+    return mapped ? mapped->data() : array.data.data();
+  }
+  int64_t byteCount() const {
+    return static_cast<int64_t>(mapped ? mapped->size() : array.data.size());
+  }
+  /// The samples' shape as held (samples first, but for a 0-d input).
+  const std::vector<int64_t> &shape() const {
+    return mapped ? mapped->shape : array.shape;
+  }
 };
 
 /// Loads graph input `spec` (its global shape) as the options say; exits
@@ -119,10 +139,9 @@ public:
   /// it keeps its block.
   void copyBatch(int64_t step, TensorStore &store);
   /// The bytes this rank holds for the data: every input's samples as
-  /// loaded (its rows of one batch with --synthetic, the files with
-  /// --data) and the
-  /// whole batch of an input split along another dimension than the
-  /// batch's.
+  /// loaded (its rows of one batch with --synthetic; with --data the
+  /// files it had to copy, not those it maps) and the whole batch of an
+  /// input split along another dimension than the batch's.
   int64_t heldBytes() const;
 
   const std::vector<InputData> &inputs() const { return loaded; }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <string_view>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -383,19 +384,26 @@ bool readFully(int fd, char *data, uint64_t bytes, uint64_t offset) {
   return true;
 }
 
-} // namespace
+/// An open .npy file: its descriptor (closed with it), size and layout.
+struct OpenNpy {
+  int fd = -1;
+  uint64_t fileSize = 0;
+  NpyLayout layout;
+  ~OpenNpy() {
+    if (fd >= 0)
+      close(fd);
+  }
+};
 
-bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+/// Opens `path` and reads its header; false with `error` set.
+bool openNpy(const std::string &path, OpenNpy &file, std::string &error) {
+  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) {
     error = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
-  // Closes fd on every return.
-  std::unique_ptr<int, void (*)(int *)> closer(&fd,
-                                               [](int *fd) { close(*fd); });
   struct stat info;
-  if (fstat(fd, &info) != 0) {
+  if (fstat(file.fd, &info) != 0) {
     error = "cannot read '" + path + "': " + std::strerror(errno);
     return false;
   }
@@ -405,16 +413,26 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
             "with numpy.save";
     return false;
   }
-  uint64_t fileSize = static_cast<uint64_t>(info.st_size);
-  std::vector<char> prefix(std::min<uint64_t>(fileSize, 12 + kMaxHeaderBytes));
-  if (!readFully(fd, prefix.data(), prefix.size(), 0)) {
+  file.fileSize = static_cast<uint64_t>(info.st_size);
+  std::vector<char> prefix(
+      std::min<uint64_t>(file.fileSize, 12 + kMaxHeaderBytes));
+  if (!readFully(file.fd, prefix.data(), prefix.size(), 0)) {
     error = "cannot read '" + path + "': " +
             (errno ? std::strerror(errno) : "it shrank while being read");
     return false;
   }
-  NpyLayout layout;
-  if (!parseLayout(prefix.data(), prefix.size(), fileSize, path, layout, error))
+  return parseLayout(prefix.data(), prefix.size(), file.fileSize, path,
+                     file.layout, error);
+}
+
+} // namespace
+
+bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
+  OpenNpy file;
+  if (!openNpy(path, file, error))
     return false;
+  int fd = file.fd;
+  NpyLayout &layout = file.layout;
   array.kind = std::move(layout.kind);
   array.shape = std::move(layout.shape);
   array.data.resize(layout.dataBytes);
@@ -423,6 +441,33 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
             (errno ? std::strerror(errno) : "it shrank while being read");
     return false;
   }
+  return true;
+}
+
+MappedNpy::~MappedNpy() {
+  if (base)
+    munmap(base, length);
+}
+
+bool mapNpy(const std::string &path, MappedNpy &array, std::string &error) {
+  OpenNpy file;
+  if (!openNpy(path, file, error))
+    return false;
+  array.kind = std::move(file.layout.kind);
+  array.shape = std::move(file.layout.shape);
+  array.offset = file.layout.dataOffset;
+  array.bytes = static_cast<size_t>(file.layout.dataBytes);
+  array.length = array.offset + array.bytes;
+  // From the file's start, the header with it: the data's offset is not a
+  // page's.
+  void *mapped =
+      mmap(nullptr, array.length, PROT_READ, MAP_PRIVATE, file.fd, 0);
+  if (mapped == MAP_FAILED) {
+    error = "cannot map '" + path + "': " + std::strerror(errno);
+    array.length = 0;
+    return false;
+  }
+  array.base = static_cast<char *>(mapped);
   return true;
 }
 

@@ -35,6 +35,35 @@ std::string npyFileName(const std::string &name);
 /// size before anything is allocated.
 bool readNpy(const std::string &path, NpyArray &array, std::string &error);
 
+/// A .npy file's data mapped read-only, not copied: its pages are the page
+/// cache's, shared by every process on the machine that maps the file, read
+/// from the file as they are first touched and not part of a process's
+/// anonymous memory. The file must not shrink while it is mapped (a read
+/// past its end would be a bus error).
+class MappedNpy {
+public:
+  MappedNpy() = default;
+  MappedNpy(const MappedNpy &) = delete;
+  MappedNpy &operator=(const MappedNpy &) = delete;
+  ~MappedNpy();
+
+  /// numpy's descr without the byte-order mark, and the shape.
+  std::string kind;
+  std::vector<int64_t> shape;
+  /// The array's bytes, inside the mapping.
+  const char *data() const { return base + offset; }
+  size_t size() const { return bytes; }
+
+private:
+  friend bool mapNpy(const std::string &, MappedNpy &, std::string &);
+  char *base = nullptr;
+  size_t length = 0, offset = 0, bytes = 0;
+};
+
+/// readNpy's checks, then maps the file's data instead of reading it; false
+/// with `error` set as readNpy's.
+bool mapNpy(const std::string &path, MappedNpy &array, std::string &error);
+
 /// readNpy of a whole file held in memory (`size` bytes at `bytes`); `path`
 /// names it in messages.
 bool parseNpy(const char *bytes, size_t size, const std::string &path,

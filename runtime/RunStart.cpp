@@ -178,9 +178,8 @@ void requireRankAgreement(const Program &program, const RunOptions &options,
   // Synthetic data is the program's own, each rank making its rows.
   for (const InputData &input : data.inputs())
     if (!options.synthetic)
-      agreement.addInputData(input.spec->name, input.array.shape,
-                             input.array.data.data(),
-                             static_cast<int64_t>(input.array.data.size()));
+      agreement.addInputData(input.spec->name, input.shape(), input.bytes(),
+                             input.byteCount());
   if (!options.init.empty() || options.resume)
     agreement.addLoadedValues(options.resume ? "--resume" : "--init",
                               store.global.program, store.wholeTensors());
