@@ -19,25 +19,16 @@ usage: check_blas_packing.py MODEL CLUSTER.yaml OUTDIR BATCH [--within F]
 
 import json
 import os
-import re
-import subprocess
 import sys
+
+from measure_one_rank import plan_and_measure, run, within_option
 
 PAGE = 4096
 
 
-def run(args, env=None):
-    p = subprocess.run(args, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(args)} exited {p.returncode}:\n"
-                 f"{p.stdout}{p.stderr}")
-    return p.stdout + p.stderr
-
-
 def main():
     model, cluster, out, batch = sys.argv[1:5]
-    within = float(sys.argv[sys.argv.index("--within") + 1]) \
-        if "--within" in sys.argv else 0.05
+    within = within_option(0.05)
     os.makedirs(out, exist_ok=True)
     probe = json.loads(run(["cleave-calibrate-probe", "--blas-packing"]))
     try:
@@ -67,23 +58,11 @@ def main():
     with_packing = os.path.join(out, "cluster.yaml")
     with open(with_packing, "w") as f:
         f.write(text)
-    plan_json = os.path.join(out, "plan.json")
-    table = run(["cleave", "plan", model, "--cluster", with_packing,
-                 "--ranks", "1", "--global-batch", batch,
-                 "--max-microbatches", "1", "--json", plan_json])
+    predicted, table, rise, _ = plan_and_measure(model, with_packing,
+                                                 os.path.join(out, "run"),
+                                                 batch)
     print("table says:", "BLAS packing" in table)
-    plan = json.load(open(plan_json))["plans"][0]
-    predicted = plan["predicted"]
     packing = predicted["blas_packing_bytes_per_rank"]
-    program = os.path.join(out, "train")
-    run(["cleave", "compile", model] + plan["flags"] + ["-o", program])
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    report = run([program, "--synthetic", "--steps", "2",
-                  "--print-memory-peak"], env)
-    m = re.search(r"peak (\d+) bytes, of which file-backed (\d+)", report)
-    if not m:
-        sys.exit("FAILED: no --print-memory-peak line:\n" + report)
-    rise = int(m.group(1)) - int(m.group(2))
     needed = predicted["needed_bytes_per_rank"]
     ratio, without = needed / rise, (needed - packing) / rise
     print(f"packing predicted {packing}; needed {needed}, measured {rise}: "
