@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace cleave::rt {
@@ -217,8 +218,9 @@ InputData loadInput(const TensorSpec &spec, const RunOptions &options,
   input.samples = shape[batchDim];
   // numpy aligns an array's data to 64 bytes in the file; a file that
   // does not (or whose samples must move first) is copied.
-  bool aligned =
-      reinterpret_cast<uintptr_t>(mapped->data()) % dtypeSize(spec.dtype) == 0;
+  bool aligned = reinterpret_cast<std::uintptr_t>(mapped->data()) %
+                     dtypeSize(spec.dtype) ==
+                 0;
   if (batchDim != 0 || !aligned) {
     input.array.kind = mapped->kind;
     input.array.shape = mapped->shape;

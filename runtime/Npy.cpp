@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <memory>
 #include <string_view>
 #include <sys/mman.h>
 #include <sys/stat.h>
